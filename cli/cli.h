@@ -1,0 +1,13 @@
+/* Subcommands of the `hsd` command-line tool. Each returns the process exit code. */
+#ifndef HSD_CLI_H
+#define HSD_CLI_H
+
+int hsd_cmd_tokenize(int argc, char **argv);
+int hsd_cmd_detokenize(int argc, char **argv);
+int hsd_cmd_bench(int argc, char **argv);
+int hsd_cmd_bench_tokenize(int argc, char **argv);
+int hsd_cmd_bench_forward(int argc, char **argv);
+int hsd_cmd_generate(int argc, char **argv);
+int hsd_cmd_synth(int argc, char **argv);
+
+#endif

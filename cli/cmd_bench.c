@@ -1,0 +1,11 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int hsd_cmd_bench(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "tokenize")) return hsd_cmd_bench_tokenize(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "forward")) return hsd_cmd_bench_forward(argc - 1, argv + 1);
+    fprintf(stderr, "usage: hsd bench tokenize|forward ...\n");
+    return 2;
+}

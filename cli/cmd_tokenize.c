@@ -1,0 +1,10 @@
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int hsd_cmd_tokenize(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "hsd: 'tokenize' is not available yet in this build\n");
+    return 2;
+}

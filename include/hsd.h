@@ -1,0 +1,106 @@
+/*
+ * hsd — heterogeneous speculative decoding.
+ *
+ * The one public C API. Conventions (after llama.h):
+ *   - every object is an opaque handle created by a *_load / *_init function and released by
+ *     the matching *_free function (NULL is accepted by every *_free);
+ *   - functions that can fail return an hsd_status; on failure hsd_last_error() returns a
+ *     message naming what went wrong and where (file, field, byte offset). The message is
+ *     thread-local and stays valid until the next failing call on the same thread;
+ *   - the library never prints, exits or aborts.
+ */
+#ifndef HSD_H
+#define HSD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HSD_VERSION_MAJOR 0
+#define HSD_VERSION_MINOR 1
+#define HSD_VERSION_PATCH 0
+
+typedef enum hsd_status {
+    HSD_OK = 0,
+    HSD_ERR_INVALID_ARG = 1,  /* NULL handle, out-of-range argument */
+    HSD_ERR_IO = 2,           /* file missing or unreadable */
+    HSD_ERR_PARSE = 3,        /* malformed file (JSON syntax, truncated binary, bad magic) */
+    HSD_ERR_UNSUPPORTED = 4,  /* well-formed but uses a feature hsd does not implement */
+    HSD_ERR_INVALID_UTF8 = 5, /* input text is not valid UTF-8 */
+    HSD_ERR_OUT_OF_RANGE = 6, /* token id outside the vocabulary */
+    HSD_ERR_NOMEM = 7,
+    HSD_ERR_BUFFER_TOO_SMALL = 8, /* output did not fit; the needed size is reported */
+    HSD_ERR_INTERNAL = 9,
+} hsd_status;
+
+/* Message of the last failure on this thread ("" if none). */
+const char *hsd_last_error(void);
+/* Short constant name of a status, e.g. "HSD_ERR_PARSE". */
+const char *hsd_status_str(hsd_status s);
+const char *hsd_version(void);
+
+/* Frees memory that an hsd_* function allocated for the caller (e.g. *_alloc outputs). */
+void hsd_free(void *p);
+
+/* ------------------------------------------------------------------------------------
+ * Tokenizers
+ *
+ * A loaded tokenizer is immutable and may be shared by any number of threads.
+ * ---------------------------------------------------------------------------------- */
+typedef struct hsd_tokenizer hsd_tokenizer;
+
+typedef enum hsd_tokenizer_format {
+    HSD_TOKENIZER_AUTO = 0,     /* detect from content: '{' → HF JSON, "GGUF" → GGUF, else .bin */
+    HSD_TOKENIZER_HF_JSON = 1,  /* HuggingFace tokenizer.json */
+    HSD_TOKENIZER_LLAMA2C = 2,  /* llama2.c tokenizer.bin */
+    HSD_TOKENIZER_GGUF = 3,     /* GGUF file (tokenizer.ggml.* metadata) */
+} hsd_tokenizer_format;
+
+hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out);
+/* `name` is used in error messages only (may be NULL). The bytes are copied as needed. */
+hsd_status hsd_tokenizer_load_memory(const void *data, size_t size, hsd_tokenizer_format format,
+                                     const char *name, hsd_tokenizer **out);
+void hsd_tokenizer_free(hsd_tokenizer *tok);
+
+/* Encodes `len` bytes of UTF-8 text. With add_special the post-processor's special tokens are
+ * added (HF add_special_tokens=true). Writes up to `cap` ids; *n_ids receives the number of
+ * ids produced. If cap is too small, returns HSD_ERR_BUFFER_TOO_SMALL and *n_ids is the size
+ * needed. Invalid UTF-8 → HSD_ERR_INVALID_UTF8 naming the byte offset. */
+hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size_t len,
+                                bool add_special, int32_t *ids, size_t cap, size_t *n_ids);
+/* Same, allocating: *ids must be released with hsd_free. */
+hsd_status hsd_tokenizer_encode_alloc(const hsd_tokenizer *tok, const char *text, size_t len,
+                                      bool add_special, int32_t **ids, size_t *n_ids);
+
+/* Decodes ids to text exactly as HF tokenizers' decode(ids, skip_special_tokens). The text is
+ * NUL-terminated and *len (if not NULL) gets its length; release with hsd_free. Byte tokens
+ * that do not form valid UTF-8 decode to U+FFFD as HF does. */
+hsd_status hsd_tokenizer_decode_alloc(const hsd_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                                      bool skip_special, char **text, size_t *len);
+
+/* Number of ids (model vocabulary plus added tokens; the largest id + 1). */
+int32_t hsd_tokenizer_vocab_size(const hsd_tokenizer *tok);
+/* The token's string as stored in the vocabulary (e.g. "Ġhello", "▁the", "<0x41>"), or NULL
+ * for an id that is out of range or unused. Owned by the tokenizer. */
+const char *hsd_tokenizer_id_to_token(const hsd_tokenizer *tok, int32_t id);
+/* Id of a vocabulary string, or -1. */
+int32_t hsd_tokenizer_token_to_id(const hsd_tokenizer *tok, const char *token);
+/* Surface bytes: what the token contributes to decoded text (byte-level escapes undone,
+ * "▁" as space, "<0xNN>" as the byte, WordPiece "##" removed). Not NUL-terminated; *len gets
+ * the length. NULL for out-of-range ids. Owned by the tokenizer. Vocabularies of different
+ * tokenizers are intersected by these bytes. */
+const uint8_t *hsd_tokenizer_token_bytes(const hsd_tokenizer *tok, int32_t id, size_t *len);
+bool hsd_tokenizer_is_special(const hsd_tokenizer *tok, int32_t id);
+/* Special ids, -1 when the tokenizer has none. */
+int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *tok);
+int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
+int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HSD_H */

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hsd needs to build and test. Idempotent: does nothing when
+# everything is present. Called by `make` and `.ci/run`, so a fresh machine needs no setup.
+set -euo pipefail
+pkgs="cmake make gcc clang pkg-config libpcre2-dev libutf8proc-dev libxxhash-dev libcmocka-dev
+      libjansson-dev libopenblas-dev libicu-dev python3"
+missing=()
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "bootstrap: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,28 @@
+/* Shared helpers for the cmocka tests: locating ../shared and reading files. */
+#ifndef HSD_TESTUTIL_H
+#define HSD_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Directory of the shared data: $HSD_SHARED, else the build's default (../shared). */
+const char *hsd_test_shared(void);
+/* Full path of a file under the shared directory (static buffer, rotated over 8 slots). */
+const char *hsd_test_path(const char *rel);
+/* Returns 1 if `path` exists; otherwise prints why the caller is skipping and returns 0. */
+int hsd_test_require(const char *path);
+/* Reads a whole file (NUL-terminated); NULL if unreadable. Caller frees. */
+char *hsd_test_read_file(const char *path, size_t *len);
+
+/* Skips the current cmocka test with a printed reason when a shared file is missing. */
+#define HSD_REQUIRE_FILE(p)                                                                  \
+    do {                                                                                     \
+        if (!hsd_test_require(p)) {                                                          \
+            skip();                                                                          \
+        }                                                                                    \
+    } while (0)
+
+#endif
