@@ -273,7 +273,7 @@ static const char *const BPE_TOKENS[] = {"a", "b", "c", "\xc4\xa0", "ab", "\xc4\
                                          "\xc4\xa0" "ab", "<|endoftext|>"};
 static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3};
 /* rank order matters: "Ġ a" before "a b" so that " ab" becomes "Ġab", not "Ġ" + "ab" */
-static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0a b", "a b"};
+static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0" "a b", "a b"};
 
 static unsigned char *tiny_gguf(const tiny_opts *o, size_t *len, tiny_offsets *off) {
     gw w = {0};
