@@ -258,6 +258,7 @@ typedef struct tiny_opts {
     int omit_tokens;       /* leave tokenizer.ggml.tokens out */
     int nest;              /* add a key holding arrays nested this deep */
     int scores_as_int;     /* store scores as an int32 array */
+    const char *pre;       /* tokenizer.ggml.pre, or NULL for none */
 } tiny_opts;
 
 typedef struct tiny_offsets {
@@ -269,11 +270,13 @@ static const char *const SPM_TOKENS[] = {
     "\xe2\x96\x81" "a", "ab", "\xe2\x96\x81" "ab", "aa", "c"};
 static const float SPM_SCORES[] = {0, 0, 0, 0, -1, -2, -3, -4, -5, -6, -5, -7};
 static const int32_t SPM_TYPES[] = {2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, 1};
-static const char *const BPE_TOKENS[] = {"a", "b", "c", "\xc4\xa0", "ab", "\xc4\xa0" "a",
-                                         "\xc4\xa0" "ab", "<|endoftext|>"};
-static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3};
-/* rank order matters: "Ġ a" before "a b" so that " ab" becomes "Ġab", not "Ġ" + "ab" */
-static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0" "a b", "a b"};
+static const char *const BPE_TOKENS[] = {"a",  "b",  "c",  "\xc4\xa0", "ab", "\xc4\xa0" "a",
+                                         "\xc4\xa0" "ab", "<|endoftext|>", "!", "!a", "!ab"};
+static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1};
+/* rank order matters: "Ġ a" and "! a" come before "a b" so that " ab" and "!ab" (when one
+ * piece) become "Ġab" and "!ab", not "Ġ"/"!" + "ab" */
+static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0" "a b", "! a", "!a b", "a b"};
+#define N_BPE_MERGES (sizeof BPE_MERGES / sizeof *BPE_MERGES)
 
 static unsigned char *tiny_gguf(const tiny_opts *o, size_t *len, tiny_offsets *off) {
     gw w = {0};
@@ -327,9 +330,14 @@ static unsigned char *tiny_gguf(const tiny_opts *o, size_t *len, tiny_offsets *o
     } else {
         key(&w, "tokenizer.ggml.merges", 9);
         u32(&w, 8);
-        u64(&w, 3);
-        for (int i = 0; i < 3; i++) str(&w, BPE_MERGES[i]);
+        u64(&w, N_BPE_MERGES);
+        for (size_t i = 0; i < N_BPE_MERGES; i++) str(&w, BPE_MERGES[i]);
         nkv++;
+        if (o->pre) {
+            key(&w, "tokenizer.ggml.pre", 8);
+            str(&w, o->pre);
+            nkv++;
+        }
         key(&w, "tokenizer.ggml.eos_token_id", 4);
         u32(&w, 7);
         nkv++;
@@ -414,7 +422,26 @@ static void test_tiny_bpe(void **state) {
                      HSD_OK);
     assert_string_equal(dec, "ab abc");
     hsd_free(dec);
+    /* GPT-2 regex: punctuation and letters are separate pieces */
+    expect_ids(t, "!ab", (int32_t[]){8, 4}, 2);
     hsd_tokenizer_free(t);
+    free(p);
+
+    /* llama-3 regex: one non-letter may lead a run of letters */
+    o.pre = "llama-bpe";
+    p = tiny_gguf(&o, &len, NULL);
+    s = load_mem(p, len, &t);
+    if (s) fprintf(stderr, "%s\n", hsd_last_error());
+    assert_int_equal(s, HSD_OK);
+    expect_ids(t, "!ab", (int32_t[]){10}, 1);
+    expect_ids(t, "ab ab", (int32_t[]){4, 6}, 2);
+    hsd_tokenizer_free(t);
+    free(p);
+
+    o.pre = "qwen2";
+    p = tiny_gguf(&o, &len, NULL);
+    assert_int_equal(load_mem(p, len, &t), HSD_ERR_UNSUPPORTED);
+    assert_non_null(strstr(hsd_last_error(), "qwen2"));
     free(p);
 }
 
