@@ -1,10 +1,171 @@
+/* hsd tokenize / detokenize. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "hsd.h"
+
+static int fail(const char *what) {
+    fprintf(stderr, "hsd: %s: %s\n", what, hsd_last_error());
+    return 1;
+}
+
+/* One JSON line per input line: {"ids": [...], "decoded": "..."}. */
+static int tokenize_jsonl(const hsd_tokenizer *tok, bool special) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long lineno = 0;
+    int rc = 0;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        json_error_t jerr;
+        json_t *in = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &jerr);
+        json_t *text = in ? json_object_get(in, "text") : NULL;
+        if (!text || !json_is_string(text)) {
+            fprintf(stderr, "hsd: stdin line %ld: expected {\"text\": ...}%s%s\n", lineno,
+                    in ? "" : ": ", in ? "" : jerr.text);
+            json_decref(in);
+            rc = 1;
+            continue;
+        }
+        int32_t *ids = NULL;
+        size_t nid = 0;
+        char *dec = NULL;
+        size_t dlen = 0;
+        if (hsd_tokenizer_encode_alloc(tok, json_string_value(text), json_string_length(text),
+                                       special, &ids, &nid) ||
+            hsd_tokenizer_decode_alloc(tok, ids, nid, false, &dec, &dlen)) {
+            fprintf(stderr, "hsd: stdin line %ld: %s\n", lineno, hsd_last_error());
+            json_decref(in);
+            hsd_free(ids);
+            rc = 1;
+            continue;
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; i < nid; i++) json_array_append_new(arr, json_integer(ids[i]));
+        json_t *out = json_object();
+        json_object_set_new(out, "ids", arr);
+        json_object_set_new(out, "decoded", json_stringn(dec, dlen));
+        char *s = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
+        if (s) puts(s);
+        free(s);
+        json_decref(out);
+        json_decref(in);
+        hsd_free(ids);
+        hsd_free(dec);
+    }
+    free(line);
+    return rc;
+}
+
+static void usage_tokenize(void) {
+    fprintf(stderr, "usage: hsd tokenize -t TOKENIZER [--special] [--jsonl] [TEXT]\n"
+                    "  --jsonl   read {\"text\": ...} lines on stdin, write {\"ids\", \"decoded\"}\n"
+                    "  --special add special tokens (HF add_special_tokens=true)\n");
+}
 
 int hsd_cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hsd: 'tokenize' is not available yet in this build\n");
-    return 2;
+    const char *path = NULL, *text = NULL;
+    bool special = false, jsonl = false;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--tokenizer")) && i + 1 < argc)
+            path = argv[++i];
+        else if (!strcmp(argv[i], "--special")) special = true;
+        else if (!strcmp(argv[i], "--jsonl")) jsonl = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage_tokenize();
+            return 0;
+        } else if (!text && argv[i][0] != '-') text = argv[i];
+        else {
+            usage_tokenize();
+            return 2;
+        }
+    }
+    if (!path || (!jsonl && !text)) {
+        usage_tokenize();
+        return 2;
+    }
+    hsd_tokenizer *tok;
+    if (hsd_tokenizer_load_file(path, &tok)) return fail("loading tokenizer");
+    int rc = 0;
+    if (jsonl) {
+        rc = tokenize_jsonl(tok, special);
+    } else {
+        int32_t *ids;
+        size_t n;
+        if (hsd_tokenizer_encode_alloc(tok, text, strlen(text), special, &ids, &n)) {
+            hsd_tokenizer_free(tok);
+            return fail("encode");
+        }
+        printf("%zu tokens\n", n);
+        /* Show each token's surface bytes between bars so boundaries are visible. */
+        for (size_t i = 0; i < n; i++) {
+            size_t len;
+            const uint8_t *b = hsd_tokenizer_token_bytes(tok, ids[i], &len);
+            printf("%s|", i ? "" : "|");
+            for (size_t k = 0; k < len; k++) {
+                if (b[k] == '\n') fputs("\\n", stdout);
+                else if (b[k] < 0x20) printf("\\x%02x", b[k]);
+                else putchar(b[k]);
+            }
+        }
+        printf("\nids:");
+        for (size_t i = 0; i < n; i++) printf(" %d", ids[i]);
+        char *dec;
+        size_t dl;
+        if (hsd_tokenizer_decode_alloc(tok, ids, n, false, &dec, &dl)) rc = fail("decode");
+        else {
+            printf("\ndecoded: %s\nround trip: %s\n", dec,
+                   dl == strlen(text) && !memcmp(dec, text, dl) ? "identical" : "DIFFERENT");
+            hsd_free(dec);
+        }
+        hsd_free(ids);
+    }
+    hsd_tokenizer_free(tok);
+    return rc;
+}
+
+int hsd_cmd_detokenize(int argc, char **argv) {
+    const char *path = NULL;
+    bool skip = false;
+    int32_t *ids = calloc((size_t)argc + 1, sizeof *ids);
+    size_t n = 0;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--tokenizer")) && i + 1 < argc)
+            path = argv[++i];
+        else if (!strcmp(argv[i], "--skip-special")) skip = true;
+        else {
+            char *end;
+            long v = strtol(argv[i], &end, 10);
+            if (*end || end == argv[i]) {
+                fprintf(stderr, "hsd detokenize: '%s' is not an id\n", argv[i]);
+                free(ids);
+                return 2;
+            }
+            ids[n++] = (int32_t)v;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: hsd detokenize -t TOKENIZER [--skip-special] IDS...\n");
+        free(ids);
+        return 2;
+    }
+    hsd_tokenizer *tok;
+    if (hsd_tokenizer_load_file(path, &tok)) {
+        free(ids);
+        return fail("loading tokenizer");
+    }
+    char *text;
+    int rc = 0;
+    if (hsd_tokenizer_decode_alloc(tok, ids, n, skip, &text, NULL)) rc = fail("decode");
+    else {
+        printf("%s\n", text);
+        hsd_free(text);
+    }
+    free(ids);
+    hsd_tokenizer_free(tok);
+    return rc;
 }

@@ -183,6 +183,7 @@ static void scratch_free(void *p) {
     hsd_buf_free(&sc->strs);
     free(sc->s1.p);
     free(sc->s2.p);
+    free(sc->s3.p);
     free(sc->str_spans.p);
     if (sc->md) pcre2_match_data_free(sc->md);
     if (sc->model_scratch_free) sc->model_scratch_free(sc->model_scratch);
@@ -269,8 +270,8 @@ hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_tokenizer_load_file: out is NULL");
     *out = NULL;
     if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_tokenizer_load_file: path is NULL");
-    char *data;
-    size_t len;
+    char *data = NULL;
+    size_t len = 0;
     hsd_status s = read_file(path, &data, &len);
     if (s) return s;
     s = hsd_tokenizer_load_memory(data, len, HSD_TOKENIZER_AUTO, path, out);

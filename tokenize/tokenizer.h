@@ -45,10 +45,14 @@ void hsd_regex_free(hsd_regex *re);
 int hsd_regex_next(const hsd_regex *re, const char *s, size_t len, size_t pos, size_t *ms,
                    size_t *me, void *md);
 
+/* pcre2 match data for use outside the per-thread scratch (e.g. while loading) */
+void *hsd_scratch_md_new(void);
+void hsd_scratch_md_free(void *md);
+
 /* ---- per-call scratch, reused across calls on one thread ---- */
 typedef struct hsd_scratch {
     hsd_buf a, b, c;     /* working buffers */
-    hsd_spans s1, s2;    /* piece lists */
+    hsd_spans s1, s2, s3; /* piece lists; s3: (range, is_match) pairs while splitting */
     void *md;            /* pcre2_match_data */
     void *model_scratch; /* owned by the model implementation */
     void (*model_scratch_free)(void *);
