@@ -271,8 +271,9 @@ static const char *const SPM_TOKENS[] = {
 static const float SPM_SCORES[] = {0, 0, 0, 0, -1, -2, -3, -4, -5, -6, -5, -7};
 static const int32_t SPM_TYPES[] = {2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, 1};
 static const char *const BPE_TOKENS[] = {"a",  "b",  "c",  "\xc4\xa0", "ab", "\xc4\xa0" "a",
-                                         "\xc4\xa0" "ab", "<|endoftext|>", "!", "!a", "!ab"};
-static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1};
+                                         "\xc4\xa0" "ab", "<|endoftext|>", "!", "!a", "!ab",
+                                         "ca" /* no merge makes it */};
+static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1};
 /* rank order matters: "Ġ a" and "! a" come before "a b" so that " ab" and "!ab" (when one
  * piece) become "Ġab" and "!ab", not "Ġ"/"!" + "ab" */
 static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0" "a b", "! a", "!a b", "a b"};
@@ -424,6 +425,7 @@ static void test_tiny_bpe(void **state) {
     hsd_free(dec);
     /* GPT-2 regex: punctuation and letters are separate pieces */
     expect_ids(t, "!ab", (int32_t[]){8, 4}, 2);
+    expect_ids(t, "ca", (int32_t[]){2, 0}, 2);
     hsd_tokenizer_free(t);
     free(p);
 
@@ -435,6 +437,8 @@ static void test_tiny_bpe(void **state) {
     assert_int_equal(s, HSD_OK);
     expect_ids(t, "!ab", (int32_t[]){10}, 1);
     expect_ids(t, "ab ab", (int32_t[]){4, 6}, 2);
+    /* ...and ignore_merges: a piece that is a token is taken whole */
+    expect_ids(t, "ca", (int32_t[]){11}, 1);
     hsd_tokenizer_free(t);
     free(p);
 

@@ -146,6 +146,7 @@ static hsd_status add_pre(hsd_tokenizer *t, hsd_pre_type type, const char *patte
 static hsd_status build_bpe(hsd_tokenizer *t, const hsd_gguf *g, const vocab_keys *k,
                             const char *pre, size_t pre_len) {
     hsd_status s;
+    bool ignore_merges = false;
     if (!k->merges)
         return hsd_error(HSD_ERR_PARSE, "%s: GGUF: tokenizer.ggml.model is gpt2 but "
                          "tokenizer.ggml.merges is missing", t->name);
@@ -158,6 +159,9 @@ static hsd_status build_bpe(hsd_tokenizer *t, const hsd_gguf *g, const vocab_key
         if ((s = add_pre(t, HSD_PRE_SPLIT, LLAMA3_PATTERN, "GGUF pre-tokenizer llama-bpe")) ||
             (s = add_pre(t, HSD_PRE_BYTELEVEL, NULL, NULL)))
             return s;
+        /* Llama-3's tokenizer.json sets ignore_merges (llama.cpp does the same for this pre):
+         * a piece that is itself a token is emitted whole */
+        ignore_merges = true;
     } else {
         return hsd_error(HSD_ERR_UNSUPPORTED,
                          "%s: GGUF: tokenizer.ggml.pre '%.*s' is not supported (gpt-2, "
@@ -192,7 +196,7 @@ static hsd_status build_bpe(hsd_tokenizer *t, const hsd_gguf *g, const vocab_key
         right[i] = sp + 1;
         rl[i] = (uint32_t)(len - ll[i] - 1);
     }
-    hsd_bpe_opts o = {.unk_id = t->unk_id};
+    hsd_bpe_opts o = {.unk_id = t->unk_id, .ignore_merges = ignore_merges};
     s = hsd_bpe_build(t, &o, n, left, ll, right, rl);
 done:
     free(left);
