@@ -136,6 +136,34 @@ static void test_vectors_llama_spm(void **state) {
     run_vectors("ggml-vocab-llama-spm.gguf");
 }
 
+/* llama2.c's tokenizer.bin holds the same pieces and scores as the llama-spm GGUF (with real
+ * spaces instead of "▁"), so its run.c-style encoder must give llama.cpp's ids too. */
+static void test_llama2c_bin_matches_spm_vectors(void **state) {
+    (void)state;
+    const char *bin = "models/llama2-tokenizer/tokenizer.bin";
+    const char *inp = "models/vocab-gguf/ggml-vocab-llama-spm.gguf.inp";
+    const char *out = "models/vocab-gguf/ggml-vocab-llama-spm.gguf.out";
+    HSD_REQUIRE_FILE(hsd_test_path(bin));
+    HSD_REQUIRE_FILE(hsd_test_path(inp));
+    hsd_tokenizer *t = load(bin);
+    vectors v;
+    vectors_load(hsd_test_path(inp), hsd_test_path(out), &v);
+    size_t pass = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        int32_t want[4096], *got;
+        size_t nw = parse_ids(v.ids_line[i], want, 4096), ng;
+        assert_int_equal(hsd_tokenizer_encode_alloc(t, v.text[i], v.text_len[i], false, &got, &ng),
+                         HSD_OK);
+        if (ng == nw && (!nw || !memcmp(got, want, nw * sizeof *got))) pass++;
+        else fprintf(stderr, "tokenizer.bin differs on vector %zu \"%s\"\n", i, v.text[i]);
+        hsd_free(got);
+    }
+    printf("llama2 tokenizer.bin: %zu/%zu llama-spm vectors pass\n", pass, v.n);
+    assert_int_equal(pass, v.n);
+    vectors_free(&v);
+    hsd_tokenizer_free(t);
+}
+
 static void test_llama_spm_specials(void **state) {
     (void)state;
     const char *rel = "models/vocab-gguf/ggml-vocab-llama-spm.gguf";
@@ -593,6 +621,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors_gpt2),
         cmocka_unit_test(test_vectors_llama_spm),
+        cmocka_unit_test(test_llama2c_bin_matches_spm_vectors),
         cmocka_unit_test(test_llama_spm_specials),
         cmocka_unit_test(test_gpt_neox_loads),
         cmocka_unit_test(test_tiny_spm),
