@@ -112,13 +112,14 @@ static void run_vectors(const char *name) {
         char *dec;
         size_t dl;
         assert_int_equal(hsd_tokenizer_decode_alloc(t, got, ng, false, &dec, &dl), HSD_OK);
-        if (dl == v.text_len[i] && !memcmp(dec, v.text[i], dl)) round++;
-        else fprintf(stderr, "%s vector %zu: decode gives \"%s\"\n", name, i, dec);
+        if (dl == v.text_len[i] && !memcmp(dec, v.text[i], dl))
+            round++;
+        else
+            fprintf(stderr, "%s vector %zu: decode gives \"%s\"\n", name, i, dec);
         hsd_free(dec);
         hsd_free(got);
     }
-    printf("%s: %zu/%zu llama.cpp vectors pass, %zu/%zu round-trip\n", name, pass, v.n, round,
-           v.n);
+    printf("%s: %zu/%zu llama.cpp vectors pass, %zu/%zu round-trip\n", name, pass, v.n, round, v.n);
     assert_true(v.n >= 40);
     assert_int_equal(pass, v.n);
     assert_int_equal(round, v.n);
@@ -154,8 +155,10 @@ static void test_llama2c_bin_matches_spm_vectors(void **state) {
         size_t nw = parse_ids(v.ids_line[i], want, 4096), ng;
         assert_int_equal(hsd_tokenizer_encode_alloc(t, v.text[i], v.text_len[i], false, &got, &ng),
                          HSD_OK);
-        if (ng == nw && (!nw || !memcmp(got, want, nw * sizeof *got))) pass++;
-        else fprintf(stderr, "tokenizer.bin differs on vector %zu \"%s\"\n", i, v.text[i]);
+        if (ng == nw && (!nw || !memcmp(got, want, nw * sizeof *got)))
+            pass++;
+        else
+            fprintf(stderr, "tokenizer.bin differs on vector %zu \"%s\"\n", i, v.text[i]);
         hsd_free(got);
     }
     printf("llama2 tokenizer.bin: %zu/%zu llama-spm vectors pass\n", pass, v.n);
@@ -211,7 +214,7 @@ static void test_gpt_neox_loads(void **state) {
     assert_int_equal(hsd_tokenizer_vocab_size(t), 50432);
     assert_int_equal(hsd_tokenizer_token_to_id(t, "<|endoftext|>"), 0);
     assert_true(hsd_tokenizer_is_special(t, 0));
-    assert_true(hsd_tokenizer_is_special(t, 1)); /* <|padding|> */
+    assert_true(hsd_tokenizer_is_special(t, 1));      /* <|padding|> */
     assert_false(hsd_tokenizer_is_special(t, 50276)); /* user-defined "  " */
     size_t n;
     const uint8_t *b = hsd_tokenizer_token_bytes(t, 50276, &n);
@@ -236,8 +239,10 @@ static void test_gpt_neox_loads(void **state) {
                          HSD_OK);
         assert_true(k > 0 || v.text_len[i] == 0);
         assert_int_equal(hsd_tokenizer_decode_alloc(t, ids, k, false, &dec, &dl), HSD_OK);
-        if (dl == v.text_len[i] && !memcmp(dec, v.text[i], dl)) round++;
-        else fprintf(stderr, "gpt-neox: \"%s\" decodes to \"%s\"\n", v.text[i], dec);
+        if (dl == v.text_len[i] && !memcmp(dec, v.text[i], dl))
+            round++;
+        else
+            fprintf(stderr, "gpt-neox: \"%s\" decodes to \"%s\"\n", v.text[i], dec);
         hsd_free(dec);
         hsd_free(ids);
     }
@@ -281,36 +286,62 @@ static void key(gw *w, const char *k, uint32_t type) {
 }
 
 typedef struct tiny_opts {
-    const char *model;     /* "llama" or "gpt2" */
-    int drop_scores;       /* write this many fewer scores than tokens */
-    int omit_tokens;       /* leave tokenizer.ggml.tokens out */
-    int nest;              /* add a key holding arrays nested this deep */
-    int scores_as_int;     /* store scores as an int32 array */
-    const char *pre;       /* tokenizer.ggml.pre, or NULL for none */
+    const char *model; /* "llama" or "gpt2" */
+    int drop_scores;   /* write this many fewer scores than tokens */
+    int omit_tokens;   /* leave tokenizer.ggml.tokens out */
+    int nest;          /* add a key holding arrays nested this deep */
+    int scores_as_int; /* store scores as an int32 array */
+    const char *pre;   /* tokenizer.ggml.pre, or NULL for none */
 } tiny_opts;
 
 typedef struct tiny_offsets {
     size_t n_kv, first_key_len, first_type, tokens_count, model_len;
 } tiny_offsets;
 
-static const char *const SPM_TOKENS[] = {
-    "<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81", "a", "b",
-    "\xe2\x96\x81" "a", "ab", "\xe2\x96\x81" "ab", "aa", "c"};
+static const char *const SPM_TOKENS[] = {"<unk>",
+                                         "<s>",
+                                         "</s>",
+                                         "<0x0A>",
+                                         "\xe2\x96\x81",
+                                         "a",
+                                         "b",
+                                         "\xe2\x96\x81"
+                                         "a",
+                                         "ab",
+                                         "\xe2\x96\x81"
+                                         "ab",
+                                         "aa",
+                                         "c"};
 static const float SPM_SCORES[] = {0, 0, 0, 0, -1, -2, -3, -4, -5, -6, -5, -7};
 static const int32_t SPM_TYPES[] = {2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, 1};
-static const char *const BPE_TOKENS[] = {"a",  "b",  "c",  "\xc4\xa0", "ab", "\xc4\xa0" "a",
-                                         "\xc4\xa0" "ab", "<|endoftext|>", "!", "!a", "!ab",
+static const char *const BPE_TOKENS[] = {"a",
+                                         "b",
+                                         "c",
+                                         "\xc4\xa0",
+                                         "ab",
+                                         "\xc4\xa0"
+                                         "a",
+                                         "\xc4\xa0"
+                                         "ab",
+                                         "<|endoftext|>",
+                                         "!",
+                                         "!a",
+                                         "!ab",
                                          "ca" /* no merge makes it */};
 static const int32_t BPE_TYPES[] = {1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1};
 /* rank order matters: "Ġ a" and "! a" come before "a b" so that " ab" and "!ab" (when one
  * piece) become "Ġab" and "!ab", not "Ġ"/"!" + "ab" */
-static const char *const BPE_MERGES[] = {"\xc4\xa0 a", "\xc4\xa0" "a b", "! a", "!a b", "a b"};
+static const char *const BPE_MERGES[] = {"\xc4\xa0 a",
+                                         "\xc4\xa0"
+                                         "a b",
+                                         "! a", "!a b", "a b"};
 #define N_BPE_MERGES (sizeof BPE_MERGES / sizeof *BPE_MERGES)
 
 static unsigned char *tiny_gguf(const tiny_opts *o, size_t *len, tiny_offsets *off) {
     gw w = {0};
     bool spm = !strcmp(o->model, "llama");
-    size_t nt = spm ? sizeof SPM_TOKENS / sizeof *SPM_TOKENS : sizeof BPE_TOKENS / sizeof *BPE_TOKENS;
+    size_t nt =
+        spm ? sizeof SPM_TOKENS / sizeof *SPM_TOKENS : sizeof BPE_TOKENS / sizeof *BPE_TOKENS;
     const char *const *toks = spm ? SPM_TOKENS : BPE_TOKENS;
     put(&w, "GGUF", 4);
     u32(&w, 3);

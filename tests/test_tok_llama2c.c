@@ -83,7 +83,8 @@ static void test_reference_encodings(void **state) {
         if (greedy) {
             size_t n = json_array_size(greedy);
             int32_t *g = malloc(n * sizeof *g);
-            for (size_t i = 0; i < n; i++) g[i] = (int32_t)json_integer_value(json_array_get(greedy, i));
+            for (size_t i = 0; i < n; i++)
+                g[i] = (int32_t)json_integer_value(json_array_get(greedy, i));
             char *txt;
             assert_int_equal(hsd_tokenizer_decode_alloc(t, g, n, true, &txt, NULL), HSD_OK);
             assert_string_equal(txt, json_string_value(json_object_get(model, "greedy_text")));
@@ -159,10 +160,12 @@ static size_t naive_encode(const naive_vocab *v, const char *text, int32_t *out,
         size_t cl = 1;
         while (i + cl < tl && ((unsigned char)text[i + cl] & 0xC0) == 0x80 && cl < 4) cl++;
         int id = naive_lookup(v, text + i, cl);
-        if (id >= 0) out[n++] = id;
+        if (id >= 0)
+            out[n++] = id;
         else if (bytes)
             for (size_t k = 0; k < cl; k++) out[n++] = (unsigned char)text[i + k] + 3;
-        else out[n++] = 0;
+        else
+            out[n++] = 0;
         i += cl;
     }
     for (;;) {
@@ -192,9 +195,10 @@ static size_t naive_encode(const naive_vocab *v, const char *text, int32_t *out,
 static void test_matches_naive_runc(void **state) {
     (void)state;
     /* pieces that create many equal-score and overlapping merge candidates */
-    static const char *const atoms[] = {
-        " ", "  ", "a", "aa", "the", " the", "e", "ll", "o", "Lily", ".", ",", "\n", "\t",
-        "é", "世界", "🙂", "ab", "ba", "ing", "er", "0", "12", "!", "\xe2\x80\x8a"};
+    static const char *const atoms[] = {" ",  "  ",   "a",    "aa",          "the", " the", "e",
+                                        "ll", "o",    "Lily", ".",           ",",   "\n",   "\t",
+                                        "é",  "世界", "🙂", "ab",          "ba",  "ing",  "er",
+                                        "0",  "12",   "!",    "\xe2\x80\x8a"};
     const size_t n_atoms = sizeof atoms / sizeof *atoms;
     for (size_t m = 0; m < sizeof MODELS / sizeof *MODELS; m++) {
         const char *path = hsd_test_path(MODELS[m].path);
@@ -316,7 +320,8 @@ static void test_round_trip_and_long_text(void **state) {
     hsd_tokenizer *t = load(MODELS[2].path);
     hsd_tokenizer *t512 = load(MODELS[0].path);
     /* ~1.5 MB: the merger must stay near-linear */
-    const char *unit = "Once upon a time, there was a little girl named Lily. Ünïcödé 世界 🙂\n";
+    const char *unit =
+        "Once upon a time, there was a little girl named Lily. Ünïcödé 世界 🙂\n";
     size_t ul = strlen(unit), reps = 20000, len = ul * reps;
     char *text = malloc(len + 1);
     for (size_t i = 0; i < reps; i++) memcpy(text + i * ul, unit, ul);
@@ -383,7 +388,8 @@ static void test_truncated_and_garbage(void **state) {
         char *copy = malloc(cut ? cut : 1); /* exact size so ASan sees any overread */
         memcpy(copy, data, cut);
         hsd_tokenizer *t = NULL;
-        hsd_status s = hsd_tokenizer_load_memory(copy, cut, HSD_TOKENIZER_LLAMA2C, "tok105.bin", &t);
+        hsd_status s =
+            hsd_tokenizer_load_memory(copy, cut, HSD_TOKENIZER_LLAMA2C, "tok105.bin", &t);
         if (s == HSD_OK) {
             assert_true(hsd_tokenizer_vocab_size(t) < 105);
             shorter++;
@@ -411,8 +417,9 @@ static void test_truncated_and_garbage(void **state) {
     memcpy(bad, data, sizeof bad);
     v = -1;
     memcpy(bad + 8, &v, 4); /* length of token 0 */
-    assert_int_equal(hsd_tokenizer_load_memory(bad, sizeof bad, HSD_TOKENIZER_LLAMA2C, "neglen", &t),
-                     HSD_ERR_PARSE);
+    assert_int_equal(
+        hsd_tokenizer_load_memory(bad, sizeof bad, HSD_TOKENIZER_LLAMA2C, "neglen", &t),
+        HSD_ERR_PARSE);
     assert_non_null(strstr(hsd_last_error(), "byte 8"));
     v = 0x7fffffff;
     memcpy(bad, &v, 4);
@@ -429,12 +436,9 @@ static void test_truncated_and_garbage(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference_encodings),
-        cmocka_unit_test(test_matches_naive_runc),
-        cmocka_unit_test(test_special_and_decode),
-        cmocka_unit_test(test_round_trip_and_long_text),
-        cmocka_unit_test(test_tok105_unknown),
-        cmocka_unit_test(test_truncated_and_garbage),
+        cmocka_unit_test(test_reference_encodings), cmocka_unit_test(test_matches_naive_runc),
+        cmocka_unit_test(test_special_and_decode),  cmocka_unit_test(test_round_trip_and_long_text),
+        cmocka_unit_test(test_tok105_unknown),      cmocka_unit_test(test_truncated_and_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

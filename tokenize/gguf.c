@@ -15,9 +15,9 @@
 static const size_t type_size[HSD_GGUF_N_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 static const char *type_name(uint32_t t) {
-    static const char *names[HSD_GGUF_N_TYPES] = {
-        "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-        "bool",  "string", "array", "uint64", "int64", "float64"};
+    static const char *names[HSD_GGUF_N_TYPES] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                                  "int32",  "float32", "bool",   "string", "array",
+                                                  "uint64", "int64",   "float64"};
     return t < HSD_GGUF_N_TYPES ? names[t] : "invalid";
 }
 
@@ -43,8 +43,8 @@ static hsd_status short_read(const cursor *c, const char *what, uint64_t need) {
         return hsd_error(HSD_ERR_PARSE,
                          "%s: GGUF key '%.*s': %s at byte %zu needs %llu bytes, only %zu left "
                          "(truncated or corrupt file)",
-                         c->g->name, KEY_SHOWN(c->key_len), c->key, what,
-                         c->off, (unsigned long long)need, c->g->len - c->off);
+                         c->g->name, KEY_SHOWN(c->key_len), c->key, what, c->off,
+                         (unsigned long long)need, c->g->len - c->off);
     return hsd_error(HSD_ERR_PARSE,
                      "%s: GGUF %s at byte %zu needs %llu bytes, only %zu left (truncated "
                      "file)",
@@ -90,10 +90,9 @@ static hsd_status skip_value(cursor *c, uint32_t type, int depth, uint32_t *arr_
     if (!s) s = rd_uint(c, 8, "array length", &count);
     if (s) return s;
     if (et >= HSD_GGUF_N_TYPES)
-        return hsd_error(HSD_ERR_PARSE,
-                         "%s: GGUF key '%.*s': invalid array element type %llu at byte %zu",
-                         c->g->name, KEY_SHOWN(c->key_len), c->key, (unsigned long long)et,
-                         c->off - 12);
+        return hsd_error(
+            HSD_ERR_PARSE, "%s: GGUF key '%.*s': invalid array element type %llu at byte %zu",
+            c->g->name, KEY_SHOWN(c->key_len), c->key, (unsigned long long)et, c->off - 12);
     if (arr_type) *arr_type = (uint32_t)et;
     if (arr_n) *arr_n = count;
     size_t left = c->g->len - c->off;
@@ -203,19 +202,34 @@ static hsd_status wrong_type(const hsd_gguf *g, const hsd_gguf_kv *kv, const cha
 hsd_status hsd_gguf_get_int(const hsd_gguf *g, const hsd_gguf_kv *kv, int64_t *out) {
     const unsigned char *p = g->data + kv->val_off;
     switch (kv->type) {
-    case HSD_GGUF_UINT8: *out = p[0]; break;
-    case HSD_GGUF_INT8: *out = (int8_t)p[0]; break;
-    case HSD_GGUF_UINT16: *out = (uint16_t)le(p, 2); break;
-    case HSD_GGUF_INT16: *out = (int16_t)(uint16_t)le(p, 2); break;
-    case HSD_GGUF_UINT32: *out = (uint32_t)le(p, 4); break;
-    case HSD_GGUF_INT32: *out = (int32_t)(uint32_t)le(p, 4); break;
+    case HSD_GGUF_UINT8:
+        *out = p[0];
+        break;
+    case HSD_GGUF_INT8:
+        *out = (int8_t)p[0];
+        break;
+    case HSD_GGUF_UINT16:
+        *out = (uint16_t)le(p, 2);
+        break;
+    case HSD_GGUF_INT16:
+        *out = (int16_t)(uint16_t)le(p, 2);
+        break;
+    case HSD_GGUF_UINT32:
+        *out = (uint32_t)le(p, 4);
+        break;
+    case HSD_GGUF_INT32:
+        *out = (int32_t)(uint32_t)le(p, 4);
+        break;
     case HSD_GGUF_UINT64: {
         uint64_t v = le(p, 8);
         *out = v > INT64_MAX ? -1 : (int64_t)v;
         break;
     }
-    case HSD_GGUF_INT64: *out = (int64_t)le(p, 8); break;
-    default: return wrong_type(g, kv, "an integer");
+    case HSD_GGUF_INT64:
+        *out = (int64_t)le(p, 8);
+        break;
+    default:
+        return wrong_type(g, kv, "an integer");
     }
     return HSD_OK;
 }
@@ -226,8 +240,7 @@ hsd_status hsd_gguf_get_bool(const hsd_gguf *g, const hsd_gguf_kv *kv, bool *out
     return HSD_OK;
 }
 
-hsd_status hsd_gguf_get_str(const hsd_gguf *g, const hsd_gguf_kv *kv, const char **s,
-                            size_t *n) {
+hsd_status hsd_gguf_get_str(const hsd_gguf *g, const hsd_gguf_kv *kv, const char **s, size_t *n) {
     if (kv->type != HSD_GGUF_STRING) return wrong_type(g, kv, "string");
     *n = (size_t)le(g->data + kv->val_off, 8);
     *s = (const char *)g->data + kv->val_off + 8;

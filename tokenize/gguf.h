@@ -32,9 +32,9 @@ typedef struct hsd_gguf_kv {
     const char *key; /* points into the file data; not NUL-terminated */
     size_t key_len;
     uint32_t type;
-    size_t val_off;     /* byte offset of the value (for arrays: of the first element) */
-    uint32_t arr_type;  /* arrays only */
-    uint64_t arr_n;     /* arrays only */
+    size_t val_off;    /* byte offset of the value (for arrays: of the first element) */
+    uint32_t arr_type; /* arrays only */
+    uint64_t arr_n;    /* arrays only */
 } hsd_gguf_kv;
 
 typedef struct hsd_gguf {
@@ -56,8 +56,7 @@ const hsd_gguf_kv *hsd_gguf_find(const hsd_gguf *g, const char *key);
 /* Typed getters: HSD_ERR_PARSE naming the key when the stored type does not fit. */
 hsd_status hsd_gguf_get_int(const hsd_gguf *g, const hsd_gguf_kv *kv, int64_t *out);
 hsd_status hsd_gguf_get_bool(const hsd_gguf *g, const hsd_gguf_kv *kv, bool *out);
-hsd_status hsd_gguf_get_str(const hsd_gguf *g, const hsd_gguf_kv *kv, const char **s,
-                            size_t *n);
+hsd_status hsd_gguf_get_str(const hsd_gguf *g, const hsd_gguf_kv *kv, const char **s, size_t *n);
 /* Checks that kv is an array whose elements have exactly `type`. */
 hsd_status hsd_gguf_expect_array(const hsd_gguf *g, const hsd_gguf_kv *kv, hsd_gguf_type type);
 

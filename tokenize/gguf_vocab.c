@@ -14,7 +14,14 @@
 #include "tokenize/tokenizer.h"
 
 /* llama.cpp token types (llama_token_type) */
-enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+enum {
+    TT_NORMAL = 1,
+    TT_UNKNOWN = 2,
+    TT_CONTROL = 3,
+    TT_USER_DEFINED = 4,
+    TT_UNUSED = 5,
+    TT_BYTE = 6
+};
 
 /* HF ByteLevel(use_regex=true) pattern, which is also llama.cpp's "gpt-2" pre-tokenizer. */
 static const char GPT2_PATTERN[] =
@@ -148,13 +155,14 @@ static hsd_status build_bpe(hsd_tokenizer *t, const hsd_gguf *g, const vocab_key
     hsd_status s;
     bool ignore_merges = false;
     if (!k->merges)
-        return hsd_error(HSD_ERR_PARSE, "%s: GGUF: tokenizer.ggml.model is gpt2 but "
-                         "tokenizer.ggml.merges is missing", t->name);
+        return hsd_error(HSD_ERR_PARSE,
+                         "%s: GGUF: tokenizer.ggml.model is gpt2 but "
+                         "tokenizer.ggml.merges is missing",
+                         t->name);
     if ((s = hsd_gguf_expect_array(g, k->merges, HSD_GGUF_STRING))) return s;
     t->byte_level = true;
     if (!pre || str_is(pre, pre_len, "gpt-2") || str_is(pre, pre_len, "default")) {
-        if ((s = add_pre(t, HSD_PRE_BYTELEVEL, GPT2_PATTERN, "GGUF pre-tokenizer gpt-2")))
-            return s;
+        if ((s = add_pre(t, HSD_PRE_BYTELEVEL, GPT2_PATTERN, "GGUF pre-tokenizer gpt-2"))) return s;
     } else if (str_is(pre, pre_len, "llama-bpe") || str_is(pre, pre_len, "llama3")) {
         if ((s = add_pre(t, HSD_PRE_SPLIT, LLAMA3_PATTERN, "GGUF pre-tokenizer llama-bpe")) ||
             (s = add_pre(t, HSD_PRE_BYTELEVEL, NULL, NULL)))
@@ -237,7 +245,8 @@ static hsd_status load(hsd_tokenizer *t, const hsd_gguf *g) {
                          t->name, (int)(model_len > 100 ? 100 : model_len), model);
     if ((s = hsd_gguf_expect_array(g, k.tokens, HSD_GGUF_STRING))) return s;
     if (k.tokens->arr_n == 0 || k.tokens->arr_n > (1u << 26))
-        return hsd_error(HSD_ERR_PARSE, "%s: GGUF key 'tokenizer.ggml.tokens' at byte %zu: %llu "
+        return hsd_error(HSD_ERR_PARSE,
+                         "%s: GGUF key 'tokenizer.ggml.tokens' at byte %zu: %llu "
                          "tokens is out of range",
                          t->name, k.tokens->val_off, (unsigned long long)k.tokens->arr_n);
     int32_t n = (int32_t)k.tokens->arr_n;
@@ -302,8 +311,7 @@ static hsd_status load(hsd_tokenizer *t, const hsd_gguf *g) {
     return hsd_tok_finish(t);
 }
 
-hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name,
-                             hsd_tokenizer **out) {
+hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name, hsd_tokenizer **out) {
     *out = NULL;
     hsd_gguf g;
     hsd_status s = hsd_gguf_open(&g, data, len, name);

@@ -50,8 +50,8 @@ static hsd_status count_entries(const unsigned char *d, size_t len, const char *
                              name, n, tl, off + 8, len);
         off += 8 + (size_t)tl;
         if (++n > (1 << 24))
-            return hsd_error(HSD_ERR_PARSE, "%s: llama2.c tokenizer: more than %d tokens",
-                             name, 1 << 24);
+            return hsd_error(HSD_ERR_PARSE, "%s: llama2.c tokenizer: more than %d tokens", name,
+                             1 << 24);
     }
     *n_out = n;
     return HSD_OK;
@@ -96,8 +96,8 @@ hsd_status hsd_tok_load_llama2c(const char *data, size_t len, const char *name,
     if (s) return s;
     if (n < 3)
         return hsd_error(HSD_ERR_PARSE,
-                         "%s: llama2.c tokenizer: %d tokens; need at least <unk>, <s>, </s>",
-                         name, n);
+                         "%s: llama2.c tokenizer: %d tokens; need at least <unk>, <s>, </s>", name,
+                         n);
 
     hsd_tokenizer *t = hsd_tok_alloc(name);
     if (!t) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", name);

@@ -92,8 +92,8 @@ int hsd_spm_byte_token(const char *s, size_t n) {
 }
 
 /* Queues (left, right) if their concatenation is a vocabulary string. */
-static int try_pair(const hsd_tokenizer *t, const spm_impl *m, const char *text,
-                    const spm_sym *sy, int32_t left, spm_heap *h) {
+static int try_pair(const hsd_tokenizer *t, const spm_impl *m, const char *text, const spm_sym *sy,
+                    int32_t left, spm_heap *h) {
     if (left < 0 || sy[left].next < 0) return 0;
     int32_t right = sy[left].next;
     uint32_t len = sy[left].len + sy[right].len;
@@ -118,13 +118,13 @@ static hsd_status spm_tokenize(const hsd_tokenizer *t, const char *s, size_t n, 
         (m->escape ? hsd_buf_append(&text, meta, 3) : hsd_buf_push(&text, ' ')))
         goto oom;
     for (size_t i = 0; i < n; i++) {
-        int r = m->escape && s[i] == ' ' ? hsd_buf_append(&text, meta, 3)
-                                         : hsd_buf_push(&text, s[i]);
+        int r =
+            m->escape && s[i] == ' ' ? hsd_buf_append(&text, meta, 3) : hsd_buf_push(&text, s[i]);
         if (r) goto oom;
     }
     if (text.n > INT32_MAX) {
-        st = hsd_error(HSD_ERR_INVALID_ARG, "%s: encode: piece of %zu bytes is too long",
-                       t->name, text.n);
+        st = hsd_error(HSD_ERR_INVALID_ARG, "%s: encode: piece of %zu bytes is too long", t->name,
+                       text.n);
         goto done;
     }
 
