@@ -8,11 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One slot holds everything a probe needs, so a lookup touches one cache line (plus the key
+ * bytes when the hash matches). */
+typedef struct hsd_strmap_slot {
+    uint64_t hash; /* 0 = empty slot */
+    uint32_t key_off, key_len;
+    int32_t val;
+} hsd_strmap_slot;
+
 typedef struct hsd_strmap {
-    uint64_t *hashes;  /* 0 = empty slot */
-    uint32_t *key_off; /* offset of the key in arena */
-    uint32_t *key_len;
-    int32_t *vals;
+    hsd_strmap_slot *slots;
     size_t cap, n; /* cap is a power of two */
     char *arena;
     size_t arena_n, arena_cap;
@@ -25,9 +30,13 @@ int hsd_strmap_put(hsd_strmap *m, const void *key, size_t len, int32_t val);
 /* Returns the value, or -1 when absent. */
 int32_t hsd_strmap_get(const hsd_strmap *m, const void *key, size_t len);
 
+typedef struct hsd_u64map_slot {
+    uint64_t key; /* UINT64_MAX = empty */
+    uint64_t val;
+} hsd_u64map_slot;
+
 typedef struct hsd_u64map {
-    uint64_t *keys; /* UINT64_MAX = empty */
-    uint64_t *vals;
+    hsd_u64map_slot *slots;
     size_t cap, n;
 } hsd_u64map;
 

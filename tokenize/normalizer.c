@@ -53,8 +53,10 @@ static hsd_status lowercase(const char *s, size_t n, hsd_buf *out) {
     return HSD_OK;
 }
 
+/* Mn as HF's BERT normalizer sees it (the unicode_categories crate's old tables). */
 static bool is_mark_nonspacing(uint32_t cp) {
-    return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_MN;
+    return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_MN &&
+           hsd_uc_assigned_by_v8(cp);
 }
 
 /* Filters combining marks out of already-decomposed text. */
@@ -127,7 +129,7 @@ static bool bert_is_control(uint32_t c) {
     switch (utf8proc_category((utf8proc_int32_t)c)) {
     case UTF8PROC_CATEGORY_CC:
     case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CO: return true;
+    case UTF8PROC_CATEGORY_CO: return hsd_uc_assigned_by_v8(c);
     default: return false;
     }
 }

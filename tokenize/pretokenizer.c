@@ -117,7 +117,7 @@ static bool is_bert_punct(uint32_t c) {
     return (c < 0x80 && c > 0x20 && c != 0x7F && !((c >= '0' && c <= '9') ||
                                                    (c >= 'a' && c <= 'z') ||
                                                    (c >= 'A' && c <= 'Z'))) ||
-           hsd_uc_is_punctuation(c);
+           (hsd_uc_is_punctuation(c) && hsd_uc_assigned_by_v8(c));
 }
 static bool is_ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
 

@@ -18,7 +18,14 @@ hsd_status hsd_regex_compile(const char *pat, size_t len, int literal, const cha
     int err;
     PCRE2_SIZE erroff;
     uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    hsd_buf wide = {0};
+    if (!literal) {
+        if (hsd_regex_widen(pat, len, &wide)) return hsd_error(HSD_ERR_NOMEM, "out of memory");
+        pat = wide.p;
+        len = wide.n;
+    }
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)pat, len, opts, &err, &erroff, NULL);
+    hsd_buf_free(&wide);
     if (!code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);

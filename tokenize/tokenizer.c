@@ -45,6 +45,8 @@ hsd_status hsd_tok_set_size(hsd_tokenizer *t, int32_t n_ids) {
     t->str_off = calloc((size_t)n_ids, sizeof *t->str_off);
     t->str_len = calloc((size_t)n_ids, sizeof *t->str_len);
     t->flags = malloc((size_t)n_ids);
+    hsd_strmap_free(&t->str_to_id); /* re-size for the whole vocabulary up front */
+    if (hsd_strmap_init(&t->str_to_id, (size_t)n_ids)) return hsd_error(HSD_ERR_NOMEM, "oom");
     if (!t->str_off || !t->str_len || !t->flags)
         return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", t->name);
     memset(t->flags, HSD_TOKF_UNUSED, (size_t)n_ids);

@@ -287,6 +287,11 @@ hsd_status hsd_tok_load_llama2c(const char *data, size_t len, const char *name,
 hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name,
                              hsd_tokenizer **out);
 
+/* Widens \p{..} classes of a pattern with characters newer than PCRE2's Unicode tables. */
+int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out);
+/* True for code points assigned in Unicode 8.0 or earlier (see regex_unicode.c). */
+bool hsd_uc_assigned_by_v8(uint32_t cp);
+
 /* Unicode properties used by BERT-style components. */
 bool hsd_uc_is_whitespace(uint32_t cp);  /* Rust char::is_whitespace */
 bool hsd_uc_is_punctuation(uint32_t cp); /* Unicode P* */
