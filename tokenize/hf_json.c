@@ -47,8 +47,10 @@ static hsd_status pattern(ctx *c, const hj_val *obj, hsd_regex **re, const hj_va
     if (!p || p->type != HJ_OBJ) return bad(c, p ? p : obj, "missing \"pattern\" object");
     const hj_val *s = hj_get(p, "String"), *r = hj_get(p, "Regex");
     if (str) *str = s && s->type == HJ_STR ? s : NULL;
-    if (s && s->type == HJ_STR) return hsd_regex_compile(s->u.s, s->n, 1, c->path, re);
-    if (r && r->type == HJ_STR) return hsd_regex_compile(r->u.s, r->n, 0, c->path, re);
+    char where[512];
+    snprintf(where, sizeof where, "%s: %s (byte %zu)", c->t->name, c->path, p->off);
+    if (s && s->type == HJ_STR) return hsd_regex_compile(s->u.s, s->n, 1, where, re);
+    if (r && r->type == HJ_STR) return hsd_regex_compile(r->u.s, r->n, 0, where, re);
     return bad(c, p, "pattern needs \"String\" or \"Regex\"");
 }
 
@@ -437,8 +439,12 @@ static hsd_status max_id(ctx *c, const hj_val *model, const hj_val *added, int32
     } else {
         if (vocab->type != HJ_OBJ) return bad(c, vocab, "vocab must be an object");
         for (uint32_t i = 0; i < vocab->n; i++) {
-            const hj_val *v = &vocab->u.items[2 * i + 1];
-            if (v->type == HJ_NUM && v->u.num > mx) mx = v->u.num;
+            const hj_val *k = &vocab->u.items[2 * i], *v = &vocab->u.items[2 * i + 1];
+            if (v->type != HJ_NUM || v->u.num < 0 || v->u.num != (double)(int32_t)v->u.num)
+                return hsd_error(HSD_ERR_PARSE,
+                                 "%s: model.vocab[\"%.*s\"] is not a valid id (byte %zu)",
+                                 c->t->name, (int)k->n, k->u.s, v->off);
+            if (v->u.num > mx) mx = v->u.num;
         }
     }
     if (added && added->type == HJ_ARR)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/error.h"
 #include "lib/utf8.h"
@@ -213,6 +214,9 @@ static hsd_scratch *scratch_get(void) {
 /* ---------------------------------------------------------------- loading ---- */
 
 static hsd_status read_file(const char *path, char **data, size_t *len) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return hsd_error(HSD_ERR_IO, "%s: not a regular file", path);
     FILE *f = fopen(path, "rb");
     if (!f) return hsd_error(HSD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0) {
