@@ -34,6 +34,11 @@ typedef struct {
     size_t plen, slen;
     cache_slot *cache;
     pthread_mutex_t locks[CACHE_SHARDS];
+    /* SentencePiece-style vocabularies (no pre-tokenizer, "▁" marks word starts): when no
+     * token contains "X▁" for a char X outside `glue`, no merge can cross the point before
+     * such a "▁", so the text is cut there and each word goes through the word cache. */
+    bool presplit;
+    hsd_u64map glue; /* code points X that do precede "▁" inside some token */
 } bpe;
 
 typedef struct {
@@ -200,9 +205,34 @@ static hsd_status bpe_word(const hsd_tokenizer *t, const bpe *m, bpe_scratch *s,
     return HSD_OK;
 }
 
+static hsd_status bpe_cached(const hsd_tokenizer *t, bpe *m, const char *w, size_t n,
+                             hsd_ids *out, hsd_scratch *sc);
+
+#define WORD_MARK "\xE2\x96\x81" /* U+2581 ▁ */
+
 static hsd_status bpe_tokenize(const hsd_tokenizer *t, const char *w, size_t n, hsd_ids *out,
                                hsd_scratch *sc) {
     bpe *m = t->model.impl;
+    if (!m->presplit) return bpe_cached(t, m, w, n, out, sc);
+    size_t start = 0, i = 0;
+    uint32_t prev = 0x2581;
+    while (i < n) {
+        int k;
+        uint32_t cp = hsd_utf8_decode((const unsigned char *)w + i, &k);
+        uint64_t dummy;
+        if (cp == 0x2581 && prev != 0x2581 && i > start && !hsd_u64map_get(&m->glue, prev, &dummy)) {
+            hsd_status st = bpe_cached(t, m, w + start, i - start, out, sc);
+            if (st) return st;
+            start = i;
+        }
+        prev = cp;
+        i += (size_t)k;
+    }
+    return bpe_cached(t, m, w + start, n - start, out, sc);
+}
+
+static hsd_status bpe_cached(const hsd_tokenizer *t, bpe *m, const char *w, size_t n,
+                             hsd_ids *out, hsd_scratch *sc) {
     if (!sc->model_scratch) {
         sc->model_scratch = calloc(1, sizeof(bpe_scratch));
         if (!sc->model_scratch) return hsd_error(HSD_ERR_NOMEM, "oom");
@@ -247,6 +277,7 @@ static void bpe_free(void *p) {
     if (!m) return;
     hsd_strmap_free(&m->keys);
     hsd_u64map_free(&m->merges);
+    hsd_u64map_free(&m->glue);
     free(m->prefix);
     free(m->suffix);
     if (m->cache)
@@ -334,6 +365,26 @@ hsd_status hsd_bpe_build(hsd_tokenizer *t, const hsd_bpe_opts *o, size_t n_merge
         }
     }
     hsd_buf_free(&tmp);
+    /* presplit applies to character-level vocabularies that use "▁" */
+    if (!m->byte_level && !m->plen && !m->slen && !m->ignore_merges &&
+        hsd_strmap_get(&m->keys, WORD_MARK, 3) >= 0) {
+        if (hsd_u64map_init(&m->glue, 16)) return hsd_error(HSD_ERR_NOMEM, "oom");
+        m->presplit = true;
+        for (int32_t id = 0; id < t->n_ids; id++) {
+            if (t->flags[id] & HSD_TOKF_UNUSED) continue;
+            size_t n;
+            const unsigned char *u = (const unsigned char *)hsd_tok_str(t, id, &n);
+            uint32_t prev = 0x2581;
+            for (size_t i = 0; i < n;) {
+                int k;
+                uint32_t cp = hsd_utf8_decode(u + i, &k);
+                if (cp == 0x2581 && prev != 0x2581 && hsd_u64map_put(&m->glue, prev, 1))
+                    return hsd_error(HSD_ERR_NOMEM, "oom");
+                prev = cp;
+                i += (size_t)k;
+            }
+        }
+    }
     m->cache = calloc(CACHE_SLOTS, sizeof *m->cache);
     if (!m->cache) return hsd_error(HSD_ERR_NOMEM, "oom");
     for (int i = 0; i < CACHE_SHARDS; i++) pthread_mutex_init(&m->locks[i], NULL);

@@ -302,6 +302,10 @@ static hsd_status parse_dec(ctx *c, const hj_val *v) {
 static hsd_status push_ids(int32_t **arr, size_t *n, const int32_t *ids, size_t k, bool front) {
     int32_t *p = realloc(*arr, (*n + k + 1) * sizeof *p);
     if (!p) return hsd_error(HSD_ERR_NOMEM, "oom");
+    if (!k) {
+        *arr = p;
+        return HSD_OK;
+    }
     if (front) {
         memmove(p + k, p, *n * sizeof *p);
         memcpy(p, ids, k * sizeof *p);

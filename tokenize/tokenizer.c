@@ -251,7 +251,14 @@ static hsd_tokenizer_format detect_format(const char *data, size_t len) {
     if (len >= 4 && !memcmp(data, "GGUF", 4)) return HSD_TOKENIZER_GGUF;
     while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t'))
         i++;
-    if (i < len && data[i] == '{') return HSD_TOKENIZER_HF_JSON;
+    /* '{' then whitespace or a key: a tokenizer.bin whose max_token_length is 123 also
+     * starts with the byte '{', followed by NULs */
+    if (i < len && data[i] == '{') {
+        size_t j = i + 1;
+        while (j < len && (data[j] == ' ' || data[j] == '\n' || data[j] == '\r' || data[j] == '\t'))
+            j++;
+        if (j >= len || data[j] == '"' || data[j] == '}') return HSD_TOKENIZER_HF_JSON;
+    }
     return HSD_TOKENIZER_LLAMA2C;
 }
 
