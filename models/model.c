@@ -48,7 +48,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         if (!f) return hsd_error(HSD_ERR_IO, "%s: cannot open", path);
         size_t got = fread(magic, 1, 4, f);
         fclose(f);
-        if (got == 4 && !memcmp(magic, "GGUF", 4))
+        if ((got == 4 && !memcmp(magic, "GGUF", 4)) || ends_with(path, ".gguf"))
             s = hsd_gguf_load(path, params, &tf);
         else
             s = hsd_llama2c_load(path, params, &tf);
