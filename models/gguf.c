@@ -155,8 +155,8 @@ static hsd_status gguf_parse(gguf_file *g) {
     if (version < 2 || version > 3)
         return hsd_error(HSD_ERR_UNSUPPORTED, "%s: GGUF version %u (supported: 2, 3)", g->path, version);
     if (g->n_tensors > g->size / 24 || n_kv > g->size / 12)
-        return hsd_error(HSD_ERR_PARSE, "%s: GGUF header claims %llu tensors and %llu metadata entries, more than the file can hold",
-                         g->path, (unsigned long long)g->n_tensors, (unsigned long long)n_kv);
+        return hsd_error(HSD_ERR_PARSE, "%s: truncated GGUF or corrupt header: it claims %llu tensors and %llu metadata entries, more than %zu bytes can hold",
+                         g->path, (unsigned long long)g->n_tensors, (unsigned long long)n_kv, g->size);
     g->alignment = 32;
     for (uint64_t i = 0; i < n_kv; i++) {
         const char *k;

@@ -298,10 +298,10 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     free(freq_factors);
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
-             "ctx %d/%d, %s%s weights%s",
+             "ctx %d/%d, %s weights%s%s",
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
              c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
-             c->qkv_bias ? " +qkv-bias" : "", tf->cls.data == tf->tok_emb.data ? ", tied" : "");
+             c->qkv_bias ? ", qkv bias" : "", tf->cls.data == tf->tok_emb.data ? ", tied" : "");
     tf->release = release;
     tf->release_ctx = release_ctx;
     *out = tf;
