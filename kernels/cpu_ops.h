@@ -49,6 +49,13 @@ void hsd_add(float *x, const float *y, int32_t n);
 void hsd_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t,
               const float *sin_t, int interleaved);
 
+/* Attention of one query head: att[i] = scale * q·k[slot_i] and out = sum_i att[i] v[slot_i],
+ * with k/v rows `stride` floats apart and slot_i = slots ? slots[i] : i. */
+void hsd_attn_scores(float *att, const float *q, const float *k, size_t stride,
+                     const int32_t *slots, int32_t n, int32_t hd, float scale);
+void hsd_attn_accum(float *out, const float *att, const float *v, size_t stride,
+                    const int32_t *slots, int32_t n, int32_t hd);
+
 /* out[t][r] = dot(x[t], w[row0 + r]) for t < n, r < count; out has row stride ld_out and x
  * has row stride w->cols. `scratch` holds at least 4*w->cols floats (row conversion). */
 void hsd_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,

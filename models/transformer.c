@@ -288,7 +288,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->rope_sin = malloc(rope * sizeof(float));
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
-    tf->att = malloc((size_t)tf->n_threads * tf->n_ctx * sizeof(float));
+    tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
     tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
     tf->pool = hsd_pool_create(tf->n_threads);
     if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
@@ -426,28 +426,33 @@ static void attn_task(void *arg, int32_t tid, int32_t nth) {
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t loff = (size_t)j->layer * tf->n_ctx * tf->kv_dim;
     const float *kc = tf->key_cache + loff, *vc = tf->value_cache + loff;
-    float *att = tf->att + (size_t)tid * tf->n_ctx;
+    float *att = tf->att + (size_t)tid * (tf->n_ctx + hd);
     int32_t total = j->n * c->n_heads;
     for (int32_t w = tid; w < total; w += nth) {
         int32_t t = w / c->n_heads, h = w % c->n_heads;
         const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
         const size_t koff = (size_t)(h / kv_mul) * hd;
-        /* visible: cache 0..L-1, then the new tokens t's ancestors (chain: 0..t) */
-        int32_t n_new = j->chain ? t + 1 : tf->anc_off[t + 1] - tf->anc_off[t];
-        const int32_t *anc = j->chain ? NULL : tf->anc + tf->anc_off[t];
-        int32_t nv = j->L + n_new;
-        for (int32_t i = 0; i < nv; i++) {
-            int32_t slot = i < j->L ? i : j->L + (anc ? anc[i - j->L] : i - j->L);
-            att[i] = hsd_dot_f32(qv, kc + (size_t)slot * tf->kv_dim + koff, hd) * scale;
-        }
-        hsd_softmax(att, nv);
+        /* visible: cache 0..L-1 and the new tokens that are t's ancestors (chain: all of
+         * 0..t, contiguous after the cache; tree: the slot list built by build_tree) */
+        const float *kb = kc + koff, *vb = vc + koff;
         float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
-        memset(o, 0, (size_t)hd * sizeof(float));
-        for (int32_t i = 0; i < nv; i++) {
-            int32_t slot = i < j->L ? i : j->L + (anc ? anc[i - j->L] : i - j->L);
-            const float *v = vc + (size_t)slot * tf->kv_dim + koff;
-            float a = att[i];
-            for (int32_t d = 0; d < hd; d++) o[d] += a * v[d];
+        int32_t nv;
+        if (j->chain) {
+            nv = j->L + t + 1;
+            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, nv, hd, scale);
+            hsd_softmax(att, nv);
+            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, nv, hd);
+        } else {
+            int32_t n_new = tf->anc_off[t + 1] - tf->anc_off[t];
+            const int32_t *slots = tf->anc + tf->anc_off[t];
+            nv = j->L + n_new;
+            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, j->L, hd, scale);
+            hsd_attn_scores(att + j->L, qv, kb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd, scale);
+            hsd_softmax(att, nv);
+            float *tmp = att + nv; /* room: att holds n_ctx floats, nv + hd <= n_ctx + hd */
+            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, j->L, hd);
+            hsd_attn_accum(tmp, att + j->L, vb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd);
+            hsd_add(o, tmp, hd);
         }
     }
 }
