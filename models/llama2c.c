@@ -52,8 +52,9 @@ hsd_status hsd_llama2c_load(const char *path, const hsd_model_params *params, hs
     hsd_status s = hsd_file_map_open(path, params ? params->use_mmap : true, &m);
     if (s != HSD_OK) return s;
     if (m->size < 28) {
+        size_t size = m->size;
         hsd_file_map_close(m);
-        return hsd_error(HSD_ERR_PARSE, "%s: truncated llama2.c header (%zu bytes, need 28)", path, m->size);
+        return hsd_error(HSD_ERR_PARSE, "%s: truncated llama2.c header (%zu bytes, need 28)", path, size);
     }
     int32_t h[7];
     memcpy(h, m->data, sizeof h);
@@ -96,10 +97,11 @@ hsd_status hsd_llama2c_load(const char *path, const hsd_model_params *params, hs
     if (!shared) need += V * d;
     size_t have = (m->size - 28) / 4;
     if (have < need) {
+        size_t size = m->size;
         hsd_file_map_close(m);
         return hsd_error(HSD_ERR_PARSE,
                          "%s: truncated llama2.c checkpoint: %zu bytes, the header implies %zu",
-                         path, m->size, 28 + need * 4);
+                         path, size, 28 + need * 4);
     }
     const float *p = (const float *)(const void *)((const char *)m->data + 28);
     c.tok_emb = p; p += V * d;
