@@ -1,11 +1,151 @@
+/* hsd generate: plain autoregressive decoding with one model, reporting TTFT / TPOT. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "hsd.h"
+#include "lib/sample.h"
 
-/* Placeholder until the model core lands (issue: Model core on CPU). */
+static void usage(void) {
+    fprintf(stderr,
+            "usage: hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
+            "                    [--top-p P] [--seed S] [--threads T] [--json]\n"
+            "       hsd generate --model M --prompt-ids 1,2,3 -n N ...   (no tokenizer: ids only)\n"
+            "  Greedy by default (--temp 0). Stops after N tokens, at EOS or at the context end.\n");
+}
+
 int hsd_cmd_generate(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hsd: 'generate' is not available yet in this build\n");
-    return 2;
+    const char *model_path = NULL, *tok_path = NULL, *prompt = NULL, *prompt_ids = NULL;
+    int32_t n_gen = 128, threads = 0;
+    hsd_sampler_params sp = {0.0f, 0, 1.0f};
+    uint64_t seed = 0;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
+        if (!v) { fprintf(stderr, "hsd generate: %s needs a value\n", a); usage(); return 2; }
+        i++;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_path = v;
+        else if (!strcmp(a, "--tokenizer") || !strcmp(a, "-t")) tok_path = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--prompt-ids")) prompt_ids = v;
+        else if (!strcmp(a, "-n")) n_gen = atoi(v);
+        else if (!strcmp(a, "--temp")) sp.temp = strtof(v, NULL);
+        else if (!strcmp(a, "--top-k")) sp.top_k = atoi(v);
+        else if (!strcmp(a, "--top-p")) sp.top_p = strtof(v, NULL);
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else { fprintf(stderr, "hsd generate: unknown option %s\n", a); usage(); return 2; }
+    }
+    if (!model_path || n_gen < 1 || (!tok_path && !prompt_ids) || (tok_path && !prompt && !prompt_ids)) {
+        usage();
+        return 2;
+    }
+    int rc = 1;
+    hsd_tokenizer *tok = NULL;
+    hsd_model *model = NULL;
+    int32_t *ids = NULL, *out_ids = NULL;
+    size_t n_ids = 0;
+    float *logits = NULL, *probs = NULL;
+    char *text = NULL;
+    hsd_status s;
+    if (tok_path && (s = hsd_tokenizer_load_file(tok_path, &tok)) != HSD_OK) {
+        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        goto done;
+    }
+    if (prompt_ids) {
+        ids = malloc(4096 * sizeof *ids);
+        int n = ids ? hsd_cli_parse_ints(prompt_ids, ids, 4096) : -1;
+        if (n <= 0) { fprintf(stderr, "hsd generate: bad --prompt-ids '%s'\n", prompt_ids); goto done; }
+        n_ids = (size_t)n;
+    } else {
+        if ((s = hsd_tokenizer_encode_alloc(tok, prompt, strlen(prompt), true, &ids, &n_ids)) != HSD_OK) {
+            fprintf(stderr, "hsd generate: encoding the prompt: %s\n", hsd_last_error());
+            goto done;
+        }
+        if (n_ids == 0 || (hsd_tokenizer_bos_id(tok) >= 0 && ids[0] != hsd_tokenizer_bos_id(tok))) {
+            /* a model is trained with BOS first; add it if the tokenizer's post-processor did not */
+            int32_t *p = realloc(ids, (n_ids + 1) * sizeof *ids);
+            if (!p || hsd_tokenizer_bos_id(tok) < 0) { fprintf(stderr, "hsd generate: empty prompt and no BOS\n"); goto done; }
+            ids = p;
+            memmove(ids + 1, ids, n_ids * sizeof *ids);
+            ids[0] = hsd_tokenizer_bos_id(tok);
+            n_ids++;
+        }
+    }
+    hsd_model_params mp = hsd_model_default_params();
+    mp.n_ctx = (int32_t)n_ids + n_gen;
+    if (threads > 0) mp.n_threads = threads;
+    if ((s = hsd_model_load(model_path, &mp, &model)) != HSD_OK) {
+        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        goto done;
+    }
+    int32_t V = hsd_model_vocab_size(model), eos = tok ? hsd_tokenizer_eos_id(tok) : -1;
+    logits = malloc((size_t)V * sizeof *logits);
+    probs = malloc((size_t)V * sizeof *probs);
+    out_ids = malloc((size_t)n_gen * sizeof *out_ids);
+    if (!logits || !probs || !out_ids) { fprintf(stderr, "hsd generate: out of memory\n"); goto done; }
+    hsd_rng rng;
+    hsd_rng_init(&rng, seed, 0);
+
+    int32_t n_out = 0, last_row = (int32_t)n_ids - 1;
+    double t0 = hsd_cli_now_ms(), t_first = 0;
+    s = hsd_model_forward(model, ids, (int32_t)n_ids, NULL, &last_row, 1, logits);
+    while (s == HSD_OK) {
+        int32_t next;
+        if ((s = hsd_sample(logits, V, &sp, &rng, probs, &next)) != HSD_OK) break;
+        if (n_out == 0) t_first = hsd_cli_now_ms();
+        if (next == eos) break;
+        out_ids[n_out++] = next;
+        if (n_out == n_gen || hsd_model_kv_len(model) >= hsd_model_n_ctx(model)) break;
+        s = hsd_model_forward(model, &next, 1, NULL, NULL, 1, logits);
+    }
+    double t_end = hsd_cli_now_ms();
+    if (s != HSD_OK) { fprintf(stderr, "hsd generate: %s\n", hsd_last_error()); goto done; }
+    double ttft = t_first - t0;
+    double tpot = n_out > 1 ? (t_end - t_first) / (n_out - 1) : 0.0;
+    double tps = tpot > 0 ? 1000.0 / tpot : 0.0;
+    size_t text_len = 0;
+    if (tok && (s = hsd_tokenizer_decode_alloc(tok, out_ids, (size_t)n_out, true, &text, &text_len)) != HSD_OK) {
+        fprintf(stderr, "hsd generate: decoding: %s\n", hsd_last_error());
+        goto done;
+    }
+    if (json) {
+        json_t *o = json_object(), *arr = json_array();
+        for (int32_t i = 0; i < n_out; i++) json_array_append_new(arr, json_integer(out_ids[i]));
+        json_object_set_new(o, "text", json_stringn(text ? text : "", text_len));
+        json_object_set_new(o, "ids", arr);
+        json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)n_ids));
+        json_object_set_new(o, "n_generated", json_integer(n_out));
+        json_object_set_new(o, "ttft_ms", json_real(ttft));
+        json_object_set_new(o, "tpot_ms", json_real(tpot));
+        json_object_set_new(o, "tokens_per_s", json_real(tps));
+        json_object_set_new(o, "model", json_string(hsd_model_desc(model)));
+        char *dump = json_dumps(o, JSON_COMPACT);
+        if (dump) puts(dump);
+        free(dump);
+        json_decref(o);
+    } else {
+        if (text) {
+            fwrite(text, 1, text_len, stdout);
+        } else {
+            for (int32_t i = 0; i < n_out; i++) printf("%s%d", i ? " " : "", out_ids[i]);
+        }
+        printf("\n\nTTFT %.3f ms, TPOT %.4f ms, %.1f tokens/s (%d prompt + %d generated tokens)\n", ttft, tpot,
+               tps, (int)n_ids, n_out);
+    }
+    rc = 0;
+done:
+    free(text);
+    free(ids);
+    free(out_ids);
+    free(logits);
+    free(probs);
+    hsd_model_free(model);
+    hsd_tokenizer_free(tok);
+    return rc;
 }

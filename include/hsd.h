@@ -100,6 +100,75 @@ int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *tok);
 int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
 int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
 
+
+/* ====================================================================================
+ * Models  (issue 3: model core on CPU)
+ *
+ * A model evaluates new tokens on top of its KV cache and returns next-token logits. The
+ * decoding engine sees only this interface, so a caller can plug its own model through
+ * hsd_model_iface. A model is NOT thread-safe: one forward at a time per handle.
+ *
+ * Formats read by hsd_model_load (detected from content):
+ *   - llama2.c legacy checkpoints (fp32, "version 0" header of 7 int32);
+ *   - GGUF (architectures llama, qwen2; tensor types F32, F16, BF16, Q8_0);
+ *   - HuggingFace safetensors + config.json (LlamaForCausalLM, Qwen2ForCausalLM; F32, F16,
+ *     BF16); `path` is the model directory or its .safetensors file.
+ * Weights are memory-mapped where the format allows (all three formats do).
+ * ==================================================================================== */
+typedef struct hsd_model hsd_model;
+
+typedef struct hsd_model_params {
+    int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
+    int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
+    bool use_mmap;     /* map weights instead of reading them (default true) */
+} hsd_model_params;
+
+/* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
+ * NULL means a chain (token i follows token i-1); otherwise parents[i] is the index of token
+ * i's parent among the new tokens (must be < i) or -1 when its parent is the cached prefix.
+ * Token i attends to the whole cache plus its ancestors among the new tokens and itself; its
+ * position is kv_len + depth(i). All n tokens are appended to the cache in the order given,
+ * so after a tree forward the caller must kv_truncate or kv_keep to a chain before the next
+ * forward. `rows` lists which of the n rows need logits (NULL = all, then n_rows == n);
+ * logits receives n_rows × vocab_size floats, row-major in the order of `rows`. */
+typedef struct hsd_model_iface {
+    void *ctx;
+    int32_t (*vocab_size)(void *ctx);
+    int32_t (*n_ctx)(void *ctx); /* KV capacity */
+    hsd_status (*forward)(void *ctx, const int32_t *tokens, int32_t n, const int32_t *parents,
+                          const int32_t *rows, int32_t n_rows, float *logits);
+    int32_t (*kv_len)(void *ctx);
+    hsd_status (*kv_truncate)(void *ctx, int32_t len); /* len <= kv_len */
+    /* Optional (may be NULL): keep only cache entries base+keep[0..n_keep) (increasing, all
+     * >= 0 and < kv_len-base), moved to base..base+n_keep; kv_len becomes base+n_keep. Used
+     * to keep the accepted path of a tree without refeeding it. */
+    hsd_status (*kv_keep)(void *ctx, int32_t base, const int32_t *keep, int32_t n_keep);
+    void (*free)(void *ctx); /* called by hsd_model_free; may be NULL */
+} hsd_model_iface;
+
+hsd_model_params hsd_model_default_params(void);
+/* params may be NULL (defaults). */
+hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_model **out);
+/* Wraps a caller's implementation; the iface struct is copied. */
+hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out);
+void hsd_model_free(hsd_model *model);
+
+int32_t hsd_model_vocab_size(const hsd_model *model);
+int32_t hsd_model_n_ctx(const hsd_model *model);
+/* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). */
+const char *hsd_model_desc(const hsd_model *model);
+hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
+                             const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                             float *logits);
+int32_t hsd_model_kv_len(const hsd_model *model);
+hsd_status hsd_model_kv_truncate(hsd_model *model, int32_t len);
+/* Falls back to HSD_ERR_UNSUPPORTED when the implementation has no kv_keep. */
+hsd_status hsd_model_kv_keep(hsd_model *model, int32_t base, const int32_t *keep,
+                             int32_t n_keep);
+/* ====================================================================================
+ * End of Models
+ * ==================================================================================== */
+
 #ifdef __cplusplus
 }
 #endif

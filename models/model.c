@@ -1,0 +1,102 @@
+/* The public hsd_model API: format detection and a thin wrapper over hsd_model_iface so
+ * built-in transformers and caller-provided models look the same to the engine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hsd.h"
+#include "lib/error.h"
+#include "models/loaders.h"
+
+struct hsd_model {
+    hsd_model_iface iface;
+    char desc[384];
+};
+
+hsd_model_params hsd_model_default_params(void) {
+    hsd_model_params p = {0, 2, true};
+    return p;
+}
+
+static hsd_status wrap(const hsd_model_iface *iface, const char *desc, hsd_model **out) {
+    hsd_model *m = calloc(1, sizeof *m);
+    if (!m) return hsd_error(HSD_ERR_NOMEM, "out of memory");
+    m->iface = *iface;
+    snprintf(m->desc, sizeof m->desc, "%s", desc);
+    *out = m;
+    return HSD_OK;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && !strcmp(s + n - k, suf);
+}
+
+hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_model **out) {
+    if (!path || !out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: NULL argument");
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) return hsd_error(HSD_ERR_IO, "%s: no such file or directory", path);
+    hsd_transformer *tf = NULL;
+    hsd_status s;
+    if (S_ISDIR(st.st_mode) || ends_with(path, ".safetensors") || ends_with(path, ".json")) {
+        s = hsd_safetensors_load(path, params, &tf);
+    } else {
+        char magic[4] = {0};
+        FILE *f = fopen(path, "rb");
+        if (!f) return hsd_error(HSD_ERR_IO, "%s: cannot open", path);
+        size_t got = fread(magic, 1, 4, f);
+        fclose(f);
+        if ((got == 4 && !memcmp(magic, "GGUF", 4)) || ends_with(path, ".gguf"))
+            s = hsd_gguf_load(path, params, &tf);
+        else
+            s = hsd_llama2c_load(path, params, &tf);
+    }
+    if (s != HSD_OK) return s;
+    hsd_model_iface iface;
+    hsd_tf_iface(tf, &iface);
+    s = wrap(&iface, hsd_tf_desc(tf), out);
+    if (s != HSD_OK) hsd_tf_free(tf);
+    return s;
+}
+
+hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out) {
+    if (!iface || !out || !iface->vocab_size || !iface->forward || !iface->kv_len ||
+        !iface->kv_truncate)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_model_from_iface: vocab_size, forward, kv_len and kv_truncate are required");
+    return wrap(iface, "caller-provided model", out);
+}
+
+void hsd_model_free(hsd_model *m) {
+    if (!m) return;
+    if (m->iface.free) m->iface.free(m->iface.ctx);
+    free(m);
+}
+
+int32_t hsd_model_vocab_size(const hsd_model *m) { return m ? m->iface.vocab_size(m->iface.ctx) : 0; }
+int32_t hsd_model_n_ctx(const hsd_model *m) {
+    return m && m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0;
+}
+const char *hsd_model_desc(const hsd_model *m) { return m ? m->desc : ""; }
+
+hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, const int32_t *parents,
+                             const int32_t *rows, int32_t n_rows, float *logits) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward: NULL model");
+    return m->iface.forward(m->iface.ctx, tokens, n, parents, rows, n_rows, logits);
+}
+
+int32_t hsd_model_kv_len(const hsd_model *m) { return m ? m->iface.kv_len(m->iface.ctx) : 0; }
+
+hsd_status hsd_model_kv_truncate(hsd_model *m, int32_t len) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_kv_truncate: NULL model");
+    return m->iface.kv_truncate(m->iface.ctx, len);
+}
+
+hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, int32_t n_keep) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_kv_keep: NULL model");
+    if (!m->iface.kv_keep)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "hsd_model_kv_keep: this model has no kv_keep");
+    return m->iface.kv_keep(m->iface.ctx, base, keep, n_keep);
+}

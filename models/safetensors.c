@@ -1,0 +1,337 @@
+/* HuggingFace checkpoints: config.json (LlamaForCausalLM, Qwen2ForCausalLM) plus
+ * model.safetensors or the shards of model.safetensors.index.json. A .safetensors file is an
+ * u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the data. */
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lib/error.h"
+#include "models/loaders.h"
+#include "models/synth.h"
+
+#define ST_MAX_SHARDS 64
+
+typedef struct st_shard {
+    char path[PATH_MAX];
+    hsd_file_map *map;
+    json_t *header;
+    size_t data_start;
+} st_shard;
+
+typedef struct st_model {
+    st_shard shards[ST_MAX_SHARDS];
+    int n_shards;
+    char name_buf[128];
+} st_model;
+
+static void st_release(void *p) {
+    st_model *m = p;
+    if (!m) return;
+    for (int i = 0; i < m->n_shards; i++) {
+        hsd_file_map_close(m->shards[i].map);
+        json_decref(m->shards[i].header);
+    }
+    free(m);
+}
+
+static hsd_status st_open_shard(st_model *m, const char *path, bool use_mmap) {
+    if (m->n_shards == ST_MAX_SHARDS)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: more than %d shards", path, ST_MAX_SHARDS);
+    st_shard *sh = &m->shards[m->n_shards];
+    snprintf(sh->path, sizeof sh->path, "%s", path);
+    hsd_status s = hsd_file_map_open(path, use_mmap, &sh->map);
+    if (s != HSD_OK) return s;
+    m->n_shards++;
+    const uint8_t *p = sh->map->data;
+    if (sh->map->size < 8)
+        return hsd_error(HSD_ERR_PARSE, "%s: truncated safetensors file (%zu bytes, no header length)", path,
+                         sh->map->size);
+    uint64_t n;
+    memcpy(&n, p, 8);
+    if (n > sh->map->size - 8)
+        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header length %llu exceeds the file (%zu bytes): truncated or not a safetensors file",
+                         path, (unsigned long long)n, sh->map->size);
+    if (n < 2 || p[8] != '{')
+        return hsd_error(HSD_ERR_PARSE, "%s: bad safetensors header (does not start with '{')", path);
+    json_error_t err;
+    sh->header = json_loadb((const char *)p + 8, n, 0, &err);
+    if (!sh->header || !json_is_object(sh->header))
+        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header JSON: %s at byte %d", path, err.text, 8 + err.position);
+    sh->data_start = 8 + n;
+    return HSD_OK;
+}
+
+static const char *hf_name(st_model *m, hsd_tkind kind, int32_t layer) {
+    static const char *glob[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", ""};
+    static const char *per[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
+                                "self_attn.k_proj.bias", "self_attn.v_proj.bias", "post_attention_layernorm.weight",
+                                "mlp.gate_proj.weight", "mlp.down_proj.weight", "mlp.up_proj.weight"};
+    if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
+    snprintf(m->name_buf, sizeof m->name_buf, "model.layers.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
+    return m->name_buf;
+}
+
+static hsd_status st_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
+    st_model *m = ctx;
+    *found = false;
+    const char *name = hf_name(m, kind, layer);
+    if (!*name) return HSD_OK;
+    for (int i = 0; i < m->n_shards; i++) {
+        st_shard *sh = &m->shards[i];
+        json_t *t = json_object_get(sh->header, name);
+        if (!t) continue;
+        const char *key = json_object_iter_key(json_object_iter_at(sh->header, name)); /* stable name */
+        const char *dtype = json_string_value(json_object_get(t, "dtype"));
+        json_t *shape = json_object_get(t, "shape"), *offs = json_object_get(t, "data_offsets");
+        if (!dtype || !json_is_array(shape) || json_array_size(offs) != 2 || json_array_size(shape) > 4)
+            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets",
+                             sh->path, name);
+        hsd_dtype dt;
+        size_t es;
+        if (!strcmp(dtype, "F32")) dt = HSD_DT_F32, es = 4;
+        else if (!strcmp(dtype, "F16")) dt = HSD_DT_F16, es = 2;
+        else if (!strcmp(dtype, "BF16")) dt = HSD_DT_BF16, es = 2;
+        else
+            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16",
+                             sh->path, name, dtype);
+        uint64_t numel = 1;
+        r->n_dims = (int32_t)json_array_size(shape);
+        for (int32_t d = 0; d < r->n_dims; d++) {
+            json_int_t v = json_integer_value(json_array_get(shape, (size_t)d));
+            if (v <= 0 || v > (1ll << 32))
+                return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': bad dimension %lld", sh->path, name, (long long)v);
+            r->shape[d] = v;
+            numel *= (uint64_t)v;
+        }
+        json_int_t b = json_integer_value(json_array_get(offs, 0)), e = json_integer_value(json_array_get(offs, 1));
+        if (b < 0 || e < b || (uint64_t)(e - b) != numel * es)
+            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': data_offsets [%lld, %lld] do not match %llu x %s",
+                             sh->path, name, (long long)b, (long long)e, (unsigned long long)numel, dtype);
+        if ((uint64_t)e > sh->map->size - sh->data_start)
+            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' data ends at byte %llu beyond the end of the file (%zu bytes): truncated?",
+                             sh->path, name, (unsigned long long)(sh->data_start + (uint64_t)e), sh->map->size);
+        if ((sh->data_start + (uint64_t)b) % es)
+            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' data is not %zu-byte aligned", sh->path, name, es);
+        r->name = key;
+        r->type = dt;
+        r->data = (const uint8_t *)sh->map->data + sh->data_start + b;
+        *found = true;
+        return HSD_OK;
+    }
+    return HSD_OK;
+}
+
+static hsd_status cfg_int(json_t *cfg, const char *path, const char *key, bool required, int32_t def, int32_t *out) {
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        if (required) return hsd_error(HSD_ERR_PARSE, "%s: missing \"%s\"", path, key);
+        *out = def;
+        return HSD_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+        return hsd_error(HSD_ERR_PARSE, "%s: \"%s\" is not a non-negative integer", path, key);
+    *out = (int32_t)json_integer_value(v);
+    return HSD_OK;
+}
+
+static float cfg_num(json_t *cfg, const char *key, float def) {
+    json_t *v = json_object_get(cfg, key);
+    return json_is_number(v) ? (float)json_number_value(v) : def;
+}
+
+static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
+    json_error_t err;
+    json_t *cfg = json_load_file(path, 0, &err);
+    if (!cfg) {
+        struct stat st;
+        if (stat(path, &st) != 0) return hsd_error(HSD_ERR_IO, "%s: missing (needed next to the safetensors)", path);
+        return hsd_error(HSD_ERR_PARSE, "%s: line %d: %s", path, err.line, err.text);
+    }
+    hsd_status s = HSD_OK;
+    memset(c, 0, sizeof *c);
+    const char *arch = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
+    const char *mt = json_string_value(json_object_get(cfg, "model_type"));
+    if (arch ? !strcmp(arch, "Qwen2ForCausalLM") : (mt && !strcmp(mt, "qwen2"))) {
+        snprintf(c->arch, sizeof c->arch, "qwen2");
+        c->qkv_bias = true;
+    } else if (arch ? !strcmp(arch, "LlamaForCausalLM") : (mt && !strcmp(mt, "llama"))) {
+        snprintf(c->arch, sizeof c->arch, "llama");
+        if (json_is_true(json_object_get(cfg, "attention_bias")) || json_is_true(json_object_get(cfg, "mlp_bias"))) {
+            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: attention_bias/mlp_bias in a Llama model", path);
+            goto done;
+        }
+    } else {
+        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: architecture '%s' (supported: LlamaForCausalLM, Qwen2ForCausalLM)",
+                      path, arch ? arch : mt ? mt : "(none)");
+        goto done;
+    }
+    if ((s = cfg_int(cfg, path, "hidden_size", true, 0, &c->dim)) ||
+        (s = cfg_int(cfg, path, "intermediate_size", true, 0, &c->hidden_dim)) ||
+        (s = cfg_int(cfg, path, "num_hidden_layers", true, 0, &c->n_layers)) ||
+        (s = cfg_int(cfg, path, "num_attention_heads", true, 0, &c->n_heads)) ||
+        (s = cfg_int(cfg, path, "vocab_size", true, 0, &c->vocab_size)) ||
+        (s = cfg_int(cfg, path, "num_key_value_heads", false, c->n_heads, &c->n_kv_heads)) ||
+        (s = cfg_int(cfg, path, "head_dim", false, c->n_heads ? c->dim / c->n_heads : 0, &c->head_dim)) ||
+        (s = cfg_int(cfg, path, "max_position_embeddings", false, 2048, &c->seq_len)))
+        goto done;
+    c->rope_theta = cfg_num(cfg, "rope_theta", 10000.0f);
+    c->norm_eps = cfg_num(cfg, "rms_norm_eps", 1e-6f);
+    c->rope_interleaved = false;
+    *tied = json_is_true(json_object_get(cfg, "tie_word_embeddings"));
+    json_t *rs = json_object_get(cfg, "rope_scaling");
+    if (json_is_object(rs)) {
+        const char *type = json_string_value(json_object_get(rs, "rope_type"));
+        if (!type) type = json_string_value(json_object_get(rs, "type"));
+        if (type && !strcmp(type, "llama3")) {
+            c->rope_scale_factor = cfg_num(rs, "factor", 8.0f);
+            c->rope_low_freq_factor = cfg_num(rs, "low_freq_factor", 1.0f);
+            c->rope_high_freq_factor = cfg_num(rs, "high_freq_factor", 4.0f);
+            c->rope_orig_ctx = (int32_t)cfg_num(rs, "original_max_position_embeddings", 8192);
+        } else if (!type || strcmp(type, "default")) {
+            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: rope_scaling type '%s' (supported: llama3, default)", path,
+                          type ? type : "(none)");
+        }
+    }
+done:
+    json_decref(cfg);
+    return s;
+}
+
+hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params, hsd_transformer **out) {
+    *out = NULL;
+    char dir[PATH_MAX], cfg_path[PATH_MAX + 16], file[PATH_MAX + 64];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(dir, sizeof dir, "%s", path);
+    } else {
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
+    }
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+    hsd_tf_config c;
+    bool tied = false;
+    hsd_status s = parse_config(cfg_path, &c, &tied);
+    if (s != HSD_OK) return s;
+    bool use_mmap = params ? params->use_mmap : true;
+    st_model *m = calloc(1, sizeof *m);
+    if (!m) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+    const char *src = path;
+    if (!S_ISDIR(st.st_mode) && strstr(path, ".safetensors") && !strstr(path, ".index.json")) {
+        s = st_open_shard(m, path, use_mmap);
+    } else {
+        snprintf(file, sizeof file, "%s/model.safetensors", dir);
+        if (stat(file, &st) == 0) {
+            s = st_open_shard(m, file, use_mmap);
+            src = m->shards[0].path;
+        } else {
+            snprintf(file, sizeof file, "%s/model.safetensors.index.json", dir);
+            json_error_t err;
+            json_t *idx = json_load_file(file, 0, &err);
+            json_t *wm = json_object_get(idx, "weight_map");
+            if (!json_is_object(wm)) {
+                s = idx ? hsd_error(HSD_ERR_PARSE, "%s: no \"weight_map\" object", file)
+                        : hsd_error(HSD_ERR_IO, "%s: neither model.safetensors nor model.safetensors.index.json", dir);
+            } else {
+                const char *k;
+                json_t *v;
+                json_object_foreach(wm, k, v) {
+                    const char *shard = json_string_value(v);
+                    char sp[PATH_MAX + 300];
+                    if (!shard) continue;
+                    snprintf(sp, sizeof sp, "%s/%s", dir, shard);
+                    bool seen = false;
+                    for (int i = 0; i < m->n_shards; i++) seen |= !strcmp(m->shards[i].path, sp);
+                    if (!seen && (s = st_open_shard(m, sp, use_mmap)) != HSD_OK) break;
+                }
+            }
+            json_decref(idx);
+        }
+    }
+    if (s == HSD_OK) {
+        if (tied) {
+            /* honour tie_word_embeddings even if an lm_head copy is present */
+            for (int i = 0; i < m->n_shards; i++) json_object_del(m->shards[i].header, "lm_head.weight");
+        }
+        s = hsd_tf_create(&c, st_lookup, m, src, params, st_release, m, out);
+    }
+    if (s != HSD_OK) st_release(m);
+    return s;
+}
+
+/* ---- writer ------------------------------------------------------------------------ */
+
+hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir) {
+    const hsd_tf_config *c = &m->cfg;
+    char path[PATH_MAX];
+    mkdir(dir, 0755);
+    hsd_status s = HSD_OK;
+    for (int32_t i = 0; i < m->n; i++)
+        if (m->t[i].type == HSD_DT_Q8_0)
+            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: safetensors has no Q8_0 (tensor '%s'); use gguf", dir,
+                             m->t[i].name);
+    /* config.json */
+    json_t *cfg = json_object();
+    bool qwen = c->qkv_bias;
+    json_object_set_new(cfg, "architectures", json_pack("[s]", qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
+    json_object_set_new(cfg, "model_type", json_string(qwen ? "qwen2" : "llama"));
+    json_object_set_new(cfg, "hidden_size", json_integer(c->dim));
+    json_object_set_new(cfg, "intermediate_size", json_integer(c->hidden_dim));
+    json_object_set_new(cfg, "num_hidden_layers", json_integer(c->n_layers));
+    json_object_set_new(cfg, "num_attention_heads", json_integer(c->n_heads));
+    json_object_set_new(cfg, "num_key_value_heads", json_integer(c->n_kv_heads));
+    json_object_set_new(cfg, "head_dim", json_integer(c->head_dim));
+    json_object_set_new(cfg, "vocab_size", json_integer(c->vocab_size));
+    json_object_set_new(cfg, "max_position_embeddings", json_integer(c->seq_len));
+    json_object_set_new(cfg, "rms_norm_eps", json_real(c->norm_eps));
+    json_object_set_new(cfg, "rope_theta", json_real(c->rope_theta));
+    json_object_set_new(cfg, "tie_word_embeddings", json_boolean(m->tied));
+    json_object_set_new(cfg, "hidden_act", json_string("silu"));
+    json_object_set_new(cfg, "torch_dtype", json_string(m->t[0].type == HSD_DT_F32 ? "float32"
+                                                        : m->t[0].type == HSD_DT_F16 ? "float16" : "bfloat16"));
+    if (c->rope_scale_factor > 0)
+        json_object_set_new(cfg, "rope_scaling",
+                            json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor",
+                                      (double)c->rope_scale_factor, "low_freq_factor", (double)c->rope_low_freq_factor,
+                                      "high_freq_factor", (double)c->rope_high_freq_factor,
+                                      "original_max_position_embeddings", c->rope_orig_ctx));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (json_dump_file(cfg, path, JSON_INDENT(2)) != 0) s = hsd_error(HSD_ERR_IO, "%s: cannot write", path);
+    json_decref(cfg);
+    if (s != HSD_OK) return s;
+
+    json_t *hdr = json_object();
+    json_object_set_new(hdr, "__metadata__", json_pack("{s:s}", "format", "pt"));
+    uint64_t off = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        const hsd_synth_tensor *t = &m->t[i];
+        json_t *shape = t->n_dims == 2 ? json_pack("[I, I]", (json_int_t)t->shape[0], (json_int_t)t->shape[1])
+                                       : json_pack("[I]", (json_int_t)t->shape[0]);
+        json_object_set_new(hdr, t->name,
+                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", hsd_dtype_name(t->type), "shape", shape,
+                                      "data_offsets", (json_int_t)off, (json_int_t)(off + t->nbytes)));
+        off += t->nbytes;
+    }
+    char *text = json_dumps(hdr, JSON_COMPACT);
+    json_decref(hdr);
+    if (!text) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", dir);
+    size_t n = strlen(text), padded = (n + 7) / 8 * 8;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(text);
+        return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
+    }
+    uint64_t hl = padded;
+    bool ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(text, 1, n, f) == n;
+    for (size_t i = n; i < padded; i++) ok = ok && fputc(' ', f) != EOF;
+    for (int32_t i = 0; i < m->n && ok; i++) ok = fwrite(m->t[i].data, 1, m->t[i].nbytes, f) == m->t[i].nbytes;
+    free(text);
+    if (fclose(f) != 0 || !ok) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
+    return HSD_OK;
+}

@@ -1,0 +1,178 @@
+#include "models/synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "lib/rng.h"
+
+typedef struct synth_shape {
+    const char *name, *arch;
+    int32_t dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq;
+    float theta, eps;
+    bool bias, tied;
+    float scale_factor, low, high;
+    int32_t orig_ctx;
+} synth_shape;
+
+static const synth_shape shapes[] = {
+    /* tiny test shapes: every width a multiple of 32 so Q8_0 applies; "tiny" has Llama 3
+     * rope scaling so that rope_freqs round-trips through GGUF */
+    {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, false, 4.0f, 1.0f, 4.0f, 32},
+    {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, false, true, 32.0f, 1.0f, 4.0f, 8192},
+    {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
+    /* the LM-head cost of a 7B-class drafter over Qwen2's vocabulary: d=4096, V=152064 */
+    {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, false, 0, 0, 0, 0},
+};
+
+const char *hsd_synth_shape_list(void) {
+    return "tiny, tiny-qwen2, llama-3.2-1b, qwen2.5-0.5b, drafter-head-152k";
+}
+
+hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const synth_shape *s = &shapes[i];
+        if (strcmp(name, s->name)) continue;
+        memset(cfg, 0, sizeof *cfg);
+        snprintf(cfg->arch, sizeof cfg->arch, "%s", s->arch);
+        cfg->dim = s->dim, cfg->hidden_dim = s->hidden, cfg->n_layers = s->layers;
+        cfg->n_heads = s->heads, cfg->n_kv_heads = s->kv_heads, cfg->head_dim = s->head_dim;
+        cfg->vocab_size = s->vocab, cfg->seq_len = s->seq;
+        cfg->rope_theta = s->theta, cfg->norm_eps = s->eps;
+        cfg->rope_interleaved = false, cfg->qkv_bias = s->bias;
+        cfg->rope_scale_factor = s->scale_factor, cfg->rope_low_freq_factor = s->low;
+        cfg->rope_high_freq_factor = s->high, cfg->rope_orig_ctx = s->orig_ctx;
+        *tied = s->tied;
+        return HSD_OK;
+    }
+    return hsd_error(HSD_ERR_INVALID_ARG, "synth: unknown shape '%s' (known: %s)", name,
+                     hsd_synth_shape_list());
+}
+
+/* Fills a tensor with uniform values in center ± amp, stored in its type. Each tensor draws
+ * from its own Philox stream, so the values do not depend on the order of generation. */
+static void fill(hsd_synth_tensor *t, uint64_t seed, uint64_t stream, float center, float amp) {
+    hsd_rng r;
+    hsd_rng_init(&r, seed, stream);
+    int64_t rows = t->n_dims == 2 ? t->shape[0] : 1, cols = t->n_dims == 2 ? t->shape[1] : t->shape[0];
+    size_t rb = hsd_dtype_row_bytes(t->type, cols);
+    float *tmp = malloc((size_t)cols * sizeof *tmp);
+    if (!tmp) return;
+    for (int64_t i = 0; i < rows; i++) {
+        for (int64_t j = 0; j < cols; j++) tmp[j] = center + amp * (2.0f * hsd_rng_uniform(&r) - 1.0f);
+        uint8_t *row = (uint8_t *)t->data + (size_t)i * rb;
+        switch (t->type) {
+        case HSD_DT_F32: memcpy(row, tmp, (size_t)cols * 4); break;
+        case HSD_DT_F16:
+            for (int64_t j = 0; j < cols; j++) ((uint16_t *)(void *)row)[j] = hsd_fp32_to_fp16(tmp[j]);
+            break;
+        case HSD_DT_BF16:
+            for (int64_t j = 0; j < cols; j++) ((uint16_t *)(void *)row)[j] = hsd_fp32_to_bf16(tmp[j]);
+            break;
+        case HSD_DT_Q8_0: hsd_q8_0_quantize_row(tmp, cols, row); break;
+        }
+    }
+    free(tmp);
+}
+
+static hsd_status add(hsd_synth_model *m, hsd_tkind kind, int32_t layer, const char *name,
+                      hsd_dtype type, int64_t rows, int64_t cols, uint64_t seed, float center, float amp) {
+    hsd_synth_tensor *t = &m->t[m->n];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind, t->layer = layer, t->type = type;
+    t->n_dims = rows > 0 ? 2 : 1;
+    t->shape[0] = rows > 0 ? rows : cols;
+    t->shape[1] = rows > 0 ? cols : 0;
+    t->nbytes = hsd_dtype_row_bytes(type, cols) * (size_t)(rows > 0 ? rows : 1);
+    t->data = malloc(t->nbytes);
+    if (!t->data) return hsd_error(HSD_ERR_NOMEM, "synth: out of memory for %s (%zu bytes)", name, t->nbytes);
+    fill(t, seed, (uint64_t)m->n + 1, center, amp);
+    m->n++;
+    return HSD_OK;
+}
+
+hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out) {
+    *out = NULL;
+    hsd_synth_model *m = calloc(1, sizeof *m);
+    if (!m) return hsd_error(HSD_ERR_NOMEM, "synth: out of memory");
+    hsd_status s = hsd_synth_shape(shape, &m->cfg, &m->tied);
+    if (s != HSD_OK) {
+        free(m);
+        return s;
+    }
+    snprintf(m->shape_name, sizeof m->shape_name, "%s", shape);
+    const hsd_tf_config *c = &m->cfg;
+    m->t = calloc((size_t)c->n_layers * 12 + 4, sizeof *m->t);
+    if (!m->t) {
+        free(m);
+        return hsd_error(HSD_ERR_NOMEM, "synth: out of memory");
+    }
+    /* vectors share the matrices' 16-bit type (as HF checkpoints do) so that every format
+     * stores them exactly; Q8_0 is for matrices only */
+    hsd_dtype vt = dtype == HSD_DT_Q8_0 ? HSD_DT_F32 : dtype;
+    int64_t d = c->dim, H = c->hidden_dim, q = (int64_t)c->n_heads * c->head_dim,
+            kv = (int64_t)c->n_kv_heads * c->head_dim;
+    float a_d = sqrtf(3.0f / (float)d), a_q = sqrtf(3.0f / (float)q), a_h = sqrtf(3.0f / (float)H);
+    char name[96];
+    if ((s = add(m, HSD_T_TOK_EMB, -1, "model.embed_tokens.weight", dtype, c->vocab_size, d, seed, 0, 1.0f)))
+        goto fail;
+    for (int32_t l = 0; l < c->n_layers; l++) {
+#define ADD(kind, suffix, type, rows, cols, center, amp)                                         \
+    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);                              \
+    if ((s = add(m, kind, l, name, type, rows, cols, seed, center, amp))) goto fail;
+        ADD(HSD_T_ATTN_NORM, "input_layernorm.weight", vt, 0, d, 1.0f, 0.2f)
+        ADD(HSD_T_WQ, "self_attn.q_proj.weight", dtype, q, d, 0, a_d)
+        ADD(HSD_T_WK, "self_attn.k_proj.weight", dtype, kv, d, 0, a_d)
+        ADD(HSD_T_WV, "self_attn.v_proj.weight", dtype, kv, d, 0, a_d)
+        if (c->qkv_bias) {
+            ADD(HSD_T_BQ, "self_attn.q_proj.bias", vt, 0, q, 0, 0.5f)
+            ADD(HSD_T_BK, "self_attn.k_proj.bias", vt, 0, kv, 0, 0.5f)
+            ADD(HSD_T_BV, "self_attn.v_proj.bias", vt, 0, kv, 0, 0.5f)
+        }
+        ADD(HSD_T_WO, "self_attn.o_proj.weight", dtype, d, q, 0, a_q)
+        ADD(HSD_T_FFN_NORM, "post_attention_layernorm.weight", vt, 0, d, 1.0f, 0.2f)
+        ADD(HSD_T_W_GATE, "mlp.gate_proj.weight", dtype, H, d, 0, a_d)
+        ADD(HSD_T_W_UP, "mlp.up_proj.weight", dtype, H, d, 0, a_d)
+        ADD(HSD_T_W_DOWN, "mlp.down_proj.weight", dtype, d, H, 0, a_h)
+#undef ADD
+    }
+    if ((s = add(m, HSD_T_OUT_NORM, -1, "model.norm.weight", vt, 0, d, seed, 1.0f, 0.2f))) goto fail;
+    if (!m->tied && (s = add(m, HSD_T_CLS, -1, "lm_head.weight", dtype, c->vocab_size, d, seed, 0, a_d)))
+        goto fail;
+    *out = m;
+    return HSD_OK;
+fail:
+    hsd_synth_free(m);
+    return s;
+}
+
+void hsd_synth_free(hsd_synth_model *m) {
+    if (!m) return;
+    for (int32_t i = 0; i < m->n; i++) free(m->t[i].data);
+    free(m->t);
+    free(m);
+}
+
+static hsd_status synth_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
+    const hsd_synth_model *m = ctx;
+    *found = false;
+    for (int32_t i = 0; i < m->n; i++) {
+        const hsd_synth_tensor *t = &m->t[i];
+        if (t->kind != kind || t->layer != layer) continue;
+        r->name = t->name, r->type = t->type, r->n_dims = t->n_dims;
+        r->shape[0] = t->shape[0], r->shape[1] = t->shape[1];
+        r->data = t->data;
+        *found = true;
+        break;
+    }
+    return HSD_OK;
+}
+
+hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_params *p, hsd_transformer **out) {
+    char src[64];
+    snprintf(src, sizeof src, "synth:%s", m->shape_name);
+    return hsd_tf_create(&m->cfg, synth_lookup, (void *)m, src, p, NULL, NULL, out);
+}

@@ -1,0 +1,625 @@
+/* Forward pass of a Llama-family decoder over n new tokens (a chain or a token tree) on top
+ * of a KV cache, after llama2.c's run.c, batched so that each weight row is read once for
+ * all n tokens. */
+#include "models/transformer.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels/threadpool.h"
+#include "lib/error.h"
+
+#ifdef HSD_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* Below this many multiply-adds a job runs on one thread: waking the second costs more. */
+#define HSD_PAR_MIN_WORK (1 << 17)
+#define HSD_DEFAULT_CTX_CAP 4096
+
+typedef struct hsd_tf_layer {
+    hsd_mat wq, wk, wv, wo, w_gate, w_down, w_up;
+    float *attn_norm, *ffn_norm, *bq, *bk, *bv; /* owned fp32 copies (small) */
+} hsd_tf_layer;
+
+struct hsd_transformer {
+    hsd_tf_config cfg;
+    char desc[320];
+    hsd_mat tok_emb, cls;
+    float *out_norm;
+    hsd_tf_layer *layers;
+    void (*release)(void *);
+    void *release_ctx;
+
+    hsd_pool *pool;
+    int32_t n_threads, n_ctx, kv_len, q_dim, kv_dim;
+    float *key_cache, *value_cache; /* [layer][n_ctx][kv_dim] */
+    float *rope_cos, *rope_sin;     /* [n_ctx][head_dim/2] */
+
+    /* scratch, grown to the largest n seen */
+    int32_t cap_n;
+    float *x, *xb, *q, *hb, *hb2;
+    int32_t *pos, *anc, *anc_off;
+    float *att;     /* [n_threads][n_ctx] attention scores */
+    float *wscratch; /* [n_threads][4*max_cols] row widening */
+    int32_t max_cols;
+};
+
+const char *hsd_tkind_name(hsd_tkind kind) {
+    static const char *names[HSD_T_COUNT] = {
+        "token embedding", "output norm", "classifier", "rope frequency factors",
+        "attention norm", "q projection", "k projection", "v projection", "output projection",
+        "q bias", "k bias", "v bias", "ffn norm", "ffn gate", "ffn down", "ffn up"};
+    return kind < HSD_T_COUNT ? names[kind] : "?";
+}
+
+/* ---- file mapping ------------------------------------------------------------------ */
+
+hsd_status hsd_file_map_open(const char *path, bool use_mmap, hsd_file_map **out) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return hsd_error(HSD_ERR_IO, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return hsd_error(HSD_ERR_IO, "%s: not a regular file", path);
+    }
+    hsd_file_map *m = calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+    }
+    m->size = (size_t)st.st_size;
+    if (m->size == 0) {
+        close(fd);
+        free(m);
+        return hsd_error(HSD_ERR_PARSE, "%s: empty file", path);
+    }
+    if (use_mmap) {
+        void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            m->data = p;
+            m->mapped = true;
+        }
+    }
+    if (!m->data) {
+        m->data = malloc(m->size);
+        size_t got = 0;
+        while (m->data && got < m->size) {
+            ssize_t r = pread(fd, (char *)m->data + got, m->size - got, (off_t)got);
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (!m->data || got != m->size) {
+            close(fd);
+            free(m->data);
+            free(m);
+            return hsd_error(HSD_ERR_IO, "%s: read failed", path);
+        }
+    }
+    close(fd);
+    *out = m;
+    return HSD_OK;
+}
+
+void hsd_file_map_close(void *p) {
+    hsd_file_map *m = p;
+    if (!m) return;
+    if (m->mapped)
+        munmap(m->data, m->size);
+    else
+        free(m->data);
+    free(m);
+}
+
+/* ---- construction ------------------------------------------------------------------ */
+
+static hsd_status get_tensor(hsd_tensor_lookup_fn lookup, void *ctx, const char *src,
+                             hsd_tkind kind, int32_t layer, bool required, hsd_tensor_ref *ref,
+                             bool *found) {
+    memset(ref, 0, sizeof *ref);
+    *found = false;
+    hsd_status s = lookup(ctx, kind, layer, ref, found);
+    if (s != HSD_OK) return s;
+    if (!*found && required) {
+        if (layer >= 0)
+            return hsd_error(HSD_ERR_PARSE, "%s: missing tensor: %s of layer %d", src,
+                             hsd_tkind_name(kind), layer);
+        return hsd_error(HSD_ERR_PARSE, "%s: missing tensor: %s", src, hsd_tkind_name(kind));
+    }
+    return HSD_OK;
+}
+
+static hsd_status get_matrix(hsd_tensor_lookup_fn lookup, void *ctx, const char *src,
+                             hsd_tkind kind, int32_t layer, int32_t rows, int32_t cols,
+                             bool required, hsd_mat *m, bool *found_out) {
+    hsd_tensor_ref r;
+    bool found;
+    hsd_status s = get_tensor(lookup, ctx, src, kind, layer, required, &r, &found);
+    if (found_out) *found_out = found;
+    if (s != HSD_OK || !found) return s;
+    if (r.n_dims != 2 || r.shape[0] != rows || r.shape[1] != cols)
+        return hsd_error(HSD_ERR_PARSE,
+                         "%s: tensor '%s' (%s) has shape [%lld, %lld]%s, expected [%d, %d]", src,
+                         r.name, hsd_tkind_name(kind), (long long)r.shape[0],
+                         (long long)(r.n_dims > 1 ? r.shape[1] : 0),
+                         r.n_dims != 2 ? " (not a matrix)" : "", rows, cols);
+    if (r.type == HSD_DT_Q8_0 && cols % HSD_Q8_0_BLOCK)
+        return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' is Q8_0 with %d columns (not a multiple of 32)",
+                         src, r.name, cols);
+    m->type = r.type;
+    m->rows = rows;
+    m->cols = cols;
+    m->data = r.data;
+    return HSD_OK;
+}
+
+/* Vectors (norm weights, biases) are tiny: keep an fp32 copy whatever the file stores. */
+static hsd_status get_vector(hsd_tensor_lookup_fn lookup, void *ctx, const char *src,
+                             hsd_tkind kind, int32_t layer, int32_t len, bool required,
+                             float **out) {
+    hsd_tensor_ref r;
+    bool found;
+    *out = NULL;
+    hsd_status s = get_tensor(lookup, ctx, src, kind, layer, required, &r, &found);
+    if (s != HSD_OK || !found) return s;
+    if (r.n_dims != 1 || r.shape[0] != len)
+        return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' (%s) has shape [%lld%s], expected [%d]",
+                         src, r.name, hsd_tkind_name(kind), (long long)r.shape[0],
+                         r.n_dims != 1 ? ", ..." : "", len);
+    if (r.type == HSD_DT_Q8_0)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s': Q8_0 is supported for matrices only",
+                         src, r.name);
+    float *v = malloc((size_t)len * sizeof *v);
+    if (!v) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", src);
+    hsd_mat m = {r.type, 1, len, r.data};
+    hsd_mat_rows_f32(&m, 0, 1, v);
+    *out = v;
+    return HSD_OK;
+}
+
+static hsd_status check_config(const hsd_tf_config *c, const char *src) {
+    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 ||
+        c->n_kv_heads <= 0 || c->vocab_size <= 0 || c->seq_len <= 0 || c->head_dim <= 0)
+        return hsd_error(HSD_ERR_PARSE,
+                         "%s: invalid shape: dim %d, hidden_dim %d, n_layers %d, n_heads %d, "
+                         "n_kv_heads %d, head_dim %d, vocab_size %d, seq_len %d",
+                         src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                         c->head_dim, c->vocab_size, c->seq_len);
+    if (c->n_heads % c->n_kv_heads)
+        return hsd_error(HSD_ERR_PARSE, "%s: n_heads %d is not a multiple of n_kv_heads %d", src,
+                         c->n_heads, c->n_kv_heads);
+    if (c->head_dim % 2)
+        return hsd_error(HSD_ERR_PARSE, "%s: head_dim %d is odd (rope needs pairs)", src,
+                         c->head_dim);
+    if (c->dim > (1 << 20) || c->hidden_dim > (1 << 20) || c->n_layers > 4096 ||
+        c->n_heads > 4096 || c->head_dim > 4096 || c->vocab_size > (1 << 24))
+        return hsd_error(HSD_ERR_PARSE, "%s: implausible shape (dim %d, %d layers, vocab %d)",
+                         src, c->dim, c->n_layers, c->vocab_size);
+    return HSD_OK;
+}
+
+static void rope_tables(hsd_transformer *tf, const float *freq_factors) {
+    const hsd_tf_config *c = &tf->cfg;
+    int32_t half = c->head_dim / 2;
+    for (int32_t i = 0; i < half; i++) {
+        double inv = 1.0 / pow((double)c->rope_theta, 2.0 * i / (double)c->head_dim);
+        if (c->rope_scale_factor > 0.0f) {
+            /* Llama 3.1+: long wavelengths are slowed by `factor`, short ones kept, and the
+             * band between is interpolated smoothly. */
+            double lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+            double orig = c->rope_orig_ctx, wavelen = 2.0 * M_PI / inv;
+            double lo_wl = orig / lo, hi_wl = orig / hi;
+            if (wavelen > lo_wl) {
+                inv /= c->rope_scale_factor;
+            } else if (wavelen >= hi_wl) {
+                double smooth = (orig / wavelen - lo) / (hi - lo);
+                inv = (1.0 - smooth) * inv / c->rope_scale_factor + smooth * inv;
+            }
+        }
+        if (freq_factors) inv /= freq_factors[i];
+        for (int32_t p = 0; p < tf->n_ctx; p++) {
+            double a = p * inv;
+            tf->rope_cos[(size_t)p * half + i] = (float)cos(a);
+            tf->rope_sin[(size_t)p * half + i] = (float)sin(a);
+        }
+    }
+}
+
+hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, void *lctx,
+                         const char *src, const hsd_model_params *params,
+                         void (*release)(void *), void *release_ctx, hsd_transformer **out) {
+    *out = NULL;
+    hsd_status s = check_config(cfg, src);
+    if (s != HSD_OK) return s;
+    hsd_model_params p = params ? *params : hsd_model_default_params();
+    hsd_transformer *tf = calloc(1, sizeof *tf);
+    if (!tf) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", src);
+    tf->cfg = *cfg;
+    const hsd_tf_config *c = &tf->cfg;
+    tf->q_dim = c->n_heads * c->head_dim;
+    tf->kv_dim = c->n_kv_heads * c->head_dim;
+    tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
+    tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
+    float *freq_factors = NULL;
+
+    tf->layers = calloc((size_t)c->n_layers, sizeof *tf->layers);
+    if (!tf->layers) goto nomem;
+    bool found;
+    if ((s = get_matrix(lookup, lctx, src, HSD_T_TOK_EMB, -1, c->vocab_size, c->dim, true,
+                        &tf->tok_emb, NULL)) ||
+        (s = get_vector(lookup, lctx, src, HSD_T_OUT_NORM, -1, c->dim, true, &tf->out_norm)) ||
+        (s = get_matrix(lookup, lctx, src, HSD_T_CLS, -1, c->vocab_size, c->dim, false, &tf->cls,
+                        &found)) ||
+        (s = get_vector(lookup, lctx, src, HSD_T_ROPE_FREQS, -1, c->head_dim / 2, false,
+                        &freq_factors)))
+        goto fail;
+    if (!found) tf->cls = tf->tok_emb; /* tied embeddings */
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        hsd_tf_layer *L = &tf->layers[l];
+        if ((s = get_vector(lookup, lctx, src, HSD_T_ATTN_NORM, l, c->dim, true, &L->attn_norm)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_WQ, l, tf->q_dim, c->dim, true, &L->wq, NULL)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_WK, l, tf->kv_dim, c->dim, true, &L->wk, NULL)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_WV, l, tf->kv_dim, c->dim, true, &L->wv, NULL)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_WO, l, c->dim, tf->q_dim, true, &L->wo, NULL)) ||
+            (s = get_vector(lookup, lctx, src, HSD_T_FFN_NORM, l, c->dim, true, &L->ffn_norm)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_W_GATE, l, c->hidden_dim, c->dim, true, &L->w_gate, NULL)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_W_DOWN, l, c->dim, c->hidden_dim, true, &L->w_down, NULL)) ||
+            (s = get_matrix(lookup, lctx, src, HSD_T_W_UP, l, c->hidden_dim, c->dim, true, &L->w_up, NULL)))
+            goto fail;
+        if (c->qkv_bias &&
+            ((s = get_vector(lookup, lctx, src, HSD_T_BQ, l, tf->q_dim, true, &L->bq)) ||
+             (s = get_vector(lookup, lctx, src, HSD_T_BK, l, tf->kv_dim, true, &L->bk)) ||
+             (s = get_vector(lookup, lctx, src, HSD_T_BV, l, tf->kv_dim, true, &L->bv))))
+            goto fail;
+    }
+
+    size_t kv = (size_t)c->n_layers * tf->n_ctx * tf->kv_dim;
+    tf->key_cache = malloc(kv * sizeof(float));
+    tf->value_cache = malloc(kv * sizeof(float));
+    size_t rope = (size_t)tf->n_ctx * (c->head_dim / 2);
+    tf->rope_cos = malloc(rope * sizeof(float));
+    tf->rope_sin = malloc(rope * sizeof(float));
+    tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
+    if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
+    tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
+    tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
+    tf->pool = hsd_pool_create(tf->n_threads);
+    if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
+        !tf->wscratch || !tf->pool)
+        goto nomem;
+    rope_tables(tf, freq_factors);
+    free(freq_factors);
+    snprintf(tf->desc, sizeof tf->desc,
+             "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
+             "ctx %d/%d, %s weights%s%s",
+             c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+             c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
+             c->qkv_bias ? ", qkv bias" : "", tf->cls.data == tf->tok_emb.data ? ", tied" : "");
+    tf->release = release;
+    tf->release_ctx = release_ctx;
+    *out = tf;
+    return HSD_OK;
+nomem:
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (KV cache of %d tokens)", src, tf->n_ctx);
+fail:
+    free(freq_factors);
+    hsd_tf_free(tf); /* release is not yet set: the caller keeps the mapping */
+    return s;
+}
+
+void hsd_tf_free(hsd_transformer *tf) {
+    if (!tf) return;
+    if (tf->layers)
+        for (int32_t l = 0; l < tf->cfg.n_layers; l++) {
+            hsd_tf_layer *L = &tf->layers[l];
+            free(L->attn_norm);
+            free(L->ffn_norm);
+            free(L->bq);
+            free(L->bk);
+            free(L->bv);
+        }
+    free(tf->layers);
+    free(tf->out_norm);
+    hsd_pool_free(tf->pool);
+    free(tf->key_cache);
+    free(tf->value_cache);
+    free(tf->rope_cos);
+    free(tf->rope_sin);
+    free(tf->x);
+    free(tf->xb);
+    free(tf->q);
+    free(tf->hb);
+    free(tf->hb2);
+    free(tf->pos);
+    free(tf->anc);
+    free(tf->anc_off);
+    free(tf->att);
+    free(tf->wscratch);
+    if (tf->release) tf->release(tf->release_ctx);
+    free(tf);
+}
+
+const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf) { return &tf->cfg; }
+const char *hsd_tf_desc(const hsd_transformer *tf) { return tf->desc; }
+int32_t hsd_tf_kv_len(const hsd_transformer *tf) { return tf->kv_len; }
+
+static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
+    if (n <= tf->cap_n) return HSD_OK;
+    const hsd_tf_config *c = &tf->cfg;
+    size_t N = (size_t)n;
+    float *x = realloc(tf->x, N * c->dim * sizeof(float));
+    if (x) tf->x = x;
+    float *xb = realloc(tf->xb, N * tf->max_cols * sizeof(float));
+    if (xb) tf->xb = xb;
+    float *q = realloc(tf->q, N * tf->q_dim * sizeof(float));
+    if (q) tf->q = q;
+    float *hb = realloc(tf->hb, N * c->hidden_dim * sizeof(float));
+    if (hb) tf->hb = hb;
+    float *hb2 = realloc(tf->hb2, N * c->hidden_dim * sizeof(float));
+    if (hb2) tf->hb2 = hb2;
+    int32_t *pos = realloc(tf->pos, N * sizeof(int32_t));
+    if (pos) tf->pos = pos;
+    int32_t *off = realloc(tf->anc_off, (N + 1) * sizeof(int32_t));
+    if (off) tf->anc_off = off;
+    if (!x || !xb || !q || !hb || !hb2 || !pos || !off)
+        return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
+    tf->cap_n = n;
+    return HSD_OK;
+}
+
+/* ---- parallel jobs ----------------------------------------------------------------- */
+
+typedef struct matmul_job {
+    hsd_transformer *tf;
+    float *out;
+    int32_t ld;
+    const float *x;
+    int32_t n;
+    const hsd_mat *w;
+} matmul_job;
+
+static void matmul_task(void *arg, int32_t tid, int32_t nth) {
+    matmul_job *j = arg;
+    /* split rows in multiples of 4 so each thread keeps the 4-row kernel */
+    int32_t rows = j->w->rows, per = ((rows + nth - 1) / nth + 3) & ~3;
+    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
+    if (r0 >= r1) return;
+    hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
+                    j->tf->wscratch + (size_t)tid * 4 * j->tf->max_cols);
+}
+
+/* out[t][0..w.rows) = W · x[t] for t < n (out row stride ld). */
+static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, int32_t n,
+                   const hsd_mat *w) {
+#ifdef HSD_HAVE_OPENBLAS
+    /* For several tokens and fp32 weights sgemm's blocking beats the row kernel. */
+    if (w->type == HSD_DT_F32 && n >= 4 && (int64_t)w->rows * w->cols >= (1 << 16)) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
+                    w->cols, (const float *)w->data, w->cols, 0.0f, out, ld);
+        return;
+    }
+#endif
+    matmul_job j = {tf, out, ld, x, n, w};
+    int64_t work = (int64_t)w->rows * w->cols * n;
+    int32_t nth = work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1;
+    hsd_pool_run(tf->pool, matmul_task, &j, nth);
+}
+
+typedef struct attn_job {
+    hsd_transformer *tf;
+    int32_t layer, n, L;
+    bool chain;
+} attn_job;
+
+static void attn_task(void *arg, int32_t tid, int32_t nth) {
+    attn_job *j = arg;
+    hsd_transformer *tf = j->tf;
+    const hsd_tf_config *c = &tf->cfg;
+    const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t loff = (size_t)j->layer * tf->n_ctx * tf->kv_dim;
+    const float *kc = tf->key_cache + loff, *vc = tf->value_cache + loff;
+    float *att = tf->att + (size_t)tid * (tf->n_ctx + hd);
+    int32_t total = j->n * c->n_heads;
+    for (int32_t w = tid; w < total; w += nth) {
+        int32_t t = w / c->n_heads, h = w % c->n_heads;
+        const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
+        const size_t koff = (size_t)(h / kv_mul) * hd;
+        /* visible: cache 0..L-1 and the new tokens that are t's ancestors (chain: all of
+         * 0..t, contiguous after the cache; tree: the slot list built by build_tree) */
+        const float *kb = kc + koff, *vb = vc + koff;
+        float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
+        int32_t nv;
+        if (j->chain) {
+            nv = j->L + t + 1;
+            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, nv, hd, scale);
+            hsd_softmax(att, nv);
+            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, nv, hd);
+        } else {
+            int32_t n_new = tf->anc_off[t + 1] - tf->anc_off[t];
+            const int32_t *slots = tf->anc + tf->anc_off[t];
+            nv = j->L + n_new;
+            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, j->L, hd, scale);
+            hsd_attn_scores(att + j->L, qv, kb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd, scale);
+            hsd_softmax(att, nv);
+            float *tmp = att + nv; /* room: att holds n_ctx floats, nv + hd <= n_ctx + hd */
+            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, j->L, hd);
+            hsd_attn_accum(tmp, att + j->L, vb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd);
+            hsd_add(o, tmp, hd);
+        }
+    }
+}
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+/* Depth of each new token in the tree and, for each, the list of its ancestors (itself
+ * included) in increasing index order. */
+static hsd_status build_tree(hsd_transformer *tf, const int32_t *parents, int32_t n) {
+    int32_t total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = parents[i];
+        if (p < -1 || p >= i)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "forward: parents[%d] = %d (must be -1 or an earlier index)", i, p);
+        tf->pos[i] = p < 0 ? 0 : tf->pos[p] + 1; /* depth for now */
+        total += tf->pos[i] + 1;
+    }
+    int32_t *anc = realloc(tf->anc, (size_t)(total > 0 ? total : 1) * sizeof(int32_t));
+    if (!anc) return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for the token tree");
+    tf->anc = anc;
+    int32_t off = 0;
+    for (int32_t i = 0; i < n; i++) {
+        tf->anc_off[i] = off;
+        int32_t d = tf->pos[i];
+        for (int32_t k = i; k >= 0; k = parents[k]) anc[off + d--] = k;
+        off += tf->pos[i] + 1;
+    }
+    tf->anc_off[n] = off;
+    return HSD_OK;
+}
+
+hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
+                          const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                          float *logits) {
+    const hsd_tf_config *c = &tf->cfg;
+    const int32_t L = tf->kv_len, dim = c->dim, hd = c->head_dim;
+    if (n <= 0 || !tokens) return hsd_error(HSD_ERR_INVALID_ARG, "forward: no tokens (n = %d)", n);
+    if (L + n > tf->n_ctx)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "forward: %d cached + %d new tokens exceed the context of %d", L, n,
+                         tf->n_ctx);
+    if (n_rows < 0 || (n_rows > 0 && !logits) || (!rows && n_rows != 0 && n_rows != n))
+        return hsd_error(HSD_ERR_INVALID_ARG, "forward: n_rows %d with rows %s", n_rows,
+                         rows ? "given" : "NULL (must be 0 or n)");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: token %d at index %d is outside the vocabulary of %d",
+                             tokens[i], i, c->vocab_size);
+    for (int32_t r = 0; rows && r < n_rows; r++)
+        if (rows[r] < 0 || rows[r] >= n)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: rows[%d] = %d outside 0..%d", r, rows[r], n - 1);
+    hsd_status s = ensure_scratch(tf, n);
+    if (s != HSD_OK) return s;
+    if (parents) {
+        if ((s = build_tree(tf, parents, n)) != HSD_OK) return s;
+        for (int32_t i = 0; i < n; i++) tf->pos[i] += L;
+    } else {
+        for (int32_t i = 0; i < n; i++) tf->pos[i] = L + i;
+    }
+
+    for (int32_t t = 0; t < n; t++) hsd_mat_rows_f32(&tf->tok_emb, tokens[t], 1, tf->x + (size_t)t * dim);
+
+    const int32_t half = hd / 2;
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        const hsd_tf_layer *Ly = &tf->layers[l];
+        size_t loff = (size_t)l * tf->n_ctx * tf->kv_dim;
+        float *kdst = tf->key_cache + loff + (size_t)L * tf->kv_dim;
+        float *vdst = tf->value_cache + loff + (size_t)L * tf->kv_dim;
+
+        for (int32_t t = 0; t < n; t++)
+            hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->attn_norm, dim, c->norm_eps);
+        matmul(tf, tf->q, tf->q_dim, tf->xb, n, &Ly->wq);
+        matmul(tf, kdst, tf->kv_dim, tf->xb, n, &Ly->wk); /* k, v go straight into the cache */
+        matmul(tf, vdst, tf->kv_dim, tf->xb, n, &Ly->wv);
+        for (int32_t t = 0; t < n; t++) {
+            float *q = tf->q + (size_t)t * tf->q_dim, *k = kdst + (size_t)t * tf->kv_dim;
+            if (Ly->bq) {
+                hsd_add(q, Ly->bq, tf->q_dim);
+                hsd_add(k, Ly->bk, tf->kv_dim);
+                hsd_add(vdst + (size_t)t * tf->kv_dim, Ly->bv, tf->kv_dim);
+            }
+            const float *cs = tf->rope_cos + (size_t)tf->pos[t] * half;
+            const float *sn = tf->rope_sin + (size_t)tf->pos[t] * half;
+            hsd_rope(q, c->n_heads, hd, cs, sn, c->rope_interleaved);
+            hsd_rope(k, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
+        }
+
+        attn_job aj = {tf, l, n, L, parents == NULL};
+        int64_t work = (int64_t)n * c->n_heads * (L + n) * hd;
+        hsd_pool_run(tf->pool, attn_task, &aj, work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
+        /* attention output (in xb, q_dim wide) through wo; hb as the temporary */
+        matmul(tf, tf->hb, dim, tf->xb, n, &Ly->wo);
+        for (int32_t t = 0; t < n; t++) hsd_add(tf->x + (size_t)t * dim, tf->hb + (size_t)t * dim, dim);
+
+        for (int32_t t = 0; t < n; t++)
+            hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->ffn_norm, dim, c->norm_eps);
+        matmul(tf, tf->hb, c->hidden_dim, tf->xb, n, &Ly->w_gate);
+        matmul(tf, tf->hb2, c->hidden_dim, tf->xb, n, &Ly->w_up);
+        hsd_silu_mul(tf->hb, tf->hb2, n * c->hidden_dim);
+        matmul(tf, tf->xb, dim, tf->hb, n, &Ly->w_down);
+        for (int32_t t = 0; t < n; t++) hsd_add(tf->x + (size_t)t * dim, tf->xb + (size_t)t * dim, dim);
+    }
+    tf->kv_len = L + n;
+
+    /* final norm and classifier only for the rows asked for */
+    for (int32_t r = 0; r < n_rows; r++) {
+        int32_t t = rows ? rows[r] : r;
+        hsd_rmsnorm(tf->xb + (size_t)r * dim, tf->x + (size_t)t * dim, tf->out_norm, dim, c->norm_eps);
+    }
+    if (n_rows > 0) matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
+    return HSD_OK;
+}
+
+hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len) {
+    if (len < 0 || len > tf->kv_len)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len, tf->kv_len);
+    tf->kv_len = len;
+    return HSD_OK;
+}
+
+hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep, int32_t n_keep) {
+    if (base < 0 || base > tf->kv_len || n_keep < 0 || (n_keep > 0 && !keep))
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_keep: base %d, %d entries, kv_len %d", base,
+                         n_keep, tf->kv_len);
+    for (int32_t j = 0; j < n_keep; j++)
+        if (keep[j] < 0 || base + keep[j] >= tf->kv_len || (j > 0 && keep[j] <= keep[j - 1]))
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j,
+                             keep[j], tf->kv_len - base);
+    size_t row = (size_t)tf->kv_dim * sizeof(float);
+    for (int32_t l = 0; l < tf->cfg.n_layers; l++) {
+        size_t loff = (size_t)l * tf->n_ctx * tf->kv_dim;
+        for (int32_t j = 0; j < n_keep; j++) {
+            if (keep[j] == j) continue;
+            size_t dst = loff + (size_t)(base + j) * tf->kv_dim;
+            size_t src = loff + (size_t)(base + keep[j]) * tf->kv_dim;
+            memcpy(tf->key_cache + dst, tf->key_cache + src, row);
+            memcpy(tf->value_cache + dst, tf->value_cache + src, row);
+        }
+    }
+    tf->kv_len = base + n_keep;
+    return HSD_OK;
+}
+
+/* ---- hsd_model_iface adapter ------------------------------------------------------- */
+
+static int32_t if_vocab(void *c) { return ((hsd_transformer *)c)->cfg.vocab_size; }
+static int32_t if_n_ctx(void *c) { return ((hsd_transformer *)c)->n_ctx; }
+static hsd_status if_forward(void *c, const int32_t *tokens, int32_t n, const int32_t *parents,
+                             const int32_t *rows, int32_t n_rows, float *logits) {
+    return hsd_tf_forward(c, tokens, n, parents, rows, n_rows, logits);
+}
+static int32_t if_kv_len(void *c) { return ((hsd_transformer *)c)->kv_len; }
+static hsd_status if_truncate(void *c, int32_t len) { return hsd_tf_kv_truncate(c, len); }
+static hsd_status if_keep(void *c, int32_t base, const int32_t *keep, int32_t n) {
+    return hsd_tf_kv_keep(c, base, keep, n);
+}
+static void if_free(void *c) { hsd_tf_free(c); }
+
+void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface) {
+    iface->ctx = tf;
+    iface->vocab_size = if_vocab;
+    iface->n_ctx = if_n_ctx;
+    iface->forward = if_forward;
+    iface->kv_len = if_kv_len;
+    iface->kv_truncate = if_truncate;
+    iface->kv_keep = if_keep;
+    iface->free = if_free;
+}

@@ -1,0 +1,79 @@
+/* The Llama-family decoder (Llama 1/2/3, llama2.c, Qwen2) shared by every loader: a loader
+ * fills an hsd_tf_config and answers tensor look-ups; hsd_tf_create checks every shape,
+ * builds the weights view (matrices stay where the loader put them, e.g. in an mmap) and
+ * allocates the KV cache. */
+#ifndef HSD_MODELS_TRANSFORMER_H
+#define HSD_MODELS_TRANSFORMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hsd.h"
+#include "kernels/cpu_ops.h"
+
+typedef struct hsd_tf_config {
+    char arch[16];           /* "llama", "qwen2" (for descriptions) */
+    int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, seq_len;
+    float rope_theta, norm_eps;
+    bool rope_interleaved;   /* llama2.c / GGUF llama: true; HF / GGUF qwen2: false */
+    bool qkv_bias;           /* Qwen2 */
+    /* Llama 3 rope scaling ("rope_type": "llama3"); factor 0 = none. */
+    float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int32_t rope_orig_ctx;
+} hsd_tf_config;
+
+typedef enum hsd_tkind {
+    HSD_T_TOK_EMB, HSD_T_OUT_NORM, HSD_T_CLS, HSD_T_ROPE_FREQS, /* globals */
+    HSD_T_ATTN_NORM, HSD_T_WQ, HSD_T_WK, HSD_T_WV, HSD_T_WO, HSD_T_BQ, HSD_T_BK, HSD_T_BV,
+    HSD_T_FFN_NORM, HSD_T_W_GATE, HSD_T_W_DOWN, HSD_T_W_UP, /* per layer */
+    HSD_T_COUNT
+} hsd_tkind;
+
+/* A tensor as a loader found it. shape is outermost first (PyTorch order), so a matrix is
+ * [rows][cols] with rows = output features. */
+typedef struct hsd_tensor_ref {
+    const char *name; /* as named in the file, for error messages */
+    hsd_dtype type;
+    int32_t n_dims;
+    int64_t shape[4];
+    const void *data;
+} hsd_tensor_ref;
+
+/* Finds `kind` for `layer` (-1 for globals). Sets *found = false when the file lacks it;
+ * returns an error status only for a tensor that exists but cannot be used. */
+typedef hsd_status (*hsd_tensor_lookup_fn)(void *ctx, hsd_tkind kind, int32_t layer,
+                                           hsd_tensor_ref *ref, bool *found);
+
+typedef struct hsd_transformer hsd_transformer;
+
+/* `source` names the file in messages. On success the transformer calls release(release_ctx)
+ * when freed (unmapping the file); on failure the caller keeps ownership. */
+hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, void *lookup_ctx,
+                         const char *source, const hsd_model_params *params,
+                         void (*release)(void *), void *release_ctx, hsd_transformer **out);
+void hsd_tf_free(hsd_transformer *tf);
+const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf);
+/* Fills iface with the transformer as ctx (ownership moves to whoever calls iface.free). */
+void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface);
+const char *hsd_tf_desc(const hsd_transformer *tf);
+
+hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
+                          const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                          float *logits);
+int32_t hsd_tf_kv_len(const hsd_transformer *tf);
+hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len);
+hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep, int32_t n_keep);
+
+/* Helpers for loaders. */
+const char *hsd_tkind_name(hsd_tkind kind);
+/* Maps a model file (or reads it into memory when use_mmap is false or mmap fails);
+ * release with hsd_file_map_close. */
+typedef struct hsd_file_map {
+    void *data;
+    size_t size;
+    bool mapped;
+} hsd_file_map;
+hsd_status hsd_file_map_open(const char *path, bool use_mmap, hsd_file_map **out);
+void hsd_file_map_close(void *map);
+
+#endif
