@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Side-by-side tokenizer benchmark: hsd vs HF tokenizers (npm tokenizers, via
+# shared/tools/bench-hf.js), same machine, same corpus, single thread, one family after the
+# other. Prints one JSON line per implementation and family, then a markdown table.
+#   bench/tokenize.sh [MB] [RUNS] [families...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${HSD_SHARED:-../shared}
+MB=${1:-8}
+RUNS=${2:-5}
+shift $(( $# > 2 ? 2 : $# )) || true
+FAMS=${*:-"llama2 llama3 qwen3 gemma3 gpt2 deepseek_v3 gpt4o"}
+HSD=${HSD:-build/hsd}
+[ -x "$HSD" ] || { echo "bench: build hsd first (make build)" >&2; exit 1; }
+HF_DIR=${HF_DIR:-/tmp/hsd-hf-bench}
+if [ ! -d "$HF_DIR/node_modules/tokenizers" ]; then
+    mkdir -p "$HF_DIR"
+    cp "$SHARED"/tools/package.json "$SHARED"/tools/package-lock.json "$SHARED"/tools/bench-hf.js "$HF_DIR"/
+    (cd "$HF_DIR" && npm ci --silent >/dev/null)
+fi
+CORPUS="$SHARED/corpus/corpus.jsonl"
+out=$(mktemp)
+for f in $FAMS; do
+    tj="$SHARED/tokenizers/$f/tokenizer.json"
+    h=$("$HSD" bench tokenize -t "$tj" --corpus "$CORPUS" --mb "$MB" --runs "$RUNS" --json)
+    r=$(cd "$HF_DIR" && RAYON_NUM_THREADS=1 node bench-hf.js "$(realpath "$tj")" "$(realpath "$CORPUS")" --mb "$MB" --runs "$RUNS")
+    echo "$f hsd $h" | tee -a "$out"
+    echo "$f hf  $r" | tee -a "$out"
+done
+python3 - "$out" <<'PY'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    fam, impl, js = line.split(" ", 2)
+    rows.setdefault(fam, {})[impl.strip()] = json.loads(js)
+print("\n| family | hsd MB/s | HF MB/s | speedup | hsd load ms | HF load ms | load ratio | tokens equal |")
+print("|---|---|---|---|---|---|---|---|")
+for fam, r in rows.items():
+    h, f = r["hsd"], r["hf"]
+    print(f"| {fam} | {h['median_mb_s']:.2f} | {f['median_mb_s']:.2f} | {h['median_mb_s']/f['median_mb_s']:.1f}x | "
+          f"{h['load_ms']:.0f} | {f['load_ms']:.0f} | {h['load_ms']/f['load_ms']:.2f} | {h['tokens']==f['tokens']} |")
+PY
+rm -f "$out"
