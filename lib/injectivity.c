@@ -253,12 +253,6 @@ hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, h
     if (!st) st = hsd_tokenizer_decode_alloc(tok, ids, nid, false, &d, &dn);
     if (st) goto done;
 
-    int32_t unk = hsd_tokenizer_unk_id(tok);
-    for (size_t i = 0; unk >= 0 && i < nid; i++)
-        if (ids[i] == unk) {
-            *cause = HSD_INJ_UNK;
-            goto done;
-        }
     for (size_t k = 0; k < tok->n_added; k++) {
         const hsd_added_token *a = &tok->added[k];
         if (!contains(s, n, a->content, a->len)) continue;
@@ -268,6 +262,12 @@ hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, h
                 goto done;
             }
     }
+    int32_t unk = hsd_tokenizer_unk_id(tok);
+    for (size_t i = 0; unk >= 0 && i < nid; i++)
+        if (ids[i] == unk) {
+            *cause = HSD_INJ_UNK;
+            goto done;
+        }
     hsd_buf x = {0}, y = {0};
     if ((st = tok_normalize(tok, s, n, &x)) || (st = tok_normalize(tok, d, dn, &y))) {
         hsd_buf_free(&x);
@@ -276,7 +276,7 @@ hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, h
     }
     /* The tokenizer's normalizer maps input and output to the same string: it is what
      * made them collide (NFC/NFKC, Replace(" "→"▁") meeting a literal "▁", lowercasing). */
-    bool norm = tok->n_norm && eq(x.p, x.n, y.p, y.n) && !eq(x.p, x.n, s, n);
+    bool norm = tok->n_norm && eq(x.p, x.n, y.p, y.n);
     if (!norm) norm = nf_explains(s, n, d, dn);
     if (norm) *cause = HSD_INJ_NORMALIZATION;
     if (!norm) {

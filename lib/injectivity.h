@@ -38,8 +38,9 @@ hsd_status hsd_inj_roundtrip(const hsd_tokenizer *tok, const char *s, size_t n, 
 hsd_status hsd_inj_minimize(const hsd_tokenizer *tok, const char *s, size_t n, char **out,
                             size_t *out_len);
 
-/* Decides the cause of a (minimal) non-injective string by experiment, in this order: unk id
- * produced; an added token's content present and encoded as that token; the tokenizer's
+/* Decides the cause of a (minimal) non-injective string by experiment, in this order: an added
+ * token's content present and encoded as that token (a literal "<unk>" counts here); the unk
+ * id produced; the tokenizer's
  * normalizer or NFC/NFKC/NFKC-casefold/accent stripping maps s and its decoding to the same
  * string; they differ only in whitespace/control characters; U+FFFD appeared; else other. */
 hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, hsd_inj_cause *cause);
@@ -57,7 +58,7 @@ typedef struct hsd_inj_result {
     hsd_inj_example *ex;   /* corpus failures first (in corpus order), then fuzz finds */
     size_t n_ex, cap_ex;
     int64_t fuzz_candidates; /* strings the fuzzer tried */
-    int64_t fuzz_found;      /* distinct minimal counterexamples it found */
+    int64_t fuzz_found;      /* distinct minimal counterexamples it found (recorded or not) */
     double fuzz_seconds;     /* time it actually ran */
 } hsd_inj_result;
 
@@ -69,6 +70,7 @@ typedef struct hsd_inj_opts {
     double fuzz_seconds; /* fuzz budget */
     uint64_t seed;
     int64_t fuzz_max_found;      /* stop after this many distinct finds; 0 = run the budget */
+    int64_t fuzz_max_report;     /* record at most this many finds (all counted); 0 = all */
     const hsd_corpus *fuzz_seeds; /* texts to mutate and to take scripts from; may be NULL */
     hsd_inj_progress_fn progress; /* called about every 0.2 s while fuzzing; may be NULL */
     void *progress_ctx;

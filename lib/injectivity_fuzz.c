@@ -259,7 +259,9 @@ hsd_status hsd_inj_fuzz(const hsd_tokenizer *tok, const hsd_inj_opts *o, hsd_inj
         free(m);
         if (st || !fresh) continue;
         pool_add(&f, f.cand.p, f.cand.n);
-        if ((st = hsd_inj_result_add(r, tok, f.cand.p, f.cand.n, -1, true))) break;
+        if ((o->fuzz_max_report <= 0 || found_here < o->fuzz_max_report) &&
+            (st = hsd_inj_result_add(r, tok, f.cand.p, f.cand.n, -1, true)))
+            break;
         r->fuzz_found++;
         found_here++;
         if (o->fuzz_max_found > 0 && found_here >= o->fuzz_max_found) break;
