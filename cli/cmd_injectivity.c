@@ -12,7 +12,8 @@
 static void usage_injectivity(void) {
     fprintf(stderr,
             "usage: hsd injectivity -t TOKENIZER [--corpus C] [--fuzz SECONDS] [--seed S]\n"
-            "                       [--max-found N] [--prefix CHARS] [--no-minimize] [--json]\n"
+            "                       [--max-found N] [--max-report N] [--prefix CHARS] [--no-minimize]\n"
+            "                       [--json]\n"
             "Finds strings s with decode(encode(s, add_special=false), skip_special=false) != s.\n"
             "  --corpus C      JSONL file of {\"text\": ...} lines: check each sample\n"
             "  --prefix CHARS  check only the first CHARS characters of each sample (paper: 100)\n"
@@ -20,6 +21,7 @@ static void usage_injectivity(void) {
             "                  corpus and of failures) for this long; progress on stderr\n"
             "  --seed S        fuzzer seed (default 1); the same seed tries the same strings\n"
             "  --max-found N   stop fuzzing after N distinct minimal counterexamples\n"
+            "  --max-report N  list at most N fuzz finds (default 100; all are counted; 0 = all)\n"
             "  --no-minimize   skip shrinking failures (faster; no minimal/cause)\n"
             "  --json          one JSON object: samples, non_injective, injectivity_rate,\n"
             "                  counterexamples [{input, decoded, minimal, cause, source}], fuzz\n"
@@ -72,7 +74,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
     const char *path = NULL, *corpus_path = NULL;
     double fuzz = 0;
     unsigned long long seed = 1;
-    long long max_found = 0, prefix = 0;
+    long long max_found = 0, prefix = 0, max_report = 100;
     bool json = false, minimize = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -82,6 +84,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
         else if (!strcmp(a, "--fuzz") && has) fuzz = atof(argv[++i]);
         else if (!strcmp(a, "--seed") && has) seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(a, "--max-found") && has) max_found = atoll(argv[++i]);
+        else if (!strcmp(a, "--max-report") && has) max_report = atoll(argv[++i]);
         else if (!strcmp(a, "--prefix") && has) prefix = atoll(argv[++i]);
         else if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--no-minimize")) minimize = false;
@@ -106,7 +109,8 @@ int hsd_cmd_injectivity(int argc, char **argv) {
     hsd_corpus corpus = {0};
     hsd_inj_result r = {0};
     hsd_inj_opts o = {.prefix_chars = (size_t)prefix, .minimize = minimize, .fuzz_seconds = fuzz,
-                      .seed = seed, .fuzz_max_found = max_found};
+                      .seed = seed, .fuzz_max_found = max_found,
+                      .fuzz_max_report = max_report};
     int rc = 0;
     if (corpus_path && hsd_corpus_load(corpus_path, &corpus)) goto fail;
     if (corpus_path && hsd_inj_check_corpus(tok, &corpus, &o, &r)) goto fail;
