@@ -226,7 +226,8 @@ hsd_status hsd_dec_apply(const hsd_tokenizer *t, hsd_scratch *sc, hsd_buf *out) 
         b = x;
     }
     for (size_t i = 0; i < a.sp.n; i++)
-        if (hsd_buf_append(out, a.text.p + a.sp.p[i].off, a.sp.p[i].len)) {
+        /* empty pieces skipped: a.text.p is NULL when every piece is empty (NULL + 0 is UB) */
+        if (a.sp.p[i].len && hsd_buf_append(out, a.text.p + a.sp.p[i].off, a.sp.p[i].len)) {
             r = OOM();
             goto done;
         }
