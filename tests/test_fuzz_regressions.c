@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "lib/map.h"
 #include "tests/testutil.h"
 
 #define HSD_FUZZ_SHARED hsd_test_shared()
@@ -81,12 +82,53 @@ static void test_gemma3_unk_skip_special(void **state) {
     hsd_tokenizer_free(t);
 }
 
+/* Second find: llama2's decoder chain on an empty input, with special tokens added and
+ * skipped, formed NULL + 0 in its Strip step. */
+static void test_llama2_empty_skip_special(void **state) {
+    (void)state;
+    const char *p = hsd_test_path("tokenizers/llama2/tokenizer.json");
+    assert_true(hsd_test_require(p));
+    hsd_tokenizer *t = NULL;
+    assert_int_equal(hsd_tokenizer_load_file(p, &t), HSD_OK);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(t, "", 0, true, &ids, &n), HSD_OK);
+    assert_int_equal(n, 1); /* <s> */
+    char *dec = NULL;
+    size_t dl = 99;
+    assert_int_equal(hsd_tokenizer_decode_alloc(t, ids, n, true, &dec, &dl), HSD_OK);
+    assert_int_equal(dl, 0);
+    hsd_free(dec);
+    assert_int_equal(hsd_tokenizer_decode_alloc(t, ids, n, false, &dec, &dl), HSD_OK);
+    assert_string_equal(dec, "<s>");
+    hsd_free(dec);
+    hsd_free(ids);
+    hsd_tokenizer_free(t);
+}
+
+/* Third find (fuzz_tokenizer_bin): a tokenizer.bin with empty token strings made the string
+ * map compare an empty key against its still-NULL arena. */
+static void test_strmap_empty_keys(void **state) {
+    (void)state;
+    hsd_strmap m;
+    assert_int_equal(hsd_strmap_init(&m, 4), 0);
+    assert_int_equal(hsd_strmap_get(&m, "", 0), -1);
+    assert_int_equal(hsd_strmap_put(&m, "", 0, 7), 0);
+    assert_int_equal(hsd_strmap_put(&m, "", 0, 8), 0); /* overwrite: same empty key */
+    assert_int_equal(hsd_strmap_get(&m, "", 0), 8);
+    assert_int_equal(hsd_strmap_put(&m, "ab", 2, 9), 0);
+    assert_int_equal(hsd_strmap_get(&m, "ab", 2), 9);
+    assert_int_equal(hsd_strmap_get(&m, "", 0), 8);
+    hsd_strmap_free(&m);
+}
+
 static void test_loader_regressions(void **state) {
     (void)state;
-    /* directories may be empty (no loader crash found yet); replaying what exists */
+    /* replays every saved loader crash input (tokenizer.bin: empty token strings) */
     int n = replay("fuzz_tokenizer_json", tokenizer_json_one) +
             replay("fuzz_tokenizer_bin", tokenizer_bin_one) + replay("fuzz_gguf_vocab", gguf_vocab_one);
     printf("%d loader regression inputs replayed\n", n);
+    assert_true(n >= 1);
     /* and the harnesses themselves work on a real file of each format */
     size_t len;
     char *data = hsd_test_read_file(hsd_test_path("models/stories260K/tok512.bin"), &len);
@@ -106,6 +148,8 @@ static void test_loader_regressions(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemma3_unk_skip_special),
+        cmocka_unit_test(test_llama2_empty_skip_special),
+        cmocka_unit_test(test_strmap_empty_keys),
         cmocka_unit_test(test_roundtrip_regressions),
         cmocka_unit_test(test_loader_regressions),
     };
