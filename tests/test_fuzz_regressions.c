@@ -2,6 +2,7 @@
  * UBSan). The harnesses are compiled in here unchanged and replayed on those inputs, so a
  * regression aborts this test; under `make asan` the sanitizers check them as well. */
 #include <dirent.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,56 @@ static void test_strmap_empty_keys(void **state) {
     hsd_strmap_free(&m);
 }
 
+/* Fourth find (heap overflow): BPE and Unigram tokenizers used on one thread shared the
+ * per-thread model scratch, each taking the other's struct for its own. Alternate the two on
+ * the corpus and compare every encoding with the HF reference ids. */
+static void check_ids(const hsd_tokenizer *t, json_t *ref_line, const char *fam) {
+    json_t *text = json_object_get(ref_line, "text");
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(t, json_string_value(text), json_string_length(text),
+                                                false, &ids, &n),
+                     HSD_OK);
+    json_t *want = json_object_get(ref_line, "ids");
+    if (json_array_size(want) != n) fprintf(stderr, "%s: %zu ids, reference %zu\n", fam, n, json_array_size(want));
+    assert_int_equal(json_array_size(want), n);
+    for (size_t i = 0; i < n; i++) assert_int_equal(json_integer_value(json_array_get(want, i)), ids[i]);
+    hsd_free(ids);
+}
+
+static void test_bpe_unigram_one_thread(void **state) {
+    (void)state;
+    static const char *fams[] = {"synthetic_unigram", "gpt2", "synthetic_wordpiece", "qwen3"};
+    hsd_tokenizer *t[4];
+    FILE *f[4];
+    for (int k = 0; k < 4; k++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tokenizers/%s/tokenizer.json", fams[k]);
+        assert_true(hsd_test_require(hsd_test_path(rel)));
+        assert_int_equal(hsd_tokenizer_load_file(hsd_test_path(rel), &t[k]), HSD_OK);
+        snprintf(rel, sizeof rel, "reference/%s.jsonl", fams[k]);
+        f[k] = fopen(hsd_test_path(rel), "r");
+        assert_non_null(f[k]);
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    for (int row = 0; row < 399; row++)
+        for (int k = 0; k < 4; k++) {
+            ssize_t n = getline(&line, &cap, f[k]);
+            assert_true(n > 0);
+            json_error_t err;
+            json_t *r = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &err);
+            assert_non_null(r);
+            check_ids(t[k], r, fams[k]);
+            json_decref(r);
+        }
+    free(line);
+    for (int k = 0; k < 4; k++) {
+        fclose(f[k]);
+        hsd_tokenizer_free(t[k]);
+    }
+}
+
 static void test_loader_regressions(void **state) {
     (void)state;
     /* replays every saved loader crash input (tokenizer.bin: empty token strings) */
@@ -150,6 +201,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_unk_skip_special),
         cmocka_unit_test(test_llama2_empty_skip_special),
         cmocka_unit_test(test_strmap_empty_keys),
+        cmocka_unit_test(test_bpe_unigram_one_thread),
         cmocka_unit_test(test_roundtrip_regressions),
         cmocka_unit_test(test_loader_regressions),
     };
