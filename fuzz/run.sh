@@ -19,7 +19,10 @@ if [ ${#harnesses[@]} -eq 0 ]; then
 fi
 cmake --build $B -j "$jobs" --target hsd_cli "${harnesses[@]}" 2>&1 | grep -E "error:|warning:" || true
 for h in "${harnesses[@]}"; do [ -x "$B/$h" ] || { echo "fuzz: $h did not build" >&2; exit 1; }; done
-HSD_SHARED=$shared ./fuzz/seeds.sh "$shared" $B/seeds $B/hsd
+# HSD_FUZZ_KEEP_SEEDS=1 reuses existing seeds (lets several run.sh share one build-fuzz/)
+if [ "${HSD_FUZZ_KEEP_SEEDS:-0}" != 1 ] || [ ! -d $B/seeds ]; then
+    HSD_SHARED=$shared ./fuzz/seeds.sh "$shared" $B/seeds $B/hsd
+fi
 
 mkdir -p $B/corpus $B/artifacts $B/logs
 status=0
