@@ -132,6 +132,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         json_object_set_new(o, "psi_cost", json_null());
         json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
         json_object_set_new(o, "reason", json_string(r.reason));
+        json_object_set_new(o, "warnings", json_string(r.warnings));
         char *s = json_dumps(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
         if (s) puts(s);
         free(s);
@@ -154,6 +155,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         }
         printf("psi cost not computed (TODO: SLRS issue)\n");
         printf("recommend %s: %s\n", hsd_pair_algo_name(r.algo), r.reason);
+        if (r.warnings[0]) printf("warning  %s\n", r.warnings);
     }
 done:
     hsd_tokenizer_free(t);

@@ -291,7 +291,36 @@ done:
  *   3. drafter tokens short (every text token ≤ 4 bytes), so the ψ sum over draft sequences
  *      stays small (Lemma 3.1: 2^(len−1) sequences per target token of length len) → SLRS
  *   4. otherwise                                                → SLEM */
+static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) {
+    size_t n = strlen(r->warnings);
+    if (n + 2 >= sizeof r->warnings) return;
+    if (n) r->warnings[n++] = ' ';
+    snprintf(r->warnings + n, sizeof r->warnings - n, fmt, a, b);
+}
+
+/* The paper assumes T → D* and D* → T* (Sec 3) and, for SLEM/TLI's string bridge, injective
+ * tokenizers (Sec 3.2); say so when this pair breaks them. */
+static void pair_warnings(hsd_pair_report *r) {
+    r->warnings[0] = 0;
+    if (!r->t_in_dstar.holds)
+        warn(r, "T -> D* fails for %lld of %lld target tokens: text holding them cannot reach "
+                "the drafter intact.",
+             (long long)r->t_in_dstar.failures, (long long)r->t_in_dstar.checked);
+    if (!r->d_in_tstar.holds)
+        warn(r, "D -> T* fails for %lld of %lld drafter tokens: drafts holding them cannot be "
+                "verified.",
+             (long long)r->d_in_tstar.failures, (long long)r->d_in_tstar.checked);
+    if (r->has_corpus && r->t_roundtrip < r->corpus_samples)
+        warn(r, "target not injective on %lld of %lld corpus samples: the bridge needs the "
+                "look-behind re-encoding.",
+             (long long)(r->corpus_samples - r->t_roundtrip), (long long)r->corpus_samples);
+    if (r->has_corpus && r->d_roundtrip < r->corpus_samples)
+        warn(r, "drafter not injective on %lld of %lld corpus samples.",
+             (long long)(r->corpus_samples - r->d_roundtrip), (long long)r->corpus_samples);
+}
+
 void hsd_pair_recommend(hsd_pair_report *r) {
+    pair_warnings(r);
     if (r->identical) {
         r->algo = HSD_PAIR_SD;
         snprintf(r->reason, sizeof r->reason,

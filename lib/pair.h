@@ -71,6 +71,7 @@ typedef struct hsd_pair_report {
 
     hsd_pair_algo algo;
     char reason[512];
+    char warnings[512]; /* conditions the algorithms assume but this pair breaks; "" if none */
 } hsd_pair_report;
 
 const char *hsd_pair_algo_name(hsd_pair_algo a);

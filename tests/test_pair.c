@@ -372,17 +372,23 @@ static void test_expressibility_counterexample(void **state) {
 }
 
 /* The Table 4 rule on hand-built facts. */
+/* A report with no findings: both expressibility directions hold, no corpus. */
+static void fresh(hsd_pair_report *r) {
+    memset(r, 0, sizeof *r);
+    r->t_in_dstar.holds = r->d_in_tstar.holds = true;
+}
+
 static void test_recommend_rule(void **state) {
     (void)state;
     hsd_pair_report r;
-    memset(&r, 0, sizeof r);
+    fresh(&r);
     r.identical = true;
     r.ratio = 1.0;
     r.d_max_surface = 2;
     hsd_pair_recommend(&r);
     assert_int_equal(r.algo, HSD_PAIR_SD);
 
-    memset(&r, 0, sizeof r);
+    fresh(&r);
     r.ratio = 0.74; /* Mixtral / vicuna in Table 9 */
     r.d_max_surface = 16;
     hsd_pair_recommend(&r);
@@ -397,7 +403,7 @@ static void test_recommend_rule(void **state) {
     hsd_pair_recommend(&r);
     assert_int_equal(r.algo, HSD_PAIR_TLI);
 
-    memset(&r, 0, sizeof r);
+    fresh(&r);
     r.ratio = 0.12; /* Gemma / vicuna */
     r.d_max_surface = 3; /* character-level drafter */
     hsd_pair_recommend(&r);
@@ -414,6 +420,14 @@ static void test_recommend_rule(void **state) {
     r.ratio = 0.50;
     hsd_pair_recommend(&r);
     assert_int_equal(r.algo, HSD_PAIR_TLI);
+
+    assert_string_equal(r.warnings, "");
+    r.t_in_dstar.holds = false;
+    r.t_in_dstar.failures = 3;
+    r.t_in_dstar.checked = 10;
+    hsd_pair_recommend(&r);
+    assert_non_null(strstr(r.warnings, "T -> D* fails for 3 of 10"));
+    assert_int_equal(r.algo, HSD_PAIR_TLI); /* a warning, not a different algorithm */
 
     assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
     double a, b;
