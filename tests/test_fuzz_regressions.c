@@ -173,13 +173,38 @@ static void test_bpe_unigram_one_thread(void **state) {
     }
 }
 
+/* Fifth find (fuzz_tokenizer_json): an id like 2.7e47 was cast to int32 before being range
+ * checked (UB). Every such number must be refused as a parse error. */
+static void test_json_huge_numbers(void **state) {
+    (void)state;
+    static const char *docs[] = {
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2.7e47}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1e300}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0.5}, \"merges\": []}}",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        hsd_tokenizer *t = NULL;
+        hsd_status st = hsd_tokenizer_load_memory(docs[i], strlen(docs[i]), HSD_TOKENIZER_HF_JSON,
+                                                  "huge", &t);
+        assert_int_equal(st, HSD_ERR_PARSE);
+        assert_null(t);
+    }
+    /* in-range ids still load */
+    static const char ok[] =
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}}";
+    hsd_tokenizer *t = NULL;
+    assert_int_equal(hsd_tokenizer_load_memory(ok, strlen(ok), HSD_TOKENIZER_HF_JSON, "ok", &t), HSD_OK);
+    assert_int_equal(hsd_tokenizer_vocab_size(t), 2);
+    hsd_tokenizer_free(t);
+}
+
 static void test_loader_regressions(void **state) {
     (void)state;
     /* replays every saved loader crash input (tokenizer.bin: empty token strings) */
     int n = replay("fuzz_tokenizer_json", tokenizer_json_one) +
             replay("fuzz_tokenizer_bin", tokenizer_bin_one) + replay("fuzz_gguf_vocab", gguf_vocab_one);
     printf("%d loader regression inputs replayed\n", n);
-    assert_true(n >= 1);
+    assert_true(n >= 2);
     /* and the harnesses themselves work on a real file of each format */
     size_t len;
     char *data = hsd_test_read_file(hsd_test_path("models/stories260K/tok512.bin"), &len);
@@ -202,6 +227,7 @@ int main(void) {
         cmocka_unit_test(test_llama2_empty_skip_special),
         cmocka_unit_test(test_strmap_empty_keys),
         cmocka_unit_test(test_bpe_unigram_one_thread),
+        cmocka_unit_test(test_json_huge_numbers),
         cmocka_unit_test(test_roundtrip_regressions),
         cmocka_unit_test(test_loader_regressions),
     };

@@ -160,7 +160,7 @@ hsd_status hsd_unigram_create(hsd_tokenizer *t, const void *json_model) {
     unigram *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "oom");
     t->model = (hsd_tok_model){HSD_MODEL_UNIGRAM, m, uni_tokenize, uni_free};
-    m->unk_id = unk && unk->type == HJ_NUM ? (int32_t)unk->u.num : -1;
+    m->unk_id = hj_num_i32(unk, -1);
     m->byte_fallback = hj_truthy(hj_get(jm, "byte_fallback"));
     for (int i = 0; i < 256; i++) m->byte_id[i] = -1;
     m->score = calloc((size_t)t->n_ids, sizeof *m->score);
