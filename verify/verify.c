@@ -1,6 +1,7 @@
 #include "verify/verify.h"
 
 #include <math.h>
+#include <stddef.h>
 
 int32_t hsd_verify_argmax(const float *p, int32_t n) {
     int32_t best = 0;
