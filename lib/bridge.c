@@ -1,0 +1,111 @@
+#include "lib/bridge.h"
+
+#include <string.h>
+
+#include "lib/error.h"
+#include "tokenize/tokenizer.h"
+
+/* Encodes text[off..) + extra as a continuation of what precedes `off`. */
+static hsd_status encode_window(const hsd_tokenizer *tok, const hsd_buf *text, size_t off,
+                                const char *extra, size_t extra_len, hsd_ids *out) {
+    out->n = 0;
+    if (!extra_len) return hsd_tok_encode_cont(tok, text->p + off, text->n - off, out);
+    hsd_buf w = {0};
+    if (hsd_buf_append(&w, text->p + off, text->n - off) || hsd_buf_append(&w, extra, extra_len)) {
+        hsd_buf_free(&w);
+        return hsd_error(HSD_ERR_NOMEM, "out of memory");
+    }
+    hsd_status s = hsd_tok_encode_cont(tok, w.p, w.n, out);
+    hsd_buf_free(&w);
+    return s;
+}
+
+static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
+    int32_t n = (int32_t)side->ids.n, limit = n - HSD_BRIDGE_LOOKBEHIND;
+    size_t off = side->seg_off;
+    int32_t best = side->seg;
+    size_t best_off = side->seg_off;
+    for (int32_t i = side->seg; i < limit; i++) {
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        if (!b || off + len > text->n || memcmp(text->p + off, b, len)) break; /* diverged */
+        off += len;
+        /* a cut is safe-ish at a word start: the next token begins with whitespace or
+         * follows whitespace */
+        if (i + 1 < n && off < text->n && (is_space((unsigned char)text->p[off]) ||
+                                           is_space((unsigned char)text->p[off - 1]))) {
+            best = i + 1;
+            best_off = off;
+        }
+    }
+    side->seg = best;
+    side->seg_off = best_off;
+}
+
+hsd_status hsd_bridge_resync(hsd_bridge_side *side, const hsd_buf *text, int32_t *first_changed) {
+    hsd_ids fresh = {0};
+    hsd_status s = encode_window(side->tok, text, side->seg_off, NULL, 0, &fresh);
+    if (s) {
+        hsd_ids_free(&fresh);
+        return s;
+    }
+    size_t old = side->ids.n - (size_t)side->seg, c = 0;
+    while (c < old && c < fresh.n && side->ids.p[side->seg + c] == fresh.p[c]) c++;
+    *first_changed = side->seg + (int32_t)c;
+    side->ids.n = (size_t)side->seg + c;
+    if (hsd_ids_reserve(&side->ids, fresh.n - c)) {
+        hsd_ids_free(&fresh);
+        return hsd_error(HSD_ERR_NOMEM, "out of memory");
+    }
+    memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
+    side->ids.n += fresh.n - c;
+    hsd_ids_free(&fresh);
+    hsd_bridge_advance(side, text);
+    return HSD_OK;
+}
+
+hsd_status hsd_bridge_candidates(const hsd_bridge_side *side, const hsd_buf *text,
+                                 const char *draft, size_t draft_len, hsd_ids *cand,
+                                 int32_t max_cand) {
+    hsd_ids win = {0};
+    cand->n = 0;
+    hsd_status s = encode_window(side->tok, text, side->seg_off, draft, draft_len, &win);
+    if (s) goto done;
+    size_t fixed = side->ids.n - (size_t)side->seg;
+    bool reproduces = win.n >= fixed &&
+                      !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t));
+    if (reproduces) {
+        for (size_t i = fixed; i < win.n && (int32_t)cand->n < max_cand; i++)
+            if (hsd_ids_push(cand, win.p[i])) goto oom;
+    } else {
+        /* the committed ids are not the canonical tokenization here (e.g. the target sampled
+         * a non-canonical split): continue from exactly the committed text */
+        hsd_ids alone = {0};
+        s = hsd_tok_encode_cont(side->tok, draft, draft_len, &alone);
+        for (size_t i = 0; !s && i < alone.n && (int32_t)cand->n < max_cand; i++)
+            if (hsd_ids_push(cand, alone.p[i])) {
+                hsd_ids_free(&alone);
+                goto oom;
+            }
+        hsd_ids_free(&alone);
+    }
+done:
+    hsd_ids_free(&win);
+    return s;
+oom:
+    hsd_ids_free(&win);
+    return hsd_error(HSD_ERR_NOMEM, "out of memory");
+}
+
+int hsd_bridge_consistent(const hsd_bridge_side *side, const hsd_buf *text) {
+    size_t off = side->seg_off;
+    for (size_t i = (size_t)side->seg; i < side->ids.n; i++) {
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        if (!b || off + len > text->n || memcmp(text->p + off, b, len)) return 0;
+        off += len;
+    }
+    return off == text->n;
+}
