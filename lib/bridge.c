@@ -5,6 +5,8 @@
 #include "lib/error.h"
 #include "tokenize/tokenizer.h"
 
+static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
 /* Encodes text[off..) + extra as a continuation of what precedes `off`. */
 static hsd_status encode_window(const hsd_tokenizer *tok, const hsd_buf *text, size_t off,
                                 const char *extra, size_t extra_len, hsd_ids *out) {
@@ -20,7 +22,25 @@ static hsd_status encode_window(const hsd_tokenizer *tok, const hsd_buf *text, s
     return s;
 }
 
-static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+/* For tokenizers whose tokens do not spell the text (normalizers, unknown-token
+ * replacement), a cut is proven in text space instead: the window's text up to a word start
+ * must re-encode to exactly a prefix of the ids. */
+static void advance_by_reencoding(hsd_bridge_side *side, const hsd_buf *text) {
+    enum { MARGIN = 48 }; /* bytes kept re-tokenizable behind the end */
+    if (text->n < side->seg_off + 2 * MARGIN) return;
+    size_t b = text->n - MARGIN;
+    while (b > side->seg_off && !is_space((unsigned char)text->p[b])) b--;
+    if (b <= side->seg_off) return;
+    hsd_ids pre = {0};
+    if (hsd_tok_encode_cont(side->tok, text->p + side->seg_off, b - side->seg_off, &pre) == HSD_OK &&
+        pre.n <= side->ids.n - (size_t)side->seg &&
+        !memcmp(pre.p, side->ids.p + side->seg, pre.n * sizeof(int32_t))) {
+        side->seg += (int32_t)pre.n;
+        side->seg_off = b;
+    }
+    hsd_ids_free(&pre);
+}
 
 void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
     int32_t n = (int32_t)side->ids.n, limit = n - HSD_BRIDGE_LOOKBEHIND;
@@ -30,7 +50,13 @@ void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
     for (int32_t i = side->seg; i < limit; i++) {
         size_t len;
         const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
-        if (!b || off + len > text->n || memcmp(text->p + off, b, len)) break; /* diverged */
+        if (!b || off + len > text->n || memcmp(text->p + off, b, len)) {
+            if (best == side->seg) { /* diverged before any cut: prove one by re-encoding */
+                advance_by_reencoding(side, text);
+                return;
+            }
+            break;
+        }
         off += len;
         /* a cut is safe-ish at a word start: the next token begins with whitespace or
          * follows whitespace */
