@@ -242,7 +242,10 @@ void hsd_engine_free(hsd_engine *e);
 hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t reason_cap);
 /* |T ∩ D| by surface bytes (special tokens excluded). */
 int32_t hsd_engine_overlap(const hsd_engine *e);
-/* Generates from `prompt` (len bytes of UTF-8). The models' KV caches are reset first. */
+/* Generates from `prompt` (len bytes of UTF-8). The engine keeps what it left in the models'
+ * KV caches and reuses the prefix a new prompt shares with it (prefix caching); if the models
+ * are used outside the engine between calls, call hsd_engine_reset first. */
+void hsd_engine_reset(hsd_engine *e);
 hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                const hsd_gen_params *params, hsd_gen_result *res);
 void hsd_gen_result_free(hsd_gen_result *r);

@@ -31,6 +31,9 @@ struct hsd_engine {
     int32_t *d2t;    /* draft id -> target id with identical surface bytes, or -1 */
     int32_t overlap; /* |T ∩ D| over mapped draft ids */
     bool same_vocab;
+    /* ids each KV cache holds after the last generation: a new prompt reuses the common
+     * prefix instead of prefilling it again (prefix caching) */
+    hsd_ids t_cached, d_cached;
 };
 
 static double now_ms(void) {
@@ -144,8 +147,14 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
 
 void hsd_engine_free(hsd_engine *e) {
     if (!e) return;
+    hsd_ids_free(&e->t_cached);
+    hsd_ids_free(&e->d_cached);
     free(e->d2t);
     free(e);
+}
+
+void hsd_engine_reset(hsd_engine *e) {
+    if (e) e->t_cached.n = e->d_cached.n = 0;
 }
 
 int32_t hsd_engine_overlap(const hsd_engine *e) { return e ? e->overlap : 0; }
@@ -478,6 +487,23 @@ static hsd_status round_slem(gen *g, int32_t k) {
     return g->done ? HSD_OK : sync_drafter(g);
 }
 
+/* Keeps the longest prefix of the cache that the new ids share (at least one id stays
+ * pending so the first forward yields logits). */
+static hsd_status reuse_cache(hsd_model *m, hsd_ids *cached, const hsd_ids *ids, int32_t *kv) {
+    size_t c = 0, kvl = (size_t)hsd_model_kv_len(m);
+    while (c < cached->n && c < kvl && c + 1 < ids->n && cached->p[c] == ids->p[c]) c++;
+    *kv = (int32_t)c;
+    return hsd_model_kv_truncate(m, (int32_t)c);
+}
+
+static hsd_status remember_cache(hsd_ids *cached, const hsd_ids *ids, int32_t kv) {
+    cached->n = 0;
+    if (hsd_ids_reserve(cached, (size_t)kv)) return oom();
+    if (kv) memcpy(cached->p, ids->p, (size_t)kv * sizeof(int32_t));
+    cached->n = (size_t)kv;
+    return HSD_OK;
+}
+
 static void gen_free(gen *g) {
     hsd_buf_free(&g->text);
     hsd_ids_free(&g->T.ids);
@@ -507,7 +533,7 @@ static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
     /* prompt tokens are frozen: bridge windows start where generation starts */
     g->T.seg = (int32_t)g->T.ids.n;
     g->T.seg_off = g->text.n;
-    if ((s = hsd_model_kv_truncate(e->tm, 0))) return s;
+    if ((s = reuse_cache(e->tm, &e->t_cached, &g->T.ids, &g->t_kv))) return s;
     int32_t k = p->adaptive_k ? p->k_max : p->n_draft;
     int32_t maxrows = (k > MAX_CAND ? k : MAX_CAND) + 1;
     if (g->algo != HSD_ALGO_AR) {
@@ -520,7 +546,7 @@ static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
         }
         g->D.seg = (int32_t)g->D.ids.n;
         g->D.seg_off = g->text.n;
-        if ((s = hsd_model_kv_truncate(e->dm, 0))) return s;
+        if ((s = reuse_cache(e->dm, &e->d_cached, &g->D.ids, &g->d_kv))) return s;
         g->n_union = e->vt;
         if (g->algo == HSD_ALGO_UNION) {
             g->d2u = malloc((size_t)e->vd * sizeof *g->d2u);
@@ -592,6 +618,11 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
 #endif
     }
     double t_end = now_ms();
+    /* what the caches hold now (a failed round leaves them unknown: forget them) */
+    e->t_cached.n = e->d_cached.n = 0;
+    if (!s) s = remember_cache(&e->t_cached, &g.T.ids, g.t_kv < (int32_t)g.T.ids.n ? g.t_kv : (int32_t)g.T.ids.n);
+    if (!s && e->dm && g.algo != HSD_ALGO_AR)
+        s = remember_cache(&e->d_cached, &g.D.ids, g.d_kv < (int32_t)g.D.ids.n ? g.d_kv : (int32_t)g.D.ids.n);
     if (!s) {
         res->algo = g.algo;
         res->n_ids = (int32_t)g.out.n;

@@ -221,7 +221,7 @@ static void check_chi2(lm *target, lm *draft, const char *label) {
         memset(count, 0, (size_t)V * sizeof *count);
         for (long s = 0; s < N; s++) {
             hsd_gen_result r;
-            gen(e, prompt, algos[a], 3, false, 1.0f, 1000 + (uint64_t)s, 1, &r);
+            gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1, &r);
             assert_int_equal(r.n_ids, 1);
             count[r.ids[0]]++;
             hsd_gen_result_free(&r);
