@@ -10,6 +10,7 @@
 
 #include "hsd.h"
 #include "lib/buf.h"
+#include <stddef.h>
 
 /* One model's view: ids[0..n) of which ids[seg..n) spell text[seg_off..end) and may still
  * be re-tokenized; ids before seg are frozen. */
@@ -39,6 +40,10 @@ hsd_status hsd_bridge_candidates(const hsd_bridge_side *side, const hsd_buf *tex
 /* Moves the segment start forward to a word start about HSD_BRIDGE_LOOKBEHIND tokens before
  * the end, where the ids' surface bytes provably spell the text. */
 void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text);
+
+/* Length of an incomplete UTF-8 character at the end of s (0 if none): held back from
+ * re-tokenization until the next token completes it. */
+size_t hsd_bridge_pending_tail(const char *s, size_t n);
 
 /* Debug check of the invariant: the surface bytes of ids[seg..] spell text[seg_off..]. */
 int hsd_bridge_consistent(const hsd_bridge_side *side, const hsd_buf *text);
