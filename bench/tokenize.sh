@@ -18,12 +18,12 @@ if [ ! -d "$HF_DIR/node_modules/tokenizers" ]; then
     cp "$SHARED"/tools/package.json "$SHARED"/tools/package-lock.json "$SHARED"/tools/bench-hf.js "$HF_DIR"/
     (cd "$HF_DIR" && npm ci --silent >/dev/null)
 fi
-CORPUS="$SHARED/corpus/corpus.jsonl"
+CORPUS=$(realpath "$SHARED/corpus/corpus.jsonl")
 out=$(mktemp)
 for f in $FAMS; do
-    tj="$SHARED/tokenizers/$f/tokenizer.json"
+    tj=$(realpath "$SHARED/tokenizers/$f/tokenizer.json")
     h=$("$HSD" bench tokenize -t "$tj" --corpus "$CORPUS" --mb "$MB" --runs "$RUNS" --json)
-    r=$(cd "$HF_DIR" && RAYON_NUM_THREADS=1 node bench-hf.js "$(realpath "$tj")" "$(realpath "$CORPUS")" --mb "$MB" --runs "$RUNS")
+    r=$(cd "$HF_DIR" && RAYON_NUM_THREADS=1 node bench-hf.js "$tj" "$CORPUS" --mb "$MB" --runs "$RUNS")
     echo "$f hsd $h" | tee -a "$out"
     echo "$f hf  $r" | tee -a "$out"
 done

@@ -373,6 +373,8 @@ static hsd_status draft_tokens(gen *g, int32_t k, int32_t *d, int32_t *k_out, in
     int32_t j = 0;
     hsd_status s = HSD_OK;
     for (; j < k; j++) {
+        /* a drafter whose context is full stops proposing; the target goes on alone */
+        if ((int32_t)g->D.ids.n + 1 >= hsd_model_n_ctx(e->dm)) break;
         if ((s = feed_last(e->dm, &g->D, &g->d_kv, g->dlog))) return s;
         float *qd = g->scratch; /* draft-space probabilities */
         if ((s = hsd_sample_probs(g->dlog, e->vd, &g->sp, qd))) return s;
@@ -464,7 +466,9 @@ static hsd_status round_slem(gen *g, int32_t k) {
         }
     }
     hsd_ids cand = {0};
-    s = hsd_bridge_candidates(&g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &cand, MAX_CAND);
+    int32_t room = hsd_model_n_ctx(e->tm) - (int32_t)g->T.ids.n - 1;
+    s = hsd_bridge_candidates(&g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &cand,
+                              room < MAX_CAND ? (room > 0 ? room : 0) : MAX_CAND);
     hsd_buf_free(&dtext);
     /* candidates must be ids the target model knows */
     size_t m = 0;

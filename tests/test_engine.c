@@ -244,8 +244,55 @@ static void test_first_token_law(void **state) {
     check_chi2(&small, &small2, "stories260K drafting for itself:");
 }
 
+static void test_api_contract(void **state) {
+    (void)state;
+    hsd_engine *e = NULL;
+    assert_int_equal(hsd_engine_init(NULL, small.t, NULL, NULL, &e), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, NULL, &e), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, small.t, &e), HSD_OK);
+    char why[160];
+    assert_int_equal(hsd_engine_auto_algo(e, why, sizeof why), HSD_ALGO_SLEM);
+    assert_non_null(strstr(why, "SLEM"));
+    /* tok105's 101 characters all exist in tok512 (plus the space) */
+    assert_true(hsd_engine_overlap(e) >= 100);
+    hsd_gen_params p = hsd_gen_default_params();
+    p.algo = HSD_ALGO_SD; /* different vocabularies */
+    hsd_gen_result r;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    assert_non_null(strstr(hsd_last_error(), "identical vocabularies"));
+    p.algo = HSD_ALGO_SLEM;
+    p.n_draft = 0;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    /* stop strings end generation right after the first occurrence */
+    p = hsd_gen_default_params();
+    p.algo = HSD_ALGO_SLEM;
+    p.max_new_tokens = 200;
+    const char *stop[] = {"Lily"};
+    p.stop = stop;
+    p.n_stop = 1;
+    assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &p, &r), HSD_OK);
+    assert_non_null(strstr(r.text, "Lily"));
+    assert_true(strlen(strstr(r.text, "Lily")) == 4); /* nothing after it */
+    hsd_gen_result_free(&r);
+    /* the same with AR gives the same text */
+    p.algo = HSD_ALGO_AR;
+    hsd_gen_result r2;
+    assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &p, &r2), HSD_OK);
+    assert_non_null(strstr(r2.text, "Lily"));
+    assert_int_equal(strlen(strstr(r2.text, "Lily")), 4);
+    hsd_gen_result_free(&r2);
+    /* an AR-only engine refuses drafting algorithms */
+    hsd_engine *solo;
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, NULL, NULL, &solo), HSD_OK);
+    p.algo = HSD_ALGO_TLI;
+    assert_int_equal(hsd_engine_generate(solo, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    hsd_engine_free(solo);
+    hsd_engine_free(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api_contract),
         cmocka_unit_test(test_greedy_identical_to_ar),
         cmocka_unit_test(test_noninjective_drafter),
         cmocka_unit_test(test_first_token_law),
