@@ -41,3 +41,12 @@ for fam, r in rows.items():
           f"{h['load_ms']:.0f} | {f['load_ms']:.0f} | {h['load_ms']/f['load_ms']:.2f} | {h['tokens']==f['tokens']} |")
 PY
 rm -f "$out"
+# Peak RSS after loading gemma3 (262k vocabulary): hsd's getrusage maxrss right after load,
+# HF's as node's peak RSS after Tokenizer.fromFile minus an empty node's peak RSS.
+g3=$(realpath "$SHARED/tokenizers/gemma3/tokenizer.json")
+h=$("$HSD" bench tokenize -t "$g3" --corpus "$CORPUS" --mb 0.01 --runs 1 --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["rss_after_load_kb"])')
+base=$( { /usr/bin/time -f %M node -e '' ; } 2>&1 | tail -1)
+hf=$( { cd "$HF_DIR" && /usr/bin/time -f %M node -e "require('tokenizers').Tokenizer.fromFile('$g3')" ; } 2>&1 | tail -1)
+echo
+echo "peak RSS after loading gemma3: hsd $((h / 1024)) MB; HF $((hf / 1024)) MB (node alone $((base / 1024)) MB, so HF's own $(((hf - base) / 1024)) MB)"
