@@ -35,8 +35,8 @@ int hsd_bench_plot(const char *path, const hsd_bench_cell *cells, int n_cells,
     double gw = bar * n_algos + gap, W = left + groups * gw + 20, H = top + 2 * ph + pgap + 60;
     hsd_svg_begin(f, W, H);
     hsd_svg_text(f, W / 2, 20, 14, "middle",
-                 "hsd bench generate: mean over all prompts (decode tokens/s = 1000/TPOT; tau = tokens/round)");
-    const char *titles[2] = {"decode tokens/s", "tau (tokens per target forward)"};
+                 "hsd bench generate, mean over all prompts");
+    const char *titles[2] = {"decode tokens/s (1000 / TPOT)", "tau (tokens per target forward)"};
     for (int panel = 0; panel < 2; panel++) {
         double y0 = top + panel * (ph + pgap), maxv = 0;
         for (int g = 0; g < groups; g++)
@@ -50,7 +50,7 @@ int hsd_bench_plot(const char *path, const hsd_bench_cell *cells, int n_cells,
         hsd_svg_line(f, left - 4, y0 + ph, W - 10, y0 + ph, "black");
         hsd_svg_line(f, left - 4, y0 + 16, left - 4, y0 + ph, "black");
         char lab[96];
-        snprintf(lab, sizeof lab, "%.3g", maxv / 1.15);
+        snprintf(lab, sizeof lab, panel == 0 ? "%.0f" : "%.2f", maxv / 1.15);
         hsd_svg_text(f, left - 8, y0 + ph - (ph - 20) / 1.15 + 4, 10, "end", lab);
         hsd_svg_text(f, left - 8, y0 + ph + 4, 10, "end", "0");
         for (int g = 0; g < groups; g++) {
