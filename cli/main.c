@@ -16,7 +16,7 @@ static const hsd_cli_cmd cmds[] = {
     {"detokenize", hsd_cmd_detokenize, "decode ids (-t TOKENIZER [--skip-special] IDS...)"},
     {"generate", hsd_cmd_generate, "generate text (--model M --tokenizer T -p PROMPT -n N)"},
     {"synth", hsd_cmd_synth, "write a random-weight model of a real shape"},
-    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | bench forward"},
+    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge"},
 };
 
 static void usage(void) {

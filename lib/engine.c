@@ -602,8 +602,17 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         int32_t room = hsd_model_n_ctx(e->tm) - (int32_t)g.T.ids.n - 1;
         if (room <= 0) break; /* context full */
         int32_t kk = k < room ? k : room;
+        /* the drafter may have the shorter context (or spell the text in more tokens): once
+         * k drafts no longer fit, the remaining rounds are plain target steps, which keeps
+         * the output exact instead of failing */
+        bool draft_full = false;
+        if (g.algo != HSD_ALGO_AR) {
+            int32_t droom = hsd_model_n_ctx(e->dm) - (int32_t)g.D.ids.n;
+            if (droom < kk) kk = droom;
+            draft_full = kk < 1;
+        }
         int32_t before = (int32_t)g.out.n, drafted_before = g.drafted, acc_before = g.accepted;
-        if (g.algo == HSD_ALGO_AR) s = round_ar(&g);
+        if (g.algo == HSD_ALGO_AR || draft_full) s = round_ar(&g);
         else if (g.algo == HSD_ALGO_SLEM) s = round_slem(&g, kk);
         else s = round_token_level(&g, kk);
         if (!s && before == 0 && g.out.n > 0) t_first = now_ms();
