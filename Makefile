@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 HSD_SHARED ?= $(abspath ../shared)
 export HSD_SHARED
 
-.PHONY: all bootstrap build test demo asan clean format
+.PHONY: all bootstrap build test demo asan clean format fuzz
 
 all: build
 
@@ -28,8 +28,13 @@ demo: build
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DHSD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/, each run for SECONDS (docs/FUZZING.md).
+SECONDS ?= 60
+fuzz: bootstrap
+	./fuzz/run.sh $(SECONDS)
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

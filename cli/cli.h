@@ -11,5 +11,7 @@ int hsd_cmd_bench_generate(int argc, char **argv);
 int hsd_cmd_bench_bridge(int argc, char **argv);
 int hsd_cmd_generate(int argc, char **argv);
 int hsd_cmd_synth(int argc, char **argv);
+int hsd_cmd_pair(int argc, char **argv);
+int hsd_cmd_injectivity(int argc, char **argv);
 
 #endif

@@ -50,7 +50,8 @@ int hsd_strmap_put(hsd_strmap *m, const void *key, size_t len, int32_t val) {
     size_t j = h & (m->cap - 1);
     while (m->slots[j].hash) {
         hsd_strmap_slot *s = &m->slots[j];
-        if (s->hash == h && s->key_len == len && !memcmp(m->arena + s->key_off, key, len)) {
+        if (s->hash == h && s->key_len == len &&
+            (!len || !memcmp(m->arena + s->key_off, key, len)) /* arena NULL until a non-empty key */) {
             s->val = val;
             return 0;
         }
@@ -77,7 +78,8 @@ int32_t hsd_strmap_get(const hsd_strmap *m, const void *key, size_t len) {
     size_t j = h & (m->cap - 1);
     while (m->slots[j].hash) {
         const hsd_strmap_slot *s = &m->slots[j];
-        if (s->hash == h && s->key_len == len && !memcmp(m->arena + s->key_off, key, len))
+        if (s->hash == h && s->key_len == len &&
+            (!len || !memcmp(m->arena + s->key_off, key, len)) /* arena NULL until a non-empty key */)
             return s->val;
         j = (j + 1) & (m->cap - 1);
     }

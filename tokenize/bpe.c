@@ -233,6 +233,13 @@ static hsd_status bpe_tokenize(const hsd_tokenizer *t, const char *w, size_t n, 
 
 static hsd_status bpe_cached(const hsd_tokenizer *t, bpe *m, const char *w, size_t n,
                              hsd_ids *out, hsd_scratch *sc) {
+    /* the per-thread scratch is shared by every tokenizer on this thread: if another model
+     * type (BPE vs Unigram) left its own scratch there, replace it rather than misuse it */
+    if (sc->model_scratch && sc->model_scratch_free != bpe_scratch_free) {
+        if (sc->model_scratch_free) sc->model_scratch_free(sc->model_scratch);
+        sc->model_scratch = NULL;
+        sc->model_scratch_free = NULL;
+    }
     if (!sc->model_scratch) {
         sc->model_scratch = calloc(1, sizeof(bpe_scratch));
         if (!sc->model_scratch) return hsd_error(HSD_ERR_NOMEM, "oom");

@@ -217,7 +217,9 @@ hsd_status hsd_dec_apply(const hsd_tokenizer *t, hsd_scratch *sc, hsd_buf *out) 
     for (size_t k = 0; k < t->n_dec; k++) {
         b.text.n = 0;
         b.sp.n = 0;
-        if (step(&t->dec[k], &a, &b)) {
+        /* keep b.text.p non-NULL: steps and the final copy form text.p + off even for empty
+         * pieces, and NULL + 0 is undefined behaviour (found by fuzz/fuzz_roundtrip) */
+        if (hsd_buf_reserve(&b.text, 0) || step(&t->dec[k], &a, &b)) {
             r = OOM();
             goto done;
         }

@@ -265,8 +265,8 @@ static hsd_status parse_dec(ctx *c, const hj_val *v) {
         if (!ct || ct->type != HJ_STR || !a || a->type != HJ_NUM || !b || b->type != HJ_NUM)
             return bad(c, v, "Strip needs \"content\", \"start\", \"stop\"");
         st.content = dup_str(ct, &st.content_len);
-        st.start = (int)a->u.num;
-        st.stop = (int)b->u.num;
+        st.start = hj_num_i32(a, 0);
+        st.stop = hj_num_i32(b, 0);
     } else if (hj_is_str(ty, "Replace")) {
         st.type = HSD_DEC_REPLACE;
         const hj_val *p = hj_get(v, "pattern"), *ct = hj_get(v, "content");
@@ -319,7 +319,7 @@ static hsd_status token_id_of(ctx *c, const hj_val *pair, int32_t *id) {
     /* ["[CLS]", 101] */
     if (!pair || pair->type != HJ_ARR || pair->n != 2 || pair->u.items[1].type != HJ_NUM)
         return bad(c, pair, "expected [token, id]");
-    *id = (int32_t)pair->u.items[1].u.num;
+    *id = hj_num_i32(&pair->u.items[1], -1);
     return HSD_OK;
 }
 
@@ -383,7 +383,7 @@ static hsd_status parse_post(ctx *c, const hj_val *v) {
                 break;
             }
             for (uint32_t k = 0; k < ids->n && !s; k++) {
-                int32_t id = (int32_t)ids->u.items[k].u.num;
+                int32_t id = hj_num_i32(&ids->u.items[k], -1);
                 if (ids->u.items[k].type != HJ_NUM || id < 0 || id >= t->n_ids)
                     s = bad(c, &ids->u.items[k], "special token id out of range");
                 else
@@ -444,7 +444,7 @@ static hsd_status max_id(ctx *c, const hj_val *model, const hj_val *added, int32
         if (vocab->type != HJ_OBJ) return bad(c, vocab, "vocab must be an object");
         for (uint32_t i = 0; i < vocab->n; i++) {
             const hj_val *k = &vocab->u.items[2 * i], *v = &vocab->u.items[2 * i + 1];
-            if (v->type != HJ_NUM || v->u.num < 0 || v->u.num != (double)(int32_t)v->u.num)
+            if (hj_num_i32(v, -1) < 0)
                 return hsd_error(HSD_ERR_PARSE,
                                  "%s: model.vocab[\"%.*s\"] is not a valid id (byte %zu)",
                                  c->t->name, (int)k->n, k->u.s, v->off);

@@ -26,6 +26,16 @@ struct hj_val {
     } u;
 };
 
+/* A JSON number as an int32 (ids, counts): anything that is not a number holding an integer
+ * in int32 range (huge, NaN, fractional, wrong type) gives `bad`. Casting such a double
+ * directly is undefined behaviour (found by fuzz/fuzz_tokenizer_json). */
+static inline int32_t hj_num_i32(const hj_val *v, int32_t bad) {
+    if (!v || v->type != HJ_NUM || !(v->u.num >= -2147483648.0 && v->u.num <= 2147483647.0))
+        return bad;
+    int32_t i = (int32_t)v->u.num;
+    return (double)i == v->u.num ? i : bad;
+}
+
 typedef struct hj_doc {
     hj_val *root;
     void *arena; /* opaque chain of blocks */

@@ -55,6 +55,13 @@ static hsd_status emit(const unigram *m, const char *w, int32_t a, int32_t b, in
 static hsd_status uni_tokenize(const hsd_tokenizer *t, const char *w, size_t n, hsd_ids *out,
                                hsd_scratch *sc) {
     const unigram *m = t->model.impl;
+    /* the per-thread scratch is shared by every tokenizer on this thread: if another model
+     * type (BPE vs Unigram) left its own scratch there, replace it rather than misuse it */
+    if (sc->model_scratch && sc->model_scratch_free != uni_scratch_free) {
+        if (sc->model_scratch_free) sc->model_scratch_free(sc->model_scratch);
+        sc->model_scratch = NULL;
+        sc->model_scratch_free = NULL;
+    }
     if (!sc->model_scratch) {
         sc->model_scratch = calloc(1, sizeof(uni_scratch));
         if (!sc->model_scratch) return hsd_error(HSD_ERR_NOMEM, "oom");
@@ -153,7 +160,7 @@ hsd_status hsd_unigram_create(hsd_tokenizer *t, const void *json_model) {
     unigram *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "oom");
     t->model = (hsd_tok_model){HSD_MODEL_UNIGRAM, m, uni_tokenize, uni_free};
-    m->unk_id = unk && unk->type == HJ_NUM ? (int32_t)unk->u.num : -1;
+    m->unk_id = hj_num_i32(unk, -1);
     m->byte_fallback = hj_truthy(hj_get(jm, "byte_fallback"));
     for (int i = 0; i < 256; i++) m->byte_id[i] = -1;
     m->score = calloc((size_t)t->n_ids, sizeof *m->score);

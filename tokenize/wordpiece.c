@@ -72,7 +72,10 @@ hsd_status hsd_wordpiece_create(hsd_tokenizer *t, const void *json_model) {
                  *mx = hj_get(jm, "max_input_chars_per_word");
     m->prefix = p && p->type == HJ_STR ? strndup(p->u.s, p->n) : strdup("##");
     m->plen = strlen(m->prefix);
-    m->max_chars = mx && mx->type == HJ_NUM ? (size_t)mx->u.num : 100;
+    /* negative/NaN → the default; huge → no limit (a direct cast would be UB) */
+    m->max_chars = !(mx && mx->type == HJ_NUM && mx->u.num >= 0) ? 100
+                   : mx->u.num >= 1e18                          ? SIZE_MAX
+                                                                : (size_t)mx->u.num;
     m->unk_id = unk && unk->type == HJ_STR ? hsd_strmap_get(&t->str_to_id, unk->u.s, unk->n) : -1;
     if (unk && unk->type == HJ_STR && m->unk_id < 0)
         return hsd_error(HSD_ERR_PARSE, "%s: model.unk_token \"%.*s\" is not in the vocabulary",

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the seed corpora for the fuzz harnesses from the shared data (never copied into the
+# repo): OUT/<harness>/ for each harness. Usage: fuzz/seeds.sh SHARED_DIR OUT_DIR HSD_CLI
+set -euo pipefail
+shared=$1 out=$2 cli=$3
+mkdir -p "$out"
+d() { rm -rf "${out:?}/$1"; mkdir -p "$out/$1"; echo "$out/$1"; }
+
+# tokenizer.json: the two small synthetic tokenizers whole, and every family cut down to its
+# first 300 vocabulary entries with the merges among them (keeps each format's structure while
+# keeping inputs small enough for fast mutation).
+o=$(d fuzz_tokenizer_json)
+cp "$shared"/tokenizers/synthetic_wordpiece/tokenizer.json "$o/synthetic_wordpiece.json"
+for t in "$shared"/tokenizers/*/tokenizer.json; do
+    fam=$(basename "$(dirname "$t")")
+    jq -c '
+      def cut: if type == "array" then .[:300] else (to_entries | sort_by(.value) | .[:300] | from_entries) end;
+      (.model.vocab | cut) as $v
+      | .model.vocab = $v
+      | if (.model.merges | type) == "array" and ($v | type) == "object" then
+          .model.merges |= map(select(
+            (if type == "string" then split(" ") else . end) as $p
+            | ($p | length) == 2 and $v[$p[0]] != null and $v[$p[1]] != null
+              and $v[$p[0] + $p[1]] != null))
+        else . end
+      | .added_tokens |= (.[:40])' "$t" > "$o/$fam.mini.json"
+done
+
+o=$(d fuzz_tokenizer_bin)
+cp "$shared"/models/stories260K/tok512.bin "$o/tok512.bin"
+cp "$shared"/models/babyllama-tok105/tok105.bin "$o/tok105.bin"
+head -c 20000 "$shared"/models/llama2-tokenizer/tokenizer.bin > "$o/llama2.head.bin"
+
+o=$(d fuzz_gguf_vocab)
+for g in "$shared"/models/vocab-gguf/*.gguf; do cp "$g" "$o/"; done
+
+# text: every corpus sample, with a leading byte choosing the tokenizer (cycling)
+o=$(d fuzz_roundtrip)
+i=0
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | while read -r b; do
+    { printf "\\$(printf %03o $((i % 8)))"; printf '%s' "$b" | base64 -d; } > "$o/s$i"
+    i=$((i + 1))
+done
+
+o=$(d fuzz_model_llama2c)
+cp "$shared"/models/stories260K/stories260K.bin "$o/"
+
+o=$(d fuzz_model_gguf)
+tmp=$(mktemp -d)
+"$cli" synth --shape tiny --format gguf --dtype q8_0 -o "$tmp/q8" >/dev/null
+"$cli" synth --shape tiny-qwen2 --format gguf --dtype f16 -o "$tmp/f16" >/dev/null
+cp "$tmp/q8/model.gguf" "$o/tiny_q8.gguf"
+cp "$tmp/f16/model.gguf" "$o/tiny_qwen2_f16.gguf"
+
+o=$(d fuzz_model_safetensors)
+"$cli" synth --shape tiny --format safetensors --dtype bf16 -o "$tmp/st" >/dev/null
+cp "$tmp/st/model.safetensors" "$o/tiny_bf16.safetensors"
+rm -rf "$tmp"
