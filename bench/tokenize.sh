@@ -18,12 +18,12 @@ if [ ! -d "$HF_DIR/node_modules/tokenizers" ]; then
     cp "$SHARED"/tools/package.json "$SHARED"/tools/package-lock.json "$SHARED"/tools/bench-hf.js "$HF_DIR"/
     (cd "$HF_DIR" && npm ci --silent >/dev/null)
 fi
-CORPUS="$SHARED/corpus/corpus.jsonl"
+CORPUS=$(realpath "$SHARED/corpus/corpus.jsonl")
 out=$(mktemp)
 for f in $FAMS; do
-    tj="$SHARED/tokenizers/$f/tokenizer.json"
+    tj=$(realpath "$SHARED/tokenizers/$f/tokenizer.json")
     h=$("$HSD" bench tokenize -t "$tj" --corpus "$CORPUS" --mb "$MB" --runs "$RUNS" --json)
-    r=$(cd "$HF_DIR" && RAYON_NUM_THREADS=1 node bench-hf.js "$(realpath "$tj")" "$(realpath "$CORPUS")" --mb "$MB" --runs "$RUNS")
+    r=$(cd "$HF_DIR" && RAYON_NUM_THREADS=1 node bench-hf.js "$tj" "$CORPUS" --mb "$MB" --runs "$RUNS")
     echo "$f hsd $h" | tee -a "$out"
     echo "$f hf  $r" | tee -a "$out"
 done
@@ -41,3 +41,12 @@ for fam, r in rows.items():
           f"{h['load_ms']:.0f} | {f['load_ms']:.0f} | {h['load_ms']/f['load_ms']:.2f} | {h['tokens']==f['tokens']} |")
 PY
 rm -f "$out"
+# Peak RSS after loading gemma3 (262k vocabulary): hsd's getrusage maxrss right after load,
+# HF's as node's peak RSS after Tokenizer.fromFile minus an empty node's peak RSS.
+g3=$(realpath "$SHARED/tokenizers/gemma3/tokenizer.json")
+h=$("$HSD" bench tokenize -t "$g3" --corpus "$CORPUS" --mb 0.01 --runs 1 --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["rss_after_load_kb"])')
+base=$( { /usr/bin/time -f %M node -e '' ; } 2>&1 | tail -1)
+hf=$( { cd "$HF_DIR" && /usr/bin/time -f %M node -e "require('tokenizers').Tokenizer.fromFile('$g3')" ; } 2>&1 | tail -1)
+echo
+echo "peak RSS after loading gemma3: hsd $((h / 1024)) MB; HF $((hf / 1024)) MB (node alone $((base / 1024)) MB, so HF's own $(((hf - base) / 1024)) MB)"

@@ -7,6 +7,8 @@ int hsd_cmd_detokenize(int argc, char **argv);
 int hsd_cmd_bench(int argc, char **argv);
 int hsd_cmd_bench_tokenize(int argc, char **argv);
 int hsd_cmd_bench_forward(int argc, char **argv);
+int hsd_cmd_bench_generate(int argc, char **argv);
+int hsd_cmd_bench_bridge(int argc, char **argv);
 int hsd_cmd_generate(int argc, char **argv);
 int hsd_cmd_synth(int argc, char **argv);
 int hsd_cmd_pair(int argc, char **argv);

@@ -6,6 +6,8 @@
 int hsd_cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "tokenize")) return hsd_cmd_bench_tokenize(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "forward")) return hsd_cmd_bench_forward(argc - 1, argv + 1);
-    fprintf(stderr, "usage: hsd bench tokenize|forward ...\n");
+    if (argc >= 2 && !strcmp(argv[1], "generate")) return hsd_cmd_bench_generate(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "bridge")) return hsd_cmd_bench_bridge(argc - 1, argv + 1);
+    fprintf(stderr, "usage: hsd bench tokenize|forward|generate|bridge ...\n");
     return 2;
 }

@@ -11,13 +11,19 @@
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
+            "usage: hsd generate --target M --target-tokenizer T [--draft M2 --draft-tokenizer D]\n"
+            "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
+            "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
+            "                    [--no-bos] [--threads T] [--json]\n"
+            "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
+            "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
+            "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
             "                    [--top-p P] [--seed S] [--threads T] [--json]\n"
             "       hsd generate --model M --prompt-ids 1,2,3 -n N ...   (no tokenizer: ids only)\n"
             "  Greedy by default (--temp 0). Stops after N tokens, at EOS or at the context end.\n");
 }
 
-int hsd_cmd_generate(int argc, char **argv) {
+static int generate_single(int argc, char **argv) {
     const char *model_path = NULL, *tok_path = NULL, *prompt = NULL, *prompt_ids = NULL;
     int32_t n_gen = 128, threads = 0;
     hsd_sampler_params sp = {0.0f, 0, 1.0f};
@@ -147,5 +153,119 @@ done:
     free(probs);
     hsd_model_free(model);
     hsd_tokenizer_free(tok);
+    return rc;
+}
+
+/* ---- engine path: any algorithm, optional drafter with its own tokenizer ---- */
+
+static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t threads,
+                     hsd_model **m, hsd_tokenizer **t) {
+    hsd_model_params prm = hsd_model_default_params();
+    prm.n_ctx = n_ctx;
+    if (threads > 0) prm.n_threads = threads;
+    if (hsd_tokenizer_load_file(tp, t) || hsd_model_load(mp, &prm, m)) {
+        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+int hsd_cmd_generate(int argc, char **argv) {
+    const char *tm = NULL, *tt = NULL, *dm = NULL, *dt = NULL, *prompt = NULL, *algo = NULL;
+    const char *stops[16];
+    hsd_gen_params gp = hsd_gen_default_params();
+    int32_t threads = 0;
+    int json = 0, legacy = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--prompt-ids")) legacy = 1;
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--adaptive-k")) { gp.adaptive_k = true; continue; }
+        if (!strcmp(a, "--no-bos")) { gp.add_bos = false; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
+        if (!v) continue;
+        if (!strcmp(a, "--target") || !strcmp(a, "--model") || !strcmp(a, "-m")) tm = v, i++;
+        else if (!strcmp(a, "--target-tokenizer") || !strcmp(a, "--tokenizer") || !strcmp(a, "-t")) tt = v, i++;
+        else if (!strcmp(a, "--draft")) dm = v, i++;
+        else if (!strcmp(a, "--draft-tokenizer")) dt = v, i++;
+        else if (!strcmp(a, "--algo")) algo = v, i++;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) prompt = v, i++;
+        else if (!strcmp(a, "-n")) gp.max_new_tokens = atoi(v), i++;
+        else if (!strcmp(a, "-k")) gp.n_draft = atoi(v), i++;
+        else if (!strcmp(a, "--temp")) gp.temp = strtof(v, NULL), i++;
+        else if (!strcmp(a, "--top-k")) gp.top_k = atoi(v), i++;
+        else if (!strcmp(a, "--top-p")) gp.top_p = strtof(v, NULL), i++;
+        else if (!strcmp(a, "--seed")) gp.seed = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
+        else if (!strcmp(a, "--stop") && gp.n_stop < 16) stops[gp.n_stop++] = v, i++;
+    }
+    /* the model-only path (ids in, ids out) stays as it was */
+    if (legacy || (!dm && !algo)) return generate_single(argc, argv);
+    if (!tm || !tt || !prompt || gp.max_new_tokens < 1 || (dm && !dt)) {
+        usage();
+        return 2;
+    }
+    int a = algo ? hsd_algo_parse(algo) : HSD_ALGO_AUTO;
+    if (a < 0) {
+        fprintf(stderr, "hsd generate: unknown --algo '%s'\n", algo);
+        return 2;
+    }
+    gp.algo = (hsd_algo)a;
+    gp.stop = stops;
+    int rc = 1;
+    hsd_model *mt = NULL, *md = NULL;
+    hsd_tokenizer *kt = NULL, *kd = NULL;
+    hsd_engine *e = NULL;
+    hsd_gen_result r;
+    memset(&r, 0, sizeof r);
+    int32_t n_ctx = (int32_t)strlen(prompt) + 2 * gp.max_new_tokens + 64;
+    if (load_pair(tm, tt, n_ctx, threads, &mt, &kt)) goto done;
+    if (dm && load_pair(dm, dt, n_ctx + 64, threads, &md, &kd)) goto done;
+    if (hsd_engine_init(mt, kt, md, kd, &e) ||
+        hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
+        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        goto done;
+    }
+    if (json) {
+        json_t *o = json_object(), *ids = json_array();
+        for (int32_t i = 0; i < r.n_ids; i++) json_array_append_new(ids, json_integer(r.ids[i]));
+        json_object_set_new(o, "algo", json_string(hsd_algo_name(r.algo)));
+        json_object_set_new(o, "reason", json_string(r.reason));
+        json_object_set_new(o, "text", json_stringn(r.text, r.text_len));
+        json_object_set_new(o, "ids", ids);
+        json_object_set_new(o, "n_generated", json_integer(r.n_ids));
+        json_object_set_new(o, "rounds", json_integer(r.n_rounds));
+        json_object_set_new(o, "drafted", json_integer(r.n_drafted));
+        json_object_set_new(o, "accepted", json_integer(r.n_accepted));
+        json_object_set_new(o, "acceptance_rate", json_real(r.acceptance_rate));
+        json_object_set_new(o, "tau", json_real(r.tau));
+        json_object_set_new(o, "tokens_per_s", json_real(r.tokens_per_s));
+        json_object_set_new(o, "ttft_ms", json_real(r.ttft_ms));
+        json_object_set_new(o, "tpot_ms", json_real(r.tpot_ms));
+        json_object_set_new(o, "total_ms", json_real(r.total_ms));
+        json_object_set_new(o, "draft_ms", json_real(r.draft_ms));
+        json_object_set_new(o, "verify_ms", json_real(r.verify_ms));
+        json_object_set_new(o, "bridge_ms", json_real(r.bridge_ms));
+        char *dump = json_dumps(o, JSON_COMPACT);
+        if (dump) puts(dump);
+        free(dump);
+        json_decref(o);
+    } else {
+        fwrite(r.text, 1, r.text_len, stdout);
+        printf("\n\nalgo %s (%s)\n", hsd_algo_name(r.algo), r.reason);
+        printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
+               r.acceptance_rate, r.tau, r.n_rounds, r.tokens_per_s);
+        printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
+               "(total %.2f ms)\n",
+               r.ttft_ms, r.tpot_ms, r.draft_ms, r.verify_ms, r.bridge_ms, r.total_ms);
+    }
+    rc = 0;
+done:
+    hsd_gen_result_free(&r);
+    hsd_engine_free(e);
+    hsd_model_free(mt);
+    hsd_model_free(md);
+    hsd_tokenizer_free(kt);
+    hsd_tokenizer_free(kd);
     return rc;
 }

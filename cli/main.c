@@ -18,7 +18,7 @@ static const hsd_cli_cmd cmds[] = {
     {"synth", hsd_cmd_synth, "write a random-weight model of a real shape"},
     {"pair", hsd_cmd_pair, "target/drafter fit and algorithm advice (--target-tokenizer T --draft-tokenizer D)"},
     {"injectivity", hsd_cmd_injectivity, "find strings a tokenizer does not give back (-t T [--corpus C] [--fuzz S])"},
-    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | bench forward"},
+    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge"},
 };
 
 static void usage(void) {

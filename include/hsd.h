@@ -169,6 +169,90 @@ hsd_status hsd_model_kv_keep(hsd_model *model, int32_t base, const int32_t *keep
  * End of Models
  * ==================================================================================== */
 
+
+/* ====================================================================================
+ * Engine: speculative decoding across tokenizers
+ *
+ * An engine pairs a target model (whose distribution the output follows exactly) with an
+ * optional drafter that may use a different tokenizer. Algorithms:
+ *   AR     target alone;
+ *   SD     standard speculative decoding (drafter shares the target's vocabulary);
+ *   UNION  Alg 1: both vocabularies as T ∪ D (lossless, drafts outside T always rejected);
+ *   TLI    Alg 4: drafter samples only from T ∩ D (matched by surface bytes), renormalised;
+ *   SLEM   Alg 2: draft text re-tokenized by the target, longest self-consistent prefix kept;
+ *   AUTO   chosen from the pair (identical vocab → SD, large byte overlap → TLI, else SLEM).
+ * Greedy (temp <= 0) output is identical to AR; sampled output has AR's distribution.
+ *
+ * BOS: the prompt is encoded by each tokenizer without its post-processor, and the
+ * tokenizer's BOS id (hsd_tokenizer_bos_id, when it has one) is put first for that model
+ * when add_bos is set. The prompt text is used as is.
+ * An engine is not thread-safe (its models are not); use one engine per thread.
+ * ==================================================================================== */
+typedef enum hsd_algo {
+    HSD_ALGO_AR = 0,
+    HSD_ALGO_SD,
+    HSD_ALGO_UNION,
+    HSD_ALGO_TLI,
+    HSD_ALGO_SLEM,
+    HSD_ALGO_AUTO,
+} hsd_algo;
+
+/* "ar", "sd", "union", "tli", "slem", "auto"; parse returns -1 for unknown names. */
+const char *hsd_algo_name(hsd_algo a);
+int hsd_algo_parse(const char *name);
+
+typedef struct hsd_gen_params {
+    hsd_algo algo;
+    int32_t max_new_tokens; /* default 128 */
+    int32_t n_draft;        /* draft length k per round (default 4) */
+    bool adaptive_k;        /* adapt k to the running acceptance (k in [1, k_max]) */
+    int32_t k_max;          /* default 16 */
+    float temp;             /* <= 0: greedy (default 0) */
+    int32_t top_k;          /* <= 0: off */
+    float top_p;            /* >= 1: off */
+    uint64_t seed;
+    bool stop_at_eos;       /* default true */
+    const char *const *stop; /* stop strings (generation ends after the first occurrence) */
+    int32_t n_stop;
+    bool add_bos;           /* default true */
+} hsd_gen_params;
+
+typedef struct hsd_gen_result {
+    int32_t *ids;   /* generated target ids (release with hsd_gen_result_free) */
+    int32_t n_ids;
+    char *text;     /* their decoded text (HF decode, special tokens skipped) */
+    size_t text_len;
+    hsd_algo algo;  /* the algorithm used (AUTO resolved) */
+    char reason[160]; /* why AUTO chose it */
+    int32_t n_rounds, n_drafted, n_accepted;
+    double acceptance_rate; /* accepted drafts / drafted */
+    double tau;             /* target tokens emitted per target forward (round) */
+    double ttft_ms, tpot_ms, tokens_per_s, total_ms;
+    double draft_ms, verify_ms, bridge_ms; /* time split */
+} hsd_gen_result;
+
+typedef struct hsd_engine hsd_engine;
+
+hsd_gen_params hsd_gen_default_params(void);
+/* draft and draft_tok may be NULL (AR only). The engine borrows the four handles. */
+hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, hsd_model *draft,
+                           const hsd_tokenizer *draft_tok, hsd_engine **out);
+void hsd_engine_free(hsd_engine *e);
+/* The algorithm AUTO resolves to for this pair, with a one-line reason. */
+hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t reason_cap);
+/* |T ∩ D| by surface bytes (special tokens excluded). */
+int32_t hsd_engine_overlap(const hsd_engine *e);
+/* Generates from `prompt` (len bytes of UTF-8). The engine keeps what it left in the models'
+ * KV caches and reuses the prefix a new prompt shares with it (prefix caching); if the models
+ * are used outside the engine between calls, call hsd_engine_reset first. */
+void hsd_engine_reset(hsd_engine *e);
+hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
+                               const hsd_gen_params *params, hsd_gen_result *res);
+void hsd_gen_result_free(hsd_gen_result *r);
+/* ====================================================================================
+ * End of Engine
+ * ==================================================================================== */
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,8 @@ static const synth_shape shapes[] = {
      * rope scaling so that rope_freqs round-trips through GGUF */
     {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, false, 4.0f, 1.0f, 4.0f, 32},
     {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
+    /* big enough (256 x 256 projections) that f32 multi-token forwards take the sgemm path */
+    {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, false, 0, 0, 0, 0},
     {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, false, true, 32.0f, 1.0f, 4.0f, 8192},
     {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
     /* the LM-head cost of a 7B-class drafter over Qwen2's vocabulary: d=4096, V=152064 */
@@ -29,7 +31,7 @@ static const synth_shape shapes[] = {
 };
 
 const char *hsd_synth_shape_list(void) {
-    return "tiny, tiny-qwen2, llama-3.2-1b, qwen2.5-0.5b, drafter-head-152k";
+    return "tiny, tiny-qwen2, small, llama-3.2-1b, qwen2.5-0.5b, drafter-head-152k";
 }
 
 hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied) {

@@ -27,9 +27,12 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
 
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
-    static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2"};
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16};
-    static const char *labels[] = {"synth tiny f32", "synth tiny-qwen2 f32", "synth tiny q8_0", "synth tiny-qwen2 bf16"};
+    static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small"};
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16, HSD_DT_F32,
+                                      HSD_DT_F32};
+    /* "synth small f32" reaches the OpenBLAS sgemm path (n >= 32 tokens at once) */
+    static const char *labels[] = {"synth tiny f32", "synth tiny-qwen2 f32", "synth tiny q8_0",
+                                   "synth tiny-qwen2 bf16", "", "synth small f32"};
     if (which == 4) {
         const char *p = hsd_test_path("models/stories260K/stories260K.bin");
         if (!hsd_test_require(p)) return false;
@@ -50,7 +53,7 @@ static void close_fixture(fixture *f) {
     hsd_synth_free(f->synth);
 }
 
-#define N_FIXTURES 5
+#define N_FIXTURES 6
 
 static double rel_err(const float *a, const float *b, size_t n) {
     double mx = 0, scale = 1e-6;
@@ -73,7 +76,7 @@ static void test_chain_equals_one_at_a_time(void **state) {
         int32_t V = hsd_model_vocab_size(f.m);
         hsd_rng r;
         hsd_rng_init(&r, 11, (uint64_t)w);
-        enum { T = 24 };
+        enum { T = 40 }; /* > 32: the f32 "small" fixture takes the sgemm path */
         int32_t toks[T];
         random_tokens(&r, toks, T, V);
         float *one = malloc((size_t)T * V * sizeof(float)), *all = malloc((size_t)T * V * sizeof(float));

@@ -1,5 +1,6 @@
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -45,4 +46,72 @@ char *hsd_test_read_file(const char *path, size_t *len) {
         if (len) *len = (size_t)n;
     }
     return p;
+}
+
+const char *hsd_test_src_path(const char *rel) {
+    static char bufs[4][4096];
+    static int slot;
+    char *b = bufs[slot++ & 3];
+    const char *root = getenv("HSD_SOURCE_DIR");
+    snprintf(b, 4096, "%s/%s", root && *root ? root : ".", rel);
+    return b;
+}
+
+/* Regularized upper incomplete gamma Q(a, x): series below a+1, continued fraction above
+ * (Lentz), both to ~1e-14. */
+static double gamma_q(double a, double x) {
+    if (x <= 0) return 1.0;
+    double lg = lgamma(a);
+    if (x < a + 1) {
+        double sum = 1.0 / a, term = sum;
+        for (int n = 1; n < 100000; n++) {
+            term *= x / (a + n);
+            sum += term;
+            if (fabs(term) < fabs(sum) * 1e-15) break;
+        }
+        return 1.0 - sum * exp(-x + a * log(x) - lg);
+    }
+    double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
+    for (int i = 1; i < 100000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (fabs(d) < 1e-300) d = 1e-300;
+        c = b + an / c;
+        if (fabs(c) < 1e-300) c = 1e-300;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-15) break;
+    }
+    return exp(-x + a * log(x) - lg) * h;
+}
+
+double hsd_test_chi2_pvalue(double chi2, int df) {
+    if (df <= 0) return 1.0;
+    return gamma_q(df / 2.0, chi2 / 2.0);
+}
+
+double hsd_test_chi2(const long *observed, const double *prob, int n, long total, int *df) {
+    double chi2 = 0, pool_e = 0, pool_o = 0;
+    int cells = 0;
+    for (int i = 0; i < n; i++) {
+        double e = prob[i] * (double)total;
+        if (e < 5) {
+            pool_e += e;
+            pool_o += (double)observed[i];
+            continue;
+        }
+        chi2 += (observed[i] - e) * (observed[i] - e) / e;
+        cells++;
+    }
+    if (pool_e > 0) {
+        chi2 += (pool_o - pool_e) * (pool_o - pool_e) / pool_e;
+        cells++;
+    } else if (pool_o > 0) {
+        chi2 += 1e9; /* mass where the law has none */
+        cells++;
+    }
+    *df = cells - 1;
+    return chi2;
 }

@@ -17,6 +17,14 @@ int hsd_test_require(const char *path);
 /* Reads a whole file (NUL-terminated); NULL if unreadable. Caller frees. */
 char *hsd_test_read_file(const char *path, size_t *len);
 
+/* Path of a file in the source tree ($HSD_SOURCE_DIR/rel). */
+const char *hsd_test_src_path(const char *rel);
+/* Upper tail P(X >= chi2) of the chi-square distribution with df degrees of freedom. */
+double hsd_test_chi2_pvalue(double chi2, int df);
+/* Pearson chi-square of observed counts against expected probabilities over n cells, pooling
+ * cells whose expected count is below 5 into one; *df receives the degrees of freedom. */
+double hsd_test_chi2(const long *observed, const double *prob, int n, long total, int *df);
+
 /* Skips the current cmocka test with a printed reason when a shared file is missing. */
 #define HSD_REQUIRE_FILE(p)                                                                  \
     do {                                                                                     \

@@ -187,7 +187,7 @@ static hsd_status apply_step(const hsd_norm_step *st, const char *s, size_t n, h
     case HSD_NORM_STRIP_ACCENTS: return drop_marks(s, n, out);
     case HSD_NORM_REPLACE: return replace_all(st, s, n, out, sc);
     case HSD_NORM_PREPEND:
-        if (n && hsd_buf_append(out, st->content, st->content_len))
+        if (n && !sc->cont && hsd_buf_append(out, st->content, st->content_len))
             return hsd_error(HSD_ERR_NOMEM, "oom");
         return hsd_buf_append(out, s, n) ? hsd_error(HSD_ERR_NOMEM, "oom") : HSD_OK;
     case HSD_NORM_STRIP: return strip(st, s, n, out);

@@ -127,7 +127,8 @@ static int metaspace(const hsd_pre_step *st, hsd_buf *b, const hsd_span *sp, boo
                      hsd_scratch *sc, hsd_spans *out) {
     uint32_t off = (uint32_t)b->n;
     size_t n0 = sp->len, src = sp->off;
-    bool prepend = st->prepend == HSD_PREPEND_ALWAYS || (st->prepend == HSD_PREPEND_FIRST && first);
+    bool prepend = !sc->cont && (st->prepend == HSD_PREPEND_ALWAYS ||
+                                 (st->prepend == HSD_PREPEND_FIRST && first));
     if (prepend && n0 &&
         !(n0 >= st->repl_len && !memcmp(b->p + src, st->repl, st->repl_len)) &&
         b->p[src] != ' ')
@@ -172,7 +173,7 @@ static hsd_status run_step(const hsd_pre_step *st, hsd_buf *b, const hsd_spans *
                   emit_behavior(m, st->behavior, st->invert, out);
             break;
         case HSD_PRE_BYTELEVEL:
-            if (st->add_prefix_space && sp.len && b->p[sp.off] != ' ') {
+            if (st->add_prefix_space && !sc->cont && sp.len && b->p[sp.off] != ' ') {
                 uint32_t off = (uint32_t)b->n;
                 /* reserve first: the source lies in the buffer being appended to */
                 if (hsd_buf_reserve(b, sp.len + 1)) return OOM();

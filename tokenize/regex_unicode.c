@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unicode/uchar.h>
+#include <unicode/uset.h>
+#include <unicode/ustring.h>
 
 #include "lib/buf.h"
 #include "tokenize/tokenizer.h"
@@ -31,32 +33,46 @@ static range *extra;
 static size_t n_extra;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+static void add_char(uint32_t c, size_t *cap) {
+    uint8_t gc = (uint8_t)u_charType((UChar32)c);
+    if (n_extra && extra[n_extra - 1].gc == gc && extra[n_extra - 1].hi + 1 == c) {
+        extra[n_extra - 1].hi = c;
+        return;
+    }
+    if (n_extra == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        range *r = realloc(extra, *cap * sizeof *r);
+        if (!r) return; /* keep what we have: patterns just stay narrower */
+        extra = r;
+    }
+    extra[n_extra++] = (range){c, c, gc};
+}
+
 static void build(void) {
     char ver[32] = {0};
     pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, ver);
     int pmaj = atoi(ver), pmin = 0;
     const char *dot = strchr(ver, '.');
     if (dot) pmin = atoi(dot + 1);
+    if (pmaj >= TARGET_MAJOR) return;
+    /* ICU's Age property is cumulative: [:age=V:] is everything assigned by version V, so
+     * the difference is exactly what PCRE2 does not know. */
+    char pat[96];
+    snprintf(pat, sizeof pat, "[[:age=%d.0:]-[:age=%d.%d:]]", TARGET_MAJOR, pmaj, pmin);
+    UChar upat[96];
+    u_uastrcpy(upat, pat);
+    UErrorCode err = U_ZERO_ERROR;
+    USet *set = uset_openPattern(upat, -1, &err);
+    if (U_FAILURE(err) || !set) return;
     size_t cap = 0;
-    for (uint32_t c = 0; c <= 0x10FFFF; c++) {
-        UVersionInfo age;
-        u_charAge((UChar32)c, age);
-        if (age[0] == 0) continue; /* unassigned */
-        bool newer = age[0] > pmaj || (age[0] == pmaj && age[1] > pmin);
-        if (!newer || age[0] > TARGET_MAJOR) continue;
-        uint8_t gc = (uint8_t)u_charType((UChar32)c);
-        if (n_extra && extra[n_extra - 1].gc == gc && extra[n_extra - 1].hi + 1 == c) {
-            extra[n_extra - 1].hi = c;
-            continue;
-        }
-        if (n_extra == cap) {
-            cap = cap ? cap * 2 : 256;
-            range *r = realloc(extra, cap * sizeof *r);
-            if (!r) return; /* keep what we have: patterns just stay narrower */
-            extra = r;
-        }
-        extra[n_extra++] = (range){c, c, gc};
+    int32_t nr = uset_getItemCount(set);
+    for (int32_t i = 0; i < nr; i++) {
+        UChar32 lo, hi;
+        err = U_ZERO_ERROR;
+        if (uset_getItem(set, i, &lo, &hi, NULL, 0, &err) != 0 || U_FAILURE(err)) continue;
+        for (UChar32 c = lo; c <= hi; c++) add_char((uint32_t)c, &cap);
     }
+    uset_close(set);
 }
 
 /* Does general category gc belong to the property named name (e.g. "L", "Lu", "S")? */

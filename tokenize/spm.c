@@ -104,7 +104,7 @@ static int try_pair(const hsd_tokenizer *t, const spm_impl *m, const char *text,
 
 static hsd_status spm_tokenize(const hsd_tokenizer *t, const char *s, size_t n, hsd_ids *out,
                                hsd_scratch *sc) {
-    (void)sc; /* the scratch buffers belong to the pipeline; a piece needs its own memory */
+    /* the scratch buffers belong to the pipeline; a piece needs its own memory */
     const spm_impl *m = t->model.impl;
     hsd_buf text = {0};
     spm_sym *sy = NULL;
@@ -114,7 +114,7 @@ static hsd_status spm_tokenize(const hsd_tokenizer *t, const char *s, size_t n, 
 
     /* 1. working text: dummy prefix, spaces spelled as the vocabulary spells them */
     if (hsd_buf_reserve(&text, n + 3)) goto oom;
-    if (t->spm_add_dummy_prefix && n &&
+    if (t->spm_add_dummy_prefix && !sc->cont && n &&
         (m->escape ? hsd_buf_append(&text, meta, 3) : hsd_buf_push(&text, ' ')))
         goto oom;
     for (size_t i = 0; i < n; i++) {

@@ -297,7 +297,7 @@ void hsd_tokenizer_free(hsd_tokenizer *tok) { hsd_tok_destroy(tok); }
 /* ---------------------------------------------------------------- encode ---- */
 
 static hsd_status encode_ids(const hsd_tokenizer *t, const char *text, size_t len,
-                             bool add_special, hsd_ids *out) {
+                             bool add_special, bool cont, hsd_ids *out) {
     size_t bad = hsd_utf8_valid_prefix(text, len);
     if (bad != len)
         return hsd_error(HSD_ERR_INVALID_UTF8, "%s: encode: invalid UTF-8 at byte offset %zu",
@@ -308,6 +308,7 @@ static hsd_status encode_ids(const hsd_tokenizer *t, const char *text, size_t le
     hsd_scratch *sc = scratch_get();
     if (!sc) return hsd_error(HSD_ERR_NOMEM, "out of memory");
     hsd_status s = HSD_OK;
+    sc->cont = cont;
     hsd_buf *b = &sc->a;
     b->n = 0;
     sc->s1.n = sc->s2.n = 0;
@@ -373,7 +374,7 @@ hsd_status hsd_tokenizer_encode_alloc(const hsd_tokenizer *tok, const char *text
     *ids = NULL;
     *n_ids = 0;
     hsd_ids v = {0};
-    hsd_status s = encode_ids(tok, text ? text : "", len, add_special, &v);
+    hsd_status s = encode_ids(tok, text ? text : "", len, add_special, false, &v);
     if (s) {
         hsd_ids_free(&v);
         return s;
@@ -389,7 +390,7 @@ hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size
     if (!tok || !n_ids || (!text && len) || (!ids && cap))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_tokenizer_encode: NULL argument");
     hsd_ids v = {0};
-    hsd_status s = encode_ids(tok, text ? text : "", len, add_special, &v);
+    hsd_status s = encode_ids(tok, text ? text : "", len, add_special, false, &v);
     if (s) {
         hsd_ids_free(&v);
         return s;
@@ -404,6 +405,11 @@ hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size
     if (v.n) memcpy(ids, v.p, v.n * sizeof *ids);
     hsd_ids_free(&v);
     return HSD_OK;
+}
+
+hsd_status hsd_tok_encode_cont(const hsd_tokenizer *t, const char *text, size_t len,
+                               hsd_ids *out) {
+    return encode_ids(t, text, len, false, true, out);
 }
 
 /* ---------------------------------------------------------------- decode ---- */

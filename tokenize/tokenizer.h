@@ -56,6 +56,7 @@ typedef struct hsd_scratch {
     void *md;            /* pcre2_match_data */
     void *model_scratch; /* owned by the model implementation */
     void (*model_scratch_free)(void *);
+    bool cont;            /* continuation encoding: no prefix space / dummy prefix */
     hsd_buf strs;         /* decoder: token strings */
     hsd_spans str_spans;  /* decoder: their spans */
 } hsd_scratch;
@@ -235,6 +236,13 @@ static inline const char *hsd_tok_str(const hsd_tokenizer *t, int32_t id, size_t
     *len = t->str_len[id];
     return t->str_arena + t->str_off[id];
 }
+
+/* Encodes text as the continuation of earlier text (the string bridge re-tokenizes windows
+ * that start mid-document): no special tokens and none of the start-of-text prefixes
+ * (Prepend normalizer, Metaspace prepend, ByteLevel add_prefix_space, SPM dummy prefix).
+ * Appends to out. */
+hsd_status hsd_tok_encode_cont(const hsd_tokenizer *t, const char *text, size_t len,
+                               hsd_ids *out);
 
 /* ---- stages ---- */
 hsd_status hsd_norm_apply(const hsd_tokenizer *t, const char *s, size_t n, hsd_buf *out,

@@ -1,0 +1,567 @@
+/* hsd bench generate: every algorithm over every bench prompt at each temperature, for one
+ * or both directions of a model pair, with the round cost model next to the measurement.
+ *
+ * Fairness: for each prompt all algorithms run back to back (AR first), so the load of this
+ * shared machine drifts over all of them alike; every run starts from empty KV caches
+ * (hsd_engine_reset), so TTFT includes the prefill for every algorithm. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bench_generate.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "hsd.h"
+
+#define MAX_SETS 8
+#define MAX_ALGOS 8
+#define MAX_TEMPS 4
+
+typedef struct prompt_set {
+    char name[64];
+    char **p;
+    int n;
+} prompt_set;
+
+/* Counts the forwards a model gets through the engine: k' (drafter forwards per round) is
+ * then measured, not assumed. */
+typedef struct counted {
+    hsd_model *inner;
+    long n_fwd;
+} counted;
+
+static int32_t c_vocab(void *c) { return hsd_model_vocab_size(((counted *)c)->inner); }
+static int32_t c_nctx(void *c) { return hsd_model_n_ctx(((counted *)c)->inner); }
+static int32_t c_kvlen(void *c) { return hsd_model_kv_len(((counted *)c)->inner); }
+static hsd_status c_trunc(void *c, int32_t len) { return hsd_model_kv_truncate(((counted *)c)->inner, len); }
+static hsd_status c_keep(void *c, int32_t base, const int32_t *keep, int32_t n) {
+    return hsd_model_kv_keep(((counted *)c)->inner, base, keep, n);
+}
+static hsd_status c_forward(void *c, const int32_t *t, int32_t n, const int32_t *par,
+                            const int32_t *rows, int32_t n_rows, float *logits) {
+    ((counted *)c)->n_fwd++;
+    return hsd_model_forward(((counted *)c)->inner, t, n, par, rows, n_rows, logits);
+}
+
+static hsd_model *wrap(counted *c) {
+    hsd_model_iface it = {c, c_vocab, c_nctx, c_forward, c_kvlen, c_trunc, c_keep, NULL};
+    hsd_model *m = NULL;
+    return hsd_model_from_iface(&it, &m) ? NULL : m;
+}
+
+/* Keeps the last ~clip characters, starting at a word (as tests/test_engine.c does), so a
+ * model with a short context (babyllama: 256 tokens, character-level) fits prompt + output. */
+static char *clip_prompt(const char *p, size_t clip) {
+    size_t n = strlen(p), start = clip && n > clip ? n - clip : 0;
+    while (start > 0 && start < n && p[start - 1] != ' ') start++;
+    return strdup(p + start);
+}
+
+static int load_set(const char *path, int max_prompts, size_t clip, prompt_set *s) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "hsd bench generate: cannot open %s\n", path);
+        return 1;
+    }
+    const char *base = strrchr(path, '/');
+    snprintf(s->name, sizeof s->name, "%s", base ? base + 1 : path);
+    char *dot = strstr(s->name, ".jsonl");
+    if (dot) *dot = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    s->n = 0;
+    s->p = NULL;
+    while (getline(&line, &cap, f) > 0 && (max_prompts <= 0 || s->n < max_prompts)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *p = json_string_value(json_object_get(j, "prompt"));
+        if (p) {
+            char **np = realloc(s->p, (size_t)(s->n + 1) * sizeof *np);
+            if (np) (s->p = np)[s->n++] = clip_prompt(p, clip);
+        }
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+    return s->n == 0;
+}
+
+/* One direction: target + its tokenizer, drafter + its tokenizer, a second target instance
+ * for SD (a model drafting for itself). */
+typedef struct direction {
+    char name[128];
+    hsd_model *t_raw, *d_raw, *s_raw, *t, *d, *s;
+    counted ct, cd, cs;
+    hsd_tokenizer *tt, *dt;
+    hsd_engine *pair, *self;
+    hsd_bench_cost cost;
+} direction;
+
+static const char *stem(const char *path, char *buf, size_t cap) {
+    const char *b = strrchr(path, '/');
+    snprintf(buf, cap, "%s", b ? b + 1 : path);
+    char *dot = strrchr(buf, '.');
+    if (dot && dot != buf) *dot = 0;
+    return buf;
+}
+
+static int dir_open(direction *d, const char *tm, const char *tt, const char *dm, const char *dt,
+                    int32_t threads, int need_self) {
+    hsd_model_params mp = hsd_model_default_params();
+    mp.n_threads = threads;
+    char a[64], b[64];
+    snprintf(d->name, sizeof d->name, "%s<-%s", stem(tm, a, sizeof a), stem(dm, b, sizeof b));
+    if (hsd_tokenizer_load_file(tt, &d->tt) || hsd_tokenizer_load_file(dt, &d->dt) ||
+        hsd_model_load(tm, &mp, &d->t_raw) || hsd_model_load(dm, &mp, &d->d_raw) ||
+        (need_self && hsd_model_load(tm, &mp, &d->s_raw))) {
+        fprintf(stderr, "hsd bench generate: %s\n", hsd_last_error());
+        return 1;
+    }
+    d->ct.inner = d->t_raw;
+    d->cd.inner = d->d_raw;
+    d->cs.inner = d->s_raw;
+    if (!(d->t = wrap(&d->ct)) || !(d->d = wrap(&d->cd)) || (need_self && !(d->s = wrap(&d->cs))) ||
+        hsd_engine_init(d->t, d->tt, d->d, d->dt, &d->pair) ||
+        (need_self && hsd_engine_init(d->t, d->tt, d->s, d->tt, &d->self))) {
+        fprintf(stderr, "hsd bench generate: %s\n", hsd_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static void dir_close(direction *d) {
+    hsd_engine_free(d->pair);
+    hsd_engine_free(d->self);
+    hsd_model_free(d->t);
+    hsd_model_free(d->d);
+    hsd_model_free(d->s);
+    hsd_model_free(d->t_raw);
+    hsd_model_free(d->d_raw);
+    hsd_model_free(d->s_raw);
+    hsd_tokenizer_free(d->tt);
+    hsd_tokenizer_free(d->dt);
+}
+
+/* Mean prompt length in a tokenizer's ids plus half the generation: the context at which a
+ * typical round runs, so the cost model is measured where the rounds happen. */
+static int32_t typical_ctx(const hsd_tokenizer *tok, const prompt_set *sets, int n_sets, int32_t n_gen) {
+    double sum = 0;
+    int cnt = 0;
+    for (int s = 0; s < n_sets; s++)
+        for (int i = 0; i < sets[s].n; i++) {
+            size_t n = 0;
+            int32_t *ids = NULL;
+            if (!hsd_tokenizer_encode_alloc(tok, sets[s].p[i], strlen(sets[s].p[i]), false, &ids, &n)) {
+                sum += (double)n + (hsd_tokenizer_bos_id(tok) >= 0);
+                cnt++;
+            }
+            hsd_free(ids);
+        }
+    return (int32_t)(cnt ? sum / cnt : 16) + n_gen / 2;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: hsd bench generate --target M --target-tokenizer T --draft M2 --draft-tokenizer D\n"
+            "         [--prompts FILE ...] [--max-prompts P] [--algos ar,sd,union,tli,slem]\n"
+            "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
+            "         [--json] [--svg FILE] [--results-md FILE]\n"
+            "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
+            "  long_context}.jsonl) at each temperature; N new tokens (default 64), k = 4.\n"
+            "  --both also runs the swapped pair (drafter as target). sd = the target drafting for\n"
+            "  itself (a second instance). Prompts are clipped to their last C characters at a word\n"
+            "  start (default 150 when a model's context is <= 1024 tokens, else 0 = whole).\n"
+            "  %s\n",
+            HSD_BENCH_FORMULA);
+}
+
+typedef struct bench {
+    const char *tm, *tt, *dm, *dt;
+    const char *set_paths[MAX_SETS];
+    prompt_set sets[MAX_SETS + 1];
+    int n_sets, max_prompts, both, json, n_algos, n_temps;
+    int algos[MAX_ALGOS];
+    float temps[MAX_TEMPS];
+    int32_t k, n_gen, threads, clip;
+    uint64_t seed;
+    const char *svg, *md;
+    direction dirs[2];
+    int n_dirs;
+    hsd_bench_cell *cells; /* [dir][temp][set + 1 ("all")][algo] */
+    int total_mismatches;
+} bench;
+
+static hsd_bench_cell *cell_at(bench *b, int d, int t, int s, int a) {
+    return &b->cells[((d * b->n_temps + t) * (b->n_sets + 1) + s) * b->n_algos + a];
+}
+
+static int parse_args(bench *b, int argc, char **argv) {
+    const char *algos = "ar,sd,union,tli,slem", *temps = "0,1";
+    b->k = 4, b->n_gen = 64, b->threads = 1, b->clip = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) { b->json = 1; continue; }
+        if (!strcmp(a, "--both")) { b->both = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
+        if (!v) { fprintf(stderr, "hsd bench generate: %s needs a value\n", a); return 1; }
+        i++;
+        if (!strcmp(a, "--target")) b->tm = v;
+        else if (!strcmp(a, "--target-tokenizer")) b->tt = v;
+        else if (!strcmp(a, "--draft")) b->dm = v;
+        else if (!strcmp(a, "--draft-tokenizer")) b->dt = v;
+        else if (!strcmp(a, "--prompts") && b->n_sets < MAX_SETS) b->set_paths[b->n_sets++] = v;
+        else if (!strcmp(a, "--max-prompts")) b->max_prompts = atoi(v);
+        else if (!strcmp(a, "--algos")) algos = v;
+        else if (!strcmp(a, "--temps")) temps = v;
+        else if (!strcmp(a, "-k")) b->k = atoi(v);
+        else if (!strcmp(a, "-n")) b->n_gen = atoi(v);
+        else if (!strcmp(a, "--seed")) b->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--threads")) b->threads = atoi(v);
+        else if (!strcmp(a, "--clip")) b->clip = atoi(v);
+        else if (!strcmp(a, "--svg")) b->svg = v;
+        else if (!strcmp(a, "--results-md")) b->md = v;
+        else { fprintf(stderr, "hsd bench generate: unknown option %s\n", a); return 1; }
+    }
+    if (!b->tm || !b->tt || !b->dm || !b->dt || b->k < 1 || b->k > 63 || b->n_gen < 1) return 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", algos);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int a = hsd_algo_parse(t);
+        if (a < 0 || a == HSD_ALGO_AUTO || b->n_algos == MAX_ALGOS) {
+            fprintf(stderr, "hsd bench generate: bad algorithm '%s'\n", t);
+            return 1;
+        }
+        b->algos[b->n_algos++] = a;
+    }
+    /* AR first: it is the reference of the speedups and of the greedy check */
+    for (int i = 1; i < b->n_algos; i++)
+        if (b->algos[i] == HSD_ALGO_AR) b->algos[i] = b->algos[0], b->algos[0] = HSD_ALGO_AR;
+    snprintf(buf, sizeof buf, "%s", temps);
+    for (char *t = strtok(buf, ","); t && b->n_temps < MAX_TEMPS; t = strtok(NULL, ","))
+        b->temps[b->n_temps++] = strtof(t, NULL);
+    if (!b->n_sets) {
+        b->set_paths[0] = "bench/prompts/summarization.jsonl";
+        b->set_paths[1] = "bench/prompts/code.jsonl";
+        b->set_paths[2] = "bench/prompts/long_context.jsonl";
+        b->n_sets = 3;
+    }
+    return b->n_algos == 0 || b->n_temps == 0;
+}
+
+static int has_algo(const bench *b, int algo) {
+    for (int i = 0; i < b->n_algos; i++)
+        if (b->algos[i] == algo) return 1;
+    return 0;
+}
+
+/* One generation; adds it to the cell. ar_ids (greedy only) holds AR's output to compare. */
+static int run_one(bench *b, direction *d, int algo, float temp, const char *prompt, uint64_t seed,
+                   hsd_bench_cell *c, hsd_gen_result *keep, const hsd_gen_result *ar, const char *where) {
+    hsd_engine *e = algo == HSD_ALGO_SD ? d->self : d->pair;
+    /* both engines share the target model: forget cached prefixes so each run prefills */
+    hsd_engine_reset(d->pair);
+    hsd_engine_reset(d->self);
+    hsd_gen_params gp = hsd_gen_default_params();
+    gp.algo = (hsd_algo)algo;
+    gp.max_new_tokens = b->n_gen;
+    gp.n_draft = b->k;
+    gp.temp = temp;
+    gp.seed = seed;
+    hsd_gen_result r;
+    counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
+    long f0 = dc->n_fwd;
+    if (hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
+        fprintf(stderr, "hsd bench generate: %s %s: %s\n", d->name, hsd_algo_name((hsd_algo)algo),
+                hsd_last_error());
+        return 1;
+    }
+    c->runs++;
+    c->tps += r.tokens_per_s;
+    c->dec_tps += r.tpot_ms > 0 ? 1000.0 / r.tpot_ms : 0;
+    c->tau += r.tau;
+    c->acc += r.acceptance_rate;
+    c->ttft += r.ttft_ms;
+    c->tpot += r.tpot_ms;
+    c->draft_ms += r.draft_ms;
+    c->verify_ms += r.verify_ms;
+    c->bridge_ms += r.bridge_ms;
+    c->total_ms += r.total_ms;
+    c->rounds += r.n_rounds;
+    c->drafted += r.n_drafted;
+    c->accepted += r.n_accepted;
+    c->tokens += r.n_ids;
+    c->d_fwd += algo == HSD_ALGO_AR ? 0 : dc->n_fwd - f0;
+    if (ar && temp <= 0) {
+        int32_t i = 0;
+        while (i < r.n_ids && i < ar->n_ids && r.ids[i] == ar->ids[i]) i++;
+        if (i < r.n_ids || i < ar->n_ids) {
+            c->mismatches++;
+            b->total_mismatches++;
+            fprintf(stderr, "GREEDY MISMATCH %s %s %s: ids differ from AR at %d (%d vs %d tokens)\n",
+                    d->name, hsd_algo_name((hsd_algo)algo), where, i, r.n_ids, ar->n_ids);
+        }
+    }
+    if (keep) *keep = r;
+    else hsd_gen_result_free(&r);
+    return 0;
+}
+
+static int run_all(bench *b) {
+    for (int di = 0; di < b->n_dirs; di++) {
+        direction *d = &b->dirs[di];
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si < b->n_sets; si++) {
+                for (int pi = 0; pi < b->sets[si].n; pi++) {
+                    hsd_gen_result ar;
+                    int have_ar = 0;
+                    char where[96];
+                    snprintf(where, sizeof where, "temp %g %s #%d", b->temps[ti], b->sets[si].name, pi);
+                    for (int ai = 0; ai < b->n_algos; ai++) {
+                        int algo = b->algos[ai];
+                        if (algo == HSD_ALGO_SD && !d->self) continue;
+                        hsd_bench_cell *c = cell_at(b, di, ti, si, ai);
+                        if (run_one(b, d, algo, b->temps[ti], b->sets[si].p[pi], b->seed + (uint64_t)pi, c,
+                                    algo == HSD_ALGO_AR ? &ar : NULL, have_ar ? &ar : NULL, where)) {
+                            if (have_ar) hsd_gen_result_free(&ar);
+                            return 1;
+                        }
+                        if (algo == HSD_ALGO_AR) have_ar = 1;
+                    }
+                    if (have_ar) hsd_gen_result_free(&ar);
+                }
+                if (!b->json) fprintf(stderr, "  done: %s temp %g %s\n", d->name, b->temps[ti], b->sets[si].name);
+            }
+    }
+    return 0;
+}
+
+/* Sums the per-set cells into the "all" row, then applies the cost model everywhere. */
+static void finish(bench *b) {
+    for (int di = 0; di < b->n_dirs; di++)
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int ai = 0; ai < b->n_algos; ai++) {
+                hsd_bench_cell *all = cell_at(b, di, ti, b->n_sets, ai);
+                for (int si = 0; si < b->n_sets; si++) {
+                    const hsd_bench_cell *c = cell_at(b, di, ti, si, ai);
+                    all->runs += c->runs;
+                    all->tps += c->tps, all->dec_tps += c->dec_tps, all->tau += c->tau;
+                    all->acc += c->acc, all->ttft += c->ttft, all->tpot += c->tpot;
+                    all->draft_ms += c->draft_ms, all->verify_ms += c->verify_ms;
+                    all->bridge_ms += c->bridge_ms, all->total_ms += c->total_ms;
+                    all->rounds += c->rounds, all->drafted += c->drafted;
+                    all->accepted += c->accepted, all->tokens += c->tokens, all->d_fwd += c->d_fwd;
+                    all->mismatches += c->mismatches;
+                }
+            }
+    for (int di = 0; di < b->n_dirs; di++)
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si <= b->n_sets; si++) {
+                const hsd_bench_cell *ar = has_algo(b, HSD_ALGO_AR) ? cell_at(b, di, ti, si, 0) : NULL;
+                for (int ai = 0; ai < b->n_algos; ai++)
+                    hsd_bench_predict(cell_at(b, di, ti, si, ai), ar, &b->dirs[di].cost);
+            }
+}
+
+static double mean(double sum, int n) { return n ? sum / n : 0; }
+
+static const char *set_name(const bench *b, int si) { return si < b->n_sets ? b->sets[si].name : "all"; }
+
+static const int cost_ns[] = {1, 2, 4, 8, 16, 32, 48};
+#define N_COST_NS ((int)(sizeof cost_ns / sizeof cost_ns[0]))
+
+static void print_text(bench *b) {
+    printf("%s\nk = %d, N = %d new tokens, %d thread(s), prompt clip %d chars, seed %llu\n", HSD_BENCH_FORMULA,
+           b->k, b->n_gen, b->threads, b->clip, (unsigned long long)b->seed);
+    for (int di = 0; di < b->n_dirs; di++) {
+        direction *d = &b->dirs[di];
+        const hsd_bench_cost *c = &d->cost;
+        printf("\n== %s  (target: %s; drafter: %s)\n", d->name, hsd_model_desc(d->t_raw), hsd_model_desc(d->d_raw));
+        printf("cost model: c_d = %.4f ms (drafter, 1 token, prefix %d)%s", c->c_draft, c->d_prefix,
+               d->self ? "" : "\n");
+        if (d->self) printf(", c_self = %.4f ms (target copy as drafter)\n", c->c_self);
+        printf("c_t(n) ms [x c_t(1)] at prefix %d:", c->t_prefix);
+        for (int i = 0; i < N_COST_NS; i++)
+            printf(" n=%d %.4f [%.2f]", cost_ns[i], c->c_target[cost_ns[i]], c->c_target[cost_ns[i]] / c->c_target[1]);
+        printf("\n%-5s %-14s %-6s %8s %8s %5s %5s %7s %7s %21s %6s %5s %6s %6s %6s %4s\n", "temp", "set", "algo",
+               "tok/s", "dec tk/s", "tau", "acc", "TTFT", "TPOT", "draft/verify/bridge", "m", "k'", "pred",
+               "meas", "ratio", "mism");
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si <= b->n_sets; si++)
+                for (int ai = 0; ai < b->n_algos; ai++) {
+                    hsd_bench_cell *x = cell_at(b, di, ti, si, ai);
+                    if (!x->runs) continue;
+                    int n = x->runs;
+                    printf("%-5g %-14s %-6s %8.0f %8.0f %5.2f %5.2f %7.2f %7.3f %6.1f/%6.1f/%6.1f %6.2f %5.2f %6.2f "
+                           "%6.2f %6.2f %4d\n",
+                           b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo), mean(x->tps, n),
+                           mean(x->dec_tps, n), x->tau_all, mean(x->acc, n), mean(x->ttft, n), mean(x->tpot, n),
+                           mean(x->draft_ms, n), mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
+                           x->predicted, x->measured, x->predicted > 0 ? x->measured / x->predicted : 0,
+                           x->mismatches);
+                }
+    }
+    printf("\ngreedy mismatches vs AR: %d\n", b->total_mismatches);
+}
+
+static json_t *cell_json(bench *b, int di, int ti, int si, hsd_bench_cell *x) {
+    int n = x->runs;
+    json_t *o = json_object();
+    json_object_set_new(o, "direction", json_string(b->dirs[di].name));
+    json_object_set_new(o, "algo", json_string(hsd_algo_name((hsd_algo)x->algo)));
+    json_object_set_new(o, "temp", json_real(b->temps[ti]));
+    json_object_set_new(o, "set", json_string(set_name(b, si)));
+    json_object_set_new(o, "prompts", json_integer(n));
+    json_object_set_new(o, "tokens_per_s", json_real(mean(x->tps, n)));
+    json_object_set_new(o, "decode_tokens_per_s", json_real(mean(x->dec_tps, n)));
+    json_object_set_new(o, "tau", json_real(x->tau_all));
+    json_object_set_new(o, "acceptance_rate", json_real(mean(x->acc, n)));
+    json_object_set_new(o, "ttft_ms", json_real(mean(x->ttft, n)));
+    json_object_set_new(o, "tpot_ms", json_real(mean(x->tpot, n)));
+    json_object_set_new(o, "draft_ms", json_real(mean(x->draft_ms, n)));
+    json_object_set_new(o, "verify_ms", json_real(mean(x->verify_ms, n)));
+    json_object_set_new(o, "bridge_ms", json_real(mean(x->bridge_ms, n)));
+    json_object_set_new(o, "total_ms", json_real(mean(x->total_ms, n)));
+    json_object_set_new(o, "generated_tokens", json_integer(x->tokens));
+    json_object_set_new(o, "rounds", json_integer(x->rounds));
+    json_object_set_new(o, "m", json_real(x->m));
+    json_object_set_new(o, "k_prime", json_real(x->k_prime));
+    json_object_set_new(o, "predicted_speedup", json_real(x->predicted));
+    json_object_set_new(o, "measured_speedup", json_real(x->measured));
+    json_object_set_new(o, "measured_speedup_e2e", json_real(x->measured_e2e));
+    json_object_set_new(o, "measured_over_predicted", json_real(x->predicted > 0 ? x->measured / x->predicted : 0));
+    json_object_set_new(o, "greedy_mismatches", json_integer(x->mismatches));
+    return o;
+}
+
+static void print_json(bench *b) {
+    json_t *o = json_object(), *res = json_array(), *costs = json_array();
+    json_object_set_new(o, "formula", json_string(HSD_BENCH_FORMULA));
+    json_object_set_new(o, "k", json_integer(b->k));
+    json_object_set_new(o, "n", json_integer(b->n_gen));
+    json_object_set_new(o, "clip", json_integer(b->clip));
+    json_object_set_new(o, "threads", json_integer(b->threads));
+    for (int di = 0; di < b->n_dirs; di++) {
+        const hsd_bench_cost *c = &b->dirs[di].cost;
+        json_t *co = json_object(), *ct = json_array();
+        for (int n = 1; n <= HSD_BENCH_COST_MAX_N; n++) json_array_append_new(ct, json_real(c->c_target[n]));
+        json_object_set_new(co, "direction", json_string(b->dirs[di].name));
+        json_object_set_new(co, "c_target_ms", ct);
+        json_object_set_new(co, "c_draft_ms", json_real(c->c_draft));
+        json_object_set_new(co, "c_self_ms", json_real(c->c_self));
+        json_object_set_new(co, "target_prefix", json_integer(c->t_prefix));
+        json_object_set_new(co, "draft_prefix", json_integer(c->d_prefix));
+        json_array_append_new(costs, co);
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si <= b->n_sets; si++)
+                for (int ai = 0; ai < b->n_algos; ai++) {
+                    hsd_bench_cell *x = cell_at(b, di, ti, si, ai);
+                    if (x->runs) json_array_append_new(res, cell_json(b, di, ti, si, x));
+                }
+    }
+    json_object_set_new(o, "cost", costs);
+    json_object_set_new(o, "results", res);
+    json_object_set_new(o, "greedy_mismatches", json_integer(b->total_mismatches));
+    char *s = json_dumps(o, JSON_INDENT(1));
+    if (s) puts(s);
+    free(s);
+    json_decref(o);
+}
+
+/* Markdown tables for bench/RESULTS.md (the prose around them is written by hand). */
+static int write_md(bench *b) {
+    FILE *f = fopen(b->md, "w");
+    if (!f) {
+        fprintf(stderr, "hsd bench generate: cannot write %s\n", b->md);
+        return 1;
+    }
+    fprintf(f, "Predicted speedup per round: `%s`.\n\n", HSD_BENCH_FORMULA);
+    for (int di = 0; di < b->n_dirs; di++) {
+        const hsd_bench_cost *c = &b->dirs[di].cost;
+        fprintf(f, "**%s**: c_d = %.4f ms", b->dirs[di].name, c->c_draft);
+        if (b->dirs[di].self) fprintf(f, ", c_self = %.4f ms", c->c_self);
+        fprintf(f, "; c_t(n) ms (× c_t(1)) at a %d-token prefix:", c->t_prefix);
+        for (int i = 0; i < N_COST_NS; i++)
+            fprintf(f, " %d: %.4f (%.2f)%s", cost_ns[i], c->c_target[cost_ns[i]],
+                    c->c_target[cost_ns[i]] / c->c_target[1], i + 1 < N_COST_NS ? ";" : "");
+        fprintf(f, "\n\n| temp | set | algo | tok/s | decode tok/s | τ | accept | TTFT ms | TPOT ms | "
+                   "draft / verify / bridge ms | m | k' | predicted | measured | meas/pred | greedy mism. |\n"
+                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si <= b->n_sets; si++)
+                for (int ai = 0; ai < b->n_algos; ai++) {
+                    hsd_bench_cell *x = cell_at(b, di, ti, si, ai);
+                    int n = x->runs;
+                    if (!n) continue;
+                    fprintf(f, "| %g | %s | %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %.1f / %.1f / %.1f | %.2f | "
+                               "%.2f | %.2f | %.2f | %.2f | %s |\n",
+                            b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo), mean(x->tps, n),
+                            mean(x->dec_tps, n), x->tau_all, mean(x->acc, n), mean(x->ttft, n), mean(x->tpot, n),
+                            mean(x->draft_ms, n), mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
+                            x->predicted, x->measured, x->predicted > 0 ? x->measured / x->predicted : 0,
+                            b->temps[ti] <= 0 ? (x->mismatches ? "**MISMATCH**" : "0") : "–");
+                }
+        fputc('\n', f);
+    }
+    fclose(f);
+    return 0;
+}
+
+int hsd_cmd_bench_generate(int argc, char **argv) {
+    bench *b = calloc(1, sizeof *b);
+    if (!b) return 1;
+    int rc = 1;
+    if (parse_args(b, argc, argv)) {
+        usage();
+        free(b);
+        return 2;
+    }
+    int self = has_algo(b, HSD_ALGO_SD);
+    b->n_dirs = b->both ? 2 : 1;
+    if (dir_open(&b->dirs[0], b->tm, b->tt, b->dm, b->dt, b->threads, self) ||
+        (b->both && dir_open(&b->dirs[1], b->dm, b->dt, b->tm, b->tt, b->threads, self)))
+        goto done;
+    if (b->clip < 0) {
+        int32_t ctx = hsd_model_n_ctx(b->dirs[0].t_raw);
+        if (hsd_model_n_ctx(b->dirs[0].d_raw) < ctx) ctx = hsd_model_n_ctx(b->dirs[0].d_raw);
+        b->clip = ctx <= 1024 ? 150 : 0;
+    }
+    for (int s = 0; s < b->n_sets; s++)
+        if (load_set(b->set_paths[s], b->max_prompts, (size_t)b->clip, &b->sets[s])) goto done;
+    size_t n_cells = (size_t)b->n_dirs * b->n_temps * (b->n_sets + 1) * b->n_algos;
+    if (!(b->cells = calloc(n_cells, sizeof *b->cells))) goto done;
+    for (int di = 0; di < b->n_dirs; di++)
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int si = 0; si <= b->n_sets; si++)
+                for (int ai = 0; ai < b->n_algos; ai++) {
+                    hsd_bench_cell *x = cell_at(b, di, ti, si, ai);
+                    x->dir = di, x->temp = b->temps[ti], x->set = si, x->algo = b->algos[ai];
+                }
+    for (int di = 0; di < b->n_dirs; di++) {
+        direction *d = &b->dirs[di];
+        int32_t tp = typical_ctx(d->tt, b->sets, b->n_sets, b->n_gen);
+        int32_t dp = typical_ctx(d->dt, b->sets, b->n_sets, b->n_gen);
+        if (!b->json) fprintf(stderr, "measuring forward costs for %s ...\n", d->name);
+        if (hsd_bench_cost_measure(d->t_raw, d->d_raw, d->s_raw, tp, dp, &d->cost)) goto done;
+    }
+    if (run_all(b)) goto done;
+    finish(b);
+    if (b->json) print_json(b);
+    else print_text(b);
+    if (b->md && write_md(b)) goto done;
+    if (b->svg) {
+        const char *names[2] = {b->dirs[0].name, b->dirs[1].name};
+        if (hsd_bench_plot(b->svg, b->cells, (int)n_cells, names, b->n_dirs, b->temps, b->n_temps, b->algos,
+                           b->n_algos))
+            goto done;
+    }
+    rc = b->total_mismatches ? 3 : 0; /* a greedy mismatch is a correctness failure */
+done:
+    for (int di = 0; di < b->n_dirs; di++) dir_close(&b->dirs[di]);
+    for (int s = 0; s < b->n_sets; s++) {
+        for (int i = 0; i < b->sets[s].n; i++) free(b->sets[s].p[i]);
+        free(b->sets[s].p);
+    }
+    free(b->cells);
+    free(b);
+    return rc;
+}

@@ -1,0 +1,301 @@
+/* The decoding engine on the real TinyStories pair (stories260K with tok512 BPE, babyllama
+ * with the character-level tok105), both directions:
+ *   - greedy: SD, union, TLI and SLEM produce ids identical to AR on every bench prompt;
+ *   - one model given two tokenizers, one of them non-injective (lowercasing): identical too;
+ *   - temperature 1: the first token of every algorithm follows AR's law (chi-square, 20k
+ *     seeded samples each, p > 1e-3) — the law computed exactly from the target's logits. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hsd.h"
+#include "lib/sample.h"
+#include "tests/testutil.h"
+#include "tokenize/tokenizer.h"
+
+typedef struct {
+    hsd_model *m;
+    hsd_tokenizer *t;
+} lm;
+
+static lm small, baby, small2, baby2; /* *2: second instances for self-drafting */
+static char *prompts[128];
+static int n_prompts;
+
+static int load_lm(lm *x, const char *model, const char *tok) {
+    const char *mp = hsd_test_path(model), *tp = hsd_test_path(tok);
+    if (!hsd_test_require(mp) || !hsd_test_require(tp)) return -1;
+    hsd_model_params prm = hsd_model_default_params();
+    prm.n_ctx = 0;
+    prm.n_threads = 1;
+    if (hsd_model_load(mp, &prm, &x->m) || hsd_tokenizer_load_file(tp, &x->t)) {
+        fprintf(stderr, "%s\n", hsd_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Bench prompts, clipped to their last ~150 characters at a word start so the character-level
+ * babyllama (context 256) fits prompt + generation. */
+static void load_prompts(void) {
+    const char *files[] = {"bench/prompts/summarization.jsonl", "bench/prompts/code.jsonl",
+                           "bench/prompts/long_context.jsonl"};
+    for (int f = 0; f < 3; f++) {
+        FILE *fp = fopen(hsd_test_src_path(files[f]), "r");
+        if (!fp) {
+            fprintf(stderr, "missing %s\n", hsd_test_src_path(files[f]));
+            continue;
+        }
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, fp) > 0 && n_prompts < 128) {
+            json_t *j = json_loads(line, 0, NULL);
+            const char *p = json_string_value(json_object_get(j, "prompt"));
+            if (p) {
+                size_t n = strlen(p), start = n > 150 ? n - 150 : 0;
+                while (start > 0 && start < n && p[start - 1] != ' ') start++;
+                prompts[n_prompts++] = strdup(p + start);
+            }
+            json_decref(j);
+        }
+        free(line);
+        fclose(fp);
+    }
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (load_lm(&small, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin") ||
+        load_lm(&baby, "models/babyllama-tok105/model5000.bin", "models/babyllama-tok105/tok105.bin") ||
+        load_lm(&small2, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin") ||
+        load_lm(&baby2, "models/babyllama-tok105/model5000.bin", "models/babyllama-tok105/tok105.bin"))
+        return -1;
+    load_prompts();
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    lm *all[] = {&small, &baby, &small2, &baby2};
+    for (int i = 0; i < 4; i++) hsd_model_free(all[i]->m), hsd_tokenizer_free(all[i]->t);
+    for (int i = 0; i < n_prompts; i++) free(prompts[i]);
+    return 0;
+}
+
+static void gen(hsd_engine *e, const char *prompt, hsd_algo algo, int k, bool adaptive, float temp,
+                uint64_t seed, int n, hsd_gen_result *r) {
+    hsd_gen_params p = hsd_gen_default_params();
+    p.algo = algo;
+    p.n_draft = k;
+    p.adaptive_k = adaptive;
+    p.k_max = 12;
+    p.temp = temp;
+    p.seed = seed;
+    p.max_new_tokens = n;
+    hsd_status s = hsd_engine_generate(e, prompt, strlen(prompt), &p, r);
+    if (s) fprintf(stderr, "generate(%s): %s\n", hsd_algo_name(algo), hsd_last_error());
+    assert_int_equal(s, HSD_OK);
+}
+
+static int same_ids(const hsd_gen_result *a, const hsd_gen_result *b) {
+    return a->n_ids == b->n_ids && !memcmp(a->ids, b->ids, (size_t)a->n_ids * sizeof(int32_t));
+}
+
+static void check_greedy_pair(lm *target, lm *draft, const char *label) {
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
+    const hsd_algo algos[] = {HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION, HSD_ALGO_SD};
+    int checked = 0;
+    for (int i = 0; i < n_prompts; i++) {
+        hsd_gen_result ar;
+        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 40, &ar);
+        for (size_t a = 0; a < 4; a++) {
+            bool self = target->t != draft->t && !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
+            if (algos[a] == HSD_ALGO_SD && !self) continue;
+            for (int adaptive = 0; adaptive < 2; adaptive++) {
+                hsd_gen_result r;
+                gen(e, prompts[i], algos[a], 5, adaptive, 0, 0, 40, &r);
+                if (!same_ids(&ar, &r))
+                    fprintf(stderr, "%s %s prompt %d differs:\n AR:   %s\n algo: %s\n", label,
+                            hsd_algo_name(algos[a]), i, ar.text, r.text);
+                assert_true(same_ids(&ar, &r));
+                checked++;
+                hsd_gen_result_free(&r);
+            }
+        }
+        hsd_gen_result_free(&ar);
+    }
+    printf("%s: %d prompts, %d generations identical to AR\n", label, n_prompts, checked);
+    hsd_engine_free(e);
+}
+
+static void test_greedy_identical_to_ar(void **state) {
+    (void)state;
+    assert_true(n_prompts >= 90);
+    check_greedy_pair(&baby, &small, "target babyllama, drafter stories260K");
+    check_greedy_pair(&small, &baby, "target stories260K, drafter babyllama");
+    check_greedy_pair(&small, &small2, "stories260K drafting for itself");
+    check_greedy_pair(&baby, &baby2, "babyllama drafting for itself");
+}
+
+static void test_noninjective_drafter(void **state) {
+    (void)state;
+    /* the same model as drafter, through a second tok512 that lowercases its input:
+     * decode(encode("Once")) == "once", so the bridge sees text it cannot spell */
+    hsd_tokenizer *lower = NULL;
+    assert_int_equal(hsd_tokenizer_load_file(hsd_test_path("models/stories260K/tok512.bin"), &lower),
+                     HSD_OK);
+    lower->norm = calloc(1, sizeof *lower->norm);
+    lower->norm[0].type = HSD_NORM_LOWERCASE;
+    lower->n_norm = 1;
+    int32_t *ids;
+    size_t n;
+    char *back;
+    assert_int_equal(hsd_tokenizer_encode_alloc(lower, "Once Upon", 9, false, &ids, &n), HSD_OK);
+    assert_int_equal(hsd_tokenizer_decode_alloc(lower, ids, n, true, &back, NULL), HSD_OK);
+    assert_string_not_equal(back, "Once Upon"); /* non-injective indeed */
+    hsd_free(ids), hsd_free(back);
+
+    lm d = {small.m, lower};
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(small.m, small.t, d.m, d.t, &e), HSD_OK);
+    /* the same model cannot be target and drafter at once (one KV cache): load a second */
+    hsd_model *m2;
+    hsd_model_params prm = hsd_model_default_params();
+    prm.n_threads = 1;
+    assert_int_equal(hsd_model_load(hsd_test_path("models/stories260K/stories260K.bin"), &prm, &m2),
+                     HSD_OK);
+    hsd_engine_free(e);
+    assert_int_equal(hsd_engine_init(small.m, small.t, m2, lower, &e), HSD_OK);
+    int checked = 0;
+    for (int i = 0; i < n_prompts; i += 3) {
+        hsd_gen_result ar, r1, r2;
+        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 60, &ar);
+        gen(e, prompts[i], HSD_ALGO_SLEM, 4, false, 0, 0, 60, &r1);
+        gen(e, prompts[i], HSD_ALGO_TLI, 4, false, 0, 0, 60, &r2);
+        assert_true(same_ids(&ar, &r1));
+        assert_true(same_ids(&ar, &r2));
+        checked += 2;
+        hsd_gen_result_free(&ar), hsd_gen_result_free(&r1), hsd_gen_result_free(&r2);
+    }
+    printf("non-injective drafter: %d generations identical to AR\n", checked);
+    hsd_engine_free(e);
+    hsd_model_free(m2);
+    hsd_tokenizer_free(lower);
+}
+
+/* Exact law of the first generated token: softmax of the target's logits after the prompt. */
+static void first_token_law(lm *target, const char *prompt, double *law) {
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(hsd_tokenizer_encode_alloc(target->t, prompt, strlen(prompt), false, &ids, &n),
+                     HSD_OK);
+    int32_t *all = malloc((n + 1) * sizeof *all);
+    all[0] = hsd_tokenizer_bos_id(target->t);
+    memcpy(all + 1, ids, n * sizeof *ids);
+    int32_t V = hsd_model_vocab_size(target->m), row = (int32_t)n;
+    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
+    assert_int_equal(hsd_model_kv_truncate(target->m, 0), HSD_OK);
+    assert_int_equal(hsd_model_forward(target->m, all, (int32_t)n + 1, NULL, &row, 1, logits), HSD_OK);
+    hsd_sampler_params sp = {1.0f, 0, 1.0f};
+    assert_int_equal(hsd_sample_probs(logits, V, &sp, probs), HSD_OK);
+    for (int32_t i = 0; i < V; i++) law[i] = probs[i];
+    free(all), free(logits), free(probs), hsd_free(ids);
+}
+
+static void check_chi2(lm *target, lm *draft, const char *label) {
+    const char *prompt = "Once upon a time, there was a little";
+    int32_t V = hsd_model_vocab_size(target->m);
+    double *law = calloc((size_t)V, sizeof *law);
+    long *count = calloc((size_t)V, sizeof *count);
+    first_token_law(target, prompt, law);
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
+    const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION, HSD_ALGO_SD};
+    const long N = 20000;
+    for (size_t a = 0; a < 5; a++) {
+        bool self = !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
+        if (algos[a] == HSD_ALGO_SD && !self) continue;
+        memset(count, 0, (size_t)V * sizeof *count);
+        for (long s = 0; s < N; s++) {
+            hsd_gen_result r;
+            gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1, &r);
+            assert_int_equal(r.n_ids, 1);
+            count[r.ids[0]]++;
+            hsd_gen_result_free(&r);
+        }
+        int df;
+        double chi2 = hsd_test_chi2(count, law, V, N, &df);
+        double pv = hsd_test_chi2_pvalue(chi2, df);
+        printf("%s %-5s first token: chi2 %.1f, df %d, p = %.4f (%ld samples)\n", label,
+               hsd_algo_name(algos[a]), chi2, df, pv, N);
+        assert_true(pv > 1e-3);
+    }
+    hsd_engine_free(e);
+    free(law), free(count);
+}
+
+static void test_first_token_law(void **state) {
+    (void)state;
+    check_chi2(&baby, &small, "target babyllama/draft stories260K:");
+    check_chi2(&small, &baby, "target stories260K/draft babyllama:");
+    check_chi2(&small, &small2, "stories260K drafting for itself:");
+}
+
+static void test_api_contract(void **state) {
+    (void)state;
+    hsd_engine *e = NULL;
+    assert_int_equal(hsd_engine_init(NULL, small.t, NULL, NULL, &e), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, NULL, &e), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, small.t, &e), HSD_OK);
+    char why[160];
+    assert_int_equal(hsd_engine_auto_algo(e, why, sizeof why), HSD_ALGO_SLEM);
+    assert_non_null(strstr(why, "SLEM"));
+    /* tok105's 101 characters all exist in tok512 (plus the space) */
+    assert_true(hsd_engine_overlap(e) >= 100);
+    hsd_gen_params p = hsd_gen_default_params();
+    p.algo = HSD_ALGO_SD; /* different vocabularies */
+    hsd_gen_result r;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    assert_non_null(strstr(hsd_last_error(), "identical vocabularies"));
+    p.algo = HSD_ALGO_SLEM;
+    p.n_draft = 0;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    /* stop strings end generation right after the first occurrence */
+    p = hsd_gen_default_params();
+    p.algo = HSD_ALGO_SLEM;
+    p.max_new_tokens = 200;
+    const char *stop[] = {"Lily"};
+    p.stop = stop;
+    p.n_stop = 1;
+    assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &p, &r), HSD_OK);
+    assert_non_null(strstr(r.text, "Lily"));
+    assert_true(strlen(strstr(r.text, "Lily")) == 4); /* nothing after it */
+    hsd_gen_result_free(&r);
+    /* the same with AR gives the same text */
+    p.algo = HSD_ALGO_AR;
+    hsd_gen_result r2;
+    assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &p, &r2), HSD_OK);
+    assert_non_null(strstr(r2.text, "Lily"));
+    assert_int_equal(strlen(strstr(r2.text, "Lily")), 4);
+    hsd_gen_result_free(&r2);
+    /* an AR-only engine refuses drafting algorithms */
+    hsd_engine *solo;
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, NULL, NULL, &solo), HSD_OK);
+    p.algo = HSD_ALGO_TLI;
+    assert_int_equal(hsd_engine_generate(solo, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
+    hsd_engine_free(solo);
+    hsd_engine_free(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api_contract),
+        cmocka_unit_test(test_greedy_identical_to_ar),
+        cmocka_unit_test(test_noninjective_drafter),
+        cmocka_unit_test(test_first_token_law),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

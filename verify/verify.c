@@ -1,0 +1,96 @@
+#include "verify/verify.h"
+
+#include <math.h>
+#include <stddef.h>
+
+int32_t hsd_verify_argmax(const float *p, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (p[i] > p[best]) best = i;
+    return best;
+}
+
+int32_t hsd_verify_draw(const float *w, int32_t n, double u) {
+    double total = 0;
+    for (int32_t i = 0; i < n; i++) total += w[i];
+    double target = u * total, acc = 0;
+    int32_t last = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (w[i] <= 0) continue;
+        acc += w[i];
+        last = i;
+        if (target < acc) return i;
+    }
+    return last >= 0 ? last : 0;
+}
+
+int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *d, int32_t k,
+                      bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
+                      int32_t *n_accepted) {
+    int32_t j = 0;
+    for (; j < k; j++) {
+        const float *pj = p + (size_t)j * n, *qj = q + (size_t)j * n;
+        int32_t dj = d[j];
+        if (greedy) {
+            int32_t a = hsd_verify_argmax(pj, n);
+            if (a != dj) {
+                out[j] = a;
+                *n_accepted = j;
+                return j + 1;
+            }
+            out[j] = dj;
+            continue;
+        }
+        double u = hsd_rng_uniform_f64(rng);
+        /* accept with probability min(1, p/q): u < p/q  <=>  u*q < p */
+        if (qj[dj] > 0 && u * (double)qj[dj] < (double)pj[dj]) {
+            out[j] = dj;
+            continue;
+        }
+        /* rejected: resample from the residual max(0, p - q) */
+        double mass = 0;
+        for (int32_t i = 0; i < n; i++) {
+            float r = pj[i] - qj[i];
+            scratch[i] = r > 0 ? r : 0;
+            mass += scratch[i];
+        }
+        double u2 = hsd_rng_uniform_f64(rng);
+        /* p == q up to rounding leaves no residual: p itself is then the right law */
+        out[j] = mass > 0 ? hsd_verify_draw(scratch, n, u2) : hsd_verify_draw(pj, n, u2);
+        *n_accepted = j;
+        return j + 1;
+    }
+    const float *pk = p + (size_t)k * n;
+    out[k] = greedy ? hsd_verify_argmax(pk, n) : hsd_verify_draw(pk, n, hsd_rng_uniform_f64(rng));
+    *n_accepted = k;
+    return k + 1;
+}
+
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, int32_t m, bool greedy,
+                        hsd_rng *rng, int32_t *out, int32_t *n_accepted) {
+    for (int32_t j = 0; j <= m; j++) {
+        const float *pj = p + (size_t)j * n;
+        int32_t t = greedy ? hsd_verify_argmax(pj, n) : hsd_verify_draw(pj, n, hsd_rng_uniform_f64(rng));
+        out[j] = t;
+        if (j == m || t != c[j]) {
+            *n_accepted = j;
+            return j + 1;
+        }
+    }
+    *n_accepted = m; /* not reached */
+    return m + 1;
+}
+
+double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,
+                            bool renormalise, float *out) {
+    for (int32_t i = 0; i < n_out; i++) out[i] = 0;
+    double mass = 0;
+    for (int32_t i = 0; i < nd; i++)
+        if (map[i] >= 0 && map[i] < n_out) {
+            out[map[i]] += q[i];
+            mass += q[i];
+        }
+    if (renormalise && mass > 0)
+        for (int32_t i = 0; i < n_out; i++) out[i] = (float)(out[i] / mass);
+    return mass;
+}

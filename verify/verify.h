@@ -1,0 +1,53 @@
+/* Acceptance rules of speculative decoding as pure functions over probability vectors and
+ * the shared counter-based RNG. The decoding loop computes the distributions (target p,
+ * drafter q, both after temperature/top-k/top-p) and maps vocabularies; these functions
+ * only decide. Every rule keeps the output distributed exactly as the target's sampling
+ * distribution (greedy: identical to argmax decoding).
+ *
+ * Random draws happen in a fixed order (one uniform per acceptance test, one per resample),
+ * so a round is reproducible from the RNG state. */
+#ifndef HSD_VERIFY_H
+#define HSD_VERIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/rng.h"
+
+/* Standard speculative sampling (Leviathan et al., Alg 5) over one shared vocabulary of n
+ * entries. d[0..k) are the drafted tokens; q is k rows of n (the distribution each draft was
+ * sampled from); p is k+1 rows of n (target distribution before each draft and after the
+ * last). Draft j is accepted with probability min(1, p_j(d_j)/q_j(d_j)); at the first
+ * rejection a token is sampled from norm(max(0, p_j - q_j)); if all k are accepted a bonus
+ * token is sampled from p_k. Greedy: accept while d_j == argmax p_j, then emit argmax.
+ * Writes the accepted drafts plus the final token to out (k+1 slots); returns the count
+ * (accepted + 1). *n_accepted receives the number of accepted drafts. `scratch` holds n
+ * floats. Union (Alg 1) and TLI (Alg 4) reduce to this rule after the caller maps both
+ * distributions into one space (see hsd_verify_map_draft). */
+int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *d, int32_t k,
+                      bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
+                      int32_t *n_accepted);
+
+/* String-level exact match (Alg 2): c[0..m) are candidate target tokens (the drafter's text
+ * re-tokenized by the target), p is m+1 rows of n target distributions (before each
+ * candidate and after the last). At each position the target's own token is drawn (greedy:
+ * argmax); candidates are accepted while they equal it; the first differing draw (or the
+ * bonus draw after all m) ends the round. Writes accepted candidates + that token to out
+ * (m+1 slots); returns the count. */
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, int32_t m, bool greedy,
+                        hsd_rng *rng, int32_t *out, int32_t *n_accepted);
+
+/* Maps a drafter distribution q over nd draft ids into the target space (nt entries plus
+ * n_extra slots after them): out[map[i]] += q[i] for every draft id i with map[i] >= 0.
+ * With only_mapped_mass the result is renormalised to sum 1 over the mapped ids (TLI's q'
+ * on T ∩ D); returns the mass of q that was mapped. */
+double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,
+                            bool renormalise, float *out);
+
+/* One draw from the (unnormalised, non-negative) weights w[0..n) with uniform u in [0,1);
+ * returns the last index with positive weight if rounding leaves u past the total. */
+int32_t hsd_verify_draw(const float *w, int32_t n, double u);
+/* Index of the largest value (lowest index on ties). */
+int32_t hsd_verify_argmax(const float *p, int32_t n);
+
+#endif
