@@ -42,6 +42,15 @@ jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | while read -r b; do
     i=$((i + 1))
 done
 
+# bridge: byte 0 = pair, then corpus text cut into 0xFF-separated chunks of ~12 bytes
+o=$(d fuzz_bridge)
+i=0
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | head -120 | while read -r b; do
+    { printf "\\$(printf %03o $((i % 16)))"; printf '%s' "$b" | base64 -d | head -c 400 |
+        sed -e 's/\(............\)/\1\xff/g'; } > "$o/s$i"
+    i=$((i + 1))
+done
+
 o=$(d fuzz_model_llama2c)
 cp "$shared"/models/stories260K/stories260K.bin "$o/"
 

@@ -119,7 +119,8 @@ hsd_status hsd_bridge_resync(hsd_bridge_side *side, const hsd_buf *text, int32_t
         hsd_ids_free(&fresh);
         return hsd_error(HSD_ERR_NOMEM, "out of memory");
     }
-    memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
+    if (fresh.n > c) /* fresh.p is NULL when the window encodes to nothing (NULL + 0 is UB) */
+        memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
     side->ids.n += fresh.n - c;
     hsd_ids_free(&fresh);
     hsd_bridge_advance(side, text);
