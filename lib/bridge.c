@@ -138,7 +138,7 @@ hsd_status hsd_bridge_candidates(const hsd_bridge_side *side, const hsd_buf *tex
     if (s) goto done;
     size_t fixed = side->ids.n - (size_t)side->seg;
     bool reproduces = win.n >= fixed &&
-                      !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t));
+                      (!fixed || !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t)));
     if (reproduces) {
         for (size_t i = fixed; i < win.n && (int32_t)cand->n < max_cand; i++)
             if (hsd_ids_push(cand, win.p[i])) goto oom;
