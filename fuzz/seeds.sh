@@ -42,6 +42,15 @@ jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | while read -r b; do
     i=$((i + 1))
 done
 
+# bridge: rounds of [len][draft][keep][n_own][ids], drafts cut from corpus samples
+o=$(d fuzz_bridge)
+i=0
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | head -60 | while read -r b; do
+    t=$(printf '%s' "$b" | base64 -d | head -c 40)
+    { printf "\\$(printf %03o $((i % 36)))"; printf "\\050%s\\003\\001\\000\\101" "$t"; } > "$o/s$i" 2>/dev/null || true
+    i=$((i + 1))
+done
+
 o=$(d fuzz_model_llama2c)
 cp "$shared"/models/stories260K/stories260K.bin "$o/"
 
