@@ -8,6 +8,17 @@
 
 static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+/* What a committed id contributes to the text. Special ids contribute nothing: the engine
+ * commits no text for them (a model can emit <unk> or BOS mid-text; babyllama does). */
+static const uint8_t *surface(const hsd_tokenizer *tok, int32_t id, size_t *len) {
+    if (hsd_tokenizer_is_special(tok, id)) {
+        *len = 0;
+        return (const uint8_t *)"";
+    }
+    return hsd_tokenizer_token_bytes(tok, id, len);
+}
+
+
 size_t hsd_bridge_pending_tail(const char *s, size_t n) {
     /* a final sequence that is a valid but incomplete UTF-8 prefix (<= 3 bytes) */
     for (size_t k = 1; k <= 3 && k <= n; k++) {
@@ -73,7 +84,7 @@ void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
     size_t best_off = side->seg_off, any_off = side->seg_off;
     for (int32_t i = side->seg; i < limit; i++) {
         size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side->tok, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) {
             if (best == side->seg) { /* diverged before any cut: prove one by re-encoding */
                 advance_by_reencoding(side, text);
@@ -119,7 +130,8 @@ hsd_status hsd_bridge_resync(hsd_bridge_side *side, const hsd_buf *text, int32_t
         hsd_ids_free(&fresh);
         return hsd_error(HSD_ERR_NOMEM, "out of memory");
     }
-    memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
+    if (fresh.n > c) /* fresh.p is NULL when the window encodes to nothing */
+        memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
     side->ids.n += fresh.n - c;
     hsd_ids_free(&fresh);
     hsd_bridge_advance(side, text);
@@ -164,7 +176,7 @@ int hsd_bridge_consistent(const hsd_bridge_side *side, const hsd_buf *text) {
     size_t off = side->seg_off, held = hsd_bridge_pending_tail(text->p, text->n);
     for (size_t i = (size_t)side->seg; i < side->ids.n; i++) {
         size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side->tok, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) return 0;
         off += len;
     }
