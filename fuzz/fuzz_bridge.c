@@ -44,7 +44,7 @@ static void commit(hsd_bridge_side *T, hsd_buf *text, int32_t id) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     const hsd_tokenizer *tt = toks[data[0] % N_TOK], *dt = toks[(data[0] / N_TOK) % N_TOK];
-    hsd_bridge_side T = {tt, {0}, 0, 0}, D = {dt, {0}, 0, 0};
+    hsd_bridge_side T = {tt, {0}, 0, 0, true}, D = {dt, {0}, 0, 0, false};
     hsd_buf text = {0};
     hsd_ids cand = {0};
     if (hsd_buf_append(&text, "", 0)) abort();

@@ -10,8 +10,9 @@ static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t
 
 /* What a committed id contributes to the text. Special ids contribute nothing: the engine
  * commits no text for them (a model can emit <unk> or BOS mid-text; babyllama does). */
-static const uint8_t *surface(const hsd_tokenizer *tok, int32_t id, size_t *len) {
-    if (hsd_tokenizer_is_special(tok, id)) {
+static const uint8_t *surface(const hsd_bridge_side *side, int32_t id, size_t *len) {
+    const hsd_tokenizer *tok = side->tok;
+    if (side->specials_silent && hsd_tokenizer_is_special(tok, id)) {
         *len = 0;
         return (const uint8_t *)"";
     }
@@ -84,7 +85,7 @@ void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
     size_t best_off = side->seg_off, any_off = side->seg_off;
     for (int32_t i = side->seg; i < limit; i++) {
         size_t len;
-        const uint8_t *b = surface(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) {
             if (best == side->seg) { /* diverged before any cut: prove one by re-encoding */
                 advance_by_reencoding(side, text);
@@ -176,7 +177,7 @@ int hsd_bridge_consistent(const hsd_bridge_side *side, const hsd_buf *text) {
     size_t off = side->seg_off, held = hsd_bridge_pending_tail(text->p, text->n);
     for (size_t i = (size_t)side->seg; i < side->ids.n; i++) {
         size_t len;
-        const uint8_t *b = surface(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) return 0;
         off += len;
     }
