@@ -12,19 +12,19 @@
 #include "lib/bridge.h"
 #include "tokenize/tokenizer.h"
 
-static const char *names[] = {"gpt2", "qwen3", "llama2", "claude", "gemma3", "synthetic_unigram"};
-#define N_TOK (sizeof names / sizeof names[0])
-static hsd_tokenizer *toks[N_TOK];
+static const char *bridge_names[] = {"gpt2", "qwen3", "llama2", "claude", "gemma3", "synthetic_unigram"};
+#define BRIDGE_N_TOK (sizeof bridge_names / sizeof bridge_names[0])
+static hsd_tokenizer *bridge_toks[BRIDGE_N_TOK];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     const char *shared = getenv("HSD_SHARED");
     if (!shared || !*shared) shared = HSD_FUZZ_SHARED;
-    for (size_t i = 0; i < N_TOK; i++) {
+    for (size_t i = 0; i < BRIDGE_N_TOK; i++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/tokenizers/%s/tokenizer.json", shared, names[i]);
-        if (hsd_tokenizer_load_file(path, &toks[i]) != HSD_OK) {
+        snprintf(path, sizeof path, "%s/tokenizers/%s/tokenizer.json", shared, bridge_names[i]);
+        if (hsd_tokenizer_load_file(path, &bridge_toks[i]) != HSD_OK) {
             fprintf(stderr, "fuzz_bridge: %s\n", hsd_last_error());
             abort();
         }
@@ -32,7 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-static void commit(hsd_bridge_side *T, hsd_buf *text, int32_t id) {
+static void bridge_commit(hsd_bridge_side *T, hsd_buf *text, int32_t id) {
     if (hsd_ids_push(&T->ids, id)) abort();
     size_t len;
     const uint8_t *b = hsd_tokenizer_token_bytes(T->tok, id, &len);
@@ -43,7 +43,7 @@ static void commit(hsd_bridge_side *T, hsd_buf *text, int32_t id) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
-    const hsd_tokenizer *tt = toks[data[0] % N_TOK], *dt = toks[(data[0] / N_TOK) % N_TOK];
+    const hsd_tokenizer *tt = bridge_toks[data[0] % BRIDGE_N_TOK], *dt = bridge_toks[(data[0] / BRIDGE_N_TOK) % BRIDGE_N_TOK];
     hsd_bridge_side T = {tt, {0}, 0, 0, true}, D = {dt, {0}, 0, 0, false};
     hsd_buf text = {0};
     hsd_ids cand = {0};
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int32_t *ids;
     size_t n;
     if (hsd_tokenizer_encode_alloc(tt, "Hello", 5, false, &ids, &n)) abort();
-    for (size_t i = 0; i < n; i++) commit(&T, &text, ids[i]);
+    for (size_t i = 0; i < n; i++) bridge_commit(&T, &text, ids[i]);
     hsd_free(ids);
     if (hsd_tokenizer_encode_alloc(dt, "Hello", 5, false, &ids, &n)) abort();
     for (size_t i = 0; i < n; i++)
@@ -70,12 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         p += len;
         if (hsd_bridge_candidates(&T, &text, draft, len, &cand, 64) != HSD_OK) abort();
         size_t keep = p < size ? data[p++] : 0;
-        for (size_t i = 0; i < cand.n && i < keep; i++) commit(&T, &text, cand.p[i]);
+        for (size_t i = 0; i < cand.n && i < keep; i++) bridge_commit(&T, &text, cand.p[i]);
         size_t own = p < size ? data[p++] % 4 : 0;
         for (size_t i = 0; i < own && p + 1 < size; i++, p += 2) {
             int32_t id = (int32_t)((data[p] << 8 | data[p + 1]) % (uint32_t)vt);
             if (hsd_tokenizer_id_to_token(tt, id) && !hsd_tokenizer_is_special(tt, id))
-                commit(&T, &text, id);
+                bridge_commit(&T, &text, id);
         }
         int32_t first;
         if (hsd_bridge_resync(&D, &text, &first) != HSD_OK) abort();

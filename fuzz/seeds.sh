@@ -45,8 +45,9 @@ done
 # bridge: rounds of [len][draft][keep][n_own][ids], drafts cut from corpus samples
 o=$(d fuzz_bridge)
 i=0
-jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | head -60 | while read -r b; do
-    t=$(printf '%s' "$b" | base64 -d | head -c 40)
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | sed -n 1,60p | while read -r b; do
+    t=$(printf '%s' "$b" | base64 -d)
+    t=${t:0:40}
     { printf "\\$(printf %03o $((i % 36)))"; printf "\\050%s\\003\\001\\000\\101" "$t"; } > "$o/s$i" 2>/dev/null || true
     i=$((i + 1))
 done

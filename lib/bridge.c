@@ -70,7 +70,7 @@ static void advance_by_reencoding(hsd_bridge_side *side, const hsd_buf *text) {
     }
     hsd_ids pre = {0};
     if (hsd_tok_encode_cont(side->tok, text->p + side->seg_off, b - side->seg_off, &pre) == HSD_OK &&
-        pre.n <= side->ids.n - (size_t)side->seg &&
+        pre.n > 0 && pre.n <= side->ids.n - (size_t)side->seg &&
         !memcmp(pre.p, side->ids.p + side->seg, pre.n * sizeof(int32_t))) {
         side->seg += (int32_t)pre.n;
         side->seg_off = b;
@@ -148,7 +148,7 @@ hsd_status hsd_bridge_candidates(const hsd_bridge_side *side, const hsd_buf *tex
     if (s) goto done;
     size_t fixed = side->ids.n - (size_t)side->seg;
     bool reproduces = win.n >= fixed &&
-                      !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t));
+                      (fixed == 0 || !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t)));
     if (reproduces) {
         for (size_t i = fixed; i < win.n && (int32_t)cand->n < max_cand; i++)
             if (hsd_ids_push(cand, win.p[i])) goto oom;
