@@ -42,13 +42,12 @@ jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | while read -r b; do
     i=$((i + 1))
 done
 
-# bridge: rounds of [len][draft][keep][n_own][ids], drafts cut from corpus samples
+# bridge: byte 0 = pair, then corpus text cut into 0xFF-separated chunks of ~12 bytes
 o=$(d fuzz_bridge)
 i=0
-jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | sed -n 1,60p | while read -r b; do
-    t=$(printf '%s' "$b" | base64 -d)
-    t=${t:0:40}
-    { printf "\\$(printf %03o $((i % 36)))"; printf "\\050%s\\003\\001\\000\\101" "$t"; } > "$o/s$i" 2>/dev/null || true
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | sed -n 1,120p | while read -r b; do
+    { printf "\\$(printf %03o $((i % 16)))"; { printf '%s' "$b" | base64 -d || true; } | dd bs=400 count=1 iflag=fullblock 2>/dev/null |
+        sed -e 's/\(............\)/\1\xff/g'; } > "$o/s$i"
     i=$((i + 1))
 done
 

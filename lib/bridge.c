@@ -43,7 +43,9 @@ static hsd_status encode_window(const hsd_tokenizer *tok, const hsd_buf *text, s
     out->n = 0;
     hsd_buf raw = {0}, w = {0};
     hsd_status s = HSD_OK;
-    if (hsd_buf_append(&raw, text->p + off, text->n - off) || hsd_buf_append(&raw, extra, extra_len))
+    /* text->p is NULL while nothing is committed (empty prompt): NULL + 0 is UB */
+    if (hsd_buf_append(&raw, text->p ? text->p + off : "", text->n - off) ||
+        hsd_buf_append(&raw, extra, extra_len))
         s = hsd_error(HSD_ERR_NOMEM, "out of memory");
     size_t n = raw.n - hsd_bridge_pending_tail(raw.p, raw.n);
     if (!s && hsd_utf8_valid_prefix(raw.p, n) == n) s = hsd_tok_encode_cont(tok, raw.p, n, out);

@@ -26,11 +26,6 @@
 #define LLVMFuzzerTestOneInput gguf_vocab_one
 #include "fuzz/fuzz_gguf_vocab.c"
 #undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerInitialize bridge_init
-#define LLVMFuzzerTestOneInput bridge_one
-#include "fuzz/fuzz_bridge.c"
-#undef LLVMFuzzerInitialize
-#undef LLVMFuzzerTestOneInput
 
 #ifndef HSD_SOURCE_DIR
 #define HSD_SOURCE_DIR "."
@@ -58,16 +53,6 @@ static int replay(const char *name, int (*one)(const uint8_t *, size_t)) {
     }
     closedir(d);
     return n;
-}
-
-/* empty-target-window-memcmp-null: a target window that encodes to nothing made
- * hsd_bridge_candidates memcmp a NULL id array (UBSan) */
-static void test_bridge_regressions(void **state) {
-    (void)state;
-    assert_true(hsd_test_require(hsd_test_path("tokenizers/qwen3/tokenizer.json")));
-    assert_int_equal(bridge_init(NULL, NULL), 0);
-    assert_true(replay("fuzz_bridge", bridge_one) >= 1);
-    for (size_t i = 0; i < BRIDGE_N_TOK; i++) hsd_tokenizer_free(bridge_toks[i]);
 }
 
 static void test_roundtrip_regressions(void **state) {
@@ -219,7 +204,7 @@ static void test_loader_regressions(void **state) {
     int n = replay("fuzz_tokenizer_json", tokenizer_json_one) +
             replay("fuzz_tokenizer_bin", tokenizer_bin_one) + replay("fuzz_gguf_vocab", gguf_vocab_one);
     printf("%d loader regression inputs replayed\n", n);
-    assert_true(n >= 2);
+    assert_true(n >= 4);
     /* and the harnesses themselves work on a real file of each format */
     size_t len;
     char *data = hsd_test_read_file(hsd_test_path("models/stories260K/tok512.bin"), &len);
@@ -244,7 +229,6 @@ int main(void) {
         cmocka_unit_test(test_bpe_unigram_one_thread),
         cmocka_unit_test(test_json_huge_numbers),
         cmocka_unit_test(test_roundtrip_regressions),
-        cmocka_unit_test(test_bridge_regressions),
         cmocka_unit_test(test_loader_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -257,7 +257,7 @@ static hsd_status bpe_cached(const hsd_tokenizer *t, bpe *m, const char *w, size
         size_t k = c->nids;
         int bad = hsd_ids_reserve(out, k);
         if (!bad) {
-            memcpy(out->p + out->n, c->ids, k * sizeof(int32_t));
+            if (k) memcpy(out->p + out->n, c->ids, k * sizeof(int32_t)); /* out->p may be NULL */
             out->n += k;
         }
         pthread_mutex_unlock(lk);
@@ -273,7 +273,7 @@ static hsd_status bpe_cached(const hsd_tokenizer *t, bpe *m, const char *w, size
         c->klen = (uint8_t)n;
         c->nids = (uint8_t)k;
         memcpy(c->key, w, n);
-        memcpy(c->ids, out->p + before, k * sizeof(int32_t));
+        if (k) memcpy(c->ids, out->p + before, k * sizeof(int32_t)); /* out->p NULL when no ids */
         pthread_mutex_unlock(lk);
     }
     return st;
