@@ -83,6 +83,7 @@ static int state_copy(state *dst, const state *src) {
     memcpy(dst->D.ids.p, src->D.ids.p, src->D.ids.n * sizeof(int32_t));
     dst->T.ids.n = src->T.ids.n, dst->D.ids.n = src->D.ids.n;
     dst->T.tok = src->T.tok, dst->D.tok = src->D.tok;
+    dst->T.specials_silent = src->T.specials_silent;
     dst->T.seg = src->T.seg, dst->T.seg_off = src->T.seg_off;
     dst->D.seg = src->D.seg, dst->D.seg_off = src->D.seg_off;
     return 0;
@@ -176,6 +177,7 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         state base = {0}, s = {0};
         /* committed text = surface bytes of the first ctx target ids, as in the engine */
         base.T.tok = tt;
+        base.T.specials_silent = true;
         for (int32_t i = 0; i < ctx[ci]; i++) hsd_ids_push(&base.T.ids, tids[i]);
         append_surface(tt, tids, (size_t)ctx[ci], &base.text);
         int32_t *dp = NULL;

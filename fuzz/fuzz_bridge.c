@@ -46,7 +46,9 @@ static bool valid(const char *s, size_t n) {
 static void commit(hsd_bridge_side *T, hsd_buf *text, int32_t id) {
     size_t len;
     const uint8_t *b = hsd_tokenizer_token_bytes(T->tok, id, &len);
-    if (!b || hsd_ids_push(&T->ids, id) || hsd_buf_append(text, b, len)) abort();
+    if (!b || hsd_ids_push(&T->ids, id)) abort();
+    /* special ids commit no text, as in the engine (T.specials_silent) */
+    if (!hsd_tokenizer_is_special(T->tok, id) && hsd_buf_append(text, b, len)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -55,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (tt == dt) dt = toks[(data[0] % N_TOK + 1) % N_TOK];
     const char *p = (const char *)data + 1, *end = (const char *)data + size;
     hsd_buf text = {0};
-    hsd_bridge_side T = {tt, {0}, 0, 0}, D = {dt, {0}, 0, 0};
+    hsd_bridge_side T = {tt, {0}, 0, 0, true}, D = {dt, {0}, 0, 0, false};
     hsd_ids cand = {0};
     bool d_plain = dt->n_norm == 0;
     int32_t d_prompt = 0;
@@ -95,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (first < d_prompt) abort();
         if (!hsd_bridge_consistent(&T, &text)) abort();
         if (d_plain) {
-            hsd_bridge_side whole = {dt, D.ids, d_prompt, prompt_text};
+            hsd_bridge_side whole = {dt, D.ids, d_prompt, prompt_text, false};
             if (!hsd_bridge_consistent(&whole, &text)) abort();
         }
     }

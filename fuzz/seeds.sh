@@ -45,8 +45,8 @@ done
 # bridge: byte 0 = pair, then corpus text cut into 0xFF-separated chunks of ~12 bytes
 o=$(d fuzz_bridge)
 i=0
-jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | head -120 | while read -r b; do
-    { printf "\\$(printf %03o $((i % 16)))"; printf '%s' "$b" | base64 -d | head -c 400 |
+jq -r '.text | @base64' "$shared/corpus/corpus.jsonl" | sed -n 1,120p | while read -r b; do
+    { printf "\\$(printf %03o $((i % 16)))"; { printf '%s' "$b" | base64 -d || true; } | dd bs=400 count=1 iflag=fullblock 2>/dev/null |
         sed -e 's/\(............\)/\1\xff/g'; } > "$o/s$i"
     i=$((i + 1))
 done

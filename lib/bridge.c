@@ -8,6 +8,18 @@
 
 static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+/* What a committed id contributes to the text. Special ids contribute nothing: the engine
+ * commits no text for them (a model can emit <unk> or BOS mid-text; babyllama does). */
+static const uint8_t *surface(const hsd_bridge_side *side, int32_t id, size_t *len) {
+    const hsd_tokenizer *tok = side->tok;
+    if (side->specials_silent && hsd_tokenizer_is_special(tok, id)) {
+        *len = 0;
+        return (const uint8_t *)"";
+    }
+    return hsd_tokenizer_token_bytes(tok, id, len);
+}
+
+
 size_t hsd_bridge_pending_tail(const char *s, size_t n) {
     /* a final sequence that is a valid but incomplete UTF-8 prefix (<= 3 bytes) */
     for (size_t k = 1; k <= 3 && k <= n; k++) {
@@ -60,7 +72,7 @@ static void advance_by_reencoding(hsd_bridge_side *side, const hsd_buf *text) {
     }
     hsd_ids pre = {0};
     if (hsd_tok_encode_cont(side->tok, text->p + side->seg_off, b - side->seg_off, &pre) == HSD_OK &&
-        pre.n <= side->ids.n - (size_t)side->seg &&
+        pre.n > 0 && pre.n <= side->ids.n - (size_t)side->seg &&
         !memcmp(pre.p, side->ids.p + side->seg, pre.n * sizeof(int32_t))) {
         side->seg += (int32_t)pre.n;
         side->seg_off = b;
@@ -75,7 +87,7 @@ void hsd_bridge_advance(hsd_bridge_side *side, const hsd_buf *text) {
     size_t best_off = side->seg_off, any_off = side->seg_off;
     for (int32_t i = side->seg; i < limit; i++) {
         size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) {
             if (best == side->seg) { /* diverged before any cut: prove one by re-encoding */
                 advance_by_reencoding(side, text);
@@ -121,7 +133,7 @@ hsd_status hsd_bridge_resync(hsd_bridge_side *side, const hsd_buf *text, int32_t
         hsd_ids_free(&fresh);
         return hsd_error(HSD_ERR_NOMEM, "out of memory");
     }
-    if (fresh.n > c) /* fresh.p is NULL when the window encodes to nothing (NULL + 0 is UB) */
+    if (fresh.n > c) /* fresh.p is NULL when the window encodes to nothing */
         memcpy(side->ids.p + side->ids.n, fresh.p + c, (fresh.n - c) * sizeof(int32_t));
     side->ids.n += fresh.n - c;
     hsd_ids_free(&fresh);
@@ -138,7 +150,7 @@ hsd_status hsd_bridge_candidates(const hsd_bridge_side *side, const hsd_buf *tex
     if (s) goto done;
     size_t fixed = side->ids.n - (size_t)side->seg;
     bool reproduces = win.n >= fixed &&
-                      (!fixed || !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t)));
+                      (fixed == 0 || !memcmp(win.p, side->ids.p + side->seg, fixed * sizeof(int32_t)));
     if (reproduces) {
         for (size_t i = fixed; i < win.n && (int32_t)cand->n < max_cand; i++)
             if (hsd_ids_push(cand, win.p[i])) goto oom;
@@ -167,7 +179,7 @@ int hsd_bridge_consistent(const hsd_bridge_side *side, const hsd_buf *text) {
     size_t off = side->seg_off, held = hsd_bridge_pending_tail(text->p, text->n);
     for (size_t i = (size_t)side->seg; i < side->ids.n; i++) {
         size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(side->tok, side->ids.p[i], &len);
+        const uint8_t *b = surface(side, side->ids.p[i], &len);
         if (!b || off + len > text->n || memcmp(text->p + off, b, len)) return 0;
         off += len;
     }

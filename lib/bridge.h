@@ -6,6 +6,7 @@
 #ifndef HSD_LIB_BRIDGE_H
 #define HSD_LIB_BRIDGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hsd.h"
@@ -19,6 +20,9 @@ typedef struct hsd_bridge_side {
     hsd_ids ids;
     int32_t seg;
     size_t seg_off;
+    /* The target's special ids were emitted by the model and commit no text; a drafter's
+     * special ids come from re-encoding text that spells them, so they keep their bytes. */
+    bool specials_silent;
 } hsd_bridge_side;
 
 /* Tokens kept behind the end of the text when the segment advances (look-behind). */

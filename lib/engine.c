@@ -531,6 +531,7 @@ static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
     hsd_rng_init(&g->rng_draft, p->seed, 1);
     hsd_rng_init(&g->rng_verify, p->seed, 2);
     g->T.tok = e->tt;
+    g->T.specials_silent = true;
     if ((s = prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) return s;
     if ((s = commit_text(g, g->T.ids.p, (int32_t)g->T.ids.n))) return s;
     g->gen_text_start = g->text.n;

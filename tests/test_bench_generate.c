@@ -9,26 +9,6 @@
 
 #include "tests/testutil.h"
 
-static char *run(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, n = 0, got;
-    char *out = malloc(cap);
-    while ((got = fread(out + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (n + 1 == cap) out = realloc(out, cap *= 2);
-    }
-    out[n] = 0;
-    int rc = pclose(p);
-    if (rc != 0) fprintf(stderr, "command failed (%d): %s\n%s\n", rc, cmd, out);
-    assert_int_equal(rc, 0);
-    return out;
-}
-
-static const char *cli(void) {
-    const char *c = getenv("HSD_CLI");
-    return c && *c ? c : "./hsd";
-}
 
 static void test_generate_json(void **state) {
     (void)state;
@@ -44,8 +24,8 @@ static void test_generate_json(void **state) {
     snprintf(cmd, sizeof cmd,
              "%s bench generate --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s "
              "--prompts %s --max-prompts 2 -n 16 --temps 0,1 --json",
-             cli(), tm, tt, dm, dt, pr);
-    char *out = run(cmd);
+             hsd_test_cli(), tm, tt, dm, dt, pr);
+    char *out = hsd_test_run(cmd);
     json_error_t err;
     json_t *o = json_loads(out, 0, &err);
     assert_non_null(o);
@@ -99,8 +79,8 @@ static void test_bridge_bench(void **state) {
     snprintf(cmd, sizeof cmd,
              "%s bench bridge --target-tokenizer %s --draft-tokenizer %s --corpus %s --contexts 100,1000 "
              "--rounds 100 --json",
-             cli(), tt, dt, corpus);
-    char *out = run(cmd);
+             hsd_test_cli(), tt, dt, corpus);
+    char *out = hsd_test_run(cmd);
     json_error_t err;
     json_t *o = json_loads(out, 0, &err);
     assert_non_null(o);

@@ -8,27 +8,6 @@
 
 #include "tests/testutil.h"
 
-static char *run(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    size_t got;
-    while ((got = fread(out + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (n + 1 == cap) out = realloc(out, cap *= 2);
-    }
-    out[n] = 0;
-    int rc = pclose(p);
-    if (rc != 0) fprintf(stderr, "command failed (%d): %s\n%s\n", rc, cmd, out);
-    assert_int_equal(rc, 0);
-    return out;
-}
-
-static const char *cli(void) {
-    const char *c = getenv("HSD_CLI");
-    return c && *c ? c : "./hsd";
-}
 
 static void test_generate_json_greedy(void **state) {
     (void)state;
@@ -37,8 +16,8 @@ static void test_generate_json_greedy(void **state) {
     HSD_REQUIRE_FILE(model);
     HSD_REQUIRE_FILE(refp);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 60 --json", cli(), model);
-    char *out = run(cmd);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 60 --json", hsd_test_cli(), model);
+    char *out = hsd_test_run(cmd);
     json_error_t err;
     json_t *o = json_loads(out, 0, &err), *ref = json_load_file(refp, 0, &err);
     assert_non_null(o);
@@ -52,12 +31,12 @@ static void test_generate_json_greedy(void **state) {
     assert_true(json_number_value(json_object_get(o, "tpot_ms")) > 0);
     assert_true(json_number_value(json_object_get(o, "tokens_per_s")) > 0);
     /* sampling: same seed, same ids; another seed, other ids */
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 40 --temp 1 --top-p 0.9 --seed 3 --json", cli(), model);
-    char *a = run(cmd), *b = run(cmd);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 40 --temp 1 --top-p 0.9 --seed 3 --json", hsd_test_cli(), model);
+    char *a = hsd_test_run(cmd), *b = hsd_test_run(cmd);
     json_t *ja = json_loads(a, 0, &err), *jb = json_loads(b, 0, &err);
     assert_true(json_equal(json_object_get(ja, "ids"), json_object_get(jb, "ids")));
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 40 --temp 1 --top-p 0.9 --seed 4 --json", cli(), model);
-    char *c = run(cmd);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt-ids 1 -n 40 --temp 1 --top-p 0.9 --seed 4 --json", hsd_test_cli(), model);
+    char *c = hsd_test_run(cmd);
     json_t *jc = json_loads(c, 0, &err);
     assert_false(json_equal(json_object_get(ja, "ids"), json_object_get(jc, "ids")));
     json_decref(o), json_decref(ref), json_decref(ja), json_decref(jb), json_decref(jc);
@@ -69,17 +48,17 @@ static void test_synth_and_bench(void **state) {
     char dir[256], cmd[1024];
     snprintf(dir, sizeof dir, "%s/hsd_cli_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "%s synth --shape tiny-qwen2 --format gguf --dtype q8_0 -o %s/g", cli(), dir);
-    free(run(cmd));
-    snprintf(cmd, sizeof cmd, "%s synth --shape tiny --format safetensors --dtype bf16 -o %s/s", cli(), dir);
-    free(run(cmd));
-    snprintf(cmd, sizeof cmd, "%s bench forward --model %s/g/model.gguf --n 1,4 --reps 3", cli(), dir);
-    char *out = run(cmd);
+    snprintf(cmd, sizeof cmd, "%s synth --shape tiny-qwen2 --format gguf --dtype q8_0 -o %s/g", hsd_test_cli(), dir);
+    free(hsd_test_run(cmd));
+    snprintf(cmd, sizeof cmd, "%s synth --shape tiny --format safetensors --dtype bf16 -o %s/s", hsd_test_cli(), dir);
+    free(hsd_test_run(cmd));
+    snprintf(cmd, sizeof cmd, "%s bench forward --model %s/g/model.gguf --n 1,4 --reps 3", hsd_test_cli(), dir);
+    char *out = hsd_test_run(cmd);
     assert_non_null(strstr(out, "Q8_0"));
     assert_non_null(strstr(out, "1.00x"));
     free(out);
-    snprintf(cmd, sizeof cmd, "%s generate --model %s/s --prompt-ids 1,2,3 -n 5 --json", cli(), dir);
-    out = run(cmd);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s/s --prompt-ids 1,2,3 -n 5 --json", hsd_test_cli(), dir);
+    out = hsd_test_run(cmd);
     assert_non_null(strstr(out, "\"n_generated\":5"));
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

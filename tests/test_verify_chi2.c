@@ -31,93 +31,17 @@
 
 /* ---------------------------------------------------------------- chi-square ---------- */
 
-/* Regularized incomplete gamma P(a, x) by its series and Q(a, x) by Lentz's continued
- * fraction (Numerical Recipes 6.2), each in the region where it converges fast. */
-static double gamma_p_series(double a, double x) {
-    double ap = a, del = 1.0 / a, sum = del;
-    for (int n = 0; n < 10000; n++) {
-        ap += 1;
-        del *= x / ap;
-        sum += del;
-        if (fabs(del) < fabs(sum) * 1e-16) break;
-    }
-    return sum * exp(-x + a * log(x) - lgamma(a));
-}
-
-static double gamma_q_cfrac(double a, double x) {
-    const double tiny = 1e-300;
-    double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
-    for (int i = 1; i < 10000; i++) {
-        double an = -i * (i - a);
-        b += 2;
-        d = an * d + b;
-        if (fabs(d) < tiny) d = tiny;
-        c = b + an / c;
-        if (fabs(c) < tiny) c = tiny;
-        d = 1 / d;
-        double del = d * c;
-        h *= del;
-        if (fabs(del - 1) < 1e-16) break;
-    }
-    return exp(-x + a * log(x) - lgamma(a)) * h;
-}
-
-static double gamma_q(double a, double x) {
-    if (x <= 0) return 1.0;
-    return x < a + 1 ? 1.0 - gamma_p_series(a, x) : gamma_q_cfrac(a, x);
-}
-
-/* Survival function of the chi-square distribution with df degrees of freedom. */
-static double chi2_sf(double x, int df) { return gamma_q(df / 2.0, x / 2.0); }
+/* Survival function and Pearson test: the shared implementations in tests/testutil.c. */
+static double chi2_sf(double x, int df) { return hsd_test_chi2_pvalue(x, df); }
 
 typedef struct {
     double stat, p;
     int df;
 } chi2_res;
 
-/* Pearson test of observed counts against probabilities (normalised here). Cells with
- * expected count < 5 are pooled (smallest first) until the pool reaches 5. An observation in
- * a cell of probability 0 is impossible under the null: p-value 0. */
 static chi2_res chi2_test(const long *obs, const double *prob, int n, long N) {
-    chi2_res r = {0, 1, 0};
-    double tot = 0;
-    for (int i = 0; i < n; i++) tot += prob[i];
-    int idx[MAXV * MAXV], m = 0;
-    for (int i = 0; i < n; i++) {
-        if (prob[i] <= 0) {
-            if (obs[i] > 0) {
-                r.stat = INFINITY;
-                r.p = 0;
-                return r;
-            }
-            continue;
-        }
-        idx[m++] = i;
-    }
-    /* insertion sort by expected count */
-    for (int i = 1; i < m; i++)
-        for (int j = i; j > 0 && prob[idx[j]] < prob[idx[j - 1]]; j--) {
-            int t = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = t;
-        }
-    double pe = 0, po = 0;
-    int i = 0, cells = 0;
-    while (i < m && (N * prob[idx[i]] / tot < 5 || (pe > 0 && pe < 5))) {
-        pe += N * prob[idx[i]] / tot;
-        po += obs[idx[i]];
-        i++;
-    }
-    if (pe > 0) {
-        r.stat += (po - pe) * (po - pe) / pe;
-        cells++;
-    }
-    for (; i < m; i++) {
-        double e = N * prob[idx[i]] / tot, o = (double)obs[idx[i]];
-        r.stat += (o - e) * (o - e) / e;
-        cells++;
-    }
-    r.df = cells - 1;
+    chi2_res r;
+    r.stat = hsd_test_chi2(obs, prob, n, N, &r.df);
     r.p = r.df > 0 ? chi2_sf(r.stat, r.df) : 1.0;
     return r;
 }

@@ -89,29 +89,71 @@ static double gamma_q(double a, double x) {
 
 double hsd_test_chi2_pvalue(double chi2, int df) {
     if (df <= 0) return 1.0;
+    if (isinf(chi2)) return 0.0;
     return gamma_q(df / 2.0, chi2 / 2.0);
 }
 
-double hsd_test_chi2(const long *observed, const double *prob, int n, long total, int *df) {
-    double chi2 = 0, pool_e = 0, pool_o = 0;
-    int cells = 0;
+/* Cells with expected count < 5 are pooled, smallest first, until the pool reaches 5; an
+ * observation in a cell of probability 0 is impossible under the null (statistic +inf). */
+double hsd_test_chi2(const long *obs, const double *prob, int n, long total, int *df) {
+    double tot = 0, stat = 0;
+    for (int i = 0; i < n; i++) tot += prob[i];
+    int *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx), m = 0;
     for (int i = 0; i < n; i++) {
-        double e = prob[i] * (double)total;
-        if (e < 5) {
-            pool_e += e;
-            pool_o += (double)observed[i];
+        if (prob[i] <= 0) {
+            if (obs[i] > 0) {
+                free(idx);
+                *df = 1;
+                return INFINITY;
+            }
             continue;
         }
-        chi2 += (observed[i] - e) * (observed[i] - e) / e;
+        idx[m++] = i;
+    }
+    for (int i = 1; i < m; i++) /* insertion sort by expected count */
+        for (int j = i; j > 0 && prob[idx[j]] < prob[idx[j - 1]]; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    double pe = 0, po = 0;
+    int i = 0, cells = 0;
+    while (i < m && (total * prob[idx[i]] / tot < 5 || (pe > 0 && pe < 5))) {
+        pe += total * prob[idx[i]] / tot;
+        po += (double)obs[idx[i]];
+        i++;
+    }
+    if (pe > 0) {
+        stat += (po - pe) * (po - pe) / pe;
         cells++;
     }
-    if (pool_e > 0) {
-        chi2 += (pool_o - pool_e) * (pool_o - pool_e) / pool_e;
-        cells++;
-    } else if (pool_o > 0) {
-        chi2 += 1e9; /* mass where the law has none */
+    for (; i < m; i++) {
+        double e = total * prob[idx[i]] / tot, o = (double)obs[idx[i]];
+        stat += (o - e) * (o - e) / e;
         cells++;
     }
+    free(idx);
     *df = cells - 1;
-    return chi2;
+    return stat;
+}
+
+const char *hsd_test_cli(void) {
+    const char *c = getenv("HSD_CLI");
+    return c && *c ? c : "./hsd";
+}
+
+char *hsd_test_run(const char *cmd) {
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0, got;
+    char *out = malloc(cap);
+    while ((got = fread(out + n, 1, cap - n - 1, p)) > 0) {
+        n += got;
+        if (n + 1 == cap) out = realloc(out, cap *= 2);
+    }
+    out[n] = 0;
+    int rc = pclose(p);
+    if (rc != 0) fprintf(stderr, "command failed (%d): %s\n%s\n", rc, cmd, out);
+    assert_int_equal(rc, 0);
+    return out;
 }

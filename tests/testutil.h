@@ -25,6 +25,11 @@ double hsd_test_chi2_pvalue(double chi2, int df);
  * cells whose expected count is below 5 into one; *df receives the degrees of freedom. */
 double hsd_test_chi2(const long *observed, const double *prob, int n, long total, int *df);
 
+/* The hsd CLI under test ($HSD_CLI, else ./hsd). */
+const char *hsd_test_cli(void);
+/* Runs a shell command, asserts exit status 0, returns its stdout (caller frees). */
+char *hsd_test_run(const char *cmd);
+
 /* Skips the current cmocka test with a printed reason when a shared file is missing. */
 #define HSD_REQUIRE_FILE(p)                                                                  \
     do {                                                                                     \

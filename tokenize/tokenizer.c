@@ -48,6 +48,13 @@ hsd_status hsd_tok_set_size(hsd_tokenizer *t, int32_t n_ids) {
     t->flags = malloc((size_t)n_ids);
     hsd_strmap_free(&t->str_to_id); /* re-size for the whole vocabulary up front */
     if (hsd_strmap_init(&t->str_to_id, (size_t)n_ids)) return hsd_error(HSD_ERR_NOMEM, "oom");
+    /* reserve the string arenas for ~10 bytes a token: growing them by doubling copied
+     * megabytes and faulted pages twice (5-9% of a load) */
+    size_t guess = (size_t)n_ids * 10 + 4096;
+    t->str_arena = malloc(guess);
+    t->str_to_id.arena = malloc(guess);
+    if (!t->str_arena || !t->str_to_id.arena) return hsd_error(HSD_ERR_NOMEM, "oom");
+    t->str_arena_cap = t->str_to_id.arena_cap = guess;
     if (!t->str_off || !t->str_len || !t->flags)
         return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", t->name);
     memset(t->flags, HSD_TOKF_UNUSED, (size_t)n_ids);
@@ -109,7 +116,19 @@ static int surface_of(const hsd_tokenizer *t, int32_t id, hsd_buf *out) {
             size_t pl = d->type == HSD_DEC_REPLACE ? d->pattern_len : d->repl_len;
             const char *rep = d->type == HSD_DEC_REPLACE ? d->content : " ";
             size_t rl = d->type == HSD_DEC_REPLACE ? d->content_len : 1;
-            if (!pl) continue;
+            if (!pl || !memmem(out->p, out->n, pat, pl)) continue;
+            if (rl <= pl) { /* shrinking or same size ("▁" -> " "): in place, no allocation */
+                size_t w = 0, j = 0;
+                while (j < out->n) {
+                    if (j + pl <= out->n && !memcmp(out->p + j, pat, pl)) {
+                        memcpy(out->p + w, rep, rl);
+                        w += rl;
+                        j += pl;
+                    } else out->p[w++] = out->p[j++];
+                }
+                out->n = w;
+                continue;
+            }
             hsd_buf tmp = {0};
             size_t j = 0;
             while (j < out->n) {
