@@ -129,6 +129,11 @@ static hsd_status skip_value(gguf_file *g, uint32_t type, const char *key, int d
     return HSD_OK;
 }
 
+/* An untrusted metadata number as int32: -1 unless integral and in range. */
+static int32_t gguf_i32(double v) {
+    return v >= 0 && v <= (double)INT32_MAX && v == (double)(int64_t)v ? (int32_t)v : -1;
+}
+
 static bool num_get(const gguf_file *g, const char *suffix, double *v) {
     char key[96];
     snprintf(key, sizeof key, "%s.%s", g->arch, suffix);
@@ -295,20 +300,22 @@ hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_t
             s = hsd_error(HSD_ERR_PARSE, "%s: missing metadata key '%s.%s'", path, g.arch, required[i]);
             goto fail;
         }
-    num_get(&g, "embedding_length", &v), c.dim = (int32_t)v;
-    num_get(&g, "feed_forward_length", &v), c.hidden_dim = (int32_t)v;
-    num_get(&g, "block_count", &v), c.n_layers = (int32_t)v;
-    num_get(&g, "attention.head_count", &v), c.n_heads = (int32_t)v;
-    c.n_kv_heads = num_get(&g, "attention.head_count_kv", &v) ? (int32_t)v : c.n_heads;
-    c.head_dim = num_get(&g, "attention.key_length", &v) ? (int32_t)v : (c.n_heads ? c.dim / c.n_heads : 0);
-    c.seq_len = num_get(&g, "context_length", &v) ? (int32_t)v : 2048;
+    /* metadata numbers are untrusted: out-of-range values become -1, which the shape
+     * checks reject (a raw double-to-int cast of 4294967295 is UB; fuzz_model_gguf) */
+    num_get(&g, "embedding_length", &v), c.dim = gguf_i32(v);
+    num_get(&g, "feed_forward_length", &v), c.hidden_dim = gguf_i32(v);
+    num_get(&g, "block_count", &v), c.n_layers = gguf_i32(v);
+    num_get(&g, "attention.head_count", &v), c.n_heads = gguf_i32(v);
+    c.n_kv_heads = num_get(&g, "attention.head_count_kv", &v) ? gguf_i32(v) : c.n_heads;
+    c.head_dim = num_get(&g, "attention.key_length", &v) ? gguf_i32(v) : (c.n_heads > 0 ? c.dim / c.n_heads : 0);
+    c.seq_len = num_get(&g, "context_length", &v) ? gguf_i32(v) : 2048;
     c.rope_theta = num_get(&g, "rope.freq_base", &v) ? (float)v : 10000.0f;
     c.norm_eps = num_get(&g, "attention.layer_norm_rms_epsilon", &v) ? (float)v : 1e-5f;
     /* llama.cpp permutes llama's q/k rows for interleaved rope; qwen2 keeps NeoX order */
     c.rope_interleaved = !strcmp(g.arch, "llama");
     c.qkv_bias = !strcmp(g.arch, "qwen2");
     if (num_get(&g, "vocab_size", &v)) {
-        c.vocab_size = (int32_t)v;
+        c.vocab_size = gguf_i32(v);
     } else {
         hsd_tensor_ref r;
         bool found;
@@ -317,7 +324,7 @@ hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_t
             s = hsd_error(HSD_ERR_PARSE, "%s: missing tensor 'token_embd.weight'", path);
             goto fail;
         }
-        c.vocab_size = (int32_t)r.shape[0];
+        c.vocab_size = r.shape[0] > 0 && r.shape[0] < INT32_MAX ? (int32_t)r.shape[0] : -1;
     }
     s = hsd_tf_create(&c, gguf_lookup, &g, path, params, hsd_file_map_close, m, out);
     gguf_free(&g);

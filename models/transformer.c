@@ -360,7 +360,9 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (xb) tf->xb = xb;
     float *q = realloc(tf->q, N * tf->q_dim * sizeof(float));
     if (q) tf->q = q;
-    float *hb = realloc(tf->hb, N * c->hidden_dim * sizeof(float));
+    /* hb is also the temporary of the attention output projection (dim wide): size it for
+     * the widest use, hidden_dim can be smaller than dim (found by fuzz_model_llama2c) */
+    float *hb = realloc(tf->hb, N * tf->max_cols * sizeof(float));
     if (hb) tf->hb = hb;
     float *hb2 = realloc(tf->hb2, N * c->hidden_dim * sizeof(float));
     if (hb2) tf->hb2 = hb2;
