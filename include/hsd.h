@@ -43,6 +43,13 @@ const char *hsd_last_error(void);
 const char *hsd_status_str(hsd_status s);
 const char *hsd_version(void);
 
+/* Optional log callback: the library never prints; notices such as "no CUDA device, using
+ * CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
+ * it before other calls; it may be called from any thread that calls into hsd. */
+typedef enum hsd_log_level { HSD_LOG_DEBUG = 0, HSD_LOG_INFO, HSD_LOG_WARN, HSD_LOG_ERROR } hsd_log_level;
+typedef void (*hsd_log_fn)(hsd_log_level level, const char *msg, void *user);
+void hsd_log_set(hsd_log_fn fn, void *user);
+
 /* Frees memory that an hsd_* function allocated for the caller (e.g. *_alloc outputs). */
 void hsd_free(void *p);
 
