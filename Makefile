@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 HSD_SHARED ?= $(abspath ../shared)
 export HSD_SHARED
 
-.PHONY: all bootstrap build test demo asan clean format fuzz
+.PHONY: all bootstrap build test demo asan clean format fuzz install
 
 all: build
 
@@ -20,6 +20,12 @@ build: bootstrap $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Installs headers, libhsd.a, libhsd.so, the CLI, hsd.pc and the CMake package under
+# $(DESTDIR)$(PREFIX) (both package files are relocatable, so PREFIX needs no reconfigure).
+PREFIX ?= /usr/local
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 demo: build
 	./scripts/demo.sh $(BUILD)/hsd

@@ -7,7 +7,16 @@
  *   - functions that can fail return an hsd_status; on failure hsd_last_error() returns a
  *     message naming what went wrong and where (file, field, byte offset). The message is
  *     thread-local and stays valid until the next failing call on the same thread;
- *   - the library never prints, exits or aborts.
+ *   - the library never prints, exits or aborts;
+ *   - functions that return a value instead of a status (getters) return a documented neutral
+ *     value (0, -1, NULL, "" or false) for a NULL handle or an out-of-range argument;
+ *   - global state: only the optional log callback (hsd_log_set). Everything else lives in
+ *     handles, in thread-local storage (the last error, per-thread tokenizer scratch, freed at
+ *     thread exit) or in immutable tables built once on first use (Unicode ranges);
+ *   - "Thread-safe" below means any number of threads may call the function at once, also on
+ *     the same handle; "not thread-safe per handle" means at most one thread at a time may use
+ *     that handle (different handles are independent).
+ * Only symbols starting with hsd_ are exported from libhsd.so (SONAME libhsd.so.<major>).
  */
 #ifndef HSD_H
 #define HSD_H
@@ -20,9 +29,26 @@
 extern "C" {
 #endif
 
+/* Marks the exported functions: the library is built with -fvisibility=hidden, so anything
+ * without HSD_API stays internal to libhsd.so. */
+#if defined(_WIN32)
+#define HSD_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define HSD_API __attribute__((visibility("default")))
+#else
+#define HSD_API
+#endif
+
+/* Must equal project(VERSION) in CMakeLists.txt (checked by tests/test_api_version.c). */
 #define HSD_VERSION_MAJOR 0
 #define HSD_VERSION_MINOR 1
 #define HSD_VERSION_PATCH 0
+#define HSD_VERSION_STR_(x) #x
+#define HSD_VERSION_STR(a, b, c) HSD_VERSION_STR_(a) "." HSD_VERSION_STR_(b) "." HSD_VERSION_STR_(c)
+/* "MAJOR.MINOR.PATCH" of the header; hsd_version() gives the library's, to compare at run time. */
+#define HSD_VERSION_STRING HSD_VERSION_STR(HSD_VERSION_MAJOR, HSD_VERSION_MINOR, HSD_VERSION_PATCH)
+/* One integer for comparisons: MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define HSD_VERSION_NUMBER (HSD_VERSION_MAJOR * 10000 + HSD_VERSION_MINOR * 100 + HSD_VERSION_PATCH)
 
 typedef enum hsd_status {
     HSD_OK = 0,
@@ -37,21 +63,29 @@ typedef enum hsd_status {
     HSD_ERR_INTERNAL = 9,
 } hsd_status;
 
-/* Message of the last failure on this thread ("" if none). */
-const char *hsd_last_error(void);
-/* Short constant name of a status, e.g. "HSD_ERR_PARSE". */
-const char *hsd_status_str(hsd_status s);
-const char *hsd_version(void);
+/* Message of the last failure on this thread ("" if none). Owned by the library (thread-local
+ * buffer): valid until the next failing hsd call on this thread. Thread-safe. */
+HSD_API const char *hsd_last_error(void);
+/* Short constant name of a status, e.g. "HSD_ERR_PARSE"; "HSD_ERR_UNKNOWN" for a value that
+ * is not an hsd_status. Static string. Thread-safe. */
+HSD_API const char *hsd_status_str(hsd_status s);
+/* The library's version, "MAJOR.MINOR.PATCH" (equal to HSD_VERSION_STRING of the header it was
+ * built with). Static string. Thread-safe. */
+HSD_API const char *hsd_version(void);
 
 /* Optional log callback: the library never prints; notices such as "no CUDA device, using
  * CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
  * it before other calls; it may be called from any thread that calls into hsd. */
 typedef enum hsd_log_level { HSD_LOG_DEBUG = 0, HSD_LOG_INFO, HSD_LOG_WARN, HSD_LOG_ERROR } hsd_log_level;
 typedef void (*hsd_log_fn)(hsd_log_level level, const char *msg, void *user);
-void hsd_log_set(hsd_log_fn fn, void *user);
+/* `msg` passed to fn is valid only during the call. `user` is borrowed and passed back as is.
+ * Thread-safe (the pointer pair is swapped atomically), but a callback that is being replaced
+ * may still receive one last message from another thread. */
+HSD_API void hsd_log_set(hsd_log_fn fn, void *user);
 
-/* Frees memory that an hsd_* function allocated for the caller (e.g. *_alloc outputs). */
-void hsd_free(void *p);
+/* Frees memory that an hsd_* function allocated for the caller (e.g. *_alloc outputs).
+ * NULL is a no-op. Thread-safe. */
+HSD_API void hsd_free(void *p);
 
 /* ------------------------------------------------------------------------------------
  * Tokenizers
@@ -67,45 +101,66 @@ typedef enum hsd_tokenizer_format {
     HSD_TOKENIZER_GGUF = 3,     /* GGUF file (tokenizer.ggml.* metadata) */
 } hsd_tokenizer_format;
 
-hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out);
-/* `name` is used in error messages only (may be NULL). The bytes are copied as needed. */
-hsd_status hsd_tokenizer_load_memory(const void *data, size_t size, hsd_tokenizer_format format,
-                                     const char *name, hsd_tokenizer **out);
-void hsd_tokenizer_free(hsd_tokenizer *tok);
+/* Loads a tokenizer file (format detected from content, as HSD_TOKENIZER_AUTO). On success
+ * *out is a new handle the caller owns (release with hsd_tokenizer_free); on failure *out is
+ * NULL. Errors: INVALID_ARG (NULL path/out), IO, PARSE, UNSUPPORTED. Thread-safe. */
+HSD_API hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out);
+/* Same from memory. `name` is used in error messages only (may be NULL). The bytes are
+ * borrowed for the call only (copied as needed), so the caller may free them afterwards.
+ * Errors also: INVALID_ARG for data NULL with size > 0 or a format outside the enum. */
+HSD_API hsd_status hsd_tokenizer_load_memory(const void *data, size_t size,
+                                             hsd_tokenizer_format format, const char *name,
+                                             hsd_tokenizer **out);
+/* Releases the tokenizer and everything it owns (strings returned by the getters below).
+ * NULL is a no-op. No other thread may be using it. */
+HSD_API void hsd_tokenizer_free(hsd_tokenizer *tok);
 
 /* Encodes `len` bytes of UTF-8 text. With add_special the post-processor's special tokens are
  * added (HF add_special_tokens=true). Writes up to `cap` ids; *n_ids receives the number of
  * ids produced. If cap is too small, returns HSD_ERR_BUFFER_TOO_SMALL and *n_ids is the size
  * needed. Invalid UTF-8 → HSD_ERR_INVALID_UTF8 naming the byte offset. */
-hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size_t len,
-                                bool add_special, int32_t *ids, size_t cap, size_t *n_ids);
-/* Same, allocating: *ids must be released with hsd_free. */
-hsd_status hsd_tokenizer_encode_alloc(const hsd_tokenizer *tok, const char *text, size_t len,
-                                      bool add_special, int32_t **ids, size_t *n_ids);
+/* `ids` is the caller's buffer (may be NULL when cap is 0, to ask for the size). Errors:
+ * INVALID_ARG (NULL tok/n_ids, text NULL with len > 0, ids NULL with cap > 0), INVALID_UTF8,
+ * BUFFER_TOO_SMALL. Thread-safe (also on the same tokenizer). */
+HSD_API hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size_t len,
+                                        bool add_special, int32_t *ids, size_t cap,
+                                        size_t *n_ids);
+/* Same, allocating: on success the caller owns *ids (release with hsd_free; it may be NULL
+ * when *n_ids is 0). On failure *ids is NULL. Thread-safe. */
+HSD_API hsd_status hsd_tokenizer_encode_alloc(const hsd_tokenizer *tok, const char *text,
+                                              size_t len, bool add_special, int32_t **ids,
+                                              size_t *n_ids);
 
 /* Decodes ids to text exactly as HF tokenizers' decode(ids, skip_special_tokens). The text is
  * NUL-terminated and *len (if not NULL) gets its length; release with hsd_free. Byte tokens
  * that do not form valid UTF-8 decode to U+FFFD as HF does. */
-hsd_status hsd_tokenizer_decode_alloc(const hsd_tokenizer *tok, const int32_t *ids, size_t n_ids,
-                                      bool skip_special, char **text, size_t *len);
+/* Errors: INVALID_ARG (NULL tok/text, ids NULL with n_ids > 0), OUT_OF_RANGE (an id outside
+ * the vocabulary). On failure *text is NULL. Thread-safe. */
+HSD_API hsd_status hsd_tokenizer_decode_alloc(const hsd_tokenizer *tok, const int32_t *ids,
+                                              size_t n_ids, bool skip_special, char **text,
+                                              size_t *len);
 
-/* Number of ids (model vocabulary plus added tokens; the largest id + 1). */
-int32_t hsd_tokenizer_vocab_size(const hsd_tokenizer *tok);
+/* The getters below are thread-safe, allocate nothing, and return 0 / -1 / NULL / false for a
+ * NULL tokenizer as stated. */
+/* Number of ids (model vocabulary plus added tokens; the largest id + 1); 0 for NULL. */
+HSD_API int32_t hsd_tokenizer_vocab_size(const hsd_tokenizer *tok);
 /* The token's string as stored in the vocabulary (e.g. "Ġhello", "▁the", "<0x41>"), or NULL
  * for an id that is out of range or unused. Owned by the tokenizer. */
-const char *hsd_tokenizer_id_to_token(const hsd_tokenizer *tok, int32_t id);
-/* Id of a vocabulary string, or -1. */
-int32_t hsd_tokenizer_token_to_id(const hsd_tokenizer *tok, const char *token);
+HSD_API const char *hsd_tokenizer_id_to_token(const hsd_tokenizer *tok, int32_t id);
+/* Id of a vocabulary string (NUL-terminated), or -1 (also for NULL arguments). */
+HSD_API int32_t hsd_tokenizer_token_to_id(const hsd_tokenizer *tok, const char *token);
 /* Surface bytes: what the token contributes to decoded text (byte-level escapes undone,
  * "▁" as space, "<0xNN>" as the byte, WordPiece "##" removed). Not NUL-terminated; *len gets
  * the length. NULL for out-of-range ids. Owned by the tokenizer. Vocabularies of different
  * tokenizers are intersected by these bytes. */
-const uint8_t *hsd_tokenizer_token_bytes(const hsd_tokenizer *tok, int32_t id, size_t *len);
-bool hsd_tokenizer_is_special(const hsd_tokenizer *tok, int32_t id);
-/* Special ids, -1 when the tokenizer has none. */
-int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *tok);
-int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
-int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
+HSD_API const uint8_t *hsd_tokenizer_token_bytes(const hsd_tokenizer *tok, int32_t id,
+                                                 size_t *len);
+/* Whether id is a special (control) token; false for NULL or an out-of-range id. */
+HSD_API bool hsd_tokenizer_is_special(const hsd_tokenizer *tok, int32_t id);
+/* Special ids, -1 when the tokenizer has none (or is NULL). */
+HSD_API int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *tok);
+HSD_API int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
+HSD_API int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
 
 
 /* ====================================================================================
@@ -153,25 +208,49 @@ typedef struct hsd_model_iface {
     void (*free)(void *ctx); /* called by hsd_model_free; may be NULL */
 } hsd_model_iface;
 
-hsd_model_params hsd_model_default_params(void);
-/* params may be NULL (defaults). */
-hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_model **out);
-/* Wraps a caller's implementation; the iface struct is copied. */
-hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out);
-void hsd_model_free(hsd_model *model);
+/* The defaults (n_ctx 0, n_threads 0 → 2, use_mmap true). Thread-safe. */
+HSD_API hsd_model_params hsd_model_default_params(void);
+/* Loads a model file or directory. params may be NULL (defaults); it is read during the call
+ * only. On success the caller owns *out (release with hsd_model_free); on failure *out is
+ * NULL. Errors: INVALID_ARG (NULL path/out, n_ctx or n_threads < 0), IO, PARSE, UNSUPPORTED,
+ * NOMEM. Thread-safe (loads of different models may run at once). */
+HSD_API hsd_status hsd_model_load(const char *path, const hsd_model_params *params,
+                                  hsd_model **out);
+/* Wraps a caller's implementation; the iface struct is copied, iface->ctx is borrowed until
+ * hsd_model_free, which calls iface->free(ctx) when set (so the handle then owns ctx).
+ * vocab_size, forward, kv_len and kv_truncate are required (else INVALID_ARG). The wrapper
+ * checks arguments (NULL pointers, counts, cache bounds) before calling the callbacks, so an
+ * implementation only sees well-formed calls. On success the caller owns *out. Thread-safe. */
+HSD_API hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out);
+/* Releases the model (and its iface ctx, see above). NULL is a no-op. Not thread-safe per
+ * handle; an engine that borrows the model must be freed first or not used again. */
+HSD_API void hsd_model_free(hsd_model *model);
 
-int32_t hsd_model_vocab_size(const hsd_model *model);
-int32_t hsd_model_n_ctx(const hsd_model *model);
-/* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). */
-const char *hsd_model_desc(const hsd_model *model);
-hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
-                             const int32_t *parents, const int32_t *rows, int32_t n_rows,
-                             float *logits);
-int32_t hsd_model_kv_len(const hsd_model *model);
-hsd_status hsd_model_kv_truncate(hsd_model *model, int32_t len);
-/* Falls back to HSD_ERR_UNSUPPORTED when the implementation has no kv_keep. */
-hsd_status hsd_model_kv_keep(hsd_model *model, int32_t base, const int32_t *keep,
-                             int32_t n_keep);
+/* Getters: 0 (vocab_size, n_ctx, kv_len) or "" (desc) for a NULL model. Not thread-safe per
+ * handle against a concurrent forward (kv_len changes). */
+HSD_API int32_t hsd_model_vocab_size(const hsd_model *model);
+HSD_API int32_t hsd_model_n_ctx(const hsd_model *model);
+/* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). Owned
+ * by the model, valid until hsd_model_free. */
+HSD_API const char *hsd_model_desc(const hsd_model *model);
+/* Evaluates n > 0 new tokens (see hsd_model_iface). tokens, parents, rows are borrowed for
+ * the call; logits is the caller's buffer of n_rows × vocab_size floats. Errors: INVALID_ARG
+ * (NULL model/tokens, n <= 0, n_rows < 0 or > n, rows NULL with n_rows not 0 or n, logits NULL
+ * with n_rows > 0), OUT_OF_RANGE (token outside the vocabulary, rows[i] or parents[i] out of
+ * range, context full). On failure the cache is unchanged. Not thread-safe per handle. */
+HSD_API hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
+                                     const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                                     float *logits);
+HSD_API int32_t hsd_model_kv_len(const hsd_model *model);
+/* Drops cache entries from len on. Errors: INVALID_ARG (NULL model), OUT_OF_RANGE (len < 0 or
+ * len > kv_len). Not thread-safe per handle. */
+HSD_API hsd_status hsd_model_kv_truncate(hsd_model *model, int32_t len);
+/* See hsd_model_iface.kv_keep; keep is borrowed for the call. Errors: INVALID_ARG (NULL model,
+ * keep NULL with n_keep > 0), OUT_OF_RANGE (base or keep[] outside the cache, keep not
+ * increasing), UNSUPPORTED when the implementation has no kv_keep. Not thread-safe per
+ * handle. */
+HSD_API hsd_status hsd_model_kv_keep(hsd_model *model, int32_t base, const int32_t *keep,
+                                     int32_t n_keep);
 /* ====================================================================================
  * End of Models
  * ==================================================================================== */
@@ -204,9 +283,10 @@ typedef enum hsd_algo {
     HSD_ALGO_AUTO,
 } hsd_algo;
 
-/* "ar", "sd", "union", "tli", "slem", "auto"; parse returns -1 for unknown names. */
-const char *hsd_algo_name(hsd_algo a);
-int hsd_algo_parse(const char *name);
+/* "ar", "sd", "union", "tli", "slem", "auto" ("?" for a value outside the enum); static
+ * strings. parse returns -1 for unknown names and NULL. Thread-safe. */
+HSD_API const char *hsd_algo_name(hsd_algo a);
+HSD_API int hsd_algo_parse(const char *name);
 
 typedef struct hsd_gen_params {
     hsd_algo algo;
@@ -240,22 +320,42 @@ typedef struct hsd_gen_result {
 
 typedef struct hsd_engine hsd_engine;
 
-hsd_gen_params hsd_gen_default_params(void);
-/* draft and draft_tok may be NULL (AR only). The engine borrows the four handles. */
-hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, hsd_model *draft,
-                           const hsd_tokenizer *draft_tok, hsd_engine **out);
-void hsd_engine_free(hsd_engine *e);
-/* The algorithm AUTO resolves to for this pair, with a one-line reason. */
-hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t reason_cap);
-/* |T ∩ D| by surface bytes (special tokens excluded). */
-int32_t hsd_engine_overlap(const hsd_engine *e);
+/* The defaults listed in hsd_gen_params (algo AUTO). Thread-safe. */
+HSD_API hsd_gen_params hsd_gen_default_params(void);
+/* draft and draft_tok may be NULL (AR only). The engine borrows the four handles: they must
+ * outlive it, and the models must not be used elsewhere while it runs. On success the caller
+ * owns *out (release with hsd_engine_free); on failure *out is NULL. Errors: INVALID_ARG (NULL
+ * target/target_tok/out, a drafter without its tokenizer or the reverse, a model with no
+ * vocabulary), NOMEM. Thread-safe for different models. */
+HSD_API hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok,
+                                   hsd_model *draft, const hsd_tokenizer *draft_tok,
+                                   hsd_engine **out);
+/* Releases the engine (not the borrowed models and tokenizers). NULL is a no-op. */
+HSD_API void hsd_engine_free(hsd_engine *e);
+/* The algorithm AUTO resolves to for this pair, with a one-line reason written to the caller's
+ * buffer (NUL-terminated, truncated to reason_cap; reason may be NULL). A NULL engine gives
+ * HSD_ALGO_AR ("no drafter"). Read-only on the engine: safe alongside other readers. */
+HSD_API hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t reason_cap);
+/* |T ∩ D| by surface bytes (special tokens excluded); 0 for NULL or no drafter. */
+HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
+/* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
+ * no-op. Not thread-safe per handle. */
+HSD_API void hsd_engine_reset(hsd_engine *e);
 /* Generates from `prompt` (len bytes of UTF-8). The engine keeps what it left in the models'
  * KV caches and reuses the prefix a new prompt shares with it (prefix caching); if the models
- * are used outside the engine between calls, call hsd_engine_reset first. */
-void hsd_engine_reset(hsd_engine *e);
-hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
-                               const hsd_gen_params *params, hsd_gen_result *res);
-void hsd_gen_result_free(hsd_gen_result *r);
+ * are used outside the engine between calls, call hsd_engine_reset first. params may be NULL
+ * (defaults); params, its stop strings and prompt are borrowed for the call. *res is
+ * overwritten (not freed: free a previous result first); on success the caller owns its ids
+ * and text (release with hsd_gen_result_free); on failure it holds nothing. Errors:
+ * INVALID_ARG (NULL e/res, prompt NULL with len > 0, max_new_tokens < 0, n_draft or k_max
+ * outside 1..63, n_stop < 0, stop NULL with n_stop > 0, an algorithm outside the enum,
+ * or one that needs a drafter the engine lacks, SD on different vocabularies), INVALID_UTF8,
+ * and any error of the models. Not thread-safe per handle (nor per borrowed model). */
+HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
+                                       const hsd_gen_params *params, hsd_gen_result *res);
+/* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
+ * second call. */
+HSD_API void hsd_gen_result_free(hsd_gen_result *r);
 /* ====================================================================================
  * End of Engine
  * ==================================================================================== */

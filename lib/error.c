@@ -49,6 +49,7 @@ const char *hsd_status_str(hsd_status s) {
     return "HSD_ERR_UNKNOWN";
 }
 
-const char *hsd_version(void) { return "0.1.0"; }
+/* From the header this library was built with, so the two cannot drift apart. */
+const char *hsd_version(void) { return HSD_VERSION_STRING; }
 
 void hsd_free(void *p) { free(p); }

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,7 +405,9 @@ static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
     /* sgemm's blocking beats the row kernel for f32 weights only from a few dozen tokens on
      * (prefill): measured on synth qwen2.5-0.5b f32, sgemm is 1.9x slower at n = 8, equal at
      * n = 16 and 1.9x faster at n = 64 (bench/RESULTS.md). HSD_NO_BLAS=1 turns it off. */
-    static int no_blas = -1; /* benign race: every thread computes the same value */
+    /* process-wide switch read once from the environment; atomic so concurrent first reads
+     * are not a data race (every thread computes the same value) */
+    static atomic_int no_blas = -1;
     if (no_blas < 0) no_blas = getenv("HSD_NO_BLAS") != NULL;
     if (!no_blas && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
