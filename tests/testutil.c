@@ -1,8 +1,11 @@
 #include "tests/testutil.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 const char *hsd_test_shared(void) {
@@ -156,4 +159,66 @@ char *hsd_test_run(const char *cmd) {
     if (rc != 0) fprintf(stderr, "command failed (%d): %s\n%s\n", rc, cmd, out);
     assert_int_equal(rc, 0);
     return out;
+}
+
+/* Strips C comments and preprocessor lines, then takes every hsd_* identifier that is directly
+ * followed by '(' — a declaration, since the header has no code. Function-pointer typedefs
+ * (`(*hsd_log_fn)(...)`) are followed by ')', and a return type before a function-pointer
+ * member by "(*": both stay out. */
+size_t hsd_test_header_functions(char ***names) {
+    *names = NULL;
+    char *src = hsd_test_read_file(hsd_test_src_path("include/hsd.h"), NULL);
+    if (!src) return 0;
+    size_t n = strlen(src), w = 0;
+    bool line_start = true;
+    for (size_t i = 0; i < n;) {
+        if (src[i] == '/' && src[i + 1] == '*') {
+            char *end = strstr(src + i + 2, "*/");
+            i = end ? (size_t)(end - src) + 2 : n;
+            src[w++] = ' ';
+        } else if (src[i] == '/' && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n') i++;
+        } else if (line_start && src[i] == '#') {
+            while (i < n && (src[i] != '\n' || src[i - 1] == '\\')) i++;
+        } else {
+            if (src[i] == '\n') line_start = true;
+            else if (src[i] != ' ' && src[i] != '\t') line_start = false;
+            src[w++] = src[i++];
+        }
+    }
+    src[w] = 0;
+    size_t count = 0, cap = 0;
+    char **out = NULL;
+    for (char *p = src; (p = strstr(p, "hsd_")) != NULL;) {
+        bool word_start = p == src || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        char *e = p;
+        while (isalnum((unsigned char)*e) || *e == '_') e++;
+        char *q = e;
+        while (isspace((unsigned char)*q)) q++;
+        char *r = q + (*q == '(');
+        while (isspace((unsigned char)*r)) r++;
+        /* `hsd_status (*forward)(...)`: a return type before a function pointer */
+        if (word_start && *q == '(' && *r != '*') {
+            size_t len = (size_t)(e - p);
+            bool dup = false;
+            for (size_t k = 0; k < count && !dup; k++)
+                dup = strlen(out[k]) == len && !strncmp(out[k], p, len);
+            if (!dup) {
+                if (count == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    out = realloc(out, cap * sizeof *out);
+                }
+                out[count++] = strndup(p, len);
+            }
+        }
+        p = e;
+    }
+    free(src);
+    *names = out;
+    return count;
+}
+
+void hsd_test_free_names(char **names, size_t n) {
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
 }

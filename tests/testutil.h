@@ -30,6 +30,13 @@ const char *hsd_test_cli(void);
 /* Runs a shell command, asserts exit status 0, returns its stdout (caller frees). */
 char *hsd_test_run(const char *cmd);
 
+/* Names of the functions declared in include/hsd.h (comments and preprocessor lines left
+ * out), in header order, without duplicates. Returns the count; *names is a malloc'd array of
+ * malloc'd strings (free with hsd_test_free_names). Used by the API tests so that a function
+ * added to the header without a test row or an export fails a test. */
+size_t hsd_test_header_functions(char ***names);
+void hsd_test_free_names(char **names, size_t n);
+
 /* Skips the current cmocka test with a printed reason when a shared file is missing. */
 #define HSD_REQUIRE_FILE(p)                                                                  \
     do {                                                                                     \
