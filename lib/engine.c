@@ -570,9 +570,9 @@ static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
 
 hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                const hsd_gen_params *params, hsd_gen_result *res) {
+    if (res) memset(res, 0, sizeof *res); /* a failed call leaves nothing to free */
     if (!e || !res || (!prompt && len))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: NULL argument");
-    memset(res, 0, sizeof *res);
     hsd_gen_params dp = hsd_gen_default_params();
     const hsd_gen_params *p = params ? params : &dp;
     if (p->max_new_tokens < 0 || p->n_draft < 1 || p->n_draft > 63 ||
