@@ -1,0 +1,432 @@
+"""hsd — heterogeneous speculative decoding, Python binding over libhsd.so (ctypes).
+
+    import hsd
+    tt = hsd.Tokenizer("tok105.bin"); dt = hsd.Tokenizer("tok512.bin")
+    target = hsd.Model("model5000.bin"); drafter = hsd.Model("stories260K.bin")
+    with hsd.Engine(target, tt, drafter, dt) as e:
+        r = e.generate("Once upon a time", algo="slem", max_new_tokens=64)
+        print(r.text, r.acceptance_rate)
+
+Every failing call raises HsdError, which carries the C status (HsdError.status, an hsd.Status)
+and hsd_last_error()'s message. Handles are released by close(), by `with`, or when the object
+is garbage collected; a model or tokenizer cannot be closed while an open Engine borrows it.
+"""
+import ctypes
+import enum
+
+from . import _lib
+from ._lib import lib
+
+__all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "ALGORITHMS",
+           "version", "set_log"]
+
+#: algorithm names accepted by Engine.generate, in hsd_algo order
+ALGORITHMS = ("ar", "sd", "union", "tli", "slem", "auto")
+
+
+class Status(enum.IntEnum):
+    """enum hsd_status"""
+    OK = 0
+    ERR_INVALID_ARG = 1
+    ERR_IO = 2
+    ERR_PARSE = 3
+    ERR_UNSUPPORTED = 4
+    ERR_INVALID_UTF8 = 5
+    ERR_OUT_OF_RANGE = 6
+    ERR_NOMEM = 7
+    ERR_BUFFER_TOO_SMALL = 8
+    ERR_INTERNAL = 9
+
+
+class HsdError(Exception):
+    """A failed hsd call: .status (Status) and .message (hsd_last_error() at the failure)."""
+
+    def __init__(self, status, message):
+        try:
+            self.status = Status(status)
+        except ValueError:
+            self.status = status
+        self.message = message
+        name = lib.hsd_status_str(int(status)).decode()
+        super().__init__("%s: %s" % (name, message))
+
+
+def _check(status):
+    if status != 0:
+        raise HsdError(status, lib.hsd_last_error().decode("utf-8", "replace"))
+
+
+def _utf8(text):
+    """str → UTF-8 bytes; bytes pass through unchanged (so invalid UTF-8 reaches the library,
+    which reports it)."""
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogatepass")
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text)
+    raise TypeError("expected str or bytes, got %s" % type(text).__name__)
+
+
+def _ids_array(ids):
+    ids = list(ids)
+    return (ctypes.c_int32 * max(len(ids), 1))(*ids), len(ids)
+
+
+def version():
+    """The library's version, "MAJOR.MINOR.PATCH" (hsd_version())."""
+    return lib.hsd_version().decode()
+
+
+__version__ = version()
+_log_keep = None  # the installed ctypes callback must outlive its use by the library
+
+
+def set_log(fn):
+    """Route the library's notices to fn(level: int, message: str); None discards them."""
+    global _log_keep
+    if fn is None:
+        lib.hsd_log_set(_lib.LOG_FN(), None)
+        _log_keep = None
+        return
+
+    def tramp(level, msg, user):
+        try:
+            fn(level, msg.decode("utf-8", "replace"))
+        except Exception:  # an exception must not unwind through C
+            pass
+
+    cb = _lib.LOG_FN(tramp)
+    lib.hsd_log_set(cb, None)
+    _log_keep = cb
+
+
+class _Handle:
+    """An owned C handle: freed once, by close(), `with` or garbage collection."""
+    _free = None
+
+    def __init__(self):
+        self._h = None
+        self._borrowers = 0
+
+    @property
+    def _handle(self):
+        if not self._h:
+            raise ValueError("%s is closed" % type(self).__name__)
+        return self._h
+
+    def close(self):
+        if self._borrowers:
+            raise RuntimeError("%s is borrowed by an open Engine; close the engine first"
+                               % type(self).__name__)
+        if self._h:
+            type(self)._free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None) and not self._borrowers:
+            self.close()
+
+
+_FORMATS = {"auto": 0, "hf_json": 1, "llama2c": 2, "gguf": 3}
+
+
+class Tokenizer(_Handle):
+    """A tokenizer: HF tokenizer.json, llama2.c tokenizer.bin or GGUF vocabulary.
+
+    Tokenizer(path) loads a file; Tokenizer.from_bytes(data, format="auto") loads memory."""
+    _free = staticmethod(lib.hsd_tokenizer_free)
+
+    def __init__(self, path=None, *, _handle=None):
+        super().__init__()
+        if _handle is not None:
+            self._h = _handle
+            return
+        if path is None:
+            raise TypeError("Tokenizer(path) or Tokenizer.from_bytes(data)")
+        h = ctypes.c_void_p()
+        _check(lib.hsd_tokenizer_load_file(_utf8(str(path)), ctypes.byref(h)))
+        self._h = h.value
+
+    @classmethod
+    def from_bytes(cls, data, format="auto", name=None):
+        if format not in _FORMATS:
+            raise ValueError("format must be one of %s" % ", ".join(_FORMATS))
+        data = bytes(data)
+        h = ctypes.c_void_p()
+        _check(lib.hsd_tokenizer_load_memory(data, len(data), _FORMATS[format],
+                                             _utf8(name) if name else None, ctypes.byref(h)))
+        return cls(_handle=h.value)
+
+    def encode(self, text, add_special=False):
+        """Token ids of text (str or UTF-8 bytes); add_special adds the post-processor's
+        special tokens, as HF's add_special_tokens=True."""
+        b = _utf8(text)
+        ids = _lib.c_int32_p()
+        n = ctypes.c_size_t()
+        _check(lib.hsd_tokenizer_encode_alloc(self._handle, b, len(b), bool(add_special),
+                                              ctypes.byref(ids), ctypes.byref(n)))
+        try:
+            return ids[:n.value] if n.value else []
+        finally:
+            lib.hsd_free(ids)
+
+    def decode_bytes(self, ids, skip_special=False):
+        arr, n = _ids_array(ids)
+        p = ctypes.c_void_p()
+        ln = ctypes.c_size_t()
+        _check(lib.hsd_tokenizer_decode_alloc(self._handle, arr, n, bool(skip_special),
+                                              ctypes.byref(p), ctypes.byref(ln)))
+        try:
+            return ctypes.string_at(p.value, ln.value) if ln.value else b""
+        finally:
+            lib.hsd_free(p)
+
+    def decode(self, ids, skip_special=False):
+        """Text of ids exactly as HF's decode(ids, skip_special_tokens=skip_special)."""
+        return self.decode_bytes(ids, skip_special).decode("utf-8", "replace")
+
+    def token_bytes(self, id):
+        """What token `id` contributes to decoded text (bytes), or None out of range."""
+        n = ctypes.c_size_t()
+        p = lib.hsd_tokenizer_token_bytes(self._handle, int(id), ctypes.byref(n))
+        return None if not p else ctypes.string_at(p, n.value)
+
+    def id_to_token(self, id):
+        """The vocabulary string of id ("Ġhello", "▁the"), or None."""
+        s = lib.hsd_tokenizer_id_to_token(self._handle, int(id))
+        return None if s is None else s.decode("utf-8", "surrogateescape")
+
+    def token_to_id(self, token):
+        """The id of a vocabulary string, or None."""
+        i = lib.hsd_tokenizer_token_to_id(self._handle, _utf8(token))
+        return None if i < 0 else i
+
+    def is_special(self, id):
+        return bool(lib.hsd_tokenizer_is_special(self._handle, int(id)))
+
+    @property
+    def vocab_size(self):
+        return lib.hsd_tokenizer_vocab_size(self._handle)
+
+    def _opt(self, v):
+        return None if v < 0 else v
+
+    @property
+    def bos_id(self):
+        return self._opt(lib.hsd_tokenizer_bos_id(self._handle))
+
+    @property
+    def eos_id(self):
+        return self._opt(lib.hsd_tokenizer_eos_id(self._handle))
+
+    @property
+    def unk_id(self):
+        return self._opt(lib.hsd_tokenizer_unk_id(self._handle))
+
+    def __len__(self):
+        return self.vocab_size
+
+
+class Model(_Handle):
+    """A model: Model(path) loads llama2.c, GGUF or safetensors; Model.from_callbacks(obj)
+    plugs a Python implementation of the model interface (see from_callbacks)."""
+    _free = staticmethod(lib.hsd_model_free)
+
+    def __init__(self, path=None, n_ctx=0, n_threads=0, use_mmap=True, *, _handle=None):
+        super().__init__()
+        self._iface = None
+        if _handle is not None:
+            self._h = _handle
+            return
+        if path is None:
+            raise TypeError("Model(path) or Model.from_callbacks(obj)")
+        p = lib.hsd_model_default_params()
+        p.n_ctx, p.n_threads, p.use_mmap = n_ctx, n_threads, use_mmap
+        h = ctypes.c_void_p()
+        _check(lib.hsd_model_load(_utf8(str(path)), ctypes.byref(p), ctypes.byref(h)))
+        self._h = h.value
+
+    @classmethod
+    def from_callbacks(cls, impl):
+        """A model implemented in Python. `impl` provides vocab_size and n_ctx (ints),
+        forward(tokens, parents, rows) returning one list of vocab_size logits per requested
+        row (rows is a list of indices into tokens; parents None for a chain, else a list),
+        kv_len() and kv_truncate(length), and optionally kv_keep(base, keep). hsd checks the
+        arguments before calling it. An exception in a callback fails the call with
+        ERR_INTERNAL."""
+        vocab, n_ctx = int(impl.vocab_size), int(impl.n_ctx)
+
+        def guard(fn):
+            def wrapped(*a):
+                try:
+                    return fn(*a)
+                except Exception:
+                    return int(Status.ERR_INTERNAL)
+            return wrapped
+
+        def forward(ctx, tokens, n, parents, rows, n_rows, logits):
+            toks = tokens[:n]
+            pars = parents[:n] if parents else None
+            rws = rows[:n_rows] if rows else list(range(n_rows))
+            out = impl.forward(toks, pars, rws)
+            if len(out) != n_rows or any(len(r) != vocab for r in out):
+                return int(Status.ERR_INTERNAL)
+            flat = (ctypes.c_float * (n_rows * vocab)).from_address(
+                ctypes.addressof(logits.contents)) if n_rows else None
+            for i, row in enumerate(out):
+                flat[i * vocab:(i + 1) * vocab] = [float(x) for x in row]
+            return 0
+
+        def truncate(ctx, length):
+            impl.kv_truncate(length)
+            return 0
+
+        def keep(ctx, base, kp, n_keep):
+            impl.kv_keep(base, kp[:n_keep] if n_keep else [])
+            return 0
+
+        iface = _lib.ModelIface()
+        iface.ctx = None
+        iface.vocab_size = _lib.VOCAB_FN(lambda ctx: vocab)
+        iface.n_ctx = _lib.VOCAB_FN(lambda ctx: n_ctx)
+        iface.forward = _lib.FORWARD_FN(guard(forward))
+        iface.kv_len = _lib.VOCAB_FN(lambda ctx: int(impl.kv_len()))
+        iface.kv_truncate = _lib.TRUNCATE_FN(guard(truncate))
+        if hasattr(impl, "kv_keep"):
+            iface.kv_keep = _lib.KEEP_FN(guard(keep))
+        h = ctypes.c_void_p()
+        _check(lib.hsd_model_from_iface(ctypes.byref(iface), ctypes.byref(h)))
+        m = cls(_handle=h.value)
+        m._iface = (iface, impl)  # the C side holds these callbacks until hsd_model_free
+        return m
+
+    @property
+    def vocab_size(self):
+        return lib.hsd_model_vocab_size(self._handle)
+
+    @property
+    def n_ctx(self):
+        return lib.hsd_model_n_ctx(self._handle)
+
+    @property
+    def desc(self):
+        return lib.hsd_model_desc(self._handle).decode("utf-8", "replace")
+
+    @property
+    def kv_len(self):
+        return lib.hsd_model_kv_len(self._handle)
+
+    def forward(self, tokens, parents=None, rows=None):
+        """Appends tokens to the KV cache; returns the logits (lists of vocab_size floats) of
+        `rows` (indices into tokens; default: every token)."""
+        t, n = _ids_array(tokens)
+        rws = list(range(n)) if rows is None else list(rows)
+        r, nr = _ids_array(rws)
+        p = _ids_array(parents)[0] if parents is not None else None
+        v = self.vocab_size
+        out = (ctypes.c_float * max(nr * v, 1))()
+        _check(lib.hsd_model_forward(self._handle, t, n, p, r, nr, out))
+        return [list(out[i * v:(i + 1) * v]) for i in range(nr)]
+
+    def kv_truncate(self, length):
+        _check(lib.hsd_model_kv_truncate(self._handle, int(length)))
+
+    def kv_keep(self, base, keep):
+        k, n = _ids_array(keep)
+        _check(lib.hsd_model_kv_keep(self._handle, int(base), k, n))
+
+
+class Result:
+    """What Engine.generate returns: text, ids, the algorithm used (and why), and stats."""
+
+    STATS = ("n_rounds", "n_drafted", "n_accepted", "acceptance_rate", "tau", "ttft_ms",
+             "tpot_ms", "tokens_per_s", "total_ms", "draft_ms", "verify_ms", "bridge_ms")
+
+    def __init__(self, r):
+        self.ids = r.ids[:r.n_ids] if r.n_ids else []
+        raw = ctypes.string_at(r.text, r.text_len) if r.text_len else b""
+        self.text = raw.decode("utf-8", "replace")
+        self.algo = ALGORITHMS[r.algo]
+        self.reason = r.reason.decode("utf-8", "replace")
+        self.stats = {k: getattr(r, k) for k in self.STATS}
+
+    def __getattr__(self, name):
+        stats = self.__dict__.get("stats", {})
+        if name in stats:
+            return stats[name]
+        raise AttributeError(name)
+
+    def __repr__(self):
+        return "Result(algo=%r, n_ids=%d, text=%r)" % (self.algo, len(self.ids), self.text[:40])
+
+
+class Engine(_Handle):
+    """Speculative decoding of `target` (with its tokenizer), drafted by `draft` (optional;
+    its tokenizer may differ). The engine borrows the four objects until it is closed."""
+    _free = staticmethod(lib.hsd_engine_free)
+
+    def __init__(self, target, target_tokenizer, draft=None, draft_tokenizer=None):
+        super().__init__()
+        self._parts = [x for x in (target, target_tokenizer, draft, draft_tokenizer) if x]
+        h = ctypes.c_void_p()
+        _check(lib.hsd_engine_init(target._handle, target_tokenizer._handle,
+                                   draft._handle if draft else None,
+                                   draft_tokenizer._handle if draft_tokenizer else None,
+                                   ctypes.byref(h)))
+        self._h = h.value
+        for x in self._parts:
+            x._borrowers += 1
+
+    def close(self):
+        if self._h:
+            lib.hsd_engine_free(self._h)
+            self._h = None
+            for x in self._parts:
+                x._borrowers -= 1
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
+
+    def auto_algo(self):
+        """(name, reason): what algo="auto" resolves to for this pair."""
+        buf = ctypes.create_string_buffer(160)
+        a = lib.hsd_engine_auto_algo(self._handle, buf, len(buf))
+        return ALGORITHMS[a], buf.value.decode("utf-8", "replace")
+
+    @property
+    def overlap(self):
+        """|T ∩ D| by surface bytes."""
+        return lib.hsd_engine_overlap(self._handle)
+
+    def reset(self):
+        lib.hsd_engine_reset(self._handle)
+
+    def generate(self, prompt, algo="auto", max_new_tokens=128, n_draft=4, adaptive_k=False,
+                 k_max=16, temp=0.0, top_k=0, top_p=1.0, seed=0, stop_at_eos=True, stop=(),
+                 add_bos=True):
+        """Generates a continuation of prompt (str or UTF-8 bytes). algo: one of ALGORITHMS.
+        Greedy (temp <= 0) output is identical for every algorithm."""
+        if algo not in ALGORITHMS:
+            raise ValueError("algo must be one of %s" % ", ".join(ALGORITHMS))
+        p = lib.hsd_gen_default_params()
+        p.algo = ALGORITHMS.index(algo)
+        p.max_new_tokens, p.n_draft, p.adaptive_k, p.k_max = max_new_tokens, n_draft, \
+            adaptive_k, k_max
+        p.temp, p.top_k, p.top_p, p.seed = temp, top_k, top_p, seed
+        p.stop_at_eos, p.add_bos = stop_at_eos, add_bos
+        stops = [_utf8(s) for s in stop]
+        arr = (ctypes.c_char_p * max(len(stops), 1))(*stops)
+        p.stop, p.n_stop = (arr if stops else None), len(stops)
+        b = _utf8(prompt)
+        r = _lib.GenResult()
+        _check(lib.hsd_engine_generate(self._handle, b, len(b), ctypes.byref(p), ctypes.byref(r)))
+        try:
+            return Result(r)
+        finally:
+            lib.hsd_gen_result_free(ctypes.byref(r))

@@ -1,0 +1,150 @@
+"""Loading libhsd.so and declaring the C prototypes of include/hsd.h (ctypes, no compile step).
+
+The library is looked up, in order: $HSD_LIBRARY (a path), a libhsd.so next to this package,
+the build directory of the source tree this package sits in (build/, then build-*/), and last
+the system's loader path (libhsd.so.<major>).
+"""
+import ctypes
+import glob
+import os
+
+SO_MAJOR = 0  # HSD_VERSION_MAJOR: the SONAME this binding was written against
+
+
+def _candidates():
+    env = os.environ.get("HSD_LIBRARY")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("libhsd.so", "libhsd.so.%d" % SO_MAJOR):
+        yield os.path.join(here, name)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))  # bindings/python/hsd -> repo
+    yield os.path.join(root, "build", "libhsd.so")
+    for p in sorted(glob.glob(os.path.join(root, "build-*", "libhsd.so"))):
+        yield p
+    yield "libhsd.so.%d" % SO_MAJOR
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (missing)")
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("hsd: cannot load libhsd.so; set HSD_LIBRARY. Tried: " + "; ".join(tried))
+
+
+lib = _load()
+
+c_int32_p = ctypes.POINTER(ctypes.c_int32)
+c_float_p = ctypes.POINTER(ctypes.c_float)
+
+
+class ModelParams(ctypes.Structure):
+    """struct hsd_model_params"""
+    _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
+                ("use_mmap", ctypes.c_bool)]
+
+
+class GenParams(ctypes.Structure):
+    """struct hsd_gen_params"""
+    _fields_ = [("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
+                ("n_draft", ctypes.c_int32), ("adaptive_k", ctypes.c_bool),
+                ("k_max", ctypes.c_int32), ("temp", ctypes.c_float), ("top_k", ctypes.c_int32),
+                ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
+                ("stop_at_eos", ctypes.c_bool), ("stop", ctypes.POINTER(ctypes.c_char_p)),
+                ("n_stop", ctypes.c_int32), ("add_bos", ctypes.c_bool)]
+
+
+class GenResult(ctypes.Structure):
+    """struct hsd_gen_result"""
+    _fields_ = [("ids", c_int32_p), ("n_ids", ctypes.c_int32), ("text", ctypes.c_void_p),
+                ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
+                ("reason", ctypes.c_char * 160), ("n_rounds", ctypes.c_int32),
+                ("n_drafted", ctypes.c_int32), ("n_accepted", ctypes.c_int32),
+                ("acceptance_rate", ctypes.c_double), ("tau", ctypes.c_double),
+                ("ttft_ms", ctypes.c_double), ("tpot_ms", ctypes.c_double),
+                ("tokens_per_s", ctypes.c_double), ("total_ms", ctypes.c_double),
+                ("draft_ms", ctypes.c_double), ("verify_ms", ctypes.c_double),
+                ("bridge_ms", ctypes.c_double)]
+
+
+VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+FORWARD_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int32_p, ctypes.c_int32, c_int32_p,
+                              c_int32_p, ctypes.c_int32, c_float_p)
+TRUNCATE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32)
+KEEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, c_int32_p,
+                           ctypes.c_int32)
+FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class ModelIface(ctypes.Structure):
+    """struct hsd_model_iface"""
+    _fields_ = [("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
+                ("forward", FORWARD_FN), ("kv_len", VOCAB_FN), ("kv_truncate", TRUNCATE_FN),
+                ("kv_keep", KEEP_FN), ("free", FREE_FN)]
+
+
+P = ctypes.c_void_p
+_S = ctypes.c_int  # hsd_status
+_protos = {
+    "hsd_last_error": (ctypes.c_char_p, []),
+    "hsd_status_str": (ctypes.c_char_p, [ctypes.c_int]),
+    "hsd_version": (ctypes.c_char_p, []),
+    "hsd_log_set": (None, [LOG_FN, P]),
+    "hsd_free": (None, [P]),
+    "hsd_tokenizer_load_file": (_S, [ctypes.c_char_p, ctypes.POINTER(P)]),
+    "hsd_tokenizer_load_memory": (_S, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
+                                       ctypes.c_char_p, ctypes.POINTER(P)]),
+    "hsd_tokenizer_free": (None, [P]),
+    "hsd_tokenizer_encode": (_S, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_bool, c_int32_p,
+                                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "hsd_tokenizer_encode_alloc": (_S, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_bool,
+                                        ctypes.POINTER(c_int32_p),
+                                        ctypes.POINTER(ctypes.c_size_t)]),
+    "hsd_tokenizer_decode_alloc": (_S, [P, c_int32_p, ctypes.c_size_t, ctypes.c_bool,
+                                        ctypes.POINTER(ctypes.c_void_p),
+                                        ctypes.POINTER(ctypes.c_size_t)]),
+    "hsd_tokenizer_vocab_size": (ctypes.c_int32, [P]),
+    "hsd_tokenizer_id_to_token": (ctypes.c_char_p, [P, ctypes.c_int32]),
+    "hsd_tokenizer_token_to_id": (ctypes.c_int32, [P, ctypes.c_char_p]),
+    "hsd_tokenizer_token_bytes": (ctypes.c_void_p, [P, ctypes.c_int32,
+                                                    ctypes.POINTER(ctypes.c_size_t)]),
+    "hsd_tokenizer_is_special": (ctypes.c_bool, [P, ctypes.c_int32]),
+    "hsd_tokenizer_bos_id": (ctypes.c_int32, [P]),
+    "hsd_tokenizer_eos_id": (ctypes.c_int32, [P]),
+    "hsd_tokenizer_unk_id": (ctypes.c_int32, [P]),
+    "hsd_model_default_params": (ModelParams, []),
+    "hsd_model_load": (_S, [ctypes.c_char_p, ctypes.POINTER(ModelParams), ctypes.POINTER(P)]),
+    "hsd_model_from_iface": (_S, [ctypes.POINTER(ModelIface), ctypes.POINTER(P)]),
+    "hsd_model_free": (None, [P]),
+    "hsd_model_vocab_size": (ctypes.c_int32, [P]),
+    "hsd_model_n_ctx": (ctypes.c_int32, [P]),
+    "hsd_model_desc": (ctypes.c_char_p, [P]),
+    "hsd_model_forward": (_S, [P, c_int32_p, ctypes.c_int32, c_int32_p, c_int32_p,
+                               ctypes.c_int32, c_float_p]),
+    "hsd_model_kv_len": (ctypes.c_int32, [P]),
+    "hsd_model_kv_truncate": (_S, [P, ctypes.c_int32]),
+    "hsd_model_kv_keep": (_S, [P, ctypes.c_int32, c_int32_p, ctypes.c_int32]),
+    "hsd_algo_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "hsd_algo_parse": (ctypes.c_int, [ctypes.c_char_p]),
+    "hsd_gen_default_params": (GenParams, []),
+    "hsd_engine_init": (_S, [P, P, P, P, ctypes.POINTER(P)]),
+    "hsd_engine_free": (None, [P]),
+    "hsd_engine_auto_algo": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_size_t]),
+    "hsd_engine_overlap": (ctypes.c_int32, [P]),
+    "hsd_engine_reset": (None, [P]),
+    "hsd_engine_generate": (_S, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(GenParams),
+                                 ctypes.POINTER(GenResult)]),
+    "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
+}
+for _name, (_res, _args) in _protos.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args

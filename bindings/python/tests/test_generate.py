@@ -1,0 +1,167 @@
+"""Models, pairing and generation with every algorithm through the binding, on the real
+TinyStories pair in shared/models (babyllama/tok105 target, stories260K/tok512 drafter)."""
+import json
+import math
+import unittest
+
+import hsd
+from tests import shared
+
+PROMPT = "Once upon a time, there was a little dog named Max. Max liked to"
+
+
+def load_pair():
+    paths = shared.require(shared.TARGET, shared.TARGET_TOK, shared.DRAFT, shared.DRAFT_TOK)
+    return hsd.Model(paths[0]), hsd.Tokenizer(paths[1]), hsd.Model(paths[2]), hsd.Tokenizer(paths[3])
+
+
+class TestModel(unittest.TestCase):
+    def test_load_and_forward_matches_reference(self):
+        (p,) = shared.require(shared.DRAFT)
+        with open(shared.path("models/reference_outputs.json")) as f:
+            ref = json.load(f)["stories260K"]["greedy_ids"]
+        m = hsd.Model(p, n_ctx=64)
+        self.assertEqual((m.vocab_size, m.n_ctx), (512, 64))
+        self.assertIn("llama2c", m.desc)
+        # greedy from BOS, one token at a time: the independent numpy run's ids
+        tok = 1
+        for step in range(12):
+            (logits,) = m.forward([tok])
+            tok = max(range(len(logits)), key=logits.__getitem__)
+            self.assertEqual(tok, ref[step], "step %d" % step)
+        self.assertEqual(m.kv_len, 12)
+        # a 3-token chain forward equals the cached steps: logits of the last row agree
+        m.kv_truncate(9)
+        rows = m.forward(ref[8:11], rows=[2])
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(max(range(512), key=rows[0].__getitem__), ref[11])
+        with self.assertRaises(hsd.HsdError) as cm:
+            m.forward([512])
+        self.assertEqual(cm.exception.status, hsd.Status.ERR_OUT_OF_RANGE)
+        with self.assertRaises(hsd.HsdError):
+            m.kv_truncate(m.kv_len + 1)
+
+    def test_bad_params(self):
+        with self.assertRaises(hsd.HsdError) as cm:
+            hsd.Model("/nonexistent/model.bin")
+        self.assertEqual(cm.exception.status, hsd.Status.ERR_IO)
+        with self.assertRaises(hsd.HsdError) as cm:
+            hsd.Model("/nonexistent/model.bin", n_threads=-1)
+        self.assertEqual(cm.exception.status, hsd.Status.ERR_INVALID_ARG)
+
+
+class TestPair(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tm, cls.tt, cls.dm, cls.dt = load_pair()
+        cls.engine = hsd.Engine(cls.tm, cls.tt, cls.dm, cls.dt)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.engine.close()
+
+    def test_every_algorithm_greedy_equals_ar(self):
+        ar = self.engine.generate(PROMPT, algo="ar", max_new_tokens=80)
+        self.assertEqual(ar.algo, "ar")
+        self.assertEqual(len(ar.ids), 80)
+        self.assertEqual(ar.text, self.tt.decode(ar.ids, skip_special=True))
+        for algo in ("union", "tli", "slem", "auto"):
+            with self.subTest(algo=algo):
+                r = self.engine.generate(PROMPT, algo=algo, max_new_tokens=80, n_draft=5)
+                self.assertEqual(r.ids, ar.ids)
+                self.assertEqual(r.text, ar.text)
+                self.assertGreater(r.n_drafted, 0)
+                self.assertTrue(0 <= r.acceptance_rate <= 1)
+                # fewer target forwards than tokens is the point of drafting
+                self.assertLess(r.n_rounds, len(r.ids))
+                if algo == "auto":
+                    self.assertEqual(r.algo, self.engine.auto_algo()[0])
+                    self.assertIn("T∩D", r.reason)
+
+    def test_pairing(self):
+        algo, reason = self.engine.auto_algo()
+        self.assertIn(algo, ("tli", "slem"))  # different vocabularies: never sd
+        self.assertGreater(self.engine.overlap, 0)
+        with self.assertRaises(hsd.HsdError) as cm:
+            self.engine.generate(PROMPT, algo="sd")
+        self.assertEqual(cm.exception.status, hsd.Status.ERR_INVALID_ARG)
+        with self.assertRaises(ValueError):
+            self.engine.generate(PROMPT, algo="bogus")
+        with self.assertRaises(hsd.HsdError):
+            self.engine.generate(PROMPT, max_new_tokens=-1)
+        with self.assertRaises(RuntimeError):  # borrowed by the open engine
+            self.tm.close()
+
+    def test_sampling_is_seeded(self):
+        a = self.engine.generate(PROMPT, algo="slem", temp=1.0, seed=7, max_new_tokens=40)
+        b = self.engine.generate(PROMPT, algo="slem", temp=1.0, seed=7, max_new_tokens=40)
+        self.assertEqual(a.ids, b.ids)
+        self.assertEqual(len(a.ids), 40)
+
+    def test_stop_string(self):
+        r = self.engine.generate(PROMPT, algo="tli", max_new_tokens=120, stop=["."])
+        self.assertEqual(r.text.count("."), 1)
+        self.assertTrue(r.text.rstrip().endswith("."))
+
+
+class TestSameVocabulary(unittest.TestCase):
+    def test_sd_with_itself_accepts_every_draft(self):
+        (mp, tp) = shared.require(shared.DRAFT, shared.DRAFT_TOK)
+        tok = hsd.Tokenizer(tp)
+        target, drafter = hsd.Model(mp), hsd.Model(mp)
+        with hsd.Engine(target, tok, drafter, tok) as e:
+            self.assertEqual(e.auto_algo()[0], "sd")
+            ar = e.generate(PROMPT, algo="ar", max_new_tokens=40)
+            sd = e.generate(PROMPT, algo="sd", max_new_tokens=40)
+            self.assertEqual(sd.ids, ar.ids)
+            # the drafter is the target: every greedy draft is the target's own choice
+            self.assertEqual(sd.acceptance_rate, 1.0)
+
+
+class Bigram:
+    """A bigram model counted from one sentence, written in Python, as hsd's target."""
+
+    def __init__(self, tok, text):
+        self.vocab_size, self.n_ctx, self.cache = tok.vocab_size, 512, []
+        self.eos = tok.eos_id
+        ids = [tok.bos_id] + tok.encode(text)
+        self.next = {}
+        for a, b in zip(ids, ids[1:]):
+            self.next.setdefault(a, {}).setdefault(b, 0)
+            self.next[a][b] += 1
+
+    def forward(self, tokens, parents, rows):
+        self.cache += tokens
+        out = []
+        for r in rows:
+            seen = self.next.get(tokens[r])
+            row = [-10.0] * self.vocab_size
+            for v, c in (seen or {self.eos: 1}).items():
+                row[v] = math.log(c)
+            out.append(row)
+        return out
+
+    def kv_len(self):
+        return len(self.cache)
+
+    def kv_truncate(self, n):
+        del self.cache[n:]
+
+
+class TestCustomModel(unittest.TestCase):
+    def test_python_model_as_target(self):
+        _, tt, dm, dt = load_pair()
+        tok = hsd.Tokenizer(shared.path(shared.DRAFT_TOK))
+        # no token repeats in this sentence (tok512), so greedy decoding of its bigrams from
+        # "Once upon" spells the rest of it and then ends
+        m = hsd.Model.from_callbacks(Bigram(tok, "Once upon a time, Tom found his big red ball."))
+        self.assertEqual(m.desc, "caller-provided model")
+        with hsd.Engine(m, tok, dm, dt) as e:
+            for algo in ("ar", "union", "tli", "slem"):
+                with self.subTest(algo=algo):
+                    r = e.generate("Once upon", algo=algo, max_new_tokens=40)
+                    self.assertEqual(r.text, "a time, Tom found his big red ball.")
+
+
+if __name__ == "__main__":
+    unittest.main()
