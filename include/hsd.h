@@ -236,8 +236,8 @@ HSD_API const char *hsd_model_desc(const hsd_model *model);
 /* Evaluates n > 0 new tokens (see hsd_model_iface). tokens, parents, rows are borrowed for
  * the call; logits is the caller's buffer of n_rows × vocab_size floats. Errors: INVALID_ARG
  * (NULL model/tokens, n <= 0, n_rows < 0 or > n, rows NULL with n_rows not 0 or n, logits NULL
- * with n_rows > 0), OUT_OF_RANGE (token outside the vocabulary, rows[i] or parents[i] out of
- * range, context full). On failure the cache is unchanged. Not thread-safe per handle. */
+ * with n_rows > 0, parents[i] not -1 or an earlier index), OUT_OF_RANGE (token outside the
+ * vocabulary, rows[i] outside 0..n-1, context full). On failure the cache is unchanged. Not thread-safe per handle. */
 HSD_API hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
                                      const int32_t *parents, const int32_t *rows, int32_t n_rows,
                                      float *logits);

@@ -110,7 +110,7 @@ hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, con
                              "hsd_model_forward: token %d at index %d is outside the vocabulary of %d",
                              tokens[i], i, vocab);
         if (parents && (parents[i] < -1 || parents[i] >= i))
-            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+            return hsd_error(HSD_ERR_INVALID_ARG,
                              "hsd_model_forward: parents[%d] = %d (must be -1 or an earlier index)", i,
                              parents[i]);
     }

@@ -451,8 +451,8 @@ static void row_hsd_model_forward(void **state) {
     EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, oob, 2, NULL, NULL, 2, logits));
     EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, neg, 1, NULL, NULL, 1, logits));
     EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, tok, 3, NULL, rows_bad, 1, logits));
-    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, tok, 3, par_bad, NULL, 3, logits));
-    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, tok, 3, par_neg, NULL, 3, logits));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward(model_t, tok, 3, par_bad, NULL, 3, logits));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward(model_t, tok, 3, par_neg, NULL, 3, logits));
     int32_t many[65];
     for (int i = 0; i < 65; i++) many[i] = 2;
     EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward(model_t, many, 65, NULL, NULL, 0, NULL));
