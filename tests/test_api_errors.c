@@ -202,8 +202,7 @@ static void row_hsd_tokenizer_load_file(void **state) {
     assert_null(t);
     EXPECT(HSD_ERR_IO, hsd_tokenizer_load_file("", &t));
     /* a directory is not a tokenizer file */
-    hsd_status s = hsd_tokenizer_load_file("/", &t);
-    assert_true(s == HSD_ERR_IO || s == HSD_ERR_PARSE);
+    EXPECT(HSD_ERR_IO, hsd_tokenizer_load_file("/", &t));
     assert_null(t);
 }
 
