@@ -123,8 +123,7 @@ HSD_API void hsd_tokenizer_free(hsd_tokenizer *tok);
  * INVALID_ARG (NULL tok/n_ids, text NULL with len > 0, ids NULL with cap > 0), INVALID_UTF8,
  * BUFFER_TOO_SMALL. Thread-safe (also on the same tokenizer). */
 HSD_API hsd_status hsd_tokenizer_encode(const hsd_tokenizer *tok, const char *text, size_t len,
-                                        bool add_special, int32_t *ids, size_t cap,
-                                        size_t *n_ids);
+                                        bool add_special, int32_t *ids, size_t cap, size_t *n_ids);
 /* Same, allocating: on success the caller owns *ids (release with hsd_free; it may be NULL
  * when *n_ids is 0). On failure *ids is NULL. Thread-safe. */
 HSD_API hsd_status hsd_tokenizer_encode_alloc(const hsd_tokenizer *tok, const char *text,
@@ -153,15 +152,13 @@ HSD_API int32_t hsd_tokenizer_token_to_id(const hsd_tokenizer *tok, const char *
  * "▁" as space, "<0xNN>" as the byte, WordPiece "##" removed). Not NUL-terminated; *len gets
  * the length. NULL for out-of-range ids. Owned by the tokenizer. Vocabularies of different
  * tokenizers are intersected by these bytes. */
-HSD_API const uint8_t *hsd_tokenizer_token_bytes(const hsd_tokenizer *tok, int32_t id,
-                                                 size_t *len);
+HSD_API const uint8_t *hsd_tokenizer_token_bytes(const hsd_tokenizer *tok, int32_t id, size_t *len);
 /* Whether id is a special (control) token; false for NULL or an out-of-range id. */
 HSD_API bool hsd_tokenizer_is_special(const hsd_tokenizer *tok, int32_t id);
 /* Special ids, -1 when the tokenizer has none (or is NULL). */
 HSD_API int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *tok);
 HSD_API int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
 HSD_API int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
-
 
 /* ====================================================================================
  * Models  (issue 3: model core on CPU)
@@ -237,7 +234,8 @@ HSD_API const char *hsd_model_desc(const hsd_model *model);
  * the call; logits is the caller's buffer of n_rows × vocab_size floats. Errors: INVALID_ARG
  * (NULL model/tokens, n <= 0, n_rows < 0 or > n, rows NULL with n_rows not 0 or n, logits NULL
  * with n_rows > 0, parents[i] not -1 or an earlier index), OUT_OF_RANGE (token outside the
- * vocabulary, rows[i] outside 0..n-1, context full). On failure the cache is unchanged. Not thread-safe per handle. */
+ * vocabulary, rows[i] outside 0..n-1, context full). On failure the cache is unchanged. Not
+ * thread-safe per handle. */
 HSD_API hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
                                      const int32_t *parents, const int32_t *rows, int32_t n_rows,
                                      float *logits);

@@ -50,6 +50,8 @@ const char *hsd_status_str(hsd_status s) {
 }
 
 /* From the header this library was built with, so the two cannot drift apart. */
-const char *hsd_version(void) { return HSD_VERSION_STRING; }
+const char *hsd_version(void) {
+    return HSD_VERSION_STRING;
+}
 
 void hsd_free(void *p) { free(p); }

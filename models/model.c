@@ -41,7 +41,8 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: out is NULL");
     *out = NULL;
     if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: path is NULL");
-    if (params && (params->n_ctx < 0 || params->n_threads < 0 || params->n_threads > HSD_MAX_THREADS))
+    if (params &&
+        (params->n_ctx < 0 || params->n_threads < 0 || params->n_threads > HSD_MAX_THREADS))
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_model_load: n_ctx %d must be >= 0 and n_threads %d in 0..%d",
                          params->n_ctx, params->n_threads, HSD_MAX_THREADS);
@@ -99,29 +100,31 @@ hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, con
     if (n <= 0 || !tokens)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward: need n > 0 tokens (n = %d%s)", n,
                          tokens ? "" : ", tokens NULL");
-    if (n_rows < 0 || n_rows > n || (n_rows > 0 && !logits) || (!rows && n_rows != 0 && n_rows != n))
+    if (n_rows < 0 || n_rows > n || (n_rows > 0 && !logits) ||
+        (!rows && n_rows != 0 && n_rows != n))
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "hsd_model_forward: n_rows %d (of %d) with rows %s and logits %s", n_rows, n,
-                         rows ? "given" : "NULL", logits ? "given" : "NULL");
+                         "hsd_model_forward: n_rows %d (of %d) with rows %s and logits %s", n_rows,
+                         n, rows ? "given" : "NULL", logits ? "given" : "NULL");
     int32_t vocab = m->iface.vocab_size(m->iface.ctx), kv = m->iface.kv_len(m->iface.ctx);
     for (int32_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= vocab)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "hsd_model_forward: token %d at index %d is outside the vocabulary of %d",
-                             tokens[i], i, vocab);
+            return hsd_error(
+                HSD_ERR_OUT_OF_RANGE,
+                "hsd_model_forward: token %d at index %d is outside the vocabulary of %d",
+                tokens[i], i, vocab);
         if (parents && (parents[i] < -1 || parents[i] >= i))
             return hsd_error(HSD_ERR_INVALID_ARG,
-                             "hsd_model_forward: parents[%d] = %d (must be -1 or an earlier index)", i,
-                             parents[i]);
+                             "hsd_model_forward: parents[%d] = %d (must be -1 or an earlier index)",
+                             i, parents[i]);
     }
     for (int32_t r = 0; rows && r < n_rows; r++)
         if (rows[r] < 0 || rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_forward: rows[%d] = %d outside 0..%d", r,
-                             rows[r], n - 1);
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_forward: rows[%d] = %d outside 0..%d",
+                             r, rows[r], n - 1);
     if (m->iface.n_ctx && (int64_t)kv + n > m->iface.n_ctx(m->iface.ctx))
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "hsd_model_forward: %d cached + %d new tokens exceed the context of %d", kv,
-                         n, m->iface.n_ctx(m->iface.ctx));
+                         "hsd_model_forward: %d cached + %d new tokens exceed the context of %d",
+                         kv, n, m->iface.n_ctx(m->iface.ctx));
     return m->iface.forward(m->iface.ctx, tokens, n, parents, rows, n_rows, logits);
 }
 
@@ -131,7 +134,8 @@ hsd_status hsd_model_kv_truncate(hsd_model *m, int32_t len) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_kv_truncate: NULL model");
     int32_t kv = m->iface.kv_len(m->iface.ctx);
     if (len < 0 || len > kv)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_kv_truncate: length %d outside 0..%d", len, kv);
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_kv_truncate: length %d outside 0..%d",
+                         len, kv);
     return m->iface.kv_truncate(m->iface.ctx, len);
 }
 
@@ -144,11 +148,12 @@ hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, in
         return hsd_error(HSD_ERR_UNSUPPORTED, "hsd_model_kv_keep: this model has no kv_keep");
     int32_t kv = m->iface.kv_len(m->iface.ctx);
     if (base < 0 || base > kv)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_kv_keep: base %d outside 0..%d", base, kv);
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_kv_keep: base %d outside 0..%d", base,
+                         kv);
     for (int32_t j = 0; j < n_keep; j++)
         if (keep[j] < 0 || keep[j] >= kv - base || (j > 0 && keep[j] <= keep[j - 1]))
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "hsd_model_kv_keep: keep[%d] = %d (must increase and stay below %d)", j,
-                             keep[j], kv - base);
+                             "hsd_model_kv_keep: keep[%d] = %d (must increase and stay below %d)",
+                             j, keep[j], kv - base);
     return m->iface.kv_keep(m->iface.ctx, base, keep, n_keep);
 }

@@ -181,8 +181,10 @@ size_t hsd_test_header_functions(char ***names) {
         } else if (line_start && src[i] == '#') {
             while (i < n && (src[i] != '\n' || src[i - 1] == '\\')) i++;
         } else {
-            if (src[i] == '\n') line_start = true;
-            else if (src[i] != ' ' && src[i] != '\t') line_start = false;
+            if (src[i] == '\n')
+                line_start = true;
+            else if (src[i] != ' ' && src[i] != '\t')
+                line_start = false;
             src[w++] = src[i++];
         }
     }
