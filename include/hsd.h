@@ -31,15 +31,13 @@ extern "C" {
 
 /* Marks the exported functions: the library is built with -fvisibility=hidden, so anything
  * without HSD_API stays internal to libhsd.so. */
-#if defined(_WIN32)
-#define HSD_API __declspec(dllexport)
-#elif defined(__GNUC__)
+#if defined(__GNUC__)
 #define HSD_API __attribute__((visibility("default")))
 #else
 #define HSD_API
 #endif
 
-/* Must equal project(VERSION) in CMakeLists.txt (checked by tests/test_api_version.c). */
+/* Must equal project(VERSION) in CMakeLists.txt (checked by tests/test_api_abi.c). */
 #define HSD_VERSION_MAJOR 0
 #define HSD_VERSION_MINOR 1
 #define HSD_VERSION_PATCH 0
@@ -57,7 +55,7 @@ typedef enum hsd_status {
     HSD_ERR_PARSE = 3,        /* malformed file (JSON syntax, truncated binary, bad magic) */
     HSD_ERR_UNSUPPORTED = 4,  /* well-formed but uses a feature hsd does not implement */
     HSD_ERR_INVALID_UTF8 = 5, /* input text is not valid UTF-8 */
-    HSD_ERR_OUT_OF_RANGE = 6, /* token id outside the vocabulary */
+    HSD_ERR_OUT_OF_RANGE = 6, /* token id outside the vocabulary, cache position, full context */
     HSD_ERR_NOMEM = 7,
     HSD_ERR_BUFFER_TOO_SMALL = 8, /* output did not fit; the needed size is reported */
     HSD_ERR_INTERNAL = 9,
@@ -346,7 +344,7 @@ HSD_API void hsd_engine_reset(hsd_engine *e);
  * overwritten (not freed: free a previous result first); on success the caller owns its ids
  * and text (release with hsd_gen_result_free); on failure it holds nothing. Errors:
  * INVALID_ARG (NULL e/res, prompt NULL with len > 0, max_new_tokens < 0, n_draft or k_max
- * outside 1..63, n_stop < 0, stop NULL with n_stop > 0, an algorithm outside the enum,
+ * outside 1..63, temp or top_p NaN, n_stop < 0, stop NULL with n_stop > 0, an algorithm outside the enum,
  * or one that needs a drafter the engine lacks, SD on different vocabularies), INVALID_UTF8,
  * and any error of the models. Not thread-safe per handle (nor per borrowed model). */
 HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,

@@ -579,6 +579,8 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         (p->adaptive_k && (p->k_max < 1 || p->k_max > 63)))
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_engine_generate: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= 63");
+    if (isnan(p->temp) || isnan(p->top_p))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: temp and top_p must be numbers");
     if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: %d stop strings with stop %s",
                          (int)p->n_stop, p->stop ? "given" : "NULL");

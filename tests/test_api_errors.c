@@ -9,6 +9,7 @@
  *
  * Fixtures are built in memory (no shared data needed): two tiny BPE tokenizers with different
  * vocabularies and toy "count up" models through hsd_model_iface. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,9 +594,9 @@ static void row_hsd_engine_generate(void **state) {
     struct {
         const char *what;
         hsd_gen_params p;
-    } bad[12];
+    } bad[16];
     int nb = 0;
-    for (int i = 0; i < 12; i++) bad[i].p = p;
+    for (int i = 0; i < 16; i++) bad[i].p = p;
     bad[nb].what = "max_new_tokens -1", bad[nb++].p.max_new_tokens = -1;
     bad[nb].what = "n_draft 0", bad[nb++].p.n_draft = 0;
     bad[nb].what = "n_draft 64", bad[nb++].p.n_draft = 64;
@@ -603,6 +604,8 @@ static void row_hsd_engine_generate(void **state) {
     bad[nb].what = "k_max 1000", bad[nb].p.adaptive_k = true, bad[nb++].p.k_max = 1000;
     bad[nb].what = "algo -1", bad[nb++].p.algo = (hsd_algo)-1;
     bad[nb].what = "algo 99", bad[nb++].p.algo = (hsd_algo)99;
+    bad[nb].what = "temp NaN", bad[nb++].p.temp = NAN;
+    bad[nb].what = "top_p NaN", bad[nb++].p.top_p = NAN;
     bad[nb].what = "n_stop -1", bad[nb++].p.n_stop = -1;
     bad[nb].what = "stop NULL", bad[nb++].p.n_stop = 2;
     bad[nb].what = "SD across vocabularies", bad[nb++].p.algo = HSD_ALGO_SD;
