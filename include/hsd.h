@@ -322,7 +322,7 @@ HSD_API hsd_gen_params hsd_gen_default_params(void);
  * outlive it, and the models must not be used elsewhere while it runs. On success the caller
  * owns *out (release with hsd_engine_free); on failure *out is NULL. Errors: INVALID_ARG (NULL
  * target/target_tok/out, a drafter without its tokenizer or the reverse, a model with no
- * vocabulary), NOMEM. Thread-safe for different models. */
+ * vocabulary or no context size), NOMEM. Thread-safe for different models. */
 HSD_API hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok,
                                    hsd_model *draft, const hsd_tokenizer *draft_tok,
                                    hsd_engine **out);

@@ -133,6 +133,14 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
         free(e);
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: target has no vocabulary");
     }
+    /* generation stops where the context ends: a model without one (an hsd_model_iface
+     * with no n_ctx callback) would silently generate nothing */
+    if (hsd_model_n_ctx(target) <= 0 || (draft && hsd_model_n_ctx(draft) <= 0)) {
+        free(e);
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_engine_init: the %s reports no context size (hsd_model_iface.n_ctx)",
+                         hsd_model_n_ctx(target) <= 0 ? "target" : "drafter");
+    }
     if (draft) {
         e->vd = hsd_model_vocab_size(draft);
         hsd_status s = build_map(e);

@@ -547,6 +547,17 @@ static void row_hsd_engine_init(void **state) {
     EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_init(empty, tok_t, NULL, NULL, &e));
     assert_null(e);
     hsd_model_free(empty);
+    /* models without a context size (no n_ctx callback), as target and as drafter */
+    toy nc;
+    f = toy_iface(&nc, 8);
+    f.n_ctx = NULL;
+    hsd_model *no_ctx;
+    assert_int_equal(hsd_model_from_iface(&f, &no_ctx), HSD_OK);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_init(no_ctx, tok_t, NULL, NULL, &e));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_init(model_t, tok_t, no_ctx, tok_t, &e));
+    assert_non_null(strstr(hsd_last_error(), "drafter"));
+    assert_null(e);
+    hsd_model_free(no_ctx);
 }
 
 static void row_hsd_engine_free(void **state) {
