@@ -51,8 +51,9 @@ bool hsd_token_trie_has_children(const hsd_token_trie *t, int32_t node);
 
 /* One token that is a prefix of a queried string. */
 typedef struct hsd_token_trie_match {
-    int32_t node; /* where its surface ends: hsd_token_trie_ids(node) gives the ids */
-    uint32_t len; /* its surface length in bytes */
+    int32_t node;   /* where its surface ends: hsd_token_trie_ids(node) gives the ids */
+    uint32_t len;   /* its surface length in bytes */
+    uint32_t n_ids; /* how many ids share that surface (>= 1) */
 } hsd_token_trie_match;
 
 /* All tokens whose surface is a prefix of s[0..n), shortest first, written to out (at most cap

@@ -78,6 +78,7 @@ static void check_string(const hsd_token_trie *tr, const vocab *v, const uint8_t
         size_t nid;
         const int32_t *ids = hsd_token_trie_ids(tr, m[expect].node, &nid);
         assert_int_equal(nid, k);
+        assert_int_equal(m[expect].n_ids, k);
         for (size_t j = 0; j < k; j++) assert_int_equal(ids[j], scratch[j]);
         expect++;
     }
