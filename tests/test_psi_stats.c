@@ -591,6 +591,23 @@ static void test_cli_json(void **state) {
     free(svgtext);
     unlink(svg);
 
+    /* `hsd pair` reports the same ψ numbers */
+    snprintf(cmd, sizeof cmd, "'%s' pair --target-tokenizer '%s' --draft-tokenizer '%s' --json",
+             hsd_test_cli(), tp, dp);
+    char *pout = hsd_test_run(cmd);
+    json_t *po = json_loads(pout, JSON_ALLOW_NUL, &e); /* counterexample "\u0000" */
+    assert_non_null(po);
+    json_t *psi = json_object_get(po, "psi_cost");
+    assert_true(json_is_object(psi));
+    assert_int_equal(json_integer_value(json_object_get(psi, "target_tokens")), s.n_tokens);
+    assert_int_equal(json_integer_value(json_object_get(psi, "no_decomposition")), s.n_none);
+    assert_int_equal(json_integer_value(json_object_get(psi, "n_max")), s.n_max);
+    assert_true(json_real_value(json_object_get(psi, "max")) == all_max);
+    assert_true(json_real_value(json_object_get(psi, "median")) ==
+                json_real_value(json_object_get(json_object_get(all, "decompositions"), "median")));
+    json_decref(po);
+    free(pout);
+
     hsd_psi_stats_free(&s);
     hsd_token_trie_free(tr);
     hsd_tokenizer_free(t);
