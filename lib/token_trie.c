@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "lib/error.h"
 
@@ -29,24 +30,41 @@ struct hsd_token_trie {
     int32_t *ids;      /* [n_tokens] */
 };
 
+/* Large build arrays ask for transparent huge pages: a 151k-token vocabulary touches ~10 MB,
+ * and taking that as 2500 small page faults costs more than the insertion itself. */
+static void *big_alloc(size_t n) {
+#ifdef MADV_HUGEPAGE
+    const size_t huge = (size_t)1 << 21;
+    if (n >= huge) {
+        size_t sz = (n + huge - 1) & ~(huge - 1);
+        void *p = aligned_alloc(huge, sz);
+        if (p) madvise(p, sz, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(n);
+}
+
 /* The temporary trie of pass 1. Child lists are linked lists in byte order while short; a node
  * that gets more than DENSE_AT children switches to a 256-entry table (the root has one from
  * the start), so that wide nodes (the byte after a leading space) cost one lookup per token. */
 #define DENSE_AT 8
+typedef struct build_node {
+    int32_t child, sibling; /* first child / next sibling in byte order, -1 = none */
+    int32_t dense;          /* table index of a wide node, -1 = none */
+    uint8_t byte;
+    uint8_t nchild; /* children counted up to DENSE_AT + 1 */
+} build_node;       /* one record per node: an insertion step touches one cache line */
+
 typedef struct build_trie {
-    uint8_t *byte;
-    int32_t *child, *sibling; /* first child / next sibling in byte order, -1 = none */
-    int32_t *dense;           /* table index of a wide node, -1 = none */
-    uint8_t *nchild;          /* children counted up to DENSE_AT + 1 */
-    int32_t *tables;          /* n_tables * 256 child entries, -1 = none */
+    build_node *node;
+    int32_t *tables; /* n_tables * 256 child entries, -1 = none */
     int32_t n, n_tables, cap_tables;
 } build_trie;
 
 static int32_t build_new(build_trie *b, uint8_t c) {
     int32_t k = b->n++;
-    b->byte[k] = c;
-    b->child[k] = b->sibling[k] = b->dense[k] = -1;
-    b->nchild[k] = 0;
+    b->node[k] = (build_node){-1, -1, -1, c, 0};
     return k;
 }
 
@@ -61,25 +79,26 @@ static int build_densify(build_trie *b, int32_t node) {
     }
     int32_t *tab = b->tables + (size_t)b->n_tables * 256;
     memset(tab, 0xff, 256 * sizeof *tab);
-    for (int32_t c = b->child[node]; c >= 0; c = b->sibling[c]) tab[b->byte[c]] = c;
-    b->dense[node] = b->n_tables++;
+    for (int32_t c = b->node[node].child; c >= 0; c = b->node[c].sibling) tab[b->node[c].byte] = c;
+    b->node[node].dense = b->n_tables++;
     return 0;
 }
 
 /* The child of `node` along c, created when missing; -1 on allocation failure. */
 static int32_t build_child(build_trie *b, int32_t node, uint8_t c) {
-    if (b->dense[node] >= 0) {
-        int32_t *slot = &b->tables[(size_t)b->dense[node] * 256 + c];
+    build_node *nd = &b->node[node];
+    if (nd->dense >= 0) {
+        int32_t *slot = &b->tables[(size_t)nd->dense * 256 + c];
         if (*slot < 0) *slot = build_new(b, c);
         return *slot;
     }
-    int32_t *link = &b->child[node];
-    while (*link >= 0 && b->byte[*link] < c) link = &b->sibling[*link];
-    if (*link >= 0 && b->byte[*link] == c) return *link;
+    int32_t *link = &nd->child;
+    while (*link >= 0 && b->node[*link].byte < c) link = &b->node[*link].sibling;
+    if (*link >= 0 && b->node[*link].byte == c) return *link;
     int32_t k = build_new(b, c);
-    b->sibling[k] = *link;
+    b->node[k].sibling = *link;
     *link = k;
-    if (++b->nchild[node] > DENSE_AT && build_densify(b, node)) return -1;
+    if (++b->node[node].nchild > DENSE_AT && build_densify(b, node)) return -1;
     return k;
 }
 
@@ -109,18 +128,13 @@ static hsd_status trie_build(const void *src, int32_t n_ids, surface_fn surface,
         return hsd_error(HSD_ERR_UNSUPPORTED, "token trie: %zu surface bytes exceed 2^31", total);
     size_t cap = total + 1;
     build_trie b = {0};
-    b.byte = malloc(cap);
-    b.child = malloc(cap * sizeof *b.child);
-    b.sibling = malloc(cap * sizeof *b.sibling);
-    b.dense = malloc(cap * sizeof *b.dense);
-    b.nchild = malloc(cap);
+    b.node = big_alloc(cap * sizeof *b.node);
     int32_t *end_node = malloc(((size_t)n_tok + 1) * sizeof *end_node);
-    int32_t *order = malloc(cap * sizeof *order); /* new number -> build node */
-    int32_t *renum = malloc(cap * sizeof *renum); /* build node -> new number */
+    int32_t *order = big_alloc(cap * sizeof *order); /* new number -> build node */
+    int32_t *renum = big_alloc(cap * sizeof *renum); /* build node -> new number */
     hsd_token_trie *t = calloc(1, sizeof *t);
     hsd_status st = HSD_OK;
-    if (!b.byte || !b.child || !b.sibling || !b.dense || !b.nchild || !end_node || !order ||
-        !renum || !t) {
+    if (!b.node || !end_node || !order || !renum || !t) {
         st = hsd_error(HSD_ERR_NOMEM, "token trie: out of memory for %zu bytes", total);
         goto done;
     }
@@ -149,8 +163,9 @@ static hsd_status trie_build(const void *src, int32_t n_ids, surface_fn surface,
     /* pass 2: breadth-first renumbering; order[] doubles as the queue */
     t->n_nodes = b.n;
     t->n_tokens = n_tok;
-    t->byte = malloc((size_t)b.n);
-    t->node = calloc((size_t)b.n, sizeof *t->node);
+    t->byte = big_alloc((size_t)b.n);
+    t->node = big_alloc((size_t)b.n * sizeof *t->node);
+    if (t->node) memset(t->node, 0, (size_t)b.n * sizeof *t->node);
     t->ids = malloc(((size_t)n_tok + 1) * sizeof *t->ids);
     if (!t->byte || !t->node || !t->ids) {
         st = hsd_error(HSD_ERR_NOMEM, "token trie: out of memory for %d nodes", b.n);
@@ -161,11 +176,11 @@ static hsd_status trie_build(const void *src, int32_t n_ids, surface_fn surface,
     renum[0] = 0;
     for (int32_t u = 0; u < next; u++) {
         int32_t bu = order[u];
-        t->byte[u] = b.byte[bu];
+        t->byte[u] = b.node[bu].byte;
         t->node[u].first = next;
         int32_t nc = 0;
-        if (b.dense[bu] >= 0) {
-            const int32_t *tab = b.tables + (size_t)b.dense[bu] * 256;
+        if (b.node[bu].dense >= 0) {
+            const int32_t *tab = b.tables + (size_t)b.node[bu].dense * 256;
             for (int c = 0; c < 256; c++)
                 if (tab[c] >= 0) {
                     order[next] = tab[c];
@@ -173,7 +188,7 @@ static hsd_status trie_build(const void *src, int32_t n_ids, surface_fn surface,
                     nc++;
                 }
         } else {
-            for (int32_t c = b.child[bu]; c >= 0; c = b.sibling[c]) {
+            for (int32_t c = b.node[bu].child; c >= 0; c = b.node[c].sibling) {
                 order[next] = c;
                 renum[c] = next++;
                 nc++;
@@ -206,11 +221,7 @@ static hsd_status trie_build(const void *src, int32_t n_ids, surface_fn surface,
         t->ids[fill[end_node[k++]]++] = id;
     }
 done:
-    free(b.byte);
-    free(b.child);
-    free(b.sibling);
-    free(b.dense);
-    free(b.nchild);
+    free(b.node);
     free(b.tables);
     free(end_node);
     free(order);
