@@ -192,7 +192,10 @@ static double percentile(const double *v, size_t n, double q) {
 void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out) {
     memset(out, 0, sizeof *out);
     if (!n) return;
-    qsort(v, n, sizeof *v, cmp_double);
+    /* callers often pass lengths already in order (hsd_psi_ids_by_length): skip the sort */
+    size_t k = 1;
+    while (k < n && v[k - 1] <= v[k]) k++;
+    if (k < n) qsort(v, n, sizeof *v, cmp_double);
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) sum += v[i];
     double mean = sum / (double)n, ss = 0.0;

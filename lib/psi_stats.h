@@ -79,7 +79,7 @@ typedef struct hsd_psi_summary {
     double mean, sd, min, p25, median, p75, max;
 } hsd_psi_summary;
 
-/* Sorts v in place. n = 0 gives an all-zero summary. */
+/* Sorts v in place (unless it is sorted already). n = 0 gives an all-zero summary. */
 void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out);
 
 /* Counted target ids ordered by (surface length, id): the paper's "shortest N tokens" are
