@@ -1,5 +1,6 @@
 /* hsd pair: vocabulary fit of a target/drafter tokenizer pair and the algorithm to use. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ static void usage_pair(void) {
             HSD_PAIR_TLI_MIN_VOCAB, 100 * HSD_PAIR_TLI_MIN_CORPUS, HSD_PAIR_SLRS_MAX_BYTES,
             HSD_PAIR_SLRS_MAX_NODES);
 }
+
+/* Counts past DBL_MAX are inf, which JSON cannot hold: written as "inf". */
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_string("inf"); }
 
 static json_t *expr_json(const hsd_tokenizer *a, const hsd_pair_expr *e) {
     json_t *o = json_object(), *ex = json_array();
@@ -135,13 +139,13 @@ int hsd_cmd_pair(int argc, char **argv) {
             json_t *ps = json_object();
             json_object_set_new(ps, "target_tokens", json_integer(r.psi.tokens));
             json_object_set_new(ps, "no_decomposition", json_integer(r.psi.none));
-            json_object_set_new(ps, "mean", json_real(r.psi.mean));
-            json_object_set_new(ps, "median", json_real(r.psi.median));
-            json_object_set_new(ps, "p75", json_real(r.psi.p75));
-            json_object_set_new(ps, "max", json_real(r.psi.max));
+            json_object_set_new(ps, "mean", jnum(r.psi.mean));
+            json_object_set_new(ps, "median", jnum(r.psi.median));
+            json_object_set_new(ps, "p75", jnum(r.psi.p75));
+            json_object_set_new(ps, "max", jnum(r.psi.max));
             json_object_set_new(ps, "max_id", json_integer(r.psi.max_id));
-            json_object_set_new(ps, "nodes_mean", json_real(r.psi.nodes_mean));
-            json_object_set_new(ps, "nodes_p75", json_real(r.psi.nodes_p75));
+            json_object_set_new(ps, "nodes_mean", jnum(r.psi.nodes_mean));
+            json_object_set_new(ps, "nodes_p75", jnum(r.psi.nodes_p75));
             json_object_set_new(ps, "n_max", json_integer(r.psi.n_max));
             json_object_set_new(o, "psi_cost", ps);
         } else {

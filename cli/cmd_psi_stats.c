@@ -62,10 +62,16 @@ static json_t *tok_json(const hsd_tokenizer *t, int32_t id) {
     return j;
 }
 
+/* A count as JSON: counts past DBL_MAX (surfaces of ~1000+ bytes) are inf, which JSON cannot
+ * hold; they are written as the string "inf" rather than dropped. */
+static json_t *jnum(double v) {
+    return isfinite(v) ? json_real(v) : json_string("inf");
+}
+
 static json_t *summary_json(const hsd_psi_summary *s) {
-    return json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "n", (json_int_t)s->n, "mean", s->mean,
-                     "sd", s->sd, "min", s->min, "p25", s->p25, "median", s->median, "p75", s->p75,
-                     "max", s->max);
+    return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)s->n, "mean",
+                     jnum(s->mean), "sd", jnum(s->sd), "min", jnum(s->min), "p25", jnum(s->p25),
+                     "median", jnum(s->median), "p75", jnum(s->p75), "max", jnum(s->max));
 }
 
 /* Summaries of length and decompositions over the first n ids of `ids`. */
@@ -95,7 +101,7 @@ static void print_table5(const char *title, const hsd_psi_summary *len,
 
 /* log10 of a count for plotting; 0 (no decomposition) sits on the axis. */
 static double lg(double v) {
-    return v > 1.0 ? log10(v) : 0.0;
+    return v > 1.0 ? (isfinite(v) ? log10(v) : 309.0) : 0.0; /* inf: just above DBL_MAX */
 }
 
 /* Figure 2: per length, the min..max range, the p25..p75 box, the median and the mean, on a
@@ -275,18 +281,19 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
                             json_pack("{s:i,s:o,s:i}", "id", s.n_max_id, "token",
                                       tok_json(t, s.n_max_id), "len", (int)s.len[s.n_max_id]));
         json_object_set_new(o, "max_decompositions",
-                            json_pack("{s:i,s:o,s:i,s:f,s:f}", "id", s.max_count_id, "token",
+                            json_pack("{s:i,s:o,s:i,s:o,s:o}", "id", s.max_count_id, "token",
                                       tok_json(t, s.max_count_id), "len",
-                                      (int)s.len[s.max_count_id], "count", mx->count, "nodes",
-                                      mx->nodes));
+                                      (int)s.len[s.max_count_id], "count", jnum(mx->count), "nodes",
+                                      jnum(mx->nodes)));
         for (size_t i = 0; i < n_rows; i++) {
             const hsd_psi_length_row *r = &rows[i];
             json_array_append_new(
-                arr, json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}", "len", (int)r->len,
-                               "tokens", r->tokens, "none", r->none, "mean", r->count.mean,
-                               "median", r->count.median, "p25", r->count.p25, "p75", r->count.p75,
-                               "min", r->count.min, "max", r->count.max, "n_max", r->n_max,
-                               "nodes_mean", r->nodes_mean));
+                arr,
+                json_pack("{s:i,s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:o}", "len", (int)r->len,
+                          "tokens", r->tokens, "none", r->none, "mean", jnum(r->count.mean),
+                          "median", jnum(r->count.median), "p25", jnum(r->count.p25), "p75",
+                          jnum(r->count.p75), "min", jnum(r->count.min), "max", jnum(r->count.max),
+                          "n_max", r->n_max, "nodes_mean", jnum(r->nodes_mean)));
         }
         json_object_set_new(o, "by_length", arr);
         json_object_set_new(o, "shortest",

@@ -22,9 +22,10 @@
  *             and the pair's n_max is the largest n_max(t). It is ≥ parts_max(t), and equal to
  *             it when the drafter has every single byte. ('hello_world' over {hello_, world,
  *             wo, rld}: 3, as in the paper.)
- * Counts are kept twice: as double (exact up to 2^53, then rounded, never overflowing for
- * surfaces below ~1000 bytes) and as uint64 saturating at UINT64_MAX; the statistics use the
- * double, and the report says how many tokens exceeded each. */
+ * Counts are kept twice: as double (exact up to 2^53, then rounded; inf past DBL_MAX, which
+ * takes a surface of about 1000 bytes or more — qwen3's largest count is 2^127) and as uint64
+ * saturating at UINT64_MAX; the statistics use the double, and the report says how many
+ * tokens exceeded 2^53 and 2^64. */
 #ifndef HSD_LIB_PSI_STATS_H
 #define HSD_LIB_PSI_STATS_H
 

@@ -616,6 +616,64 @@ static void test_cli_json(void **state) {
     free(out);
 }
 
+/* A llama2.c tokenizer.bin with a 1,500-byte token over {a, aa}: its count (about 1e313)
+ * is past DBL_MAX; the CLI still writes valid JSON ("inf") and an SVG. */
+static void write_entry(FILE *f, const char *s, int32_t len) {
+    float score = 0.0f;
+    assert_int_equal(fwrite(&score, sizeof score, 1, f), 1);
+    assert_int_equal(fwrite(&len, sizeof len, 1, f), 1);
+    assert_int_equal(fwrite(s, 1, (size_t)len, f), (size_t)len);
+}
+
+static void test_cli_huge_count(void **state) {
+    (void)state;
+    char path[] = "/tmp/hsd_psi_tok_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    assert_non_null(f);
+    static char run[1500];
+    memset(run, 'a', sizeof run);
+    int32_t max_len = (int32_t)sizeof run;
+    assert_int_equal(fwrite(&max_len, sizeof max_len, 1, f), 1);
+    write_entry(f, "<unk>", 5);
+    write_entry(f, "\n<s>\n", 5);
+    write_entry(f, "\n</s>\n", 6);
+    write_entry(f, "a", 1);
+    write_entry(f, "aa", 2);
+    write_entry(f, run, max_len);
+    assert_int_equal(fclose(f), 0);
+    char bin[64], svg[64], cmd[1024];
+    snprintf(bin, sizeof bin, "%s.bin", path);
+    assert_int_equal(rename(path, bin), 0);
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    snprintf(cmd, sizeof cmd, "'%s' psi-stats -T '%s' -D '%s' --json --svg '%s'", hsd_test_cli(),
+             bin, bin, svg);
+    char *out = hsd_test_run(cmd);
+    json_error_t e;
+    json_t *o = json_loads(out, 0, &e);
+    if (!o) fprintf(stderr, "bad JSON (%s): %s\n", e.text, out);
+    assert_non_null(o);
+    json_t *mx = json_object_get(o, "max_decompositions");
+    assert_int_equal(json_integer_value(json_object_get(mx, "len")), 1500);
+    assert_string_equal(json_string_value(json_object_get(mx, "count")), "inf");
+    assert_int_equal(json_integer_value(json_object_get(o, "above_uint64")), 1);
+    assert_int_equal(json_integer_value(json_object_get(o, "n_max")), 1500);
+    /* "aa": a a, aa */
+    json_t *rows = json_object_get(o, "by_length");
+    assert_int_equal(json_array_size(rows), 3);
+    assert_true(json_real_value(json_object_get(json_array_get(rows, 1), "max")) == 2);
+    char *svgtext = hsd_test_read_file(svg, NULL);
+    assert_non_null(svgtext);
+    assert_null(strstr(svgtext, "nan"));
+    assert_null(strstr(svgtext, "inf"));
+    free(svgtext);
+    json_decref(o);
+    free(out);
+    unlink(bin);
+    unlink(svg);
+}
+
 static void test_cli_errors(void **state) {
     (void)state;
     const char *dp = hsd_test_path("models/babyllama-tok105/tok105.bin");
@@ -667,6 +725,7 @@ int main(void) {
         cmocka_unit_test(test_real_sample_qwen3),
         cmocka_unit_test(test_qwen3_table5),
         cmocka_unit_test(test_cli_json),
+        cmocka_unit_test(test_cli_huge_count),
         cmocka_unit_test(test_cli_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
