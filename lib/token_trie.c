@@ -302,31 +302,33 @@ static inline int32_t step(const hsd_token_trie *t, int32_t node, uint8_t c) {
 }
 
 int32_t hsd_token_trie_step(const hsd_token_trie *t, int32_t node, uint8_t c) {
-    return step(t, node, c);
+    return t ? step(t, node, c) : -1;
 }
 
 int32_t hsd_token_trie_walk(const hsd_token_trie *t, int32_t node, const uint8_t *s, size_t n) {
+    if (!t || (!s && n)) return -1;
     for (size_t i = 0; i < n && node >= 0; i++) node = step(t, node, s[i]);
     return node;
 }
 
 const int32_t *hsd_token_trie_ids(const hsd_token_trie *t, int32_t node, size_t *n) {
-    if (node < 0 || node >= t->n_nodes) {
-        *n = 0;
+    if (!t || node < 0 || node >= t->n_nodes) {
+        if (n) *n = 0;
         return NULL;
     }
-    *n = t->node[node].n_ids;
+    if (n) *n = t->node[node].n_ids;
     return t->ids + t->node[node].id_off;
 }
 
 bool hsd_token_trie_has_children(const hsd_token_trie *t, int32_t node) {
-    return node >= 0 && node < t->n_nodes && t->node[node].nchild > 0;
+    return t && node >= 0 && node < t->n_nodes && t->node[node].nchild > 0;
 }
 
 size_t hsd_token_trie_prefixes(const hsd_token_trie *t, const uint8_t *s, size_t n,
                                hsd_token_trie_match *out, size_t cap) {
     size_t found = 0;
     int32_t node = 0;
+    if (!t || (!s && n) || (!out && cap)) return 0;
     for (size_t i = 0; i < n; i++) {
         node = step(t, node, s[i]);
         if (node < 0) break;

@@ -11,7 +11,8 @@
  * Layout: nodes are numbered breadth-first, the root is node 0, and the children of a node
  * are consecutive and sorted by byte, so a step is a binary search over at most 256 bytes
  * (the root uses a direct table). Building sorts nothing and allocates O(total bytes).
- * Once built a trie is read-only and may be shared by any number of threads. */
+ * Once built a trie is read-only and may be shared by any number of threads. The queries
+ * answer a NULL trie or an out-of-range node as "nothing there" (-1, no ids, 0 matches). */
 #ifndef HSD_LIB_TOKEN_TRIE_H
 #define HSD_LIB_TOKEN_TRIE_H
 

@@ -130,6 +130,15 @@ static void test_toy(void **state) {
     assert_null(hsd_token_trie_ids(tr, -1, &nid));
     assert_int_equal(nid, 0);
     assert_false(hsd_token_trie_has_children(tr, 1 << 30));
+    /* a NULL trie is "nothing there", not a crash */
+    assert_int_equal(hsd_token_trie_step(NULL, 0, 'a'), -1);
+    assert_int_equal(hsd_token_trie_walk(NULL, 0, (const uint8_t *)"a", 1), -1);
+    assert_null(hsd_token_trie_ids(NULL, 0, &nid));
+    assert_int_equal(nid, 0);
+    assert_false(hsd_token_trie_has_children(NULL, 0));
+    hsd_token_trie_match mm;
+    assert_int_equal(hsd_token_trie_prefixes(NULL, (const uint8_t *)"a", 1, &mm, 1), 0);
+    assert_int_equal(hsd_token_trie_n_nodes(NULL), 0);
     hsd_token_trie_free(tr);
 
     /* bad arguments */
