@@ -288,6 +288,88 @@ static void test_random_toys(void **state) {
     }
 }
 
+/* n_max by the paper's definition, simulated: draft sequences are sampled one token at a time
+ * and drafting stops as soon as the first target token is determined — with the paper's
+ * tokenization (longest target-token prefix first), when the drafts' concatenation is no
+ * longer a proper prefix of any target token. The most drafts any sequence needs is n_max. */
+static bool proper_prefix_of_some(const toy *t, const char *c, size_t n) {
+    for (int32_t i = 0; i < t->n; i++)
+        if (strlen(t->w[i]) > n && !memcmp(t->w[i], c, n)) return true;
+    return false;
+}
+
+static int simulate_lookahead(const toy *d, const toy *t, char *c, size_t n, int drafts) {
+    if (!proper_prefix_of_some(t, c, n)) return drafts; /* determined: stop sampling */
+    int most = drafts;
+    for (int32_t i = 0; i < d->n; i++) {
+        size_t l = strlen(d->w[i]);
+        memcpy(c + n, d->w[i], l);
+        int k = simulate_lookahead(d, t, c, n + l, drafts + 1);
+        if (k > most) most = k;
+    }
+    return most;
+}
+
+/* The pair's n_max from the DP; *parts gets the largest parts_max (the most drafts in an exact
+ * decomposition), which is NOT the paper's lookahead in general. */
+static int32_t pair_n_max(const toy *d, const toy *t, int32_t *parts) {
+    hsd_token_trie *tr = toy_trie(d);
+    int32_t m = 0, p = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+        hsd_psi_token k = decompose(tr, t->w[i]);
+        if (k.n_max > m) m = k.n_max;
+        if (k.parts_max > p) p = k.parts_max;
+    }
+    hsd_token_trie_free(tr);
+    if (parts) *parts = p;
+    return m;
+}
+
+static void test_n_max_definition(void **state) {
+    (void)state;
+    char c[256];
+    /* the paper's example: 3 */
+    const char *dw[] = {"hello_", "world", "wo", "rld"};
+    const char *tw[] = {"hello_", "world", "wo", "rld", "hello_world"};
+    toy d = {dw, 4}, t = {tw, 5};
+    assert_int_equal(simulate_lookahead(&d, &t, c, 0, 0), 3);
+    assert_int_equal(pair_n_max(&d, &t, NULL), 3);
+    /* random pairs over {a, b}. The drafter need not hold every letter: drafting stops once
+     * the concatenation leaves the target tokens' prefixes, so every sequence ends. */
+    uint64_t x = 12345;
+    char dwords[8][6], twords[10][9];
+    const char *dp[8], *tp[10];
+    int differs = 0; /* trials where n_max is not simply the longest target token */
+    int parts_differs = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        int nd = 1 + (int)(hsd_mix64(x++) % 7), nt = 1 + (int)(hsd_mix64(x++) % 9);
+        for (int i = 0; i < nd; i++) {
+            int len = 1 + (int)(hsd_mix64(x++) % 4);
+            for (int k = 0; k < len; k++) dwords[i][k] = (char)('a' + (int)(hsd_mix64(x++) % 2));
+            dwords[i][len] = 0;
+            dp[i] = dwords[i];
+        }
+        size_t longest = 0;
+        for (int i = 0; i < nt; i++) {
+            int len = 1 + (int)(hsd_mix64(x++) % 7);
+            for (int k = 0; k < len; k++) twords[i][k] = (char)('a' + (int)(hsd_mix64(x++) % 2));
+            twords[i][len] = 0;
+            tp[i] = twords[i];
+            if ((size_t)len > longest) longest = (size_t)len;
+        }
+        toy dd = {dp, nd}, tt = {tp, nt};
+        int sim = simulate_lookahead(&dd, &tt, c, 0, 0), parts;
+        assert_int_equal(pair_n_max(&dd, &tt, &parts), sim);
+        if ((size_t)sim != longest) differs++;
+        if (parts != sim) parts_differs++;
+    }
+    printf("n_max differs from the longest target token in %d of 400 random pairs, from the "
+           "most drafts in an exact decomposition in %d\n",
+           differs, parts_differs);
+    assert_true(differs > 50);
+    assert_true(parts_differs > 0);
+}
+
 /* ---- real tokenizers ----------------------------------------------------------------------- */
 
 static hsd_tokenizer *load(const char *rel) {
@@ -720,6 +802,7 @@ int main(void) {
         cmocka_unit_test(test_shared_surfaces),
         cmocka_unit_test(test_long_and_overflow),
         cmocka_unit_test(test_random_toys),
+        cmocka_unit_test(test_n_max_definition),
         cmocka_unit_test(test_summary_percentiles),
         cmocka_unit_test(test_real_sample_gpt2_over_llama2),
         cmocka_unit_test(test_real_sample_qwen3),
