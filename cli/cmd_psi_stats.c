@@ -110,7 +110,7 @@ static int write_svg(const char *path, const char *title, const hsd_psi_length_r
                      size_t n_rows) {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    const double W = 900, H = 520, left = 70, right = 20, top = 40, bottom = 60;
+    const double W = 900, H = 520, left = 70, right = 20, top = 40, bottom = 80;
     uint32_t max_len = n_rows ? rows[n_rows - 1].len : 1;
     double top_dec = 1.0;
     for (size_t i = 0; i < n_rows; i++)
@@ -133,9 +133,10 @@ static int write_svg(const char *path, const char *title, const hsd_psi_length_r
     int xstep = max_len <= 20 ? 1 : max_len <= 64 ? 4 : 8;
     for (uint32_t l = 1; l <= max_len; l += (uint32_t)xstep) {
         snprintf(lab, sizeof lab, "%u", l);
-        hsd_svg_text(f, X(l), top + ph + 16, 10, "middle", lab);
+        hsd_svg_text(f, X(l), top + ph + 14, 10, "middle", lab);
     }
-    hsd_svg_text(f, left + pw / 2, H - 18, 12, "middle", "target token length (surface bytes)");
+    hsd_svg_text(f, left + pw / 2, top + ph + 32, 12, "middle",
+                 "target token length (surface bytes)");
     hsd_svg_text(f, 14, top - 10, 12, "start", "decompositions (log scale)");
     double bw = pw / (double)max_len * 0.6;
     if (bw > 16) bw = 16;
@@ -154,7 +155,7 @@ static int write_svg(const char *path, const char *title, const hsd_psi_length_r
                      "black");
         hsd_svg_rect(f, x - 2, Y(lg(r->count.mean)) - 2, 4, 4, "#d03030");
     }
-    double ly = H - 36;
+    double ly = H - 12;
     hsd_svg_rect(f, left, ly - 9, 12, 10, "#6a9fd8");
     hsd_svg_text(f, left + 16, ly, 11, "start", "p25..p75, black: median, line: min..max");
     hsd_svg_rect(f, left + 300, ly - 7, 6, 6, "#d03030");
