@@ -34,15 +34,15 @@ static void work_free(psi_work *w) {
     free(w->match);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
+/* Grows an array to at least `need` elements of `elem` bytes; the new pointer, or NULL (the
+ * old array then stays valid and owned by the caller). */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return p;
     size_t c = *cap ? *cap : 256;
     while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
+    void *q = realloc(p, c * elem);
+    if (q) *cap = c;
+    return q;
 }
 
 static uint64_t sat_mul_add(uint64_t acc, uint64_t a, uint64_t m) {
@@ -54,8 +54,9 @@ static uint64_t sat_mul_add(uint64_t acc, uint64_t a, uint64_t m) {
 static hsd_status decompose(const hsd_token_trie *draft, const uint8_t *s, size_t n, bool distinct,
                             psi_work *w, hsd_psi_token *out) {
     if (n >= UINT32_MAX) return hsd_error(HSD_ERR_UNSUPPORTED, "psi: %zu-byte string", n);
-    if (grow((void **)&w->pos, &w->pos_cap, n + 1, sizeof *w->pos))
-        return hsd_error(HSD_ERR_NOMEM, "psi: out of memory for a %zu-byte token", n);
+    pos_state *np = grow(w->pos, &w->pos_cap, n + 1, sizeof *w->pos);
+    if (!np) return hsd_error(HSD_ERR_NOMEM, "psi: out of memory for a %zu-byte token", n);
+    w->pos = np;
     pos_state *p = w->pos;
     size_t max_len = hsd_token_trie_max_len(draft);
 
@@ -63,8 +64,11 @@ static hsd_status decompose(const hsd_token_trie *draft, const uint8_t *s, size_
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         size_t room = n - i < max_len ? n - i : max_len;
-        if (grow((void **)&w->match, &w->match_cap, k + room + 1, sizeof *w->match))
-            return hsd_error(HSD_ERR_NOMEM, "psi: out of memory for a %zu-byte token", n);
+        if (k + room + 1 > UINT32_MAX)
+            return hsd_error(HSD_ERR_UNSUPPORTED, "psi: over 2^32 drafter matches in %zu bytes", n);
+        hsd_token_trie_match *nm = grow(w->match, &w->match_cap, k + room + 1, sizeof *w->match);
+        if (!nm) return hsd_error(HSD_ERR_NOMEM, "psi: out of memory for a %zu-byte token", n);
+        w->match = nm;
         size_t m = hsd_token_trie_prefixes(draft, s + i, n - i, w->match + k, room + 1);
         p[i] = (pos_state){0, 0, -1, -1, (uint32_t)k, (uint32_t)m, 0};
         k += m;

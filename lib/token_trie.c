@@ -1,9 +1,9 @@
 /* Token trie (lib/token_trie.h). Built in two passes without sorting the vocabulary:
  *   1. insert every surface into a temporary trie whose child lists are linked lists kept in
- *      byte order (the root uses a 256-entry table, as almost every token passes through it);
+ *      byte order, switching to 256-entry tables for wide nodes (the root among them);
  *   2. renumber the nodes breadth-first so that each node's children become one consecutive,
  *      byte-sorted run, and lay the ids out per node, smallest id first.
- * All arrays are sized once from the total surface length, so building never reallocates. */
+ * Node arrays are sized once from the total surface length; only the wide-node tables grow. */
 #include "lib/token_trie.h"
 
 #include <stdlib.h>
