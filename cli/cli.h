@@ -13,5 +13,6 @@ int hsd_cmd_generate(int argc, char **argv);
 int hsd_cmd_synth(int argc, char **argv);
 int hsd_cmd_pair(int argc, char **argv);
 int hsd_cmd_injectivity(int argc, char **argv);
+int hsd_cmd_psi_stats(int argc, char **argv);
 
 #endif

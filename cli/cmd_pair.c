@@ -1,5 +1,6 @@
 /* hsd pair: vocabulary fit of a target/drafter tokenizer pair and the algorithm to use. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,16 @@ static void usage_pair(void) {
             "  SD    identical vocabularies\n"
             "  TLI   large overlap: |T∩D|/|T| >= %.2f and, with --corpus, >= %.0f%% of the\n"
             "        target tokens used on the corpus are drafter tokens\n"
-            "  SLRS  drafter tokens short: every drafter text token <= %d bytes\n"
+            "  SLRS  drafter tokens short: every drafter text token <= %d bytes, and psi\n"
+            "        cheap: 3 of 4 target tokens need <= %.0f drafter tree nodes (the psi line:\n"
+            "        decompositions of each target token into drafter tokens, `hsd psi-stats`)\n"
             "  SLEM  otherwise (works for any pair)\n",
-            HSD_PAIR_TLI_MIN_VOCAB, 100 * HSD_PAIR_TLI_MIN_CORPUS, HSD_PAIR_SLRS_MAX_BYTES);
+            HSD_PAIR_TLI_MIN_VOCAB, 100 * HSD_PAIR_TLI_MIN_CORPUS, HSD_PAIR_SLRS_MAX_BYTES,
+            HSD_PAIR_SLRS_MAX_NODES);
 }
+
+/* Counts past DBL_MAX are inf, which JSON cannot hold: written as "inf". */
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_string("inf"); }
 
 static json_t *expr_json(const hsd_tokenizer *a, const hsd_pair_expr *e) {
     json_t *o = json_object(), *ex = json_array();
@@ -128,8 +135,22 @@ int hsd_cmd_pair(int argc, char **argv) {
         } else {
             json_object_set_new(o, "corpus", json_null());
         }
-        /* TODO(SLRS issue): ψ cost summary (hsd_pair_psi_summary); null until implemented. */
-        json_object_set_new(o, "psi_cost", json_null());
+        if (r.has_psi) {
+            json_t *ps = json_object();
+            json_object_set_new(ps, "target_tokens", json_integer(r.psi.tokens));
+            json_object_set_new(ps, "no_decomposition", json_integer(r.psi.none));
+            json_object_set_new(ps, "mean", jnum(r.psi.mean));
+            json_object_set_new(ps, "median", jnum(r.psi.median));
+            json_object_set_new(ps, "p75", jnum(r.psi.p75));
+            json_object_set_new(ps, "max", jnum(r.psi.max));
+            json_object_set_new(ps, "max_id", json_integer(r.psi.max_id));
+            json_object_set_new(ps, "nodes_mean", jnum(r.psi.nodes_mean));
+            json_object_set_new(ps, "nodes_p75", jnum(r.psi.nodes_p75));
+            json_object_set_new(ps, "n_max", json_integer(r.psi.n_max));
+            json_object_set_new(o, "psi_cost", ps);
+        } else {
+            json_object_set_new(o, "psi_cost", json_null());
+        }
         json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
         json_object_set_new(o, "reason", json_string(r.reason));
         json_object_set_new(o, "warnings", json_string(r.warnings));
@@ -153,7 +174,16 @@ int hsd_cmd_pair(int argc, char **argv) {
             printf("roundtrip target %lld/%lld, draft %lld/%lld samples\n", (long long)r.t_roundtrip,
                    (long long)r.corpus_samples, (long long)r.d_roundtrip, (long long)r.corpus_samples);
         }
-        printf("psi cost not computed (TODO: SLRS issue)\n");
+        if (r.has_psi) {
+            const char *mx = r.psi.max_id >= 0 ? hsd_tokenizer_id_to_token(t, r.psi.max_id) : NULL;
+            printf("psi      drafter sequences per target token: mean %.4g, median %.4g, p75 "
+                   "%.4g, max %.4g ('%s'); %d of %d target tokens have none; drafter tree "
+                   "nodes per token: p75 %.4g, mean %.4g; n_max %d\n",
+                   r.psi.mean, r.psi.median, r.psi.p75, r.psi.max, mx ? mx : "?", r.psi.none,
+                   r.psi.tokens, r.psi.nodes_p75, r.psi.nodes_mean, r.psi.n_max);
+        } else {
+            printf("psi      not computed\n");
+        }
         printf("recommend %s: %s\n", hsd_pair_algo_name(r.algo), r.reason);
         if (r.warnings[0]) printf("warning  %s\n", r.warnings);
     }

@@ -17,6 +17,7 @@ static const hsd_cli_cmd cmds[] = {
     {"generate", hsd_cmd_generate, "generate text (--model M --tokenizer T -p PROMPT -n N)"},
     {"synth", hsd_cmd_synth, "write a random-weight model of a real shape"},
     {"pair", hsd_cmd_pair, "target/drafter fit and algorithm advice (--target-tokenizer T --draft-tokenizer D)"},
+    {"psi-stats", hsd_cmd_psi_stats, "SLRS cost: decompositions of target tokens into drafter tokens, n_max (--draft-tokenizer D --target-tokenizer T)"},
     {"injectivity", hsd_cmd_injectivity, "find strings a tokenizer does not give back (-t T [--corpus C] [--fuzz S])"},
     {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge"},
 };

@@ -10,6 +10,7 @@
 #include "lib/error.h"
 #include "lib/injectivity.h"
 #include "lib/map.h"
+#include "lib/psi_stats.h"
 
 const char *hsd_pair_algo_name(hsd_pair_algo a) {
     switch (a) {
@@ -277,6 +278,8 @@ hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d, cons
     if ((st = hsd_pair_expressible(t, d, &r->t_in_dstar))) goto done;
     if ((st = hsd_pair_expressible(d, t, &r->d_in_tstar))) goto done;
     if (corpus_path && (st = corpus_usage(t, d, corpus_path, &dall, r))) goto done;
+    if ((st = hsd_pair_psi_summary(t, d, &r->psi))) goto done;
+    r->has_psi = true;
     hsd_pair_recommend(r);
 done:
     sets_free(&dall);
@@ -289,7 +292,10 @@ done:
  *      half of the target tokens it uses are drafter tokens too (Table 10) — TLI can only
  *      draft T∩D tokens, so overlap that the text never uses does not help → TLI
  *   3. drafter tokens short (every text token ≤ 4 bytes), so the ψ sum over draft sequences
- *      stays small (Lemma 3.1: 2^(len−1) sequences per target token of length len) → SLRS
+ *      stays small (Lemma 3.1: 2^(len−1) sequences per target token of length len), and, when
+ *      the ψ summary was computed, 3 of 4 target tokens need at most 64 drafter tree nodes
+ *      (short tokens alone do not bound ψ: every 1..4-byte string as a token still gives
+ *      thousands of sequences behind a 16-byte target token) → SLRS
  *   4. otherwise                                                → SLEM */
 static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) {
     size_t n = strlen(r->warnings);
@@ -342,12 +348,30 @@ void hsd_pair_recommend(hsd_pair_report *r) {
                      HSD_PAIR_TLI_MIN_VOCAB);
         return;
     }
-    if (r->d_max_surface > 0 && r->d_max_surface <= HSD_PAIR_SLRS_MAX_BYTES) {
-        r->algo = HSD_PAIR_SLRS;
+    bool short_tokens = r->d_max_surface > 0 && r->d_max_surface <= HSD_PAIR_SLRS_MAX_BYTES;
+    if (short_tokens && r->has_psi && r->psi.nodes_p75 > HSD_PAIR_SLRS_MAX_NODES) {
+        r->algo = HSD_PAIR_SLEM;
         snprintf(r->reason, sizeof r->reason,
-                 "drafter tokens are short (longest %d bytes <= %d): SLRS's psi stays cheap and "
-                 "accepts at least as often as SLEM",
-                 r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
+                 "drafter tokens are short (longest %d bytes) but psi is costly: a quarter of "
+                 "the target tokens need more than %.1f drafter tree nodes (> %.0f), %.3g "
+                 "decompositions at most: SLEM works for any pair",
+                 r->d_max_surface, r->psi.nodes_p75, HSD_PAIR_SLRS_MAX_NODES, r->psi.max);
+        return;
+    }
+    if (short_tokens) {
+        r->algo = HSD_PAIR_SLRS;
+        if (r->has_psi)
+            snprintf(r->reason, sizeof r->reason,
+                     "drafter tokens are short (longest %d bytes <= %d) and psi is cheap (3 of 4 "
+                     "target tokens need at most %.1f drafter tree nodes <= %.0f; n_max %d): "
+                     "SLRS accepts at least as often as SLEM",
+                     r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES, r->psi.nodes_p75,
+                     HSD_PAIR_SLRS_MAX_NODES, r->psi.n_max);
+        else
+            snprintf(r->reason, sizeof r->reason,
+                     "drafter tokens are short (longest %d bytes <= %d): SLRS's psi stays cheap "
+                     "and accepts at least as often as SLEM",
+                     r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
         return;
     }
     r->algo = HSD_PAIR_SLEM;
@@ -358,11 +382,40 @@ void hsd_pair_recommend(hsd_pair_report *r) {
              r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
 }
 
-hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, double *mean_seqs,
-                                double *max_seqs) {
-    (void)t;
-    (void)d;
-    (void)mean_seqs;
-    (void)max_seqs;
-    return hsd_error(HSD_ERR_UNSUPPORTED, "pair: psi cost summary: TODO (SLRS issue)");
+hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {
+    if (!t || !d || !out) return hsd_error(HSD_ERR_INVALID_ARG, "pair: psi summary: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->max_id = -1;
+    hsd_token_trie *trie = NULL;
+    hsd_psi_stats s = {0};
+    double *v = NULL;
+    hsd_status st = hsd_token_trie_build(d, &trie);
+    if (!st) st = hsd_psi_stats_compute(t, trie, NULL, &s);
+    if (!st && !(v = malloc(((size_t)s.n_tokens + 1) * sizeof *v)))
+        st = hsd_error(HSD_ERR_NOMEM, "pair: psi summary: out of memory");
+    if (!st) {
+        size_t n = 0;
+        for (int32_t id = 0; id < s.n_ids; id++)
+            if (s.len[id]) v[n++] = s.tok[id].nodes;
+        hsd_psi_summary sum;
+        hsd_psi_summarize(v, n, &sum);
+        out->nodes_mean = sum.mean;
+        out->nodes_p75 = sum.p75;
+        n = 0;
+        for (int32_t id = 0; id < s.n_ids; id++)
+            if (s.len[id]) v[n++] = s.tok[id].count;
+        hsd_psi_summarize(v, n, &sum);
+        out->tokens = s.n_tokens;
+        out->none = s.n_none;
+        out->mean = sum.mean;
+        out->median = sum.median;
+        out->p75 = sum.p75;
+        out->max = sum.max;
+        out->max_id = s.max_count_id;
+        out->n_max = s.n_max;
+    }
+    free(v);
+    hsd_psi_stats_free(&s);
+    hsd_token_trie_free(trie);
+    return st;
 }

@@ -32,6 +32,8 @@ typedef enum hsd_pair_algo {
 #define HSD_PAIR_TLI_MIN_VOCAB 0.50  /* |T∩D|/|T| (Table 9) */
 #define HSD_PAIR_TLI_MIN_CORPUS 0.50 /* and, with a corpus, share of used target tokens in D */
 #define HSD_PAIR_SLRS_MAX_BYTES 4    /* every drafter text token at most this many bytes */
+#define HSD_PAIR_SLRS_MAX_NODES 64.0 /* and, with the ψ summary, 3 of 4 target tokens need at
+                                      * most this many drafter tree nodes (lib/psi_stats.h) */
 
 #define HSD_PAIR_MAX_EXAMPLES 5
 
@@ -43,6 +45,19 @@ typedef struct hsd_pair_expr {
     int32_t example_ids[HSD_PAIR_MAX_EXAMPLES]; /* the first failing ids of A */
     int n_examples;
 } hsd_pair_expr;
+
+/* ψ cost of SLRS for the pair (lib/psi_stats.h defines each number): how many drafter-token
+ * sequences stand behind each target text token (Lemma 3.1), over id sequences. */
+typedef struct hsd_pair_psi {
+    int32_t tokens;            /* target text tokens decomposed */
+    int32_t none;              /* ... with no decomposition into drafter tokens (count 0) */
+    double mean, median, p75, max; /* decompositions per target token */
+    int32_t max_id;            /* a target token with the most */
+    double nodes_mean, nodes_p75; /* drafter tree nodes per target token: the positions one
+                                   * tree-masked forward scores for ψ(t) (paper Fig. 1). The
+                                   * mean is dominated by the few longest tokens; the p75 is not */
+    int32_t n_max;             /* the pair's lookahead: most drafts before T(...)_1 is fixed */
+} hsd_pair_psi;
 
 /* The facts the recommendation is based on (filled by hsd_pair_analyze, or by hand in tests). */
 typedef struct hsd_pair_report {
@@ -69,6 +84,9 @@ typedef struct hsd_pair_report {
     double corpus_ratio_used;       /* t_used_in_dused / t_used  (|T'∩D'|/|T'|) */
     int64_t t_roundtrip, d_roundtrip; /* corpus samples with decode(encode(s)) == s */
 
+    bool has_psi; /* false when not computed (hand-made reports): rule 3 then uses bytes only */
+    hsd_pair_psi psi;
+
     hsd_pair_algo algo;
     char reason[512];
     char warnings[512]; /* conditions the algorithms assume but this pair breaks; "" if none */
@@ -86,10 +104,8 @@ hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b, 
 /* Applies the Table 4 rule to the facts in r (sets r->algo and r->reason). */
 void hsd_pair_recommend(hsd_pair_report *r);
 
-/* TODO(SLRS issue): the ψ cost summary — how many drafter-token sequences stand behind each
- * target token (Lemma 3.1), hence what SLRS would cost for this pair. Not implemented yet;
- * returns HSD_ERR_UNSUPPORTED so callers print "not computed" rather than a made-up number. */
-hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, double *mean_seqs,
-                                double *max_seqs);
+/* The ψ cost summary of SLRS for this pair: decompositions of every target text token into
+ * drafter tokens by dynamic programming over the drafter's token trie (lib/psi_stats). */
+hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out);
 
 #endif

@@ -364,6 +364,16 @@ static void test_expressibility_counterexample(void **state) {
     assert_true(e.failures >= must_fail);
     assert_int_equal(e.n_examples, HSD_PAIR_MAX_EXAMPLES);
     assert_string_equal(hsd_tokenizer_id_to_token(t, e.example_ids[0]), "<0x00>");
+    /* the ψ summary's DP (lib/psi_stats) and the expressibility DP agree: the target tokens
+     * with no decomposition are exactly the ones T → D* cannot express */
+    hsd_pair_psi psi;
+    assert_int_equal(hsd_pair_psi_summary(t, d, &psi), HSD_OK);
+    assert_int_equal(psi.tokens, e.checked);
+    assert_int_equal(psi.none, e.failures);
+    /* tok105 is character-level: a spellable token has exactly one decomposition, and the
+     * lookahead is the longest target token, in characters */
+    assert_true(psi.max == 1);
+    assert_true(psi.n_max >= 2);
     assert_int_equal(hsd_pair_expressible(d, t, &e), HSD_OK);
     assert_true(e.holds);
     assert_int_equal(e.failures, 0);
@@ -430,8 +440,26 @@ static void test_recommend_rule(void **state) {
     assert_int_equal(r.algo, HSD_PAIR_TLI); /* a warning, not a different algorithm */
 
     assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
-    double a, b;
-    assert_int_equal(hsd_pair_psi_summary(NULL, NULL, &a, &b), HSD_ERR_UNSUPPORTED);
+    hsd_pair_psi psi;
+    assert_int_equal(hsd_pair_psi_summary(NULL, NULL, &psi), HSD_ERR_INVALID_ARG);
+
+    /* with the ψ summary, short drafter tokens are not enough: ψ must be cheap too */
+    fresh(&r);
+    r.ratio = 0.12;
+    r.d_max_surface = 3;
+    r.has_psi = true;
+    r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES;
+    r.psi.n_max = 7;
+    hsd_pair_recommend(&r);
+    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_non_null(strstr(r.reason, "psi is cheap"));
+    r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES + 1;
+    hsd_pair_recommend(&r);
+    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_non_null(strstr(r.reason, "psi is costly"));
+    r.ratio = 0.5; /* TLI still comes first */
+    hsd_pair_recommend(&r);
+    assert_int_equal(r.algo, HSD_PAIR_TLI);
 }
 
 int main(void) {
