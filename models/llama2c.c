@@ -73,7 +73,9 @@ hsd_status hsd_llama2c_load(const char *path, const hsd_model_params *params, hs
     g->n_heads = h[3];
     g->n_kv_heads = h[4];
     bool shared = h[5] > 0;
-    g->vocab_size = h[5] < 0 ? -h[5] : h[5];
+    /* a negative vocab_size marks an unshared classifier; INT32_MIN has no positive twin
+     * (negating it is UB: found by fuzz_model_llama2c), so it becomes 0 and is refused */
+    g->vocab_size = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5];
     g->seq_len = h[6];
     g->head_dim = g->n_heads > 0 && g->dim % g->n_heads == 0 ? g->dim / g->n_heads : 0;
     g->rope_theta = 10000.0f;

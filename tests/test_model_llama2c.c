@@ -286,6 +286,15 @@ static void test_llama2c_bad_files(void **state) {
     p = write_tmp("heads", raw, len);
     expect_fail(p, HSD_ERR_PARSE, "n_heads");
     unlink(p);
+    /* vocab_size INT32_MIN: negating it was UB (fuzz_model_llama2c; the UBSan build of this
+     * test fails without the fix); it must be refused as a bad header */
+    h7 = 8;
+    memcpy(raw + 12, &h7, 4);
+    int32_t vmin = INT32_MIN;
+    memcpy(raw + 20, &vmin, 4);
+    p = write_tmp("vocabmin", raw, len);
+    expect_fail(p, HSD_ERR_PARSE, "vocab_size -2147483648");
+    unlink(p);
     memcpy(raw, "ak42", 4);
     p = write_tmp("v1", raw, len);
     expect_fail(p, HSD_ERR_UNSUPPORTED, "ak42");
