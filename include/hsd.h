@@ -124,10 +124,33 @@ int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
  * ==================================================================================== */
 typedef struct hsd_model hsd_model;
 
+/* Where a loaded model runs. AUTO (the default) uses the first CUDA device when the library
+ * was built with CUDA and a device is present. With no device, AUTO and CUDA both fall back
+ * to the CPU and send the notice "no CUDA device, using CPU" (HSD_LOG_INFO) to the log
+ * callback: the model works either way, and hsd_model_backend tells which one it got. */
+typedef enum hsd_backend {
+    HSD_BACKEND_AUTO = 0,
+    HSD_BACKEND_CPU = 1,
+    HSD_BACKEND_CUDA = 2,
+} hsd_backend;
+
+/* Storage of the weight matrices on the CUDA device (the CPU keeps the file's types).
+ * AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for tiny models
+ * (dim < 1024, where precision costs nothing) and becomes BF16 otherwise. Activations, the KV
+ * cache and accumulation are fp32 whatever the choice. */
+typedef enum hsd_weight_type {
+    HSD_WEIGHTS_AUTO = 0,
+    HSD_WEIGHTS_F32 = 1,
+    HSD_WEIGHTS_F16 = 2,
+    HSD_WEIGHTS_BF16 = 3,
+} hsd_weight_type;
+
 typedef struct hsd_model_params {
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
     bool use_mmap;     /* map weights instead of reading them (default true) */
+    hsd_backend backend;          /* default AUTO */
+    hsd_weight_type device_weights; /* CUDA only; default AUTO */
 } hsd_model_params;
 
 /* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
@@ -164,6 +187,12 @@ int32_t hsd_model_vocab_size(const hsd_model *model);
 int32_t hsd_model_n_ctx(const hsd_model *model);
 /* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). */
 const char *hsd_model_desc(const hsd_model *model);
+/* The backend the model runs on: HSD_BACKEND_CPU or HSD_BACKEND_CUDA (never AUTO);
+ * HSD_BACKEND_CPU for caller-provided models. */
+hsd_backend hsd_model_backend(const hsd_model *model);
+/* "auto", "cpu", "cuda"; parse returns -1 for unknown names. */
+const char *hsd_backend_name(hsd_backend b);
+int hsd_backend_parse(const char *name);
 hsd_status hsd_model_forward(hsd_model *model, const int32_t *tokens, int32_t n,
                              const int32_t *parents, const int32_t *rows, int32_t n_rows,
                              float *logits);

@@ -1,0 +1,64 @@
+/* Shared by the kernels/cuda_*.cu files: the device handle and the macros that turn CUDA and
+ * cuBLAS errors into an hsd_status naming the call, the source line and CUDA's reason. */
+#ifndef HSD_KERNELS_CUDA_INTERNAL_CUH
+#define HSD_KERNELS_CUDA_INTERNAL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda_ops.h"
+extern "C" {
+#include "lib/error.h" /* C linkage: the header has no C++ guards */
+}
+
+struct hsd_cuda {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudaEvent_t t0, t1;
+    void *blas_workspace; /* owned, so cuBLAS allocates nothing while a graph is captured */
+    int sms;              /* multiprocessors, for grid sizes */
+    char desc[320];
+};
+
+extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
+
+#define HSD_CU(call)                                                                         \
+    do {                                                                                     \
+        cudaError_t hsd_cu_err_ = (call);                                                    \
+        if (hsd_cu_err_ != cudaSuccess)                                                      \
+            return hsd_error(HSD_ERR_INTERNAL, "CUDA %s at %s:%d: %s", #call, __FILE__,      \
+                             __LINE__, cudaGetErrorString(hsd_cu_err_));                     \
+    } while (0)
+
+#define HSD_BLAS(call)                                                                       \
+    do {                                                                                     \
+        cublasStatus_t hsd_blas_err_ = (call);                                               \
+        if (hsd_blas_err_ != CUBLAS_STATUS_SUCCESS)                                          \
+            return hsd_error(HSD_ERR_INTERNAL, "cuBLAS %s at %s:%d: %s", #call, __FILE__,    \
+                             __LINE__, hsd_cublas_status_str(hsd_blas_err_));                \
+    } while (0)
+
+/* After a kernel launch: a bad configuration shows up here, not at the next sync. */
+#define HSD_CU_LAUNCHED(name) HSD_CU(cudaPeekAtLastError())
+
+#define HSD_CU_NEED(cu, what)                                                                \
+    do {                                                                                     \
+        if (!(cu)) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL device handle", what); \
+    } while (0)
+
+/* Loads element i of a row stored as F32, F16 or BF16, widened to fp32. */
+__device__ __forceinline__ float hsd_dev_elem(hsd_dtype t, const void *row, int64_t i) {
+    if (t == HSD_DT_F32) return ((const float *)row)[i];
+    unsigned short h = ((const unsigned short *)row)[i];
+    if (t == HSD_DT_BF16) return __uint_as_float((unsigned)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
+static inline unsigned hsd_blocks(int64_t n, int threads) {
+    return (unsigned)((n + threads - 1) / threads);
+}
+
+#endif
