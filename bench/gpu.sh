@@ -21,7 +21,7 @@ BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-$BUILD/results}
 mkdir -p "$OUT"
 RES="$OUT/gpu_results.md"
-JOBS=$(nproc)
+JOBS=${JOBS:-$(nproc)}
 status=0
 
 log() { echo "== $*" >&2; }
@@ -70,7 +70,7 @@ else
     D=(--draft "$M/babyllama-tok105/model5000.bin" --draft-tokenizer "$M/babyllama-tok105/tok105.bin")
     P="Once upon a time, there was a little girl named Lily."
     {
-        echo "| real pair, 200 tokens greedy | backend | tokens/s | acceptance | tau | ids equal to CPU |"
+        echo "| real pair, 200 tokens greedy | backend (asked → used) | tokens/s | acceptance | tau | ids equal to CPU |"
         echo "|---|---|---|---|---|---|"
     } >> "$e2e"
     for algo in ar slem tli; do
@@ -88,7 +88,7 @@ try:
 except Exception as e:
     print(f"| {sys.argv[3]} | failed to run: {e} | | | | |"); sys.exit(1)
 same = c["ids"] == g["ids"]
-for r, be in ((c, "cpu"), (g, g.get("backend", "?"))):
+for r, be in ((c, "cpu"), (g, "cuda → " + g.get("backend", "?"))):
     print(f"| {sys.argv[3]} | {be} | {r['tokens_per_s']:.1f} | {r.get('acceptance_rate', 0):.3f} | "
           f"{r.get('tau', 0):.2f} | {'yes' if same else '**NO**'} |")
 sys.exit(0 if same and g.get("backend") == "cuda" else 1)
@@ -98,13 +98,14 @@ EOF
 fi
 
 {
-    echo "### CUDA backend on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) ($(date -u +%Y-%m-%d), bench/gpu.sh)"
+    dev=$(sed -n 's/^device: //p' "$OUT/gpu_bench.txt" 2>/dev/null | head -1)
+    echo "### CUDA backend on ${dev:-no device} ($(date -u +%Y-%m-%d), bench/gpu.sh)"
     echo
     echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); build (HSD_CUDA=ON, sm_90, $JOBS jobs): ${build_s} s."
     echo
     cat "$OUT/gpu_bench.md" 2>/dev/null || echo "hsd_gpu_bench wrote no results (exit $bench_rc)."
     echo
-    echo "ctest on the device (test_cuda_fallback, test_model_llama2c): $( [ $ctest_rc -eq 0 ] && echo passed || echo '**failed**' )."
+    echo "ctest test_cuda_fallback + test_model_llama2c (the models on the device when there is one): $( [ $ctest_rc -eq 0 ] && echo passed || echo '**failed**' )."
     echo
     cat "$e2e"
 } > "$RES"

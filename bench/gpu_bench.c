@@ -360,6 +360,86 @@ static void check_indexed_head(void) {
         }
 }
 
+static const float *g_scores;
+static int cmp_score_desc(const void *a, const void *b) {
+    float x = g_scores[*(const int32_t *)a], y = g_scores[*(const int32_t *)b];
+    return x > y ? -1 : x < y;
+}
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Top-k set of the device against a CPU sort; the speculative head end to end (router
+ * W_vocab·(W_down·h), top-k, indexed head) and the low-rank head W_up·(W_down·h), each against
+ * the CPU. */
+static void check_heads(void) {
+    const int32_t V = 151936, k = 2048;
+    float *x = rand_f32(V), *dx = dev_from(x, sizeof(float) * V);
+    int32_t *didx = dev(sizeof(int32_t) * k), *got = malloc(sizeof(int32_t) * k);
+    int32_t *all = malloc(sizeof(int32_t) * V);
+    OK(hsd_cuda_topk(cu, didx, dx, V, k));
+    OK(hsd_cuda_download(cu, got, didx, sizeof(int32_t) * k));
+    for (int32_t i = 0; i < V; i++) all[i] = i;
+    g_scores = x;
+    qsort(all, V, sizeof *all, cmp_score_desc);
+    qsort(all, k, sizeof *all, cmp_i32);
+    qsort(got, k, sizeof *got, cmp_i32);
+    int eq = 0;
+    for (int32_t j = 0; j < k; j++) eq += got[j] == all[j];
+    report_ids("top-k set, V = 151936, k = 2048", eq, k);
+    free(x), free(got), free(all);
+    hsd_cuda_free(cu, dx), hsd_cuda_free(cu, didx);
+
+    /* low-rank and speculative heads on a smaller vocabulary */
+    const int32_t Vs = 6000, d = 1024, r = 128, ks = 300;
+    void *hdown, *hup, *hu;
+    hsd_mat Wd = rand_mat(HSD_DT_BF16, r, d, &hdown), Wu = rand_mat(HSD_DT_BF16, Vs, r, &hup);
+    hsd_mat U = rand_mat(HSD_DT_BF16, Vs, d, &hu);
+    hsd_mat hWd = {HSD_DT_BF16, r, d, hdown}, hWu = {HSD_DT_BF16, Vs, r, hup}, hU = {HSD_DT_BF16, Vs, d, hu};
+    float *h = rand_f32(d), *dh = dev_from(h, sizeof(float) * d), *dz = dev(sizeof(float) * r);
+    float *dout = dev(sizeof(float) * Vs), *scratch = malloc(sizeof(float) * 4 * d);
+    float *z = malloc(sizeof(float) * r), *want = malloc(sizeof(float) * Vs);
+    void *dxh = dev((size_t)d * 2);
+    OK(hsd_cuda_matmul(cu, dz, r, dh, 1, &Wd, dxh));
+    OK(hsd_cuda_matmul(cu, dout, Vs, dz, 1, &Wu, dxh));
+    hsd_matmul_rows(z, r, h, 1, &hWd, 0, r, scratch);
+    hsd_matmul_rows(want, Vs, z, 1, &hWu, 0, Vs, scratch);
+    float *g = host_from(dout, Vs);
+    report("low-rank head (SlimSpec) BF16, r = 128", rel_err(g, want, Vs), TOL_BF16);
+    free(g);
+    /* speculative: the device's router scores pick k rows; the set must be the CPU top-k of
+     * those same scores, and the logits the CPU dots of those rows */
+    int32_t *dsel = dev(sizeof(int32_t) * ks), *sel = malloc(sizeof(int32_t) * ks);
+    OK(hsd_cuda_topk(cu, dsel, dout, Vs, ks));
+    float *dlog = dev(sizeof(float) * ks);
+    OK(hsd_cuda_indexed_head(cu, dlog, &U, dh, dsel, ks));
+    float *scores = host_from(dout, Vs), *lg = host_from(dlog, ks), *ref = malloc(sizeof(float) * ks);
+    OK(hsd_cuda_download(cu, sel, dsel, sizeof(int32_t) * ks));
+    float *row = malloc(sizeof(float) * d);
+    for (int32_t j = 0; j < ks; j++) {
+        hsd_mat_rows_f32(&hU, sel[j], 1, row);
+        double acc = 0;
+        for (int32_t c = 0; c < d; c++) acc += (double)row[c] * h[c];
+        ref[j] = (float)acc;
+    }
+    report("speculative head (router, top-k, indexed) BF16", rel_err(lg, ref, ks), TOL_F32);
+    int32_t *cpu_sel = malloc(sizeof(int32_t) * Vs);
+    for (int32_t i = 0; i < Vs; i++) cpu_sel[i] = i;
+    g_scores = scores;
+    qsort(cpu_sel, Vs, sizeof *cpu_sel, cmp_score_desc);
+    qsort(cpu_sel, ks, sizeof *cpu_sel, cmp_i32);
+    qsort(sel, ks, sizeof *sel, cmp_i32);
+    eq = 0;
+    for (int32_t j = 0; j < ks; j++) eq += sel[j] == cpu_sel[j];
+    report_ids("speculative head: selected rows = CPU top-k", eq, ks);
+    free(hdown), free(hup), free(hu), free(h), free(scratch), free(z), free(want), free(sel);
+    free(scores), free(lg), free(ref), free(row), free(cpu_sel);
+    hsd_cuda_free(cu, (void *)Wd.data), hsd_cuda_free(cu, (void *)Wu.data), hsd_cuda_free(cu, (void *)U.data);
+    hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dz), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
+    hsd_cuda_free(cu, dsel), hsd_cuda_free(cu, dlog);
+}
+
 static int32_t cpu_sample(const float *p, const float *q, int32_t V, float u) {
     double total = 0;
     for (int32_t i = 0; i < V; i++) total += q ? fmax(p[i] - q[i], 0) : p[i];
@@ -626,6 +706,48 @@ static void bench_head(double bw) {
     mdf("| full, cuBLAS GEMV | %.4f ms | %.0f | %.0f%% |\n", mf, gf, 100 * gf / bw);
     mdf("| full, indexed kernel over all rows | %.4f ms | %.0f | %.0f%% |\n", ma, ga, 100 * ga / bw);
     mdf("| **speed-up indexed vs full** | %.1fx (target >= 4x%s) | | |\n", mf / mi, mf / mi >= 4 ? ", met" : ", **not met**");
+    /* low-rank head (SlimSpec) r = 256: W_up·(W_down·h); the speculative head (SpecVocab) uses
+     * the same two GEMVs as its router, then top-k and the indexed head */
+    const int32_t r = 256;
+    size_t bdown = (size_t)r * d * 2, bup = (size_t)V * r * 2;
+    char *dwd = dev(bdown), *dwu = dev(bup);
+    for (size_t off = 0; off < bup; off += tile)
+        OK(hsd_cuda_upload(cu, dwu + off, h16, bup - off < tile ? bup - off : tile));
+    OK(hsd_cuda_upload(cu, dwd, h16, bdown));
+    hsd_mat Wd = {HSD_DT_BF16, r, d, dwd}, Wu = {HSD_DT_BF16, V, r, dwu};
+    float *dz = dev(sizeof(float) * r), *dscore = dev(sizeof(float) * V);
+    int32_t *dsel = dev(sizeof(int32_t) * k);
+    float t_lr[50], t_spec[50], t_topk[50];
+    for (int i = -3; i < 50; i++) {
+        float a, b, c2;
+        OK(hsd_cuda_timer_start(cu));
+        OK(hsd_cuda_matmul(cu, dz, r, dh, 1, &Wd, dxh));
+        OK(hsd_cuda_matmul(cu, dscore, V, dz, 1, &Wu, dxh));
+        OK(hsd_cuda_timer_stop(cu, &a));
+        OK(hsd_cuda_timer_start(cu));
+        OK(hsd_cuda_topk(cu, dsel, dscore, V, k));
+        OK(hsd_cuda_timer_stop(cu, &c2));
+        OK(hsd_cuda_timer_start(cu));
+        OK(hsd_cuda_matmul(cu, dz, r, dh, 1, &Wd, dxh));
+        OK(hsd_cuda_matmul(cu, dscore, V, dz, 1, &Wu, dxh));
+        OK(hsd_cuda_topk(cu, dsel, dscore, V, k));
+        OK(hsd_cuda_indexed_head(cu, dout, &U, dh, dsel, k));
+        OK(hsd_cuda_timer_stop(cu, &b));
+        if (i >= 0) t_lr[i] = a, t_spec[i] = b, t_topk[i] = c2;
+    }
+    qsort(t_lr, 50, sizeof(float), cmp_f);
+    qsort(t_spec, 50, sizeof(float), cmp_f);
+    qsort(t_topk, 50, sizeof(float), cmp_f);
+    printf("  low-rank head r = %d: %.4f ms (%.1fx faster than full)\n", r, t_lr[25], mf / t_lr[25]);
+    printf("  top-k (k = %d of %d): %.4f ms\n", k, V, t_topk[25]);
+    printf("  speculative head (router r = %d + top-k + indexed): %.4f ms (%.1fx faster than full)\n", r,
+           t_spec[25], mf / t_spec[25]);
+    mdf("| low-rank head, r = %d (two GEMVs) | %.4f ms | | %.1fx faster than full |\n", r, t_lr[25], mf / t_lr[25]);
+    mdf("| top-k, k = %d (single-block radix select) | %.4f ms | | |\n", k, t_topk[25]);
+    mdf("| speculative head: router + top-k + indexed | %.4f ms | | %.1fx faster than full |\n", t_spec[25],
+        mf / t_spec[25]);
+    hsd_cuda_free(cu, dwd), hsd_cuda_free(cu, dwu), hsd_cuda_free(cu, dz), hsd_cuda_free(cu, dscore);
+    hsd_cuda_free(cu, dsel);
     free(h16), free(h), free(perm);
     hsd_cuda_free(cu, du), hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh), hsd_cuda_free(cu, didx);
 }
@@ -662,6 +784,7 @@ int main(int argc, char **argv) {
     check_attention();
     check_indexed_head();
     check_sampling();
+    check_heads();
     check_model("tiny", HSD_DT_F32, TOL_F32);
     check_model("tiny-qwen2", HSD_DT_F32, TOL_F32);
     check_model("small", HSD_DT_BF16, TOL_BF16);

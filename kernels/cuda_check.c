@@ -75,3 +75,10 @@ hsd_status hsd_cuda_check_rows(const char *what, const void *d_ptr, int64_t n_ro
                          (long long)n_rows, (long long)cols);
     return HSD_OK;
 }
+
+hsd_status hsd_cuda_check_topk(const void *d_idx, const void *d_x, int32_t V, int32_t k) {
+    if (!d_idx || !d_x) return hsd_error(HSD_ERR_INVALID_ARG, "cuda topk: NULL idx or x");
+    if (V <= 0 || k <= 0 || k > V)
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda topk: k = %d of V = %d (need 0 < k <= V)", k, V);
+    return HSD_OK;
+}

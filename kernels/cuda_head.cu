@@ -120,6 +120,63 @@ extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hs
     return HSD_OK;
 }
 
+/* ---- top-k (router selection) ------------------------------------------------------ */
+
+/* Order-preserving map of a float to an unsigned key (larger float, larger key). */
+__device__ __forceinline__ unsigned order_key(float f) {
+    unsigned u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__global__ static void topk_kernel(int32_t *idx, const float *x, int32_t V, int32_t k) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned prefix, mask;
+    __shared__ int32_t remaining, n_out, n_tie;
+    if (threadIdx.x == 0) prefix = 0, mask = 0, remaining = k, n_out = 0, n_tie = 0;
+    /* radix select, 8 bits at a time from the top: keep the bin where the k-th largest is */
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (int32_t i = threadIdx.x; i < V; i += blockDim.x) {
+            unsigned key = order_key(x[i]);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int32_t rem = remaining;
+            for (int b = 255; b >= 0; b--) {
+                if ((int32_t)hist[b] >= rem) {
+                    prefix |= (unsigned)b << shift;
+                    mask |= 255u << shift;
+                    remaining = rem; /* how many of this bin still to take */
+                    break;
+                }
+                rem -= (int32_t)hist[b];
+            }
+        }
+        __syncthreads();
+    }
+    /* prefix is now the k-th largest key: take everything above it and `remaining` equal */
+    for (int32_t i = threadIdx.x; i < V; i += blockDim.x) {
+        unsigned key = order_key(x[i]);
+        if (key > prefix) {
+            idx[atomicAdd(&n_out, 1)] = i;
+        } else if (key == prefix && atomicAdd(&n_tie, 1) < remaining) {
+            idx[atomicAdd(&n_out, 1)] = i;
+        }
+    }
+}
+
+extern "C" hsd_status hsd_cuda_topk(hsd_cuda *cu, int32_t *d_idx, const float *d_x, int32_t V,
+                                    int32_t k) {
+    hsd_status s = hsd_cuda_check_topk(d_idx, d_x, V, k);
+    if (s != HSD_OK) return s;
+    HSD_CU_NEED(cu, "topk");
+    topk_kernel<<<1, 1024, 0, cu->stream>>>(d_idx, d_x, V, k);
+    HSD_CU_LAUNCHED("topk");
+    return HSD_OK;
+}
+
 /* ---- sampling ---------------------------------------------------------------------- */
 
 #define SAMPLE_THREADS 1024

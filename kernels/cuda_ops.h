@@ -124,6 +124,12 @@ hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers, int3
 hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
                                  const int32_t *d_idx, int32_t k);
 
+/* Indices of the k largest of x[0..V) (the speculative head's router selection), in no
+ * particular order; ties at the k-th value are broken arbitrarily. One block radix-selects
+ * the k-th largest key in four 8-bit passes, then a last pass writes the indices. The
+ * low-rank head (SlimSpec) needs no kernel of its own: it is two hsd_cuda_matmul calls. */
+hsd_status hsd_cuda_topk(hsd_cuda *cu, int32_t *d_idx, const float *d_x, int32_t V, int32_t k);
+
 /* ---- sampling on device (only token ids cross to the host) ------------------------- */
 
 /* out[r] = argmax of row r (lowest index among ties, as the CPU loop). */
@@ -150,6 +156,7 @@ hsd_status hsd_cuda_check_matmul(const hsd_mat *w, const void *d_out, int32_t ld
 hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, const void *d_out,
                                     const void *d_q, const void *d_k, const void *d_v,
                                     const void *d_meta, bool chain, const void *d_anc);
+hsd_status hsd_cuda_check_topk(const void *d_idx, const void *d_x, int32_t V, int32_t k);
 hsd_status hsd_cuda_check_rows(const char *what, const void *d_ptr, int64_t n_rows, int64_t cols);
 
 #ifdef __cplusplus

@@ -142,6 +142,11 @@ hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U, c
     hsd_status s = hsd_cuda_check_indexed_head(U, d_out, d_h, k, d_idx != NULL);
     return s != HSD_OK ? s : NO_CUDA("indexed_head");
 }
+hsd_status hsd_cuda_topk(hsd_cuda *cu, int32_t *d_idx, const float *d_x, int32_t V, int32_t k) {
+    (void)cu, (void)d_idx;
+    hsd_status s = hsd_cuda_check_topk(d_idx, d_x, V, k);
+    return s != HSD_OK ? s : NO_CUDA("topk");
+}
 hsd_status hsd_cuda_argmax(hsd_cuda *cu, int32_t *d_out, const float *d_logits, int32_t n_rows,
                            int32_t V) {
     (void)cu, (void)d_out;

@@ -208,6 +208,9 @@ static void test_kernel_argument_checks(void **state) {
     assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_argmax(NULL, ifake, NULL, 1, 10), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_softmax(NULL, fake, 1, 0, 1.0f), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_cuda_topk(NULL, ifake, fake, 10, 11), HSD_ERR_INVALID_ARG);
+    assert_non_null(strstr(hsd_last_error(), "k = 11 of V = 10"));
+    assert_int_equal(hsd_cuda_topk(NULL, NULL, fake, 10, 5), HSD_ERR_INVALID_ARG);
 
     /* arguments that pass the checks: the call then needs a device handle (CUDA build) or a
      * CUDA build (stub), and says which */
