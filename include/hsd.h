@@ -127,7 +127,8 @@ typedef struct hsd_model hsd_model;
 /* Where a loaded model runs. AUTO (the default) uses the first CUDA device when the library
  * was built with CUDA and a device is present. With no device, AUTO and CUDA both fall back
  * to the CPU and send the notice "no CUDA device, using CPU" (HSD_LOG_INFO) to the log
- * callback: the model works either way, and hsd_model_backend tells which one it got. */
+ * callback: the model works either way, and hsd_model_backend tells which one it got.
+ * The environment variable HSD_BACKEND=cpu|cuda overrides AUTO (never an explicit choice). */
 typedef enum hsd_backend {
     HSD_BACKEND_AUTO = 0,
     HSD_BACKEND_CPU = 1,

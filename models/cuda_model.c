@@ -160,7 +160,9 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
             {&m->x, (size_t)N * c->dim},         {&m->xb, (size_t)NR * c->dim},
             {&m->q, (size_t)N * m->q_dim},       {&m->k, (size_t)N * m->kv_dim},
             {&m->v, (size_t)N * m->kv_dim},      {&m->ao, (size_t)N * wide},
-            {&m->hb, (size_t)N * c->hidden_dim}, {&m->hb2, (size_t)N * c->hidden_dim},
+            /* hb also takes the attention output projection (dim wide), and hidden_dim can
+             * be smaller than dim (a fuzz find on the CPU path) */
+            {&m->hb, (size_t)N * m->max_cols}, {&m->hb2, (size_t)N * c->hidden_dim},
             {&m->logits, (size_t)R * c->vocab_size}};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs && s == HSD_OK; i++)
             s = hsd_cuda_alloc(m->cu, bufs[i].n * sizeof(float), (void **)bufs[i].p);
