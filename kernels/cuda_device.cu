@@ -1,4 +1,5 @@
 /* Device handle, memory, copies, timers and CUDA graphs of the CUDA backend. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,6 +22,36 @@ extern "C" const char *hsd_cublas_status_str(cublasStatus_t s) {
     case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
     default: return "unknown cuBLAS status";
     }
+}
+
+#define HSD_STR_(x) #x
+#define HSD_STR(x) HSD_STR_(x)
+
+/* Loads cuBLAS (the major version this file was compiled against, then any). */
+static hsd_status blas_load(hsd_blas_api *api) {
+    /* the loader's search path first, then the toolkit hsd was built against */
+    const char *names[3] = {"libcublas.so." HSD_STR(CUBLAS_VER_MAJOR), "libcublas.so",
+#ifdef HSD_CUDA_LIBDIR
+                            HSD_CUDA_LIBDIR "/libcublas.so." HSD_STR(CUBLAS_VER_MAJOR)
+#else
+                            NULL
+#endif
+    };
+    for (int i = 0; i < 3 && !api->lib; i++)
+        if (names[i]) api->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!api->lib)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "cuBLAS not found (%s): a CUDA device needs it", dlerror());
+#define HSD_SYM(field, name)                                                                 \
+    if (!(api->field = (decltype(api->field))dlsym(api->lib, name)))                           \
+        return hsd_error(HSD_ERR_UNSUPPORTED, "cuBLAS: no symbol %s", name);
+    HSD_SYM(create, "cublasCreate_v2")
+    HSD_SYM(destroy, "cublasDestroy_v2")
+    HSD_SYM(set_stream, "cublasSetStream_v2")
+    HSD_SYM(set_workspace, "cublasSetWorkspace_v2")
+    HSD_SYM(sgemm, "cublasSgemm_v2")
+    HSD_SYM(gemm_ex, "cublasGemmEx")
+#undef HSD_SYM
+    return HSD_OK;
 }
 
 extern "C" bool hsd_cuda_compiled(void) { return true; }
@@ -58,16 +89,16 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     if (err == cudaSuccess) err = cudaEventCreate(&cu->t1);
     if (err != cudaSuccess) {
         s = hsd_error(HSD_ERR_INTERNAL, "cuda open: %s", cudaGetErrorString(err));
-    } else {
-        cublasStatus_t b = cublasCreate(&cu->blas);
-        if (b == CUBLAS_STATUS_SUCCESS) b = cublasSetStream(cu->blas, cu->stream);
+    } else if ((s = blas_load(&cu->api)) == HSD_OK) {
+        cublasStatus_t b = cu->api.create(&cu->blas);
+        if (b == CUBLAS_STATUS_SUCCESS) b = cu->api.set_stream(cu->blas, cu->stream);
         if (b == CUBLAS_STATUS_SUCCESS && cudaMalloc(&cu->blas_workspace, HSD_BLAS_WORKSPACE) != cudaSuccess) {
             cudaGetLastError();
             cu->blas_workspace = NULL;
             b = CUBLAS_STATUS_ALLOC_FAILED;
         }
         if (b == CUBLAS_STATUS_SUCCESS)
-            b = cublasSetWorkspace(cu->blas, cu->blas_workspace, HSD_BLAS_WORKSPACE);
+            b = cu->api.set_workspace(cu->blas, cu->blas_workspace, HSD_BLAS_WORKSPACE);
         if (b != CUBLAS_STATUS_SUCCESS)
             s = hsd_error(HSD_ERR_INTERNAL, "cuda open: cuBLAS: %s", hsd_cublas_status_str(b));
     }
@@ -84,7 +115,8 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
 
 extern "C" void hsd_cuda_close(hsd_cuda *cu) {
     if (!cu) return;
-    if (cu->blas) cublasDestroy(cu->blas);
+    if (cu->blas) cu->api.destroy(cu->blas);
+    if (cu->api.lib) dlclose(cu->api.lib);
     if (cu->blas_workspace) cudaFree(cu->blas_workspace);
     if (cu->t0) cudaEventDestroy(cu->t0);
     if (cu->t1) cudaEventDestroy(cu->t1);

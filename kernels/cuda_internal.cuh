@@ -13,9 +13,27 @@ extern "C" {
 #include "lib/error.h" /* C linkage: the header has no C++ guards */
 }
 
+/* cuBLAS is opened with dlopen when a device is opened, not linked: its libraries (~600 MB)
+ * would otherwise be mapped by every process that links hsd, device or not (measured: +1.5 s
+ * per CLI run on a loaded machine). The entry points used, typed from cublas_v2.h. */
+typedef struct hsd_blas_api {
+    void *lib;
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSetWorkspace_v2) set_workspace;
+    decltype(&cublasSgemm_v2) sgemm;
+    /* spelled out: C++ sees an overloaded cublasGemmEx */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                              const void *, const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *, cudaDataType, int,
+                              cublasComputeType_t, cublasGemmAlgo_t);
+} hsd_blas_api;
+
 struct hsd_cuda {
     int device;
     cudaStream_t stream;
+    hsd_blas_api api;
     cublasHandle_t blas;
     cudaEvent_t t0, t1;
     void *blas_workspace; /* owned, so cuBLAS allocates nothing while a graph is captured */

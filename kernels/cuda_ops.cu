@@ -170,7 +170,7 @@ extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out
     HSD_CU_NEED(cu, "matmul");
     const float one = 1.0f, zero = 0.0f;
     if (w->type == HSD_DT_F32) {
-        HSD_BLAS(cublasSgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
+        HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
                              (const float *)w->data, w->cols, d_x, w->cols, &zero, d_out, ld_out));
         return HSD_OK;
     }
@@ -179,7 +179,7 @@ extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out
     narrow_kernel<<<hsd_blocks(nx, 256), 256, 0, cu->stream>>>((unsigned short *)d_xh, d_x, nx, bf16);
     HSD_CU_LAUNCHED("narrow");
     cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-    HSD_BLAS(cublasGemmEx(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, w->data,
+    HSD_BLAS(cu->api.gemm_ex(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, w->data,
                           t, w->cols, d_xh, t, w->cols, &zero, d_out, CUDA_R_32F, ld_out,
                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return HSD_OK;
