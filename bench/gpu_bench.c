@@ -41,9 +41,9 @@ static void die(const char *what) {
     fprintf(stderr, "hsd_gpu_bench: %s: %s\n", what, hsd_last_error());
     exit(2);
 }
-#define OK(x)                                                                                \
-    do {                                                                                     \
-        if ((x) != HSD_OK) die(#x);                                                          \
+#define OK(x)                                                                                      \
+    do {                                                                                           \
+        if ((x) != HSD_OK) die(#x);                                                                \
     } while (0)
 
 static void mdf(const char *fmt, ...) {
@@ -60,7 +60,9 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static float urand(void) { return 2.0f * hsd_rng_uniform(&rng) - 1.0f; }
+static float urand(void) {
+    return 2.0f * hsd_rng_uniform(&rng) - 1.0f;
+}
 static float *rand_f32(size_t n) {
     float *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = urand();
@@ -106,7 +108,8 @@ static void report_ids(const char *name, int n_equal, int n_total) {
     bool pass = n_equal == n_total;
     pass ? n_pass++ : n_fail++;
     printf("  %-44s %s  %d/%d ids equal\n", name, pass ? "PASS" : "FAIL", n_equal, n_total);
-    mdf("| %s | %s | %d/%d ids equal | exact |\n", name, pass ? "PASS" : "**FAIL**", n_equal, n_total);
+    mdf("| %s | %s | %d/%d ids equal | exact |\n", name, pass ? "PASS" : "**FAIL**", n_equal,
+        n_total);
 }
 
 /* A random matrix stored as `t`; the host copy is what the CPU reference reads. */
@@ -115,9 +118,12 @@ static hsd_mat rand_mat(hsd_dtype t, int32_t rows, int32_t cols, void **host) {
     void *h = malloc(rb * rows);
     for (size_t i = 0; i < n; i++) {
         float v = urand();
-        if (t == HSD_DT_F32) ((float *)h)[i] = v;
-        else if (t == HSD_DT_BF16) ((uint16_t *)h)[i] = hsd_fp32_to_bf16(v);
-        else ((uint16_t *)h)[i] = hsd_fp32_to_fp16(v);
+        if (t == HSD_DT_F32)
+            ((float *)h)[i] = v;
+        else if (t == HSD_DT_BF16)
+            ((uint16_t *)h)[i] = hsd_fp32_to_bf16(v);
+        else
+            ((uint16_t *)h)[i] = hsd_fp32_to_fp16(v);
     }
     hsd_mat m = {t, rows, cols, dev_from(h, rb * rows)};
     *host = h;
@@ -136,7 +142,8 @@ static void check_elementwise(void) {
     float *want = malloc(sizeof(float) * n * dim);
 
     OK(hsd_cuda_rmsnorm(cu, dout, dx, dw, drows, 3, dim, 1e-5f));
-    for (int r = 0; r < 3; r++) hsd_rmsnorm(want + (size_t)r * dim, x + (size_t)rows[r] * dim, w, dim, 1e-5f);
+    for (int r = 0; r < 3; r++)
+        hsd_rmsnorm(want + (size_t)r * dim, x + (size_t)rows[r] * dim, w, dim, 1e-5f);
     float *got = host_from(dout, (size_t)3 * dim);
     report("rmsnorm f32 (row subset)", rel_err(got, want, (size_t)3 * dim), TOL_F32);
     free(got);
@@ -175,7 +182,8 @@ static void check_elementwise(void) {
             cs[p * half + i] = (float)cos(a);
             sn[p * half + i] = (float)sin(a);
         }
-    float *dcs = dev_from(cs, sizeof(float) * n_ctx * half), *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
+    float *dcs = dev_from(cs, sizeof(float) * n_ctx * half),
+          *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
     int32_t pos[5];
     for (int t = 0; t < n; t++) pos[t] = (int32_t)(hsd_rng_u32(&rng) % n_ctx);
     int32_t *dpos = dev_from(pos, sizeof pos);
@@ -184,9 +192,11 @@ static void check_elementwise(void) {
         OK(hsd_cuda_rope(cu, dout, n, dim, heads, hd, dpos, dcs, dsn, inter));
         memcpy(want, x, sizeof(float) * n * dim);
         for (int t = 0; t < n; t++)
-            hsd_rope(want + (size_t)t * dim, heads, hd, cs + pos[t] * half, sn + pos[t] * half, inter);
+            hsd_rope(want + (size_t)t * dim, heads, hd, cs + pos[t] * half, sn + pos[t] * half,
+                     inter);
         got = host_from(dout, (size_t)n * dim);
-        report(inter ? "rope interleaved f32" : "rope half-split f32", rel_err(got, want, (size_t)n * dim), TOL_F32);
+        report(inter ? "rope interleaved f32" : "rope half-split f32",
+               rel_err(got, want, (size_t)n * dim), TOL_F32);
         free(got);
     }
 
@@ -211,7 +221,8 @@ static void check_elementwise(void) {
     hsd_cuda_free(cu, dtok);
     free(cs), free(sn), free(x), free(w), free(y), free(want);
     hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dw), hsd_cuda_free(cu, dy), hsd_cuda_free(cu, dout);
-    hsd_cuda_free(cu, drows), hsd_cuda_free(cu, dcs), hsd_cuda_free(cu, dsn), hsd_cuda_free(cu, dpos);
+    hsd_cuda_free(cu, drows), hsd_cuda_free(cu, dcs), hsd_cuda_free(cu, dsn),
+        hsd_cuda_free(cu, dpos);
 }
 
 static void check_matmul(void) {
@@ -225,14 +236,16 @@ static void check_matmul(void) {
             int32_t n = ns[j];
             float *x = rand_f32((size_t)n * cols), *want = malloc(sizeof(float) * n * rows);
             float *scratch = malloc(sizeof(float) * 4 * cols);
-            float *dx = dev_from(x, sizeof(float) * n * cols), *dout = dev(sizeof(float) * n * rows);
+            float *dx = dev_from(x, sizeof(float) * n * cols),
+                  *dout = dev(sizeof(float) * n * rows);
             void *dxh = dev((size_t)n * cols * 2);
             OK(hsd_cuda_matmul(cu, dout, rows, dx, n, &w, dxh));
             hsd_matmul_rows(want, rows, x, n, &hm, 0, rows, scratch);
             float *got = host_from(dout, (size_t)n * rows);
             char name[64];
             snprintf(name, sizeof name, "matmul (cuBLAS) %s, n = %d", hsd_dtype_name(types[k]), n);
-            report(name, rel_err(got, want, (size_t)n * rows), types[k] == HSD_DT_F32 ? TOL_F32 : TOL_BF16);
+            report(name, rel_err(got, want, (size_t)n * rows),
+                   types[k] == HSD_DT_F32 ? TOL_F32 : TOL_BF16);
             free(got), free(x), free(want), free(scratch);
             hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
         }
@@ -251,8 +264,10 @@ static void check_attention(void) {
         float *kc = rand_f32((size_t)n_ctx * kv_dim), *vc = rand_f32((size_t)n_ctx * kv_dim);
         float *knew = rand_f32((size_t)n * kv_dim), *vnew = rand_f32((size_t)n * kv_dim);
         float *q = rand_f32((size_t)n * q_dim), *want = malloc(sizeof(float) * n * q_dim);
-        float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim), *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
-        float *dkn = dev_from(knew, sizeof(float) * n * kv_dim), *dvn = dev_from(vnew, sizeof(float) * n * kv_dim);
+        float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
+              *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
+        float *dkn = dev_from(knew, sizeof(float) * n * kv_dim),
+              *dvn = dev_from(vnew, sizeof(float) * n * kv_dim);
         float *dq = dev_from(q, sizeof(float) * n * q_dim), *dout = dev(sizeof(float) * n * q_dim);
         /* meta: kv_len, then (tree) offsets and ancestor lists as build_tree makes them */
         int32_t meta[1 + 7 + 64], depth[6], off[7], anc[64], o = 0;
@@ -286,33 +301,39 @@ static void check_attention(void) {
                 int32_t slots[8];
                 for (int32_t i = 0; i < n_new; i++) slots[i] = tree ? anc[off[t] + i] : i;
                 hsd_attn_scores(att, qv, kb, kv_dim, NULL, L, hd, 1.0f / sqrtf((float)hd));
-                hsd_attn_scores(att + L, qv, kb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd, 1.0f / sqrtf((float)hd));
+                hsd_attn_scores(att + L, qv, kb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd,
+                                1.0f / sqrtf((float)hd));
                 hsd_softmax(att, L + n_new);
                 hsd_attn_accum(ov, att, vb, kv_dim, NULL, L, hd);
                 hsd_attn_accum(tmp, att + L, vb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd);
                 hsd_add(ov, tmp, hd);
             }
         float *got = host_from(dout, (size_t)n * q_dim);
-        report(tree ? "attention f32, token tree (6 new, GQA 4:1)" : "attention f32, chain (4 new, GQA 4:1)",
+        report(tree ? "attention f32, token tree (6 new, GQA 4:1)"
+                    : "attention f32, chain (4 new, GQA 4:1)",
                rel_err(got, want, (size_t)n * q_dim), TOL_F32);
         free(got);
         /* the cache rows written by kv_store */
         float *gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-        report(tree ? "kv_store (tree)" : "kv_store (chain)", rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
+        report(tree ? "kv_store (tree)" : "kv_store (chain)",
+               rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
         free(gk);
         if (tree) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
             int32_t keep[3] = {0, 2, 4}, nl = 1;
             int32_t *dkeep = dev_from(keep, sizeof keep);
             OK(hsd_cuda_kv_keep(cu, dkc, nl, n_ctx, kv_dim, L, dkeep, 3));
             for (int j = 0; j < 3; j++)
-                memmove(kc + (size_t)(L + j) * kv_dim, kc + (size_t)(L + keep[j]) * kv_dim, sizeof(float) * kv_dim);
+                memmove(kc + (size_t)(L + j) * kv_dim, kc + (size_t)(L + keep[j]) * kv_dim,
+                        sizeof(float) * kv_dim);
             gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-            report("kv_keep (tree path 0, 2, 4)", rel_err(gk, kc, (size_t)(L + 3) * kv_dim), TOL_F32);
+            report("kv_keep (tree path 0, 2, 4)", rel_err(gk, kc, (size_t)(L + 3) * kv_dim),
+                   TOL_F32);
             free(gk);
             hsd_cuda_free(cu, dkeep);
         }
         free(kc), free(vc), free(knew), free(vnew), free(q), free(want), free(att);
-        hsd_cuda_free(cu, dkc), hsd_cuda_free(cu, dvc), hsd_cuda_free(cu, dkn), hsd_cuda_free(cu, dvn);
+        hsd_cuda_free(cu, dkc), hsd_cuda_free(cu, dvc), hsd_cuda_free(cu, dkn),
+            hsd_cuda_free(cu, dvn);
         hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dmeta);
     }
 }
@@ -321,14 +342,16 @@ static void check_attention(void) {
  * the cuBLAS full head too (speculative with k = V equals the full head). */
 static void check_indexed_head(void) {
     const hsd_dtype types[3] = {HSD_DT_F32, HSD_DT_BF16, HSD_DT_F16};
-    const int32_t V = 5000, ds[2] = {4096, 1000}, k = 777; /* 1000: not a multiple of 8 (scalar path) */
+    const int32_t V = 5000, ds[2] = {4096, 1000},
+                  k = 777; /* 1000: not a multiple of 8 (scalar path) */
     for (int di = 0; di < 2; di++)
         for (int ti = 0; ti < 3; ti++) {
             int32_t d = ds[di];
             void *hu;
             hsd_mat U = rand_mat(types[ti], V, d, &hu);
             hsd_mat hm = {types[ti], V, d, hu};
-            float *h = rand_f32(d), *row = malloc(sizeof(float) * d), *want = malloc(sizeof(float) * V);
+            float *h = rand_f32(d), *row = malloc(sizeof(float) * d),
+                  *want = malloc(sizeof(float) * V);
             int32_t *idx = malloc(sizeof(int32_t) * k);
             for (int32_t j = 0; j < k; j++) idx[j] = (int32_t)(hsd_rng_u32(&rng) % V);
             float *dh = dev_from(h, sizeof(float) * d), *dout = dev(sizeof(float) * V);
@@ -342,8 +365,10 @@ static void check_indexed_head(void) {
             }
             float *got = host_from(dout, k);
             char name[80];
-            snprintf(name, sizeof name, "indexed head %s, d = %d, k = %d", hsd_dtype_name(types[ti]), d, k);
-            report(name, rel_err(got, want, k), TOL_F32); /* fp32 accumulation of the stored values */
+            snprintf(name, sizeof name, "indexed head %s, d = %d, k = %d",
+                     hsd_dtype_name(types[ti]), d, k);
+            report(name, rel_err(got, want, k),
+                   TOL_F32); /* fp32 accumulation of the stored values */
             free(got);
             if (di == 0 && ti == 1) { /* k = V without an index list vs the cuBLAS GEMV */
                 void *dxh = dev((size_t)d * 2);
@@ -356,7 +381,8 @@ static void check_indexed_head(void) {
                 hsd_cuda_free(cu, dxh), hsd_cuda_free(cu, dfull);
             }
             free(hu), free(h), free(row), free(want), free(idx);
-            hsd_cuda_free(cu, (void *)U.data), hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, didx);
+            hsd_cuda_free(cu, (void *)U.data), hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dout),
+                hsd_cuda_free(cu, didx);
         }
 }
 
@@ -396,7 +422,8 @@ static void check_heads(void) {
     void *hdown, *hup, *hu;
     hsd_mat Wd = rand_mat(HSD_DT_BF16, r, d, &hdown), Wu = rand_mat(HSD_DT_BF16, Vs, r, &hup);
     hsd_mat U = rand_mat(HSD_DT_BF16, Vs, d, &hu);
-    hsd_mat hWd = {HSD_DT_BF16, r, d, hdown}, hWu = {HSD_DT_BF16, Vs, r, hup}, hU = {HSD_DT_BF16, Vs, d, hu};
+    hsd_mat hWd = {HSD_DT_BF16, r, d, hdown}, hWu = {HSD_DT_BF16, Vs, r, hup},
+            hU = {HSD_DT_BF16, Vs, d, hu};
     float *h = rand_f32(d), *dh = dev_from(h, sizeof(float) * d), *dz = dev(sizeof(float) * r);
     float *dout = dev(sizeof(float) * Vs), *scratch = malloc(sizeof(float) * 4 * d);
     float *z = malloc(sizeof(float) * r), *want = malloc(sizeof(float) * Vs);
@@ -414,7 +441,8 @@ static void check_heads(void) {
     OK(hsd_cuda_topk(cu, dsel, dout, Vs, ks));
     float *dlog = dev(sizeof(float) * ks);
     OK(hsd_cuda_indexed_head(cu, dlog, &U, dh, dsel, ks));
-    float *scores = host_from(dout, Vs), *lg = host_from(dlog, ks), *ref = malloc(sizeof(float) * ks);
+    float *scores = host_from(dout, Vs), *lg = host_from(dlog, ks),
+          *ref = malloc(sizeof(float) * ks);
     OK(hsd_cuda_download(cu, sel, dsel, sizeof(int32_t) * ks));
     float *row = malloc(sizeof(float) * d);
     for (int32_t j = 0; j < ks; j++) {
@@ -435,7 +463,8 @@ static void check_heads(void) {
     report_ids("speculative head: selected rows = CPU top-k", eq, ks);
     free(hdown), free(hup), free(hu), free(h), free(scratch), free(z), free(want), free(sel);
     free(scores), free(lg), free(ref), free(row), free(cpu_sel);
-    hsd_cuda_free(cu, (void *)Wd.data), hsd_cuda_free(cu, (void *)Wu.data), hsd_cuda_free(cu, (void *)U.data);
+    hsd_cuda_free(cu, (void *)Wd.data), hsd_cuda_free(cu, (void *)Wu.data),
+        hsd_cuda_free(cu, (void *)U.data);
     hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dz), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
     hsd_cuda_free(cu, dsel), hsd_cuda_free(cu, dlog);
 }
@@ -524,30 +553,34 @@ static void check_model(const char *shape, hsd_dtype dt, double tol) {
     float *lc = malloc(sizeof(float) * 16 * V), *lg = malloc(sizeof(float) * 16 * V);
     double worst = 0;
     char name[96];
-#define BOTH(call_c, call_g)                                                                 \
-    do {                                                                                     \
-        OK(call_c);                                                                          \
-        OK(call_g);                                                                          \
+#define BOTH(call_c, call_g)                                                                       \
+    do {                                                                                           \
+        OK(call_c);                                                                                \
+        OK(call_g);                                                                                \
     } while (0)
     /* prefill 9 tokens, all rows */
-    BOTH(c.forward(c.ctx, toks, 9, NULL, NULL, 9, lc), g.forward(g.ctx, toks, 9, NULL, NULL, 9, lg));
+    BOTH(c.forward(c.ctx, toks, 9, NULL, NULL, 9, lc),
+         g.forward(g.ctx, toks, 9, NULL, NULL, 9, lg));
     double e = rel_err(lg, lc, (size_t)9 * V);
     worst = e > worst ? e : worst;
     /* a token tree of 5, then keep one path of it */
     int32_t parents[5] = {-1, 0, 0, 1, 2}, keep[3] = {0, 2, 4};
-    BOTH(c.forward(c.ctx, toks + 9, 5, parents, NULL, 5, lc), g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lg));
+    BOTH(c.forward(c.ctx, toks + 9, 5, parents, NULL, 5, lc),
+         g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lg));
     double et = rel_err(lg, lc, (size_t)5 * V);
     BOTH(c.kv_keep(c.ctx, 9, keep, 3), g.kv_keep(g.ctx, 9, keep, 3));
     /* decode steps (the graph path), then truncate and a forward with a row subset */
     double ed = 0;
     for (int s = 0; s < 4; s++) {
-        BOTH(c.forward(c.ctx, toks + s, 1, NULL, NULL, 1, lc), g.forward(g.ctx, toks + s, 1, NULL, NULL, 1, lg));
+        BOTH(c.forward(c.ctx, toks + s, 1, NULL, NULL, 1, lc),
+             g.forward(g.ctx, toks + s, 1, NULL, NULL, 1, lg));
         double x = rel_err(lg, lc, V);
         ed = x > ed ? x : ed;
     }
     int32_t rows[2] = {3, 1};
     BOTH(c.kv_truncate(c.ctx, 5), g.kv_truncate(g.ctx, 5));
-    BOTH(c.forward(c.ctx, toks + 4, 4, NULL, rows, 2, lc), g.forward(g.ctx, toks + 4, 4, NULL, rows, 2, lg));
+    BOTH(c.forward(c.ctx, toks + 4, 4, NULL, rows, 2, lc),
+         g.forward(g.ctx, toks + 4, 4, NULL, rows, 2, lg));
     double er = rel_err(lg, lc, (size_t)2 * V);
     snprintf(name, sizeof name, "model %s %s: prefill 9", shape, hsd_dtype_name(dt));
     report(name, e, tol);
@@ -602,10 +635,12 @@ static void bench_1b(double bw) {
             if (m) wbytes += (double)hsd_dtype_row_bytes(HSD_DT_BF16, m->cols) * m->rows;
         }
     wbytes += (double)hsd_dtype_row_bytes(HSD_DT_BF16, c->dim) * c->vocab_size;
-    printf("  synthesized in %.1f s; %.2f GB of weights read per decode step\n", (now_ms() - t0) / 1e3, wbytes / 1e9);
+    printf("  synthesized in %.1f s; %.2f GB of weights read per decode step\n",
+           (now_ms() - t0) / 1e3, wbytes / 1e9);
     double ideal = bw * 1e9 / wbytes;
     mdf("\n| synth llama-3.2-1b bf16 | value |\n|---|---|\n| weights read per step | %.2f GB |\n"
-        "| bound: copy bandwidth / weights | %.1f tok/s |\n", wbytes / 1e9, ideal);
+        "| bound: copy bandwidth / weights | %.1f tok/s |\n",
+        wbytes / 1e9, ideal);
     for (int graphs = 1; graphs >= 0; graphs--) {
         setenv("HSD_CUDA_GRAPHS", graphs ? "1" : "0", 1);
         hsd_model_iface g;
@@ -618,13 +653,18 @@ static void bench_1b(double bw) {
         for (int i = 0; i < 8; i++) OK(g.forward(g.ctx, toks + i, 1, NULL, NULL, 1, logits));
         const int steps = 256;
         double ts = now_ms();
-        for (int i = 0; i < steps; i++) OK(g.forward(g.ctx, toks + i % 64, 1, NULL, NULL, 1, logits));
+        for (int i = 0; i < steps; i++)
+            OK(g.forward(g.ctx, toks + i % 64, 1, NULL, NULL, 1, logits));
         double ms = (now_ms() - ts) / steps;
-        printf("  decode (%s): %.3f ms/token, %.1f tok/s = %.0f%% of the bandwidth bound %.1f tok/s %s\n",
+        printf("  decode (%s): %.3f ms/token, %.1f tok/s = %.0f%% of the bandwidth bound %.1f "
+               "tok/s %s\n",
                graphs ? "CUDA graph" : "eager", ms, 1e3 / ms, 100.0 * (1e3 / ms) / ideal, ideal,
-               graphs ? ((1e3 / ms) / ideal >= 0.8 ? "(target >= 80%: met)" : "(target >= 80%: NOT met)") : "");
-        mdf("| AR decode, %s | %.1f tok/s (%.3f ms), %.0f%% of bound%s |\n", graphs ? "CUDA graph" : "eager",
-            1e3 / ms, ms, 100.0 * (1e3 / ms) / ideal, graphs ? ((1e3 / ms) / ideal >= 0.8 ? ", target met" : ", **target not met**") : "");
+               graphs ? ((1e3 / ms) / ideal >= 0.8 ? "(target >= 80%: met)"
+                                                   : "(target >= 80%: NOT met)")
+                      : "");
+        mdf("| AR decode, %s | %.1f tok/s (%.3f ms), %.0f%% of bound%s |\n",
+            graphs ? "CUDA graph" : "eager", 1e3 / ms, ms, 100.0 * (1e3 / ms) / ideal,
+            graphs ? ((1e3 / ms) / ideal >= 0.8 ? ", target met" : ", **target not met**") : "");
         if (graphs) {
             printf("  %4s %12s %12s %14s\n", "n", "ms (all rows)", "vs n=1", "ms (1 row)");
             double base = 0;
@@ -645,8 +685,9 @@ static void bench_1b(double bw) {
                 qsort(t1, 15, sizeof *t1, cmp_f);
                 if (n == 1) base = ta[7];
                 printf("  %4d %12.3f %11.2fx %14.3f\n", n, ta[7], ta[7] / base, t1[7]);
-                mdf("| forward(%d) / forward(1) | %.2fx (%.3f ms all rows; %.3f ms last row only) |\n", n,
-                    ta[7] / base, ta[7], t1[7]);
+                mdf("| forward(%d) / forward(1) | %.2fx (%.3f ms all rows; %.3f ms last row only) "
+                    "|\n",
+                    n, ta[7] / base, ta[7], t1[7]);
             }
         }
         free(logits);
@@ -697,15 +738,20 @@ static void bench_head(double bw) {
     double mi = t_idx[25], mf = t_full[25], ma = t_all[25];
     double gi = (double)k * rb / (mi * 1e-3) / 1e9, gf = (double)total / (mf * 1e-3) / 1e9,
            ga = (double)total / (ma * 1e-3) / 1e9;
-    printf("  indexed head k = %d: %.4f ms, %.0f GB/s (%.0f%% of copy bandwidth)\n", k, mi, gi, 100 * gi / bw);
+    printf("  indexed head k = %d: %.4f ms, %.0f GB/s (%.0f%% of copy bandwidth)\n", k, mi, gi,
+           100 * gi / bw);
     printf("  full head, cuBLAS GEMV: %.4f ms, %.0f GB/s (%.0f%%)\n", mf, gf, 100 * gf / bw);
-    printf("  full head, same kernel over all rows: %.4f ms, %.0f GB/s (%.0f%%)\n", ma, ga, 100 * ga / bw);
-    printf("  speed-up indexed vs full (cuBLAS): %.1fx %s\n", mf / mi, mf / mi >= 4 ? "(target >= 4x: met)" : "(target >= 4x: NOT met)");
+    printf("  full head, same kernel over all rows: %.4f ms, %.0f GB/s (%.0f%%)\n", ma, ga,
+           100 * ga / bw);
+    printf("  speed-up indexed vs full (cuBLAS): %.1fx %s\n", mf / mi,
+           mf / mi >= 4 ? "(target >= 4x: met)" : "(target >= 4x: NOT met)");
     mdf("\n| LM head V=%d d=%d bf16 | time | GB/s | of copy BW |\n|---|---|---|---|\n", V, d);
     mdf("| indexed, k = %d | %.4f ms | %.0f | %.0f%% |\n", k, mi, gi, 100 * gi / bw);
     mdf("| full, cuBLAS GEMV | %.4f ms | %.0f | %.0f%% |\n", mf, gf, 100 * gf / bw);
-    mdf("| full, indexed kernel over all rows | %.4f ms | %.0f | %.0f%% |\n", ma, ga, 100 * ga / bw);
-    mdf("| **speed-up indexed vs full** | %.1fx (target >= 4x%s) | | |\n", mf / mi, mf / mi >= 4 ? ", met" : ", **not met**");
+    mdf("| full, indexed kernel over all rows | %.4f ms | %.0f | %.0f%% |\n", ma, ga,
+        100 * ga / bw);
+    mdf("| **speed-up indexed vs full** | %.1fx (target >= 4x%s) | | |\n", mf / mi,
+        mf / mi >= 4 ? ", met" : ", **not met**");
     /* low-rank head (SlimSpec) r = 256: W_up·(W_down·h); the speculative head (SpecVocab) uses
      * the same two GEMVs as its router, then top-k and the indexed head */
     const int32_t r = 256;
@@ -738,18 +784,23 @@ static void bench_head(double bw) {
     qsort(t_lr, 50, sizeof(float), cmp_f);
     qsort(t_spec, 50, sizeof(float), cmp_f);
     qsort(t_topk, 50, sizeof(float), cmp_f);
-    printf("  low-rank head r = %d: %.4f ms (%.1fx faster than full)\n", r, t_lr[25], mf / t_lr[25]);
+    printf("  low-rank head r = %d: %.4f ms (%.1fx faster than full)\n", r, t_lr[25],
+           mf / t_lr[25]);
     printf("  top-k (k = %d of %d): %.4f ms\n", k, V, t_topk[25]);
-    printf("  speculative head (router r = %d + top-k + indexed): %.4f ms (%.1fx faster than full)\n", r,
-           t_spec[25], mf / t_spec[25]);
-    mdf("| low-rank head, r = %d (two GEMVs) | %.4f ms | | %.1fx faster than full |\n", r, t_lr[25], mf / t_lr[25]);
+    printf(
+        "  speculative head (router r = %d + top-k + indexed): %.4f ms (%.1fx faster than full)\n",
+        r, t_spec[25], mf / t_spec[25]);
+    mdf("| low-rank head, r = %d (two GEMVs) | %.4f ms | | %.1fx faster than full |\n", r, t_lr[25],
+        mf / t_lr[25]);
     mdf("| top-k, k = %d (single-block radix select) | %.4f ms | | |\n", k, t_topk[25]);
-    mdf("| speculative head: router + top-k + indexed | %.4f ms | | %.1fx faster than full |\n", t_spec[25],
-        mf / t_spec[25]);
-    hsd_cuda_free(cu, dwd), hsd_cuda_free(cu, dwu), hsd_cuda_free(cu, dz), hsd_cuda_free(cu, dscore);
+    mdf("| speculative head: router + top-k + indexed | %.4f ms | | %.1fx faster than full |\n",
+        t_spec[25], mf / t_spec[25]);
+    hsd_cuda_free(cu, dwd), hsd_cuda_free(cu, dwu), hsd_cuda_free(cu, dz),
+        hsd_cuda_free(cu, dscore);
     hsd_cuda_free(cu, dsel);
     free(h16), free(h), free(perm);
-    hsd_cuda_free(cu, du), hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh), hsd_cuda_free(cu, didx);
+    hsd_cuda_free(cu, du), hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh),
+        hsd_cuda_free(cu, didx);
 }
 
 int main(int argc, char **argv) {
@@ -757,10 +808,14 @@ int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)time(NULL);
     bool do_1b = true, do_head = true;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--md") && i + 1 < argc) md_path = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--no-1b")) do_1b = false;
-        else if (!strcmp(argv[i], "--no-head")) do_head = false;
+        if (!strcmp(argv[i], "--md") && i + 1 < argc)
+            md_path = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--no-1b"))
+            do_1b = false;
+        else if (!strcmp(argv[i], "--no-head"))
+            do_head = false;
         else {
             fprintf(stderr, "usage: hsd_gpu_bench [--md FILE] [--seed S] [--no-1b] [--no-head]\n");
             return 2;
@@ -775,9 +830,11 @@ int main(int argc, char **argv) {
         perror(md_path);
         return 2;
     }
-    printf("device: %s\nseed: %llu (fresh random inputs; rerun with --seed to reproduce)\n\n== kernel checks vs CPU reference ==\n",
+    printf("device: %s\nseed: %llu (fresh random inputs; rerun with --seed to reproduce)\n\n== "
+           "kernel checks vs CPU reference ==\n",
            hsd_cuda_device_desc(cu), (unsigned long long)seed);
-    mdf("Device: %s. Input seed %llu.\n\n| check (GPU vs CPU reference) | result | error | limit |\n|---|---|---|---|\n",
+    mdf("Device: %s. Input seed %llu.\n\n| check (GPU vs CPU reference) | result | error | limit "
+        "|\n|---|---|---|---|\n",
         hsd_cuda_device_desc(cu), (unsigned long long)seed);
     check_elementwise();
     check_matmul();

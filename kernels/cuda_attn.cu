@@ -68,7 +68,8 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float acc = 0.0f;
         for (int32_t i = 0; i < nv; i++)
-            acc += att[i] * vc[(size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff + d];
+            acc +=
+                att[i] * vc[(size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff + d];
         oh[d] = acc * inv;
     }
 }

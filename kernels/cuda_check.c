@@ -6,8 +6,7 @@
 #include "lib/error.h"
 
 hsd_status hsd_cuda_check_mat(const char *what, const hsd_mat *w) {
-    if (!w || !w->data)
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL matrix", what);
+    if (!w || !w->data) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL matrix", what);
     if (w->rows <= 0 || w->cols <= 0)
         return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: matrix shape [%d, %d] is empty", what,
                          w->rows, w->cols);
@@ -24,8 +23,7 @@ hsd_status hsd_cuda_check_indexed_head(const hsd_mat *U, const void *d_out, cons
     hsd_status s = hsd_cuda_check_mat("indexed_head", U);
     if (s != HSD_OK) return s;
     if (!d_out || !d_h) return hsd_error(HSD_ERR_INVALID_ARG, "cuda indexed_head: NULL out or h");
-    if (k <= 0)
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda indexed_head: k = %d (must be > 0)", k);
+    if (k <= 0) return hsd_error(HSD_ERR_INVALID_ARG, "cuda indexed_head: k = %d (must be > 0)", k);
     if (!have_idx && k > U->rows)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "cuda indexed_head: k = %d rows without an index list but U has %d rows",
@@ -55,11 +53,11 @@ hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, con
                                     const void *d_meta, bool chain, const void *d_anc) {
     if (!s || !d_out || !d_q || !d_k || !d_v || !d_meta)
         return hsd_error(HSD_ERR_INVALID_ARG, "cuda attention: NULL argument");
-    if (s->n_heads <= 0 || s->n_kv_heads <= 0 || s->n_heads % s->n_kv_heads ||
-        s->head_dim <= 0 || s->n_ctx <= 0)
+    if (s->n_heads <= 0 || s->n_kv_heads <= 0 || s->n_heads % s->n_kv_heads || s->head_dim <= 0 ||
+        s->n_ctx <= 0)
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "cuda attention: %d heads, %d kv heads, head_dim %d, n_ctx %d",
-                         s->n_heads, s->n_kv_heads, s->head_dim, s->n_ctx);
+                         "cuda attention: %d heads, %d kv heads, head_dim %d, n_ctx %d", s->n_heads,
+                         s->n_kv_heads, s->head_dim, s->n_ctx);
     if (n <= 0 || n > s->n_ctx)
         return hsd_error(HSD_ERR_INVALID_ARG, "cuda attention: %d new tokens for a context of %d",
                          n, s->n_ctx);
@@ -79,6 +77,7 @@ hsd_status hsd_cuda_check_rows(const char *what, const void *d_ptr, int64_t n_ro
 hsd_status hsd_cuda_check_topk(const void *d_idx, const void *d_x, int32_t V, int32_t k) {
     if (!d_idx || !d_x) return hsd_error(HSD_ERR_INVALID_ARG, "cuda topk: NULL idx or x");
     if (V <= 0 || k <= 0 || k > V)
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda topk: k = %d of V = %d (need 0 < k <= V)", k, V);
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda topk: k = %d of V = %d (need 0 < k <= V)", k,
+                         V);
     return HSD_OK;
 }

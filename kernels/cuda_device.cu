@@ -11,16 +11,26 @@
 
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s) {
     switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "mapping error";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
-    default: return "unknown cuBLAS status";
+    case CUBLAS_STATUS_SUCCESS:
+        return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+        return "not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE:
+        return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+        return "architecture mismatch";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+        return "mapping error";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+        return "execution failed";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+        return "internal error";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+        return "not supported";
+    default:
+        return "unknown cuBLAS status";
     }
 }
 
@@ -40,9 +50,10 @@ static hsd_status blas_load(hsd_blas_api *api) {
     for (int i = 0; i < 3 && !api->lib; i++)
         if (names[i]) api->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!api->lib)
-        return hsd_error(HSD_ERR_UNSUPPORTED, "cuBLAS not found (%s): a CUDA device needs it", dlerror());
-#define HSD_SYM(field, name)                                                                 \
-    if (!(api->field = (decltype(api->field))dlsym(api->lib, name)))                           \
+        return hsd_error(HSD_ERR_UNSUPPORTED, "cuBLAS not found (%s): a CUDA device needs it",
+                         dlerror());
+#define HSD_SYM(field, name)                                                                       \
+    if (!(api->field = (decltype(api->field))dlsym(api->lib, name)))                               \
         return hsd_error(HSD_ERR_UNSUPPORTED, "cuBLAS: no symbol %s", name);
     HSD_SYM(create, "cublasCreate_v2")
     HSD_SYM(destroy, "cublasDestroy_v2")
@@ -54,7 +65,9 @@ static hsd_status blas_load(hsd_blas_api *api) {
     return HSD_OK;
 }
 
-extern "C" bool hsd_cuda_compiled(void) { return true; }
+extern "C" bool hsd_cuda_compiled(void) {
+    return true;
+}
 
 extern "C" int hsd_cuda_device_count(void) {
     int n = 0;
@@ -92,7 +105,8 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     } else if ((s = blas_load(&cu->api)) == HSD_OK) {
         cublasStatus_t b = cu->api.create(&cu->blas);
         if (b == CUBLAS_STATUS_SUCCESS) b = cu->api.set_stream(cu->blas, cu->stream);
-        if (b == CUBLAS_STATUS_SUCCESS && cudaMalloc(&cu->blas_workspace, HSD_BLAS_WORKSPACE) != cudaSuccess) {
+        if (b == CUBLAS_STATUS_SUCCESS &&
+            cudaMalloc(&cu->blas_workspace, HSD_BLAS_WORKSPACE) != cudaSuccess) {
             cudaGetLastError();
             cu->blas_workspace = NULL;
             b = CUBLAS_STATUS_ALLOC_FAILED;
@@ -124,7 +138,9 @@ extern "C" void hsd_cuda_close(hsd_cuda *cu) {
     free(cu);
 }
 
-extern "C" const char *hsd_cuda_device_desc(const hsd_cuda *cu) { return cu ? cu->desc : ""; }
+extern "C" const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
+    return cu ? cu->desc : "";
+}
 
 extern "C" hsd_status hsd_cuda_sync(hsd_cuda *cu) {
     HSD_CU_NEED(cu, "sync");

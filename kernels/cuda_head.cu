@@ -11,8 +11,8 @@
  * chunks l, l+32, ... so the warp's loads of a row are contiguous (coalesced), and several
  * chunks are in flight per lane (unrolled). h is read as float4 pairs, which costs a 2-way
  * shared-memory bank conflict instead of the 8-way one of scalar loads. */
-__device__ __forceinline__ float row_dot_bf16(const unsigned short *row, const float *h, int32_t cols,
-                                              int lane, bool vec) {
+__device__ __forceinline__ float row_dot_bf16(const unsigned short *row, const float *h,
+                                              int32_t cols, int lane, bool vec) {
     float s = 0.0f;
     if (vec) { /* cols % 8 == 0: uint4 = 8 bf16 */
         const uint4 *r4 = (const uint4 *)row;
@@ -32,8 +32,8 @@ __device__ __forceinline__ float row_dot_bf16(const unsigned short *row, const f
     return s;
 }
 
-__device__ __forceinline__ float row_dot_f16(const unsigned short *row, const float *h, int32_t cols,
-                                             int lane, bool vec) {
+__device__ __forceinline__ float row_dot_f16(const unsigned short *row, const float *h,
+                                             int32_t cols, int lane, bool vec) {
     float s = 0.0f;
     if (vec) {
         const uint4 *r4 = (const uint4 *)row;
@@ -42,15 +42,16 @@ __device__ __forceinline__ float row_dot_f16(const unsigned short *row, const fl
         for (int32_t c = lane; c < cols / 8; c += 32) {
             uint4 u = __ldg(r4 + c);
             float4 a = h4[2 * c], b = h4[2 * c + 1];
-            float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
-            float2 f2 = __half22float2(*(const __half2 *)&u.z), f3 = __half22float2(*(const __half2 *)&u.w);
+            float2 f0 = __half22float2(*(const __half2 *)&u.x),
+                   f1 = __half22float2(*(const __half2 *)&u.y);
+            float2 f2 = __half22float2(*(const __half2 *)&u.z),
+                   f3 = __half22float2(*(const __half2 *)&u.w);
             s += f0.x * a.x + f0.y * a.y + f1.x * a.z + f1.y * a.w;
             s += f2.x * b.x + f2.y * b.y + f3.x * b.z + f3.y * b.w;
         }
         return s;
     }
-    for (int32_t c = lane; c < cols; c += 32)
-        s += __half2float(__ushort_as_half(row[c])) * h[c];
+    for (int32_t c = lane; c < cols; c += 32) s += __half2float(__ushort_as_half(row[c])) * h[c];
     return s;
 }
 
@@ -72,9 +73,9 @@ __device__ __forceinline__ float row_dot_f32(const float *row, const float *h, i
 
 /* Each block stages h in shared memory once, then its warps take selected rows in turn
  * (grid-stride), so every selected row of U is read exactly once from memory. */
-__global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *U,
-                                           int32_t cols, const float *h, const int32_t *idx,
-                                           int32_t k, bool vec) {
+__global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *U, int32_t cols,
+                                           const float *h, const int32_t *idx, int32_t k,
+                                           bool vec) {
     extern __shared__ __align__(16) float hs[];
     for (int32_t c = threadIdx.x; c < cols; c += blockDim.x) hs[c] = h[c];
     __syncthreads();
@@ -85,9 +86,12 @@ __global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *
     for (int32_t j = warp; j < k; j += stride) {
         const char *row = U + (size_t)(idx ? idx[j] : j) * row_bytes;
         float s;
-        if (t == HSD_DT_BF16) s = row_dot_bf16((const unsigned short *)row, hs, cols, lane, vec);
-        else if (t == HSD_DT_F16) s = row_dot_f16((const unsigned short *)row, hs, cols, lane, vec);
-        else s = row_dot_f32((const float *)row, hs, cols, lane, vec);
+        if (t == HSD_DT_BF16)
+            s = row_dot_bf16((const unsigned short *)row, hs, cols, lane, vec);
+        else if (t == HSD_DT_F16)
+            s = row_dot_f16((const unsigned short *)row, hs, cols, lane, vec);
+        else
+            s = row_dot_f32((const float *)row, hs, cols, lane, vec);
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         if (lane == 0) out[j] = s;
     }
@@ -103,8 +107,8 @@ extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hs
         int dev_max = 0;
         HSD_CU(cudaDeviceGetAttribute(&dev_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
         if (smem > (size_t)dev_max)
-            return hsd_error(HSD_ERR_UNSUPPORTED, "cuda indexed_head: d = %d does not fit in shared memory",
-                             U->cols);
+            return hsd_error(HSD_ERR_UNSUPPORTED,
+                             "cuda indexed_head: d = %d does not fit in shared memory", U->cols);
         HSD_CU(cudaFuncSetAttribute(indexed_head_kernel,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     }
@@ -254,7 +258,8 @@ extern "C" hsd_status hsd_cuda_softmax(hsd_cuda *cu, float *d_x, int32_t n_rows,
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "softmax");
     if (!(temp > 0.0f))
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda softmax: temperature %g (must be > 0)", (double)temp);
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda softmax: temperature %g (must be > 0)",
+                         (double)temp);
     softmax_kernel<<<n_rows, SAMPLE_THREADS, 0, cu->stream>>>(d_x, V, 1.0f / temp);
     HSD_CU_LAUNCHED("softmax");
     return HSD_OK;
@@ -308,7 +313,8 @@ __device__ static void sample_block(int32_t *out, const float *p, const float *q
     if (threadIdx.x == 0) {
         int32_t r = found;
         if (r < 0) /* target at or past the total: the last token with weight */
-            for (r = V - 1; r > 0 && !(weight_of(p, q, r) > 0.0f); r--) {}
+            for (r = V - 1; r > 0 && !(weight_of(p, q, r) > 0.0f); r--) {
+            }
         *out = r;
     }
 }
@@ -323,7 +329,8 @@ extern "C" hsd_status hsd_cuda_sample(hsd_cuda *cu, int32_t *d_out, const float 
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "sample");
     if (!d_out || !(u >= 0.0f && u < 1.0f))
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda sample: NULL out or u = %g outside [0, 1)", (double)u);
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda sample: NULL out or u = %g outside [0, 1)",
+                         (double)u);
     sample_kernel<<<1, SAMPLE_THREADS, 0, cu->stream>>>(d_out, d_p, V, u);
     HSD_CU_LAUNCHED("sample");
     return HSD_OK;
@@ -347,9 +354,10 @@ extern "C" hsd_status hsd_cuda_reject(hsd_cuda *cu, int32_t *d_out, const float 
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "reject");
     if (!d_out || !d_q || x < 0 || x >= V)
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda reject: NULL out/q or draft token %d outside 0..%d",
-                         x, V - 1);
-    reject_kernel<<<1, SAMPLE_THREADS, 0, cu->stream>>>(d_out, d_p, d_q, V, x, u_accept, u_resample);
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "cuda reject: NULL out/q or draft token %d outside 0..%d", x, V - 1);
+    reject_kernel<<<1, SAMPLE_THREADS, 0, cu->stream>>>(d_out, d_p, d_q, V, x, u_accept,
+                                                        u_resample);
     HSD_CU_LAUNCHED("reject");
     return HSD_OK;
 }

@@ -43,28 +43,28 @@ struct hsd_cuda {
 
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 
-#define HSD_CU(call)                                                                         \
-    do {                                                                                     \
-        cudaError_t hsd_cu_err_ = (call);                                                    \
-        if (hsd_cu_err_ != cudaSuccess)                                                      \
-            return hsd_error(HSD_ERR_INTERNAL, "CUDA %s at %s:%d: %s", #call, __FILE__,      \
-                             __LINE__, cudaGetErrorString(hsd_cu_err_));                     \
+#define HSD_CU(call)                                                                               \
+    do {                                                                                           \
+        cudaError_t hsd_cu_err_ = (call);                                                          \
+        if (hsd_cu_err_ != cudaSuccess)                                                            \
+            return hsd_error(HSD_ERR_INTERNAL, "CUDA %s at %s:%d: %s", #call, __FILE__, __LINE__,  \
+                             cudaGetErrorString(hsd_cu_err_));                                     \
     } while (0)
 
-#define HSD_BLAS(call)                                                                       \
-    do {                                                                                     \
-        cublasStatus_t hsd_blas_err_ = (call);                                               \
-        if (hsd_blas_err_ != CUBLAS_STATUS_SUCCESS)                                          \
-            return hsd_error(HSD_ERR_INTERNAL, "cuBLAS %s at %s:%d: %s", #call, __FILE__,    \
-                             __LINE__, hsd_cublas_status_str(hsd_blas_err_));                \
+#define HSD_BLAS(call)                                                                             \
+    do {                                                                                           \
+        cublasStatus_t hsd_blas_err_ = (call);                                                     \
+        if (hsd_blas_err_ != CUBLAS_STATUS_SUCCESS)                                                \
+            return hsd_error(HSD_ERR_INTERNAL, "cuBLAS %s at %s:%d: %s", #call, __FILE__,          \
+                             __LINE__, hsd_cublas_status_str(hsd_blas_err_));                      \
     } while (0)
 
 /* After a kernel launch: a bad configuration shows up here, not at the next sync. */
 #define HSD_CU_LAUNCHED(name) HSD_CU(cudaPeekAtLastError())
 
-#define HSD_CU_NEED(cu, what)                                                                \
-    do {                                                                                     \
-        if (!(cu)) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL device handle", what); \
+#define HSD_CU_NEED(cu, what)                                                                      \
+    do {                                                                                           \
+        if (!(cu)) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL device handle", what);     \
     } while (0)
 
 /* Loads element i of a row stored as F32, F16 or BF16, widened to fp32. */

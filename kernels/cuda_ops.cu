@@ -16,8 +16,8 @@ __device__ static float block_sum(float v, float *shared32) {
 }
 
 /* hsd_rmsnorm: one block per row. */
-__global__ static void rmsnorm_kernel(float *o, const float *x, const float *w,
-                                      const int32_t *rows, int32_t dim, float eps) {
+__global__ static void rmsnorm_kernel(float *o, const float *x, const float *w, const int32_t *rows,
+                                      int32_t dim, float eps) {
     __shared__ float red[32];
     int r = blockIdx.x;
     const float *xr = x + (size_t)(rows ? rows[r] : r) * dim;
@@ -29,9 +29,9 @@ __global__ static void rmsnorm_kernel(float *o, const float *x, const float *w,
     for (int i = threadIdx.x; i < dim; i += blockDim.x) orow[i] = w[i] * (scale * xr[i]);
 }
 
-extern "C" hsd_status hsd_cuda_rmsnorm(hsd_cuda *cu, float *d_o, const float *d_x,
-                                       const float *d_w, const int32_t *d_rows, int32_t n_rows,
-                                       int32_t dim, float eps) {
+extern "C" hsd_status hsd_cuda_rmsnorm(hsd_cuda *cu, float *d_o, const float *d_x, const float *d_w,
+                                       const int32_t *d_rows, int32_t n_rows, int32_t dim,
+                                       float eps) {
     hsd_status s = hsd_cuda_check_rows("rmsnorm", d_x, n_rows, dim);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "rmsnorm");
@@ -68,11 +68,11 @@ extern "C" hsd_status hsd_cuda_rope(hsd_cuda *cu, float *d_x, int32_t n_tok, int
     if (head_dim % 2 || stride < n_heads * head_dim || !d_pos || !d_cos || !d_sin)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "cuda rope: head_dim %d (must be even), stride %d for %d heads, or NULL "
-                         "positions/tables", head_dim, stride, n_heads);
+                         "positions/tables",
+                         head_dim, stride, n_heads);
     int64_t total = (int64_t)n_tok * n_heads * (head_dim / 2);
-    rope_kernel<<<hsd_blocks(total, 256), 256, 0, cu->stream>>>(d_x, n_tok, stride, n_heads,
-                                                                head_dim, d_pos, d_cos, d_sin,
-                                                                interleaved);
+    rope_kernel<<<hsd_blocks(total, 256), 256, 0, cu->stream>>>(
+        d_x, n_tok, stride, n_heads, head_dim, d_pos, d_cos, d_sin, interleaved);
     HSD_CU_LAUNCHED("rope");
     return HSD_OK;
 }
@@ -116,13 +116,14 @@ extern "C" hsd_status hsd_cuda_add(hsd_cuda *cu, float *d_x, const float *d_y, i
     return HSD_OK;
 }
 
-extern "C" hsd_status hsd_cuda_add_bias(hsd_cuda *cu, float *d_x, const float *d_b,
-                                        int32_t n_rows, int32_t cols, int32_t ld) {
+extern "C" hsd_status hsd_cuda_add_bias(hsd_cuda *cu, float *d_x, const float *d_b, int32_t n_rows,
+                                        int32_t cols, int32_t ld) {
     hsd_status s = hsd_cuda_check_rows("add_bias", d_x, n_rows, cols);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "add_bias");
     if (!d_b || ld < cols)
-        return hsd_error(HSD_ERR_INVALID_ARG, "cuda add_bias: NULL bias or stride %d < %d", ld, cols);
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda add_bias: NULL bias or stride %d < %d", ld,
+                         cols);
     int64_t n = (int64_t)n_rows * cols;
     add_kernel<<<hsd_blocks(n, 256), 256, 0, cu->stream>>>(d_x, d_b, n, cols, ld);
     HSD_CU_LAUNCHED("add_bias");
@@ -171,17 +172,19 @@ extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out
     const float one = 1.0f, zero = 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
-                             (const float *)w->data, w->cols, d_x, w->cols, &zero, d_out, ld_out));
+                               (const float *)w->data, w->cols, d_x, w->cols, &zero, d_out,
+                               ld_out));
         return HSD_OK;
     }
     bool bf16 = w->type == HSD_DT_BF16;
     int64_t nx = (int64_t)n * w->cols;
-    narrow_kernel<<<hsd_blocks(nx, 256), 256, 0, cu->stream>>>((unsigned short *)d_xh, d_x, nx, bf16);
+    narrow_kernel<<<hsd_blocks(nx, 256), 256, 0, cu->stream>>>((unsigned short *)d_xh, d_x, nx,
+                                                               bf16);
     HSD_CU_LAUNCHED("narrow");
     cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     HSD_BLAS(cu->api.gemm_ex(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, w->data,
-                          t, w->cols, d_xh, t, w->cols, &zero, d_out, CUDA_R_32F, ld_out,
-                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                             t, w->cols, d_xh, t, w->cols, &zero, d_out, CUDA_R_32F, ld_out,
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return HSD_OK;
 }
 
@@ -199,7 +202,8 @@ extern "C" hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const floa
     hsd_status s = hsd_cuda_check_rows("kv_store", d_rows, n, kv_dim);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "kv_store");
-    if (!d_cache || !d_meta) return hsd_error(HSD_ERR_INVALID_ARG, "cuda kv_store: NULL cache or meta");
+    if (!d_cache || !d_meta)
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda kv_store: NULL cache or meta");
     kv_store_kernel<<<n, 256, 0, cu->stream>>>(d_cache, d_rows, kv_dim, d_meta);
     HSD_CU_LAUNCHED("kv_store");
     return HSD_OK;

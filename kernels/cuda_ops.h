@@ -75,9 +75,9 @@ hsd_status hsd_cuda_rmsnorm(hsd_cuda *cu, float *d_o, const float *d_x, const fl
                             const int32_t *d_rows, int32_t n_rows, int32_t dim, float eps);
 /* Rotary embedding of n_tok rows (stride floats apart) of n_heads heads each, token t at
  * position d_pos[t]; tables [n_ctx][head_dim/2] as the CPU path builds them. */
-hsd_status hsd_cuda_rope(hsd_cuda *cu, float *d_x, int32_t n_tok, int32_t stride,
-                         int32_t n_heads, int32_t head_dim, const int32_t *d_pos,
-                         const float *d_cos, const float *d_sin, bool interleaved);
+hsd_status hsd_cuda_rope(hsd_cuda *cu, float *d_x, int32_t n_tok, int32_t stride, int32_t n_heads,
+                         int32_t head_dim, const int32_t *d_pos, const float *d_cos,
+                         const float *d_sin, bool interleaved);
 /* gate[i] = silu(gate[i]) * up[i]. */
 hsd_status hsd_cuda_silu_mul(hsd_cuda *cu, float *d_gate, const float *d_up, int64_t n);
 /* x[i] += y[i]. */
@@ -86,12 +86,12 @@ hsd_status hsd_cuda_add(hsd_cuda *cu, float *d_x, const float *d_y, int64_t n);
 hsd_status hsd_cuda_add_bias(hsd_cuda *cu, float *d_x, const float *d_b, int32_t n_rows,
                              int32_t cols, int32_t ld);
 /* out[t] = emb[tokens[t]] widened to fp32 (emb on device: F32, F16 or BF16). */
-hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb,
-                          const int32_t *d_tokens, int32_t n);
+hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb, const int32_t *d_tokens,
+                          int32_t n);
 /* out[t][0..w.rows) = W · x[t] for t < n (fp32 accumulation). F32 weights: cuBLAS SGEMM;
  * F16/BF16: x is narrowed into d_xh (n*w.cols halves) and cublasGemmEx multiplies. */
-hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
-                           int32_t n, const hsd_mat *w, void *d_xh);
+hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x, int32_t n,
+                           const hsd_mat *w, void *d_xh);
 
 /* Shapes of the attention over a KV cache: cache rows are kv_dim floats ([n_ctx][kv_dim]
  * per layer), queries q_dim floats, output q_dim floats. */
@@ -106,10 +106,10 @@ hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, 
  * after it). chain: token t sees the cache and new tokens 0..t. Otherwise token t sees the
  * cache and the new tokens d_anc[d_anc_off[t] .. d_anc_off[t+1]) (its ancestors and itself,
  * as the CPU path's build_tree lists them). */
-hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q,
-                              const float *d_kcache, const float *d_vcache,
-                              const hsd_cuda_attn_shape *shape, int32_t n, const int32_t *d_meta,
-                              const int32_t *d_anc, const int32_t *d_anc_off);
+hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const float *d_kcache,
+                              const float *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
+                              const int32_t *d_meta, const int32_t *d_anc,
+                              const int32_t *d_anc_off);
 /* Moves cache rows base+keep[j] to base+j for j < n_keep in every one of n_layers layers
  * (layer stride n_ctx*kv_dim floats); keep increasing (hsd_model_kv_keep's contract). */
 hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers, int32_t n_ctx,

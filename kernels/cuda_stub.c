@@ -9,15 +9,21 @@
 
 #define NO_CUDA(what) hsd_error(HSD_ERR_UNSUPPORTED, "cuda %s: hsd was built without CUDA", what)
 
-bool hsd_cuda_compiled(void) { return false; }
-int hsd_cuda_device_count(void) { return 0; }
+bool hsd_cuda_compiled(void) {
+    return false;
+}
+int hsd_cuda_device_count(void) {
+    return 0;
+}
 
 hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     (void)device;
     if (out) *out = NULL;
     return NO_CUDA("open");
 }
-void hsd_cuda_close(hsd_cuda *cu) { (void)cu; }
+void hsd_cuda_close(hsd_cuda *cu) {
+    (void)cu;
+}
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
     return "no CUDA device";
@@ -31,13 +37,17 @@ hsd_status hsd_cuda_alloc(hsd_cuda *cu, size_t bytes, void **d_out) {
     if (d_out) *d_out = NULL;
     return NO_CUDA("alloc");
 }
-void hsd_cuda_free(hsd_cuda *cu, void *d_ptr) { (void)cu, (void)d_ptr; }
+void hsd_cuda_free(hsd_cuda *cu, void *d_ptr) {
+    (void)cu, (void)d_ptr;
+}
 hsd_status hsd_cuda_host_alloc(hsd_cuda *cu, size_t bytes, void **out) {
     (void)cu, (void)bytes;
     if (out) *out = NULL;
     return NO_CUDA("host_alloc");
 }
-void hsd_cuda_host_free(hsd_cuda *cu, void *p) { (void)cu, (void)p; }
+void hsd_cuda_host_free(hsd_cuda *cu, void *p) {
+    (void)cu, (void)p;
+}
 hsd_status hsd_cuda_upload(hsd_cuda *cu, void *d_dst, const void *src, size_t bytes) {
     (void)cu, (void)d_dst, (void)src, (void)bytes;
     return NO_CUDA("upload");
@@ -72,7 +82,9 @@ hsd_status hsd_cuda_graph_launch(hsd_cuda *cu, hsd_cuda_graph *g) {
     (void)cu, (void)g;
     return NO_CUDA("graph_launch");
 }
-void hsd_cuda_graph_free(hsd_cuda_graph *g) { (void)g; }
+void hsd_cuda_graph_free(hsd_cuda_graph *g) {
+    (void)g;
+}
 
 hsd_status hsd_cuda_rmsnorm(hsd_cuda *cu, float *d_o, const float *d_x, const float *d_w,
                             const int32_t *d_rows, int32_t n_rows, int32_t dim, float eps) {
@@ -80,9 +92,9 @@ hsd_status hsd_cuda_rmsnorm(hsd_cuda *cu, float *d_o, const float *d_x, const fl
     hsd_status s = hsd_cuda_check_rows("rmsnorm", d_x, n_rows, dim);
     return s != HSD_OK ? s : NO_CUDA("rmsnorm");
 }
-hsd_status hsd_cuda_rope(hsd_cuda *cu, float *d_x, int32_t n_tok, int32_t stride,
-                         int32_t n_heads, int32_t head_dim, const int32_t *d_pos,
-                         const float *d_cos, const float *d_sin, bool interleaved) {
+hsd_status hsd_cuda_rope(hsd_cuda *cu, float *d_x, int32_t n_tok, int32_t stride, int32_t n_heads,
+                         int32_t head_dim, const int32_t *d_pos, const float *d_cos,
+                         const float *d_sin, bool interleaved) {
     (void)cu, (void)stride, (void)d_pos, (void)d_cos, (void)d_sin, (void)interleaved;
     hsd_status s = hsd_cuda_check_rows("rope", d_x, n_tok, (int64_t)n_heads * head_dim);
     return s != HSD_OK ? s : NO_CUDA("rope");
@@ -103,14 +115,14 @@ hsd_status hsd_cuda_add_bias(hsd_cuda *cu, float *d_x, const float *d_b, int32_t
     hsd_status s = hsd_cuda_check_rows("add_bias", d_x, n_rows, cols);
     return s != HSD_OK ? s : NO_CUDA("add_bias");
 }
-hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb,
-                          const int32_t *d_tokens, int32_t n) {
+hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb, const int32_t *d_tokens,
+                          int32_t n) {
     (void)cu, (void)d_out, (void)d_tokens, (void)n;
     hsd_status s = hsd_cuda_check_mat("embed", emb);
     return s != HSD_OK ? s : NO_CUDA("embed");
 }
-hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
-                           int32_t n, const hsd_mat *w, void *d_xh) {
+hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x, int32_t n,
+                           const hsd_mat *w, void *d_xh) {
     (void)cu;
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     return s != HSD_OK ? s : NO_CUDA("matmul");
@@ -121,10 +133,10 @@ hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, 
     hsd_status s = hsd_cuda_check_rows("kv_store", d_rows, n, kv_dim);
     return s != HSD_OK ? s : NO_CUDA("kv_store");
 }
-hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q,
-                              const float *d_kcache, const float *d_vcache,
-                              const hsd_cuda_attn_shape *shape, int32_t n, const int32_t *d_meta,
-                              const int32_t *d_anc, const int32_t *d_anc_off) {
+hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const float *d_kcache,
+                              const float *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
+                              const int32_t *d_meta, const int32_t *d_anc,
+                              const int32_t *d_anc_off) {
     (void)cu;
     hsd_status s = hsd_cuda_check_attention(shape, n, d_out, d_q, d_kcache, d_vcache, d_meta,
                                             d_anc_off == NULL, d_anc);

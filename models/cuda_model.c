@@ -28,7 +28,7 @@ typedef struct cuda_model {
     bool tied;
     float *out_norm;
     cm_layer *layers;
-    float *kc, *vc;            /* [layer][n_ctx][kv_dim] */
+    float *kc, *vc;             /* [layer][n_ctx][kv_dim] */
     float *rope_cos, *rope_sin; /* [n_ctx][head_dim/2] */
 
     /* scratch, grown to the largest n (tokens) and n_rows seen */
@@ -63,9 +63,18 @@ static void cm_free(void *ctx) {
     if (m->layers)
         for (int32_t l = 0; l < m->cfg.n_layers; l++) {
             cm_layer *L = &m->layers[l];
-            void *p[] = {(void *)L->wq.data, (void *)L->wk.data, (void *)L->wv.data,
-                         (void *)L->wo.data, (void *)L->w_gate.data, (void *)L->w_down.data,
-                         (void *)L->w_up.data, L->attn_norm, L->ffn_norm, L->bq, L->bk, L->bv};
+            void *p[] = {(void *)L->wq.data,
+                         (void *)L->wk.data,
+                         (void *)L->wv.data,
+                         (void *)L->wo.data,
+                         (void *)L->w_gate.data,
+                         (void *)L->w_down.data,
+                         (void *)L->w_up.data,
+                         L->attn_norm,
+                         L->ffn_norm,
+                         L->bq,
+                         L->bk,
+                         L->bv};
             for (size_t i = 0; i < sizeof p / sizeof *p; i++) hsd_cuda_free(m->cu, p[i]);
         }
     free(m->layers);
@@ -85,10 +94,14 @@ static void cm_free(void *ctx) {
 
 hsd_dtype hsd_cuda_model_weight_type(hsd_weight_type choice, hsd_dtype stored, int32_t dim) {
     switch (choice) {
-    case HSD_WEIGHTS_F32: return HSD_DT_F32;
-    case HSD_WEIGHTS_F16: return HSD_DT_F16;
-    case HSD_WEIGHTS_BF16: return HSD_DT_BF16;
-    case HSD_WEIGHTS_AUTO: break;
+    case HSD_WEIGHTS_F32:
+        return HSD_DT_F32;
+    case HSD_WEIGHTS_F16:
+        return HSD_DT_F16;
+    case HSD_WEIGHTS_BF16:
+        return HSD_DT_BF16;
+    case HSD_WEIGHTS_AUTO:
+        break;
     }
     if (stored == HSD_DT_F16 || stored == HSD_DT_BF16) return stored;
     if (stored == HSD_DT_F32 && dim < 1024) return HSD_DT_F32;
@@ -156,14 +169,20 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
         cm_free_scratch(m);
         const hsd_tf_config *c = &m->cfg;
         size_t wide = (size_t)(m->q_dim > c->dim ? m->q_dim : c->dim);
-        struct { float **p; size_t n; } bufs[] = {
-            {&m->x, (size_t)N * c->dim},         {&m->xb, (size_t)NR * c->dim},
-            {&m->q, (size_t)N * m->q_dim},       {&m->k, (size_t)N * m->kv_dim},
-            {&m->v, (size_t)N * m->kv_dim},      {&m->ao, (size_t)N * wide},
-            /* hb also takes the attention output projection (dim wide), and hidden_dim can
-             * be smaller than dim (a fuzz find on the CPU path) */
-            {&m->hb, (size_t)N * m->max_cols}, {&m->hb2, (size_t)N * c->hidden_dim},
-            {&m->logits, (size_t)R * c->vocab_size}};
+        struct {
+            float **p;
+            size_t n;
+        } bufs[] = {{&m->x, (size_t)N * c->dim},
+                    {&m->xb, (size_t)NR * c->dim},
+                    {&m->q, (size_t)N * m->q_dim},
+                    {&m->k, (size_t)N * m->kv_dim},
+                    {&m->v, (size_t)N * m->kv_dim},
+                    {&m->ao, (size_t)N * wide},
+                    /* hb also takes the attention output projection (dim wide), and hidden_dim can
+                     * be smaller than dim (a fuzz find on the CPU path) */
+                    {&m->hb, (size_t)N * m->max_cols},
+                    {&m->hb2, (size_t)N * c->hidden_dim},
+                    {&m->logits, (size_t)R * c->vocab_size}};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs && s == HSD_OK; i++)
             s = hsd_cuda_alloc(m->cu, bufs[i].n * sizeof(float), (void **)bufs[i].p);
         if (s == HSD_OK) s = hsd_cuda_alloc(m->cu, (size_t)NR * m->max_cols * 2, &m->xh);
@@ -195,10 +214,10 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
 
 /* ---- forward ----------------------------------------------------------------------- */
 
-#define TRY(x)                                                                               \
-    do {                                                                                     \
-        hsd_status s_ = (x);                                                                 \
-        if (s_ != HSD_OK) return s_;                                                         \
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        hsd_status s_ = (x);                                                                       \
+        if (s_ != HSD_OK) return s_;                                                               \
     } while (0)
 
 /* Enqueues the whole forward (the part a graph can capture): reads only device memory. */
@@ -225,12 +244,12 @@ static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chai
         }
         TRY(hsd_cuda_rope(cu, m->q, n, m->q_dim, c->n_heads, hd, pos, m->rope_cos, m->rope_sin,
                           c->rope_interleaved));
-        TRY(hsd_cuda_rope(cu, m->k, n, m->kv_dim, c->n_kv_heads, hd, pos, m->rope_cos,
-                          m->rope_sin, c->rope_interleaved));
+        TRY(hsd_cuda_rope(cu, m->k, n, m->kv_dim, c->n_kv_heads, hd, pos, m->rope_cos, m->rope_sin,
+                          c->rope_interleaved));
         TRY(hsd_cuda_kv_store(cu, m->kc + loff, m->k, n, m->kv_dim, meta));
         TRY(hsd_cuda_kv_store(cu, m->vc + loff, m->v, n, m->kv_dim, meta));
-        TRY(hsd_cuda_attention(cu, m->ao, m->q, m->kc + loff, m->vc + loff, &shape, n, meta,
-                               anc, anc_off));
+        TRY(hsd_cuda_attention(cu, m->ao, m->q, m->kc + loff, m->vc + loff, &shape, n, meta, anc,
+                               anc_off));
         TRY(hsd_cuda_matmul(cu, m->hb, dim, m->ao, n, &L->wo, m->xh));
         TRY(hsd_cuda_add(cu, m->x, m->hb, (int64_t)n * dim));
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->ffn_norm, NULL, n, dim, c->norm_eps));
@@ -344,7 +363,8 @@ static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const 
 static hsd_status cm_truncate(void *ctx, int32_t len) {
     cuda_model *m = ctx;
     if (len < 0 || len > m->kv_len)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len, m->kv_len);
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len,
+                         m->kv_len);
     m->kv_len = len; /* rows past kv_len are overwritten by the next forward */
     return HSD_OK;
 }
@@ -357,30 +377,39 @@ static hsd_status cm_keep(void *ctx, int32_t base, const int32_t *keep, int32_t 
     for (int32_t j = 0; j < n_keep; j++)
         if (keep[j] < 0 || base + keep[j] >= m->kv_len || (j > 0 && keep[j] <= keep[j - 1]))
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j,
-                             keep[j], m->kv_len - base);
+                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
+                             m->kv_len - base);
     if (n_keep > 0) {
         TRY(cm_ensure_scratch(m, 1, 1, (size_t)n_keep));
         memcpy(m->h_meta, keep, (size_t)n_keep * sizeof *keep);
         TRY(hsd_cuda_upload(m->cu, m->d_meta, m->h_meta, (size_t)n_keep * sizeof *keep));
-        TRY(hsd_cuda_kv_keep(m->cu, m->kc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta, n_keep));
-        TRY(hsd_cuda_kv_keep(m->cu, m->vc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta, n_keep));
+        TRY(hsd_cuda_kv_keep(m->cu, m->kc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
+                             n_keep));
+        TRY(hsd_cuda_kv_keep(m->cu, m->vc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
+                             n_keep));
         TRY(hsd_cuda_sync(m->cu)); /* h_meta is reused by the next call */
     }
     m->kv_len = base + n_keep;
     return HSD_OK;
 }
 
-static int32_t cm_vocab(void *ctx) { return ((cuda_model *)ctx)->cfg.vocab_size; }
-static int32_t cm_n_ctx(void *ctx) { return ((cuda_model *)ctx)->n_ctx; }
-static int32_t cm_kv_len(void *ctx) { return ((cuda_model *)ctx)->kv_len; }
+static int32_t cm_vocab(void *ctx) {
+    return ((cuda_model *)ctx)->cfg.vocab_size;
+}
+static int32_t cm_n_ctx(void *ctx) {
+    return ((cuda_model *)ctx)->n_ctx;
+}
+static int32_t cm_kv_len(void *ctx) {
+    return ((cuda_model *)ctx)->kv_len;
+}
 
 /* ---- creation ---------------------------------------------------------------------- */
 
 static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
                                 const hsd_model_params *p) {
     const hsd_tf_config *c = &m->cfg;
-    const hsd_mat *emb = hsd_tf_matrix(tf, HSD_T_TOK_EMB, -1), *cls = hsd_tf_matrix(tf, HSD_T_CLS, -1);
+    const hsd_mat *emb = hsd_tf_matrix(tf, HSD_T_TOK_EMB, -1),
+                  *cls = hsd_tf_matrix(tf, HSD_T_CLS, -1);
     hsd_weight_type choice = p ? p->device_weights : HSD_WEIGHTS_AUTO;
 #define WT(mat) hsd_cuda_model_weight_type(choice, (mat)->type, c->dim)
     TRY(upload_mat(m, emb, WT(emb), &m->tok_emb));
@@ -392,7 +421,7 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_OUT_NORM, -1), (size_t)c->dim, &m->out_norm));
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
-    static const hsd_tkind mk[7] = {HSD_T_WQ, HSD_T_WK, HSD_T_WV, HSD_T_WO,
+    static const hsd_tkind mk[7] = {HSD_T_WQ,     HSD_T_WK,     HSD_T_WV,  HSD_T_WO,
                                     HSD_T_W_GATE, HSD_T_W_DOWN, HSD_T_W_UP};
     for (int32_t l = 0; l < c->n_layers; l++) {
         cm_layer *L = &m->layers[l];

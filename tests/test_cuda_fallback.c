@@ -15,7 +15,7 @@
 #include "tests/testutil.h"
 
 typedef struct log_capture {
-    int n_notice;   /* "no CUDA device, using CPU" at HSD_LOG_INFO */
+    int n_notice; /* "no CUDA device, using CPU" at HSD_LOG_INFO */
     char last[512];
 } log_capture;
 
@@ -25,7 +25,9 @@ static void on_log(hsd_log_level level, const char *msg, void *user) {
     snprintf(c->last, sizeof c->last, "%s", msg);
 }
 
-static const char *stories(void) { return hsd_test_path("models/stories260K/stories260K.bin"); }
+static const char *stories(void) {
+    return hsd_test_path("models/stories260K/stories260K.bin");
+}
 
 static int32_t *ref_greedy(size_t *n) {
     json_error_t err;
@@ -209,7 +211,8 @@ static void test_kernel_argument_checks(void **state) {
     assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &q8, fake, ifake, 8), HSD_ERR_UNSUPPORTED);
     assert_non_null(strstr(hsd_last_error(), "Q8_0"));
     hsd_mat empty = {HSD_DT_F32, 0, 64, fake};
-    assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &empty, fake, ifake, 8), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &empty, fake, ifake, 8),
+                     HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "[0, 64]"));
 
     assert_int_equal(hsd_cuda_matmul(NULL, fake, 999, fake, 1, &U, fake), HSD_ERR_INVALID_ARG);
@@ -228,7 +231,8 @@ static void test_kernel_argument_checks(void **state) {
                      HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "ancestor lists"));
 
-    assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f),
+                     HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_argmax(NULL, ifake, NULL, 1, 10), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_softmax(NULL, fake, 1, 0, 1.0f), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_topk(NULL, ifake, fake, 10, 11), HSD_ERR_INVALID_ARG);
@@ -249,16 +253,11 @@ static void test_kernel_argument_checks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_backend_auto),
-        cmocka_unit_test(test_backend_cuda),
-        cmocka_unit_test(test_backend_cpu),
-        cmocka_unit_test(test_default_params_fall_back),
-        cmocka_unit_test(test_env_override),
-        cmocka_unit_test(test_bad_backend),
-        cmocka_unit_test(test_backend_names),
-        cmocka_unit_test(test_weight_type_choice),
-        cmocka_unit_test(test_open_without_device),
-        cmocka_unit_test(test_kernel_argument_checks),
+        cmocka_unit_test(test_backend_auto),        cmocka_unit_test(test_backend_cuda),
+        cmocka_unit_test(test_backend_cpu),         cmocka_unit_test(test_default_params_fall_back),
+        cmocka_unit_test(test_env_override),        cmocka_unit_test(test_bad_backend),
+        cmocka_unit_test(test_backend_names),       cmocka_unit_test(test_weight_type_choice),
+        cmocka_unit_test(test_open_without_device), cmocka_unit_test(test_kernel_argument_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
