@@ -270,7 +270,7 @@ static void check_attention(void) {
               *dvn = dev_from(vnew, sizeof(float) * n * kv_dim);
         float *dq = dev_from(q, sizeof(float) * n * q_dim), *dout = dev(sizeof(float) * n * q_dim);
         /* meta: kv_len, then (tree) offsets and ancestor lists as build_tree makes them */
-        int32_t meta[1 + 7 + 64], depth[6], off[7], anc[64], o = 0;
+        int32_t meta[1 + 7 + 64] = {0}, depth[6], off[7], anc[64], o = 0;
         meta[0] = L;
         for (int32_t i = 0; i < n; i++) {
             depth[i] = parents[i] < 0 ? 0 : depth[parents[i]] + 1;
@@ -395,6 +395,35 @@ static int cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return x < y ? -1 : x > y;
 }
+static int cmp_f_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* How many of the k selected ids agree with a CPU top-k of the same scores: the selected
+ * scores, sorted, must equal the k largest scores (so ties at the k-th value may go either
+ * way), and the ids must be distinct and in range. */
+static int topk_agree(const float *scores, int32_t V, const int32_t *sel, int32_t k) {
+    int32_t *all = malloc(sizeof(int32_t) * V), *ids = malloc(sizeof(int32_t) * k);
+    float *a = malloc(sizeof(float) * k), *b = malloc(sizeof(float) * k);
+    for (int32_t i = 0; i < V; i++) all[i] = i;
+    g_scores = scores;
+    qsort(all, V, sizeof *all, cmp_score_desc);
+    memcpy(ids, sel, sizeof(int32_t) * k);
+    qsort(ids, k, sizeof *ids, cmp_i32);
+    int bad = 0;
+    for (int32_t j = 0; j < k; j++) {
+        a[j] = scores[all[j]];
+        bool ok = ids[j] >= 0 && ids[j] < V && (j == 0 || ids[j] != ids[j - 1]);
+        bad += !ok;
+        b[j] = ok ? scores[ids[j]] : -INFINITY;
+    }
+    qsort(b, k, sizeof *b, cmp_f_desc);
+    int eq = 0;
+    for (int32_t j = 0; j < k; j++) eq += a[j] == b[j];
+    free(all), free(ids), free(a), free(b);
+    return eq - bad > 0 ? eq - bad : 0;
+}
 
 /* Top-k set of the device against a CPU sort; the speculative head end to end (router
  * W_vocab·(W_down·h), top-k, indexed head) and the low-rank head W_up·(W_down·h), each against
@@ -403,18 +432,10 @@ static void check_heads(void) {
     const int32_t V = 151936, k = 2048;
     float *x = rand_f32(V), *dx = dev_from(x, sizeof(float) * V);
     int32_t *didx = dev(sizeof(int32_t) * k), *got = malloc(sizeof(int32_t) * k);
-    int32_t *all = malloc(sizeof(int32_t) * V);
     OK(hsd_cuda_topk(cu, didx, dx, V, k));
     OK(hsd_cuda_download(cu, got, didx, sizeof(int32_t) * k));
-    for (int32_t i = 0; i < V; i++) all[i] = i;
-    g_scores = x;
-    qsort(all, V, sizeof *all, cmp_score_desc);
-    qsort(all, k, sizeof *all, cmp_i32);
-    qsort(got, k, sizeof *got, cmp_i32);
-    int eq = 0;
-    for (int32_t j = 0; j < k; j++) eq += got[j] == all[j];
-    report_ids("top-k set, V = 151936, k = 2048", eq, k);
-    free(x), free(got), free(all);
+    report_ids("top-k, V = 151936, k = 2048", topk_agree(x, V, got, k), k);
+    free(x), free(got);
     hsd_cuda_free(cu, dx), hsd_cuda_free(cu, didx);
 
     /* low-rank and speculative heads on a smaller vocabulary */
@@ -452,17 +473,9 @@ static void check_heads(void) {
         ref[j] = (float)acc;
     }
     report("speculative head (router, top-k, indexed) BF16", rel_err(lg, ref, ks), TOL_F32);
-    int32_t *cpu_sel = malloc(sizeof(int32_t) * Vs);
-    for (int32_t i = 0; i < Vs; i++) cpu_sel[i] = i;
-    g_scores = scores;
-    qsort(cpu_sel, Vs, sizeof *cpu_sel, cmp_score_desc);
-    qsort(cpu_sel, ks, sizeof *cpu_sel, cmp_i32);
-    qsort(sel, ks, sizeof *sel, cmp_i32);
-    eq = 0;
-    for (int32_t j = 0; j < ks; j++) eq += sel[j] == cpu_sel[j];
-    report_ids("speculative head: selected rows = CPU top-k", eq, ks);
+    report_ids("speculative head: selected rows = CPU top-k", topk_agree(scores, Vs, sel, ks), ks);
     free(hdown), free(hup), free(hu), free(h), free(scratch), free(z), free(want), free(sel);
-    free(scores), free(lg), free(ref), free(row), free(cpu_sel);
+    free(scores), free(lg), free(ref), free(row);
     hsd_cuda_free(cu, (void *)Wd.data), hsd_cuda_free(cu, (void *)Wu.data),
         hsd_cuda_free(cu, (void *)U.data);
     hsd_cuda_free(cu, dh), hsd_cuda_free(cu, dz), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
