@@ -74,6 +74,11 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
     }
 }
 
+cudaError_t hsd_cuda_attn_prepare(int bytes) {
+    return cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                bytes);
+}
+
 extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q,
                                          const float *d_kcache, const float *d_vcache,
                                          const hsd_cuda_attn_shape *shape, int32_t n,
@@ -86,17 +91,11 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
     /* scores for every cache row plus the new ones: sized for the full context so a captured
      * graph does not depend on kv_len */
     size_t smem = (size_t)(shape->head_dim + shape->n_ctx + n) * sizeof(float);
-    if (smem > 48 * 1024) {
-        int dev_max = 0;
-        HSD_CU(cudaDeviceGetAttribute(&dev_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-        if (smem > (size_t)dev_max)
-            return hsd_error(HSD_ERR_UNSUPPORTED,
-                             "cuda attention: a context of %d tokens needs %zu bytes of shared "
-                             "memory, the device has %d per block",
-                             shape->n_ctx, smem, dev_max);
-        HSD_CU(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
-    }
+    if (smem > (size_t)cu->max_smem)
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "cuda attention: a context of %d tokens needs %zu bytes of shared "
+                         "memory, the device has %d per block",
+                         shape->n_ctx, smem, cu->max_smem);
     dim3 grid(shape->n_heads, n);
     float scale = 1.0f / sqrtf((float)shape->head_dim);
     attention_kernel<<<grid, ATTN_THREADS, smem, cu->stream>>>(

@@ -100,6 +100,13 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreate(&cu->t0);
     if (err == cudaSuccess) err = cudaEventCreate(&cu->t1);
+    if (err == cudaSuccess)
+        err =
+            cudaDeviceGetAttribute(&cu->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    /* the static shared memory of the kernels (reduction scratch) comes on top */
+    if (err == cudaSuccess) cu->max_smem -= 1024;
+    if (err == cudaSuccess) err = hsd_cuda_head_prepare(cu->max_smem);
+    if (err == cudaSuccess) err = hsd_cuda_attn_prepare(cu->max_smem);
     if (err != cudaSuccess) {
         s = hsd_error(HSD_ERR_INTERNAL, "cuda open: %s", cudaGetErrorString(err));
     } else if ((s = blas_load(&cu->api)) == HSD_OK) {
@@ -136,6 +143,10 @@ extern "C" void hsd_cuda_close(hsd_cuda *cu) {
     if (cu->t1) cudaEventDestroy(cu->t1);
     if (cu->stream) cudaStreamDestroy(cu->stream);
     free(cu);
+}
+
+extern "C" void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
+    if (cu) cu->cublas_gemv = on;
 }
 
 extern "C" const char *hsd_cuda_device_desc(const hsd_cuda *cu) {

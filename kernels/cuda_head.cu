@@ -97,21 +97,22 @@ __global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *
     }
 }
 
+cudaError_t hsd_cuda_head_prepare(int bytes) {
+    return cudaFuncSetAttribute(indexed_head_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                bytes);
+}
+
 extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U,
                                             const float *d_h, const int32_t *d_idx, int32_t k) {
     hsd_status s = hsd_cuda_check_indexed_head(U, d_out, d_h, k, d_idx != NULL);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "indexed_head");
     size_t smem = (size_t)U->cols * sizeof(float);
-    if (smem > 48 * 1024) {
-        int dev_max = 0;
-        HSD_CU(cudaDeviceGetAttribute(&dev_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-        if (smem > (size_t)dev_max)
-            return hsd_error(HSD_ERR_UNSUPPORTED,
-                             "cuda indexed_head: d = %d does not fit in shared memory", U->cols);
-        HSD_CU(cudaFuncSetAttribute(indexed_head_kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    }
+    if (smem > (size_t)cu->max_smem)
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "cuda indexed_head: d = %d needs %zu bytes of shared memory, the device "
+                         "has %d per block",
+                         U->cols, smem, cu->max_smem);
     /* 16-byte loads need 16-byte aligned rows: row bytes a multiple of 16 */
     bool vec = U->type == HSD_DT_F32 ? U->cols % 4 == 0 : U->cols % 8 == 0;
     int sms = cu->sms > 0 ? cu->sms : 1;

@@ -38,10 +38,16 @@ struct hsd_cuda {
     cudaEvent_t t0, t1;
     void *blas_workspace; /* owned, so cuBLAS allocates nothing while a graph is captured */
     int sms;              /* multiprocessors, for grid sizes */
+    int max_smem;         /* opt-in dynamic shared memory per block, set up for the kernels
+                           * at open (not at launch: a launch may be inside a graph capture) */
+    bool cublas_gemv;     /* n = 1 products through cuBLAS instead of the warp-per-row kernel */
     char desc[320];
 };
 
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
+/* Let the kernels that size shared memory at run time use up to `bytes` of it. */
+cudaError_t hsd_cuda_head_prepare(int bytes);
+cudaError_t hsd_cuda_attn_prepare(int bytes);
 
 #define HSD_CU(call)                                                                               \
     do {                                                                                           \

@@ -169,6 +169,9 @@ extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "matmul");
+    /* one token (a decode step): the indexed-head kernel over all rows is a GEMV that reads
+     * each weight row once with fp32 x (no narrowing launch); cuBLAS on request */
+    if (n == 1 && !cu->cublas_gemv) return hsd_cuda_indexed_head(cu, d_out, w, d_x, NULL, w->rows);
     const float one = 1.0f, zero = 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,

@@ -41,6 +41,9 @@ hsd_status hsd_cuda_open(int device, hsd_cuda **out);
 void hsd_cuda_close(hsd_cuda *cu);
 /* "NVIDIA H100 80GB HBM3, sm_90, 79 GiB". */
 const char *hsd_cuda_device_desc(const hsd_cuda *cu);
+/* Single-token products (GEMV) through cuBLAS (true) or the warp-per-row kernel (false, the
+ * default); see hsd_cuda_matmul. */
+void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on);
 hsd_status hsd_cuda_sync(hsd_cuda *cu);
 
 hsd_status hsd_cuda_alloc(hsd_cuda *cu, size_t bytes, void **d_out);
@@ -89,7 +92,9 @@ hsd_status hsd_cuda_add_bias(hsd_cuda *cu, float *d_x, const float *d_b, int32_t
 hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb, const int32_t *d_tokens,
                           int32_t n);
 /* out[t][0..w.rows) = W · x[t] for t < n (fp32 accumulation). F32 weights: cuBLAS SGEMM;
- * F16/BF16: x is narrowed into d_xh (n*w.cols halves) and cublasGemmEx multiplies. */
+ * F16/BF16: x is narrowed into d_xh (n*w.cols halves) and cublasGemmEx multiplies. A single
+ * token (n = 1) goes to the indexed-head kernel over all rows (a warp per row, fp32 x) unless
+ * hsd_cuda_use_cublas_gemv(cu, true) asks for cuBLAS there too. */
 hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x, int32_t n,
                            const hsd_mat *w, void *d_xh);
 

@@ -24,6 +24,9 @@ hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
 void hsd_cuda_close(hsd_cuda *cu) {
     (void)cu;
 }
+void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
+    (void)cu, (void)on;
+}
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
     return "no CUDA device";

@@ -469,6 +469,8 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     if (m->q_dim > m->max_cols) m->max_cols = m->q_dim;
     const char *g = getenv("HSD_CUDA_GRAPHS"); /* "0": run every step eagerly */
     m->graphs_on = !(g && !strcmp(g, "0"));
+    const char *gemv = getenv("HSD_CUDA_GEMV"); /* "cublas": decode GEMVs through cuBLAS */
+    hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
     s = cm_upload_all(m, tf, params);
     if (s != HSD_OK) {
         hsd_error_prefix(s, "cuda model: ");
