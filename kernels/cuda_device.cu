@@ -103,8 +103,9 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     if (err == cudaSuccess)
         err =
             cudaDeviceGetAttribute(&cu->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    /* the static shared memory of the kernels (reduction scratch) comes on top */
-    if (err == cudaSuccess) cu->max_smem -= 1024;
+    /* the kernels' static shared memory (at most ~4.3 KB: attention's partial sums and
+     * reduction scratch) comes on top of the dynamic part */
+    if (err == cudaSuccess) cu->max_smem -= 8192;
     if (err == cudaSuccess) err = hsd_cuda_head_prepare(cu->max_smem);
     if (err == cudaSuccess) err = hsd_cuda_attn_prepare(cu->max_smem);
     if (err != cudaSuccess) {
