@@ -259,6 +259,102 @@ static void check_matmul(void) {
     }
 }
 
+/* The fused kernels of the CUDA model: q/k/v post-processing (bias, rope, cache writes),
+ * SwiGLU over stacked gate/up rows, and products that add into their output. */
+static void check_fused(void) {
+    const int32_t nh = 8, nkv = 2, hd = 64, half = hd / 2, n_ctx = 64, L = 5, n = 3;
+    const int32_t q_dim = nh * hd, kv_dim = nkv * hd, W = q_dim + 2 * kv_dim;
+    float *cs = malloc(sizeof(float) * n_ctx * half), *sn = malloc(sizeof(float) * n_ctx * half);
+    for (int32_t p = 0; p < n_ctx; p++)
+        for (int32_t i = 0; i < half; i++) {
+            double a = p / pow(1e6, 2.0 * i / hd);
+            cs[p * half + i] = (float)cos(a);
+            sn[p * half + i] = (float)sin(a);
+        }
+    float *qkv = rand_f32((size_t)n * W), *bias = rand_f32(W);
+    float *kc = rand_f32((size_t)n_ctx * kv_dim), *vc = rand_f32((size_t)n_ctx * kv_dim);
+    int32_t pos[3], meta[1] = {L};
+    for (int t = 0; t < n; t++) pos[t] = (int32_t)(hsd_rng_u32(&rng) % n_ctx);
+    float *dqkv = dev_from(qkv, sizeof(float) * n * W), *dbias = dev_from(bias, sizeof(float) * W);
+    float *dcs = dev_from(cs, sizeof(float) * n_ctx * half),
+          *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
+    int32_t *dpos = dev_from(pos, sizeof pos), *dmeta = dev_from(meta, sizeof meta);
+    float *dq = dev(sizeof(float) * n * q_dim);
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx};
+    for (int inter = 0; inter < 2; inter++) {
+        float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
+              *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
+        OK(hsd_cuda_qkv_post(cu, dqkv, n, &shape, dbias, dpos, dcs, dsn, inter, dq, dkc, dvc,
+                             dmeta));
+        float *wq = malloc(sizeof(float) * n * q_dim), *wk = malloc(sizeof(float) * n_ctx * kv_dim);
+        float *wv = malloc(sizeof(float) * n_ctx * kv_dim), *row = malloc(sizeof(float) * W);
+        memcpy(wk, kc, sizeof(float) * n_ctx * kv_dim);
+        memcpy(wv, vc, sizeof(float) * n_ctx * kv_dim);
+        for (int t = 0; t < n; t++) {
+            memcpy(row, qkv + (size_t)t * W, sizeof(float) * W);
+            hsd_add(row, bias, W);
+            hsd_rope(row, nh, hd, cs + pos[t] * half, sn + pos[t] * half, inter);
+            hsd_rope(row + q_dim, nkv, hd, cs + pos[t] * half, sn + pos[t] * half, inter);
+            memcpy(wq + (size_t)t * q_dim, row, sizeof(float) * q_dim);
+            memcpy(wk + (size_t)(L + t) * kv_dim, row + q_dim, sizeof(float) * kv_dim);
+            memcpy(wv + (size_t)(L + t) * kv_dim, row + q_dim + kv_dim, sizeof(float) * kv_dim);
+        }
+        float *gq = host_from(dq, (size_t)n * q_dim), *gk = host_from(dkc, (size_t)n_ctx * kv_dim);
+        float *gv = host_from(dvc, (size_t)n_ctx * kv_dim);
+        double e = rel_err(gq, wq, (size_t)n * q_dim), ek = rel_err(gk, wk, (size_t)n_ctx * kv_dim),
+               ev = rel_err(gv, wv, (size_t)n_ctx * kv_dim);
+        if (ek > e) e = ek;
+        if (ev > e) e = ev;
+        report(inter ? "qkv_post (bias, rope interleaved, k/v to cache)"
+                     : "qkv_post (bias, rope half-split, k/v to cache)",
+               e, TOL_F32);
+        free(wq), free(wk), free(wv), free(row), free(gq), free(gk), free(gv);
+        hsd_cuda_free(cu, dkc), hsd_cuda_free(cu, dvc);
+    }
+    free(cs), free(sn), free(qkv), free(bias), free(kc), free(vc);
+    hsd_cuda_free(cu, dqkv), hsd_cuda_free(cu, dbias), hsd_cuda_free(cu, dcs),
+        hsd_cuda_free(cu, dsn);
+    hsd_cuda_free(cu, dpos), hsd_cuda_free(cu, dmeta), hsd_cuda_free(cu, dq);
+
+    /* SwiGLU over stacked gate/up rows */
+    const int32_t hid = 1000, nt = 4;
+    float *gu = rand_f32((size_t)nt * 2 * hid), *want = malloc(sizeof(float) * nt * hid);
+    float *dgu = dev_from(gu, sizeof(float) * nt * 2 * hid), *dout = dev(sizeof(float) * nt * hid);
+    OK(hsd_cuda_silu_mul_split(cu, dout, dgu, nt, hid));
+    for (int t = 0; t < nt; t++) {
+        memcpy(want + (size_t)t * hid, gu + (size_t)t * 2 * hid, sizeof(float) * hid);
+        hsd_silu_mul(want + (size_t)t * hid, gu + (size_t)t * 2 * hid + hid, hid);
+    }
+    float *got = host_from(dout, (size_t)nt * hid);
+    report("silu_mul_split (stacked gate/up)", rel_err(got, want, (size_t)nt * hid), TOL_F32);
+    free(gu), free(want), free(got);
+    hsd_cuda_free(cu, dgu), hsd_cuda_free(cu, dout);
+
+    /* out += W·x, single token (warp GEMV) and several (cuBLAS) */
+    const int32_t rows = 1024, cols = 2048;
+    void *hw;
+    hsd_mat w = rand_mat(HSD_DT_BF16, rows, cols, &hw);
+    hsd_mat hm = {HSD_DT_BF16, rows, cols, hw};
+    for (int32_t nn = 1; nn <= 5; nn += 4) {
+        float *x = rand_f32((size_t)nn * cols), *y = rand_f32((size_t)nn * rows);
+        float *ref = malloc(sizeof(float) * nn * rows), *scratch = malloc(sizeof(float) * 4 * cols);
+        float *dx = dev_from(x, sizeof(float) * nn * cols),
+              *dy = dev_from(y, sizeof(float) * nn * rows);
+        void *dxh = dev((size_t)nn * cols * 2);
+        OK(hsd_cuda_matmul_add(cu, dy, rows, dx, nn, &w, dxh));
+        hsd_matmul_rows(ref, rows, x, nn, &hm, 0, rows, scratch);
+        hsd_add(ref, y, nn * rows);
+        float *g = host_from(dy, (size_t)nn * rows);
+        char name[64];
+        snprintf(name, sizeof name, "matmul_add (out += W x) BF16, n = %d", nn);
+        report(name, rel_err(g, ref, (size_t)nn * rows), nn == 1 ? TOL_F32 : TOL_BF16);
+        free(x), free(y), free(ref), free(scratch), free(g);
+        hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dy), hsd_cuda_free(cu, dxh);
+    }
+    free(hw);
+    hsd_cuda_free(cu, (void *)w.data);
+}
+
 /* Attention over a cache of L rows plus n new ones, chain and tree, against the CPU path's
  * kernels (what attn_task in models/transformer.c does). */
 static void check_attention(void) {
@@ -871,6 +967,7 @@ int main(int argc, char **argv) {
         hsd_cuda_device_desc(cu), (unsigned long long)seed);
     check_elementwise();
     check_matmul();
+    check_fused();
     check_attention();
     check_indexed_head();
     check_sampling();

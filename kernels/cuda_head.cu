@@ -74,8 +74,8 @@ __device__ __forceinline__ float row_dot_f32(const float *row, const float *h, i
 /* Each block stages h in shared memory once, then its warps take selected rows in turn
  * (grid-stride), so every selected row of U is read exactly once from memory. */
 __global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *U, int32_t cols,
-                                           const float *h, const int32_t *idx, int32_t k,
-                                           bool vec) {
+                                           const float *h, const int32_t *idx, int32_t k, bool vec,
+                                           bool accumulate) {
     extern __shared__ __align__(16) float hs[];
     for (int32_t c = threadIdx.x; c < cols; c += blockDim.x) hs[c] = h[c];
     __syncthreads();
@@ -93,7 +93,7 @@ __global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *
         else
             s = row_dot_f32((const float *)row, hs, cols, lane, vec);
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) out[j] = s;
+        if (lane == 0) out[j] = accumulate ? out[j] + s : s;
     }
 }
 
@@ -102,8 +102,9 @@ cudaError_t hsd_cuda_head_prepare(int bytes) {
                                 bytes);
 }
 
-extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U,
-                                            const float *d_h, const int32_t *d_idx, int32_t k) {
+/* Also the single-token GEMV of hsd_cuda_matmul (idx NULL), which may add into out. */
+hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
+                                const int32_t *d_idx, int32_t k, bool accumulate) {
     hsd_status s = hsd_cuda_check_indexed_head(U, d_out, d_h, k, d_idx != NULL);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "indexed_head");
@@ -120,9 +121,14 @@ extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hs
     int32_t blocks = (k + HEAD_WARPS - 1) / HEAD_WARPS;
     if (blocks > 8 * sms) blocks = 8 * sms;
     indexed_head_kernel<<<blocks, HEAD_WARPS * 32, smem, cu->stream>>>(
-        d_out, U->type, (const char *)U->data, U->cols, d_h, d_idx, k, vec);
+        d_out, U->type, (const char *)U->data, U->cols, d_h, d_idx, k, vec, accumulate);
     HSD_CU_LAUNCHED("indexed_head");
     return HSD_OK;
+}
+
+extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U,
+                                            const float *d_h, const int32_t *d_idx, int32_t k) {
+    return hsd_cuda_head_launch(cu, d_out, U, d_h, d_idx, k, false);
 }
 
 /* ---- top-k (router selection) ------------------------------------------------------ */

@@ -48,6 +48,9 @@ extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 /* Let the kernels that size shared memory at run time use up to `bytes` of it. */
 cudaError_t hsd_cuda_head_prepare(int bytes);
 cudaError_t hsd_cuda_attn_prepare(int bytes);
+/* The indexed-head kernel, optionally adding into out (the GEMV path of hsd_cuda_matmul). */
+hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
+                                const int32_t *d_idx, int32_t k, bool accumulate);
 
 #define HSD_CU(call)                                                                               \
     do {                                                                                           \

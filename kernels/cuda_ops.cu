@@ -163,19 +163,21 @@ __global__ static void narrow_kernel(unsigned short *out, const float *x, int64_
 }
 
 /* hsd_matmul_rows over all rows: W is row-major [rows][cols], which cuBLAS (column-major)
- * sees as W^T with leading dimension cols; out^T (rows × n, ld_out) = op_T(W^T) · x^T. */
-extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
-                                      int32_t n, const hsd_mat *w, void *d_xh) {
+ * sees as W^T with leading dimension cols; out^T (rows × n, ld_out) = op_T(W^T) · x^T.
+ * accumulate: out += W·x (cuBLAS beta = 1), which saves the residual add of the forward. */
+static hsd_status matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x, int32_t n,
+                         const hsd_mat *w, void *d_xh, bool accumulate) {
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "matmul");
     /* one token (a decode step): the indexed-head kernel over all rows is a GEMV that reads
      * each weight row once with fp32 x (no narrowing launch); cuBLAS on request */
-    if (n == 1 && !cu->cublas_gemv) return hsd_cuda_indexed_head(cu, d_out, w, d_x, NULL, w->rows);
-    const float one = 1.0f, zero = 0.0f;
+    if (n == 1 && !cu->cublas_gemv)
+        return hsd_cuda_head_launch(cu, d_out, w, d_x, NULL, w->rows, accumulate);
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
-                               (const float *)w->data, w->cols, d_x, w->cols, &zero, d_out,
+                               (const float *)w->data, w->cols, d_x, w->cols, &beta, d_out,
                                ld_out));
         return HSD_OK;
     }
@@ -186,8 +188,99 @@ extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out
     HSD_CU_LAUNCHED("narrow");
     cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     HSD_BLAS(cu->api.gemm_ex(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, w->data,
-                             t, w->cols, d_xh, t, w->cols, &zero, d_out, CUDA_R_32F, ld_out,
+                             t, w->cols, d_xh, t, w->cols, &beta, d_out, CUDA_R_32F, ld_out,
                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return HSD_OK;
+}
+
+extern "C" hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                                      int32_t n, const hsd_mat *w, void *d_xh) {
+    return matmul(cu, d_out, ld_out, d_x, n, w, d_xh, false);
+}
+
+extern "C" hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld_out,
+                                          const float *d_x, int32_t n, const hsd_mat *w,
+                                          void *d_xh) {
+    return matmul(cu, d_out, ld_out, d_x, n, w, d_xh, true);
+}
+
+/* After the fused q/k/v projection (rows [q | k | v] of width q_dim + 2 kv_dim): bias, rope of
+ * q and k at each token's position, rotated q out, k and v into the cache at kv_len + t. One
+ * thread per q pair, k pair or v element: the work of add_bias, rope and kv_store in one
+ * launch. */
+__global__ static void qkv_post_kernel(const float *qkv, int32_t n_heads, int32_t n_kv, int32_t hd,
+                                       const float *bias, const int32_t *pos, const float *cos_t,
+                                       const float *sin_t, bool interleaved, float *q_out,
+                                       float *kc, float *vc, const int32_t *meta) {
+    const int32_t half = hd / 2, q_dim = n_heads * hd, kv_dim = n_kv * hd;
+    const int32_t width = q_dim + 2 * kv_dim;
+    const int32_t per_tok = n_heads * half + n_kv * half + kv_dim;
+    const int32_t t = blockIdx.y, u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= per_tok) return;
+    const float *row = qkv + (size_t)t * width;
+    const size_t cache_row = ((size_t)meta[0] + t) * kv_dim;
+    if (u >= n_heads * half + n_kv * half) { /* v: copied (with bias) */
+        int32_t j = u - n_heads * half - n_kv * half, c = q_dim + kv_dim + j;
+        vc[cache_row + j] = row[c] + (bias ? bias[c] : 0.0f);
+        return;
+    }
+    const bool is_q = u < n_heads * half;
+    const int32_t pu = is_q ? u : u - n_heads * half, h = pu / half, i = pu % half;
+    const int32_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+    const int32_t base = (is_q ? 0 : q_dim) + h * hd;
+    float v0 = row[base + a], v1 = row[base + b];
+    if (bias) v0 += bias[base + a], v1 += bias[base + b];
+    const float c = cos_t[(size_t)pos[t] * half + i], sn = sin_t[(size_t)pos[t] * half + i];
+    float r0 = v0 * c - v1 * sn, r1 = v0 * sn + v1 * c;
+    float *dst = is_q ? q_out + (size_t)t * q_dim + h * hd : kc + cache_row + h * hd;
+    dst[a] = r0;
+    dst[b] = r1;
+}
+
+extern "C" hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
+                                        const hsd_cuda_attn_shape *shape, const float *d_bias,
+                                        const int32_t *d_pos, const float *d_cos,
+                                        const float *d_sin, bool interleaved, float *d_q,
+                                        float *d_kcache, float *d_vcache, const int32_t *d_meta) {
+    hsd_status s =
+        hsd_cuda_check_attention(shape, n, d_q, d_qkv, d_kcache, d_vcache, d_meta, true, NULL);
+    if (s != HSD_OK) return s;
+    HSD_CU_NEED(cu, "qkv_post");
+    if (!d_pos || !d_cos || !d_sin || shape->head_dim % 2)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "cuda qkv_post: NULL positions/tables or odd head_dim %d",
+                         shape->head_dim);
+    int32_t half = shape->head_dim / 2;
+    int32_t per_tok =
+        (shape->n_heads + shape->n_kv_heads) * half + shape->n_kv_heads * shape->head_dim;
+    dim3 grid(hsd_blocks(per_tok, 256), n);
+    qkv_post_kernel<<<grid, 256, 0, cu->stream>>>(d_qkv, shape->n_heads, shape->n_kv_heads,
+                                                  shape->head_dim, d_bias, d_pos, d_cos, d_sin,
+                                                  interleaved, d_q, d_kcache, d_vcache, d_meta);
+    HSD_CU_LAUNCHED("qkv_post");
+    return HSD_OK;
+}
+
+/* SwiGLU over the fused gate/up projection (rows [gate | up], 2*hidden wide):
+ * out[t][i] = silu(gate[t][i]) * up[t][i]. */
+__global__ static void silu_mul_split_kernel(float *out, const float *gu, int32_t n,
+                                             int32_t hidden) {
+    int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * hidden) return;
+    int64_t t = id / hidden, i = id % hidden;
+    float g = gu[t * 2 * hidden + i], u = gu[t * 2 * hidden + hidden + i];
+    out[id] = g / (1.0f + expf(-g)) * u;
+}
+
+extern "C" hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu,
+                                              int32_t n, int32_t hidden) {
+    hsd_status s = hsd_cuda_check_rows("silu_mul_split", d_gu, n, hidden);
+    if (s != HSD_OK) return s;
+    HSD_CU_NEED(cu, "silu_mul_split");
+    if (!d_out) return hsd_error(HSD_ERR_INVALID_ARG, "cuda silu_mul_split: NULL out");
+    int64_t total = (int64_t)n * hidden;
+    silu_mul_split_kernel<<<hsd_blocks(total, 256), 256, 0, cu->stream>>>(d_out, d_gu, n, hidden);
+    HSD_CU_LAUNCHED("silu_mul_split");
     return HSD_OK;
 }
 

@@ -98,6 +98,14 @@ hsd_status hsd_cuda_embed(hsd_cuda *cu, float *d_out, const hsd_mat *emb, const 
 hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x, int32_t n,
                            const hsd_mat *w, void *d_xh);
 
+/* out[t] += W · x[t]: hsd_cuda_matmul adding into out (the residual connection). */
+hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                               int32_t n, const hsd_mat *w, void *d_xh);
+/* SwiGLU over a fused gate/up projection: gu rows are [gate | up] (2*hidden floats);
+ * out[t][i] = silu(gate[t][i]) * up[t][i] (hsd_silu_mul on the halves). */
+hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu, int32_t n,
+                                   int32_t hidden);
+
 /* Shapes of the attention over a KV cache: cache rows are kv_dim floats ([n_ctx][kv_dim]
  * per layer), queries q_dim floats, output q_dim floats. */
 typedef struct hsd_cuda_attn_shape {
@@ -107,6 +115,15 @@ typedef struct hsd_cuda_attn_shape {
  * captured graph stays valid as the cache grows). */
 hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
                              int32_t kv_dim, const int32_t *d_meta);
+/* After a fused q/k/v projection (rows [q | k | v], q_dim + 2*kv_dim floats): adds the bias
+ * (optional, same layout), applies rope at d_pos[t] to q and k, writes the rotated q to d_q
+ * (q_dim per row) and k, v into the caches at kv_len + t (kv_len = d_meta[0]): add_bias, rope
+ * and kv_store in one launch. */
+hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
+                             const hsd_cuda_attn_shape *shape, const float *d_bias,
+                             const int32_t *d_pos, const float *d_cos, const float *d_sin,
+                             bool interleaved, float *d_q, float *d_kcache, float *d_vcache,
+                             const int32_t *d_meta);
 /* Attention of n new tokens over the cache (kv_len = d_meta[0], new tokens already stored
  * after it). chain: token t sees the cache and new tokens 0..t. Otherwise token t sees the
  * cache and the new tokens d_anc[d_anc_off[t] .. d_anc_off[t+1]) (its ancestors and itself,

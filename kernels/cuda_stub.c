@@ -130,6 +130,28 @@ hsd_status hsd_cuda_matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const flo
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     return s != HSD_OK ? s : NO_CUDA("matmul");
 }
+hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                               int32_t n, const hsd_mat *w, void *d_xh) {
+    (void)cu;
+    hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
+    return s != HSD_OK ? s : NO_CUDA("matmul_add");
+}
+hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu, int32_t n,
+                                   int32_t hidden) {
+    (void)cu, (void)d_out;
+    hsd_status s = hsd_cuda_check_rows("silu_mul_split", d_gu, n, hidden);
+    return s != HSD_OK ? s : NO_CUDA("silu_mul_split");
+}
+hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
+                             const hsd_cuda_attn_shape *shape, const float *d_bias,
+                             const int32_t *d_pos, const float *d_cos, const float *d_sin,
+                             bool interleaved, float *d_q, float *d_kcache, float *d_vcache,
+                             const int32_t *d_meta) {
+    (void)cu, (void)d_bias, (void)d_pos, (void)d_cos, (void)d_sin, (void)interleaved;
+    hsd_status s =
+        hsd_cuda_check_attention(shape, n, d_q, d_qkv, d_kcache, d_vcache, d_meta, true, NULL);
+    return s != HSD_OK ? s : NO_CUDA("qkv_post");
+}
 hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
                              int32_t kv_dim, const int32_t *d_meta) {
     (void)cu, (void)d_cache, (void)d_meta;

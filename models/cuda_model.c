@@ -1,7 +1,10 @@
 /* A transformer on a CUDA device behind hsd_model_iface. The forward is the CPU path's
- * (models/transformer.c) kernel by kernel: embedding, then per layer rmsnorm, q/k/v GEMMs,
- * bias, rope, k/v into the device cache, attention (chain or tree), output GEMM, residual,
- * rmsnorm, SwiGLU FFN, residual; then the final norm and classifier for the rows asked for.
+ * (models/transformer.c) step by step: embedding, then per layer rmsnorm, the q/k/v
+ * projection, bias + rope + k/v into the device cache, attention (chain or tree), output
+ * projection added into the residual, rmsnorm, SwiGLU FFN added into the residual; then the
+ * final norm and classifier for the rows asked for. To cut launches (a decode step is a few
+ * hundred of them, each costing microseconds), q/k/v and gate/up are each one matrix on the
+ * device, and the residual adds happen inside the projections (9 launches per layer).
  * Per-step inputs (kv_len, tokens, positions, rows, tree ancestors) go up in one copy, and a
  * single-token decode step is replayed from a captured CUDA graph, since the kernels read
  * kv_len on the device. */
@@ -16,8 +19,11 @@
 #include "lib/log.h"
 
 typedef struct cm_layer {
-    hsd_mat wq, wk, wv, wo, w_gate, w_down, w_up;
-    float *attn_norm, *ffn_norm, *bq, *bk, *bv;
+    hsd_mat wqkv; /* rows: q (q_dim), k (kv_dim), v (kv_dim) */
+    hsd_mat wo;
+    hsd_mat w_gu; /* rows: gate (hidden), up (hidden) */
+    hsd_mat w_down;
+    float *attn_norm, *ffn_norm, *bqkv; /* bqkv: Qwen2's biases in the wqkv layout, or NULL */
 } cm_layer;
 
 typedef struct cuda_model {
@@ -33,7 +39,7 @@ typedef struct cuda_model {
 
     /* scratch, grown to the largest n (tokens) and n_rows seen */
     int32_t cap_n, cap_rows;
-    float *x, *xb, *q, *k, *v, *ao, *hb, *hb2, *logits;
+    float *x, *xb, *qkv, *q, *ao, *gu, *hb, *logits;
     void *xh;
     /* per-step inputs: [0] kv_len, then tokens, positions, rows, tree offsets, ancestors */
     int32_t *d_meta, *h_meta;
@@ -45,7 +51,7 @@ typedef struct cuda_model {
 } cuda_model;
 
 static void cm_free_scratch(cuda_model *m) {
-    float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->ao, &m->hb, &m->hb2, &m->logits};
+    float **bufs[] = {&m->x, &m->xb, &m->qkv, &m->q, &m->ao, &m->gu, &m->hb, &m->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         hsd_cuda_free(m->cu, *bufs[i]);
         *bufs[i] = NULL;
@@ -63,18 +69,13 @@ static void cm_free(void *ctx) {
     if (m->layers)
         for (int32_t l = 0; l < m->cfg.n_layers; l++) {
             cm_layer *L = &m->layers[l];
-            void *p[] = {(void *)L->wq.data,
-                         (void *)L->wk.data,
-                         (void *)L->wv.data,
+            void *p[] = {(void *)L->wqkv.data,
                          (void *)L->wo.data,
-                         (void *)L->w_gate.data,
+                         (void *)L->w_gu.data,
                          (void *)L->w_down.data,
-                         (void *)L->w_up.data,
                          L->attn_norm,
                          L->ffn_norm,
-                         L->bq,
-                         L->bk,
-                         L->bv};
+                         L->bqkv};
             for (size_t i = 0; i < sizeof p / sizeof *p; i++) hsd_cuda_free(m->cu, p[i]);
         }
     free(m->layers);
@@ -118,23 +119,16 @@ static hsd_status upload_f32(cuda_model *m, const float *src, size_t n, float **
     return s;
 }
 
-/* A weight matrix to the device as type `to`: bytes as they are when the types agree,
- * otherwise widened to fp32 and narrowed again in chunks of rows. */
-static hsd_status upload_mat(cuda_model *m, const hsd_mat *src, hsd_dtype to, hsd_mat *out) {
-    memset(out, 0, sizeof *out);
+/* Rows of a weight matrix to device memory d as type `to`: bytes as they are when the types
+ * agree, otherwise widened to fp32 and narrowed again in chunks of rows. */
+static hsd_status upload_rows(cuda_model *m, const hsd_mat *src, hsd_dtype to, void *d) {
     size_t rb = hsd_dtype_row_bytes(to, src->cols);
-    void *d = NULL;
-    hsd_status s = hsd_cuda_alloc(m->cu, rb * (size_t)src->rows, &d);
-    if (s != HSD_OK) return s;
-    out->type = to;
-    out->rows = src->rows;
-    out->cols = src->cols;
-    out->data = d;
     if (src->type == to) return hsd_cuda_upload(m->cu, d, src->data, rb * (size_t)src->rows);
     int32_t chunk = (int32_t)((8u << 20) / ((size_t)src->cols * 4));
     if (chunk < 1) chunk = 1;
     float *f = malloc((size_t)chunk * src->cols * sizeof *f);
     void *narrow = malloc((size_t)chunk * rb);
+    hsd_status s = HSD_OK;
     if (!f || !narrow) {
         free(f);
         free(narrow);
@@ -159,6 +153,30 @@ static hsd_status upload_mat(cuda_model *m, const hsd_mat *src, hsd_dtype to, hs
     return s;
 }
 
+/* Matrices with the same number of columns stacked row-wise into one device matrix of type
+ * `to` (q/k/v, gate/up), so one product computes them all. */
+static hsd_status upload_stacked(cuda_model *m, const hsd_mat *const *src, int n_src, hsd_dtype to,
+                                 hsd_mat *out) {
+    memset(out, 0, sizeof *out);
+    int32_t rows = 0;
+    for (int i = 0; i < n_src; i++) rows += src[i]->rows;
+    size_t rb = hsd_dtype_row_bytes(to, src[0]->cols);
+    void *d = NULL;
+    hsd_status s = hsd_cuda_alloc(m->cu, rb * (size_t)rows, &d);
+    if (s != HSD_OK) return s;
+    *out = (hsd_mat){to, rows, src[0]->cols, d};
+    size_t off = 0;
+    for (int i = 0; i < n_src && s == HSD_OK; i++) {
+        s = upload_rows(m, src[i], to, (char *)d + off);
+        off += rb * (size_t)src[i]->rows;
+    }
+    return s;
+}
+
+static hsd_status upload_mat(cuda_model *m, const hsd_mat *src, hsd_dtype to, hsd_mat *out) {
+    return upload_stacked(m, &src, 1, to, out);
+}
+
 static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, size_t meta_ints) {
     hsd_status s = HSD_OK;
     if (n > m->cap_n || n_rows > m->cap_rows) {
@@ -168,20 +186,16 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
         m->graph = NULL;
         cm_free_scratch(m);
         const hsd_tf_config *c = &m->cfg;
-        size_t wide = (size_t)(m->q_dim > c->dim ? m->q_dim : c->dim);
         struct {
             float **p;
             size_t n;
         } bufs[] = {{&m->x, (size_t)N * c->dim},
                     {&m->xb, (size_t)NR * c->dim},
+                    {&m->qkv, (size_t)N * (m->q_dim + 2 * m->kv_dim)},
                     {&m->q, (size_t)N * m->q_dim},
-                    {&m->k, (size_t)N * m->kv_dim},
-                    {&m->v, (size_t)N * m->kv_dim},
-                    {&m->ao, (size_t)N * wide},
-                    /* hb also takes the attention output projection (dim wide), and hidden_dim can
-                     * be smaller than dim (a fuzz find on the CPU path) */
-                    {&m->hb, (size_t)N * m->max_cols},
-                    {&m->hb2, (size_t)N * c->hidden_dim},
+                    {&m->gu, (size_t)N * 2 * c->hidden_dim},
+                    {&m->ao, (size_t)N * m->q_dim},
+                    {&m->hb, (size_t)N * c->hidden_dim},
                     {&m->logits, (size_t)R * c->vocab_size}};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs && s == HSD_OK; i++)
             s = hsd_cuda_alloc(m->cu, bufs[i].n * sizeof(float), (void **)bufs[i].p);
@@ -224,40 +238,26 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
 static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chain) {
     const hsd_tf_config *c = &m->cfg;
     hsd_cuda *cu = m->cu;
-    const int32_t dim = c->dim, hd = c->head_dim, hid = c->hidden_dim;
+    const int32_t dim = c->dim, hid = c->hidden_dim, qkv_w = m->q_dim + 2 * m->kv_dim;
     const int32_t *meta = m->d_meta, *tok = meta + 1, *pos = tok + n, *rows = pos + n;
     const int32_t *anc_off = chain ? NULL : rows + n_rows, *anc = chain ? NULL : anc_off + n + 1;
-    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, hd, m->n_ctx};
+    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx};
 
     TRY(hsd_cuda_embed(cu, m->x, &m->tok_emb, tok, n));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const cm_layer *L = &m->layers[l];
-        size_t loff = (size_t)l * m->n_ctx * m->kv_dim;
+        float *kc = m->kc + (size_t)l * m->n_ctx * m->kv_dim;
+        float *vc = m->vc + (size_t)l * m->n_ctx * m->kv_dim;
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->attn_norm, NULL, n, dim, c->norm_eps));
-        TRY(hsd_cuda_matmul(cu, m->q, m->q_dim, m->xb, n, &L->wq, m->xh));
-        TRY(hsd_cuda_matmul(cu, m->k, m->kv_dim, m->xb, n, &L->wk, m->xh));
-        TRY(hsd_cuda_matmul(cu, m->v, m->kv_dim, m->xb, n, &L->wv, m->xh));
-        if (L->bq) {
-            TRY(hsd_cuda_add_bias(cu, m->q, L->bq, n, m->q_dim, m->q_dim));
-            TRY(hsd_cuda_add_bias(cu, m->k, L->bk, n, m->kv_dim, m->kv_dim));
-            TRY(hsd_cuda_add_bias(cu, m->v, L->bv, n, m->kv_dim, m->kv_dim));
-        }
-        TRY(hsd_cuda_rope(cu, m->q, n, m->q_dim, c->n_heads, hd, pos, m->rope_cos, m->rope_sin,
-                          c->rope_interleaved));
-        TRY(hsd_cuda_rope(cu, m->k, n, m->kv_dim, c->n_kv_heads, hd, pos, m->rope_cos, m->rope_sin,
-                          c->rope_interleaved));
-        TRY(hsd_cuda_kv_store(cu, m->kc + loff, m->k, n, m->kv_dim, meta));
-        TRY(hsd_cuda_kv_store(cu, m->vc + loff, m->v, n, m->kv_dim, meta));
-        TRY(hsd_cuda_attention(cu, m->ao, m->q, m->kc + loff, m->vc + loff, &shape, n, meta, anc,
-                               anc_off));
-        TRY(hsd_cuda_matmul(cu, m->hb, dim, m->ao, n, &L->wo, m->xh));
-        TRY(hsd_cuda_add(cu, m->x, m->hb, (int64_t)n * dim));
+        TRY(hsd_cuda_matmul(cu, m->qkv, qkv_w, m->xb, n, &L->wqkv, m->xh));
+        TRY(hsd_cuda_qkv_post(cu, m->qkv, n, &shape, L->bqkv, pos, m->rope_cos, m->rope_sin,
+                              c->rope_interleaved, m->q, kc, vc, meta));
+        TRY(hsd_cuda_attention(cu, m->ao, m->q, kc, vc, &shape, n, meta, anc, anc_off));
+        TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->ao, n, &L->wo, m->xh));
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->ffn_norm, NULL, n, dim, c->norm_eps));
-        TRY(hsd_cuda_matmul(cu, m->hb, hid, m->xb, n, &L->w_gate, m->xh));
-        TRY(hsd_cuda_matmul(cu, m->hb2, hid, m->xb, n, &L->w_up, m->xh));
-        TRY(hsd_cuda_silu_mul(cu, m->hb, m->hb2, (int64_t)n * hid));
-        TRY(hsd_cuda_matmul(cu, m->ao, dim, m->hb, n, &L->w_down, m->xh));
-        TRY(hsd_cuda_add(cu, m->x, m->ao, (int64_t)n * dim));
+        TRY(hsd_cuda_matmul(cu, m->gu, 2 * hid, m->xb, n, &L->w_gu, m->xh));
+        TRY(hsd_cuda_silu_mul_split(cu, m->hb, m->gu, n, hid));
+        TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->hb, n, &L->w_down, m->xh));
     }
     if (n_rows > 0) {
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, m->out_norm, rows, n_rows, dim, c->norm_eps));
@@ -421,20 +421,31 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_OUT_NORM, -1), (size_t)c->dim, &m->out_norm));
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
-    static const hsd_tkind mk[7] = {HSD_T_WQ,     HSD_T_WK,     HSD_T_WV,  HSD_T_WO,
-                                    HSD_T_W_GATE, HSD_T_W_DOWN, HSD_T_W_UP};
     for (int32_t l = 0; l < c->n_layers; l++) {
         cm_layer *L = &m->layers[l];
-        hsd_mat *dst[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up};
-        for (int i = 0; i < 7; i++) {
-            const hsd_mat *src = hsd_tf_matrix(tf, mk[i], l);
-            TRY(upload_mat(m, src, WT(src), dst[i]));
-        }
+        const hsd_mat *qkv[3] = {hsd_tf_matrix(tf, HSD_T_WQ, l), hsd_tf_matrix(tf, HSD_T_WK, l),
+                                 hsd_tf_matrix(tf, HSD_T_WV, l)};
+        const hsd_mat *gu[2] = {hsd_tf_matrix(tf, HSD_T_W_GATE, l),
+                                hsd_tf_matrix(tf, HSD_T_W_UP, l)};
+        const hsd_mat *wo = hsd_tf_matrix(tf, HSD_T_WO, l),
+                      *down = hsd_tf_matrix(tf, HSD_T_W_DOWN, l);
+        /* a stacked matrix has one type: the first part's choice */
+        TRY(upload_stacked(m, qkv, 3, WT(qkv[0]), &L->wqkv));
+        TRY(upload_mat(m, wo, WT(wo), &L->wo));
+        TRY(upload_stacked(m, gu, 2, WT(gu[0]), &L->w_gu));
+        TRY(upload_mat(m, down, WT(down), &L->w_down));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_ATTN_NORM, l), (size_t)c->dim, &L->attn_norm));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_FFN_NORM, l), (size_t)c->dim, &L->ffn_norm));
-        TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_BQ, l), (size_t)m->q_dim, &L->bq));
-        TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_BK, l), (size_t)m->kv_dim, &L->bk));
-        TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_BV, l), (size_t)m->kv_dim, &L->bv));
+        const float *bq = hsd_tf_vector(tf, HSD_T_BQ, l), *bk = hsd_tf_vector(tf, HSD_T_BK, l),
+                    *bv = hsd_tf_vector(tf, HSD_T_BV, l);
+        if (bq && bk && bv) {
+            size_t w = (size_t)m->q_dim + 2 * (size_t)m->kv_dim;
+            TRY(hsd_cuda_alloc(m->cu, w * sizeof(float), (void **)&L->bqkv));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv, bq, (size_t)m->q_dim * sizeof(float)));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv + m->q_dim, bk, (size_t)m->kv_dim * sizeof(float)));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv + m->q_dim + m->kv_dim, bv,
+                                (size_t)m->kv_dim * sizeof(float)));
+        }
     }
 #undef WT
     const float *cs, *sn;
@@ -479,7 +490,7 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     }
     if (desc)
         snprintf(desc, desc_cap, "%s [cuda: %s, %s weights on device]", hsd_tf_desc(tf),
-                 hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wq.type));
+                 hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type));
     iface->ctx = m;
     iface->vocab_size = cm_vocab;
     iface->n_ctx = cm_n_ctx;
