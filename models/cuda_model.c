@@ -271,10 +271,12 @@ static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chai
  * the step then runs eagerly, with the same result. */
 static hsd_status cm_decode_graph(cuda_model *m) {
     if (!m->graph) {
-        TRY(hsd_cuda_graph_begin(m->cu));
-        hsd_status s = cm_enqueue(m, 1, 1, true);
+        hsd_status s = hsd_cuda_graph_begin(m->cu), e = HSD_OK;
         hsd_cuda_graph *g = NULL;
-        hsd_status e = hsd_cuda_graph_end(m->cu, &g);
+        if (s == HSD_OK) {
+            s = cm_enqueue(m, 1, 1, true);
+            e = hsd_cuda_graph_end(m->cu, &g);
+        }
         if (s != HSD_OK || e != HSD_OK) {
             hsd_cuda_graph_free(g);
             hsd_log(HSD_LOG_WARN, "cuda: decode-step graph capture failed (%s), running eagerly",
