@@ -2,9 +2,9 @@
  * (models/transformer.c) step by step: embedding, then per layer rmsnorm, the q/k/v
  * projection, bias + rope + k/v into the device cache, attention (chain or tree), output
  * projection added into the residual, rmsnorm, SwiGLU FFN added into the residual; then the
- * final norm and classifier for the rows asked for. To cut launches (a decode step is a few
- * hundred of them, each costing microseconds), q/k/v and gate/up are each one matrix on the
- * device, and the residual adds happen inside the projections (9 launches per layer).
+ * final norm and classifier for the rows asked for. To cut launches (each costs microseconds
+ * and a decode step would otherwise be ~20 per layer), q/k/v and gate/up are each one matrix
+ * on the device, and the residual adds happen inside the projections (9 launches per layer).
  * Per-step inputs (kv_len, tokens, positions, rows, tree ancestors) go up in one copy, and a
  * single-token decode step is replayed from a captured CUDA graph, since the kernels read
  * kv_len on the device. */
