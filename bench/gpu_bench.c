@@ -32,6 +32,8 @@
 #include "models/transformer.h"
 
 static hsd_cuda *cu;
+/* --small: the benchmarks at toy sizes, to run their code paths on the host emulation */
+static bool g_small;
 static hsd_rng rng;
 static FILE *md;
 static int n_fail, n_pass;
@@ -740,7 +742,7 @@ static int cmp_f(const void *a, const void *b) {
 }
 
 static double copy_bandwidth(void) {
-    size_t bytes = (size_t)1 << 30;
+    size_t bytes = g_small ? (size_t)1 << 24 : (size_t)1 << 30;
     void *a = dev(bytes), *b = dev(bytes);
     OK(hsd_cuda_copy(cu, b, a, bytes));
     float t[10];
@@ -755,10 +757,11 @@ static double copy_bandwidth(void) {
 }
 
 static void bench_1b(double bw) {
-    printf("\n== AR decode, synth llama-3.2-1b (bf16) ==\n");
+    const char *shape = g_small ? "small" : "llama-3.2-1b";
+    printf("\n== AR decode, synth %s (bf16) ==\n", shape);
     double t0 = now_ms();
     hsd_synth_model *sm;
-    OK(hsd_synth_create("llama-3.2-1b", HSD_DT_BF16, 7, &sm));
+    OK(hsd_synth_create(shape, HSD_DT_BF16, 7, &sm));
     hsd_model_params p = hsd_model_default_params();
     p.n_ctx = 1024;
     hsd_transformer *tf;
@@ -774,9 +777,9 @@ static void bench_1b(double bw) {
     printf("  synthesized in %.1f s; %.2f GB of weights read per decode step\n",
            (now_ms() - t0) / 1e3, wbytes / 1e9);
     double ideal = bw * 1e9 / wbytes;
-    mdf("\n| synth llama-3.2-1b bf16 | value |\n|---|---|\n| weights read per step | %.2f GB |\n"
+    mdf("\n| synth %s bf16 | value |\n|---|---|\n| weights read per step | %.2f GB |\n"
         "| bound: copy bandwidth / weights | %.1f tok/s |\n",
-        wbytes / 1e9, ideal);
+        shape, wbytes / 1e9, ideal);
     /* decode configurations: graph replay or eager launches; GEMVs by the warp-per-row
      * kernel or by cuBLAS (the forward(n) table is taken with the first) */
     const struct {
@@ -797,7 +800,7 @@ static void bench_1b(double bw) {
         float *logits = malloc(sizeof(float) * 16 * V);
         OK(g.forward(g.ctx, toks, 32, NULL, NULL, 0, NULL));
         for (int i = 0; i < 8; i++) OK(g.forward(g.ctx, toks + i, 1, NULL, NULL, 1, logits));
-        const int steps = 256;
+        const int steps = g_small ? 8 : 256;
         double ts = now_ms();
         for (int i = 0; i < steps; i++)
             OK(g.forward(g.ctx, toks + i % 64, 1, NULL, NULL, 1, logits));
@@ -842,7 +845,7 @@ static void bench_1b(double bw) {
 }
 
 static void bench_head(double bw) {
-    const int32_t V = 151936, d = 4096, k = 2048;
+    const int32_t V = g_small ? 8192 : 151936, d = g_small ? 512 : 4096, k = g_small ? 256 : 2048;
     printf("\n== LM head, V = %d, d = %d, bf16: indexed (k = %d) vs full ==\n", V, d, k);
     size_t rb = (size_t)d * 2, total = rb * V, tile = (size_t)64 << 20;
     uint16_t *h16 = malloc(tile);
@@ -903,7 +906,7 @@ static void bench_head(double bw) {
         full / mi, full / mi >= 4 ? ", met" : ", **not met**");
     /* low-rank head (SlimSpec) r = 256: W_up·(W_down·h); the speculative head (SpecVocab) uses
      * the same two GEMVs as its router, then top-k and the indexed head */
-    const int32_t r = 256;
+    const int32_t r = g_small ? 64 : 256;
     size_t bdown = (size_t)r * d * 2, bup = (size_t)V * r * 2;
     char *dwd = dev(bdown), *dwu = dev(bup);
     for (size_t off = 0; off < bup; off += tile)
@@ -933,16 +936,16 @@ static void bench_head(double bw) {
     qsort(t_lr, 50, sizeof(float), cmp_f);
     qsort(t_spec, 50, sizeof(float), cmp_f);
     qsort(t_topk, 50, sizeof(float), cmp_f);
-    printf("  low-rank head r = %d: %.4f ms (%.1fx faster than full)\n", r, t_lr[25],
+    printf("  low-rank head r = %d: %.4f ms (speed-up %.1fx vs full)\n", r, t_lr[25],
            full / t_lr[25]);
     printf("  top-k (k = %d of %d): %.4f ms\n", k, V, t_topk[25]);
     printf(
-        "  speculative head (router r = %d + top-k + indexed): %.4f ms (%.1fx faster than full)\n",
+        "  speculative head (router r = %d + top-k + indexed): %.4f ms (speed-up %.1fx vs full)\n",
         r, t_spec[25], full / t_spec[25]);
-    mdf("| low-rank head, r = %d (two GEMVs) | %.4f ms | | %.1fx faster than full |\n", r, t_lr[25],
+    mdf("| low-rank head, r = %d (two GEMVs) | %.4f ms | | speed-up %.1fx vs full |\n", r, t_lr[25],
         full / t_lr[25]);
     mdf("| top-k, k = %d (single-block radix select) | %.4f ms | | |\n", k, t_topk[25]);
-    mdf("| speculative head: router + top-k + indexed | %.4f ms | | %.1fx faster than full |\n",
+    mdf("| speculative head: router + top-k + indexed | %.4f ms | | speed-up %.1fx vs full |\n",
         t_spec[25], full / t_spec[25]);
     hsd_cuda_free(cu, dwd), hsd_cuda_free(cu, dwu), hsd_cuda_free(cu, dz),
         hsd_cuda_free(cu, dscore);
@@ -965,6 +968,8 @@ int main(int argc, char **argv) {
             do_1b = false;
         else if (!strcmp(argv[i], "--no-head"))
             do_head = false;
+        else if (!strcmp(argv[i], "--small"))
+            g_small = true;
         else if (!strcmp(argv[i], "--checks-only"))
             do_bw = do_1b = do_head = false;
         else {
