@@ -232,14 +232,16 @@ static void check_elementwise(void) {
 static void check_matmul(void) {
     const hsd_dtype types[3] = {HSD_DT_F32, HSD_DT_BF16, HSD_DT_F16};
     /* n = 1 twice: the warp-per-row GEMV (default) and cuBLAS; n = 7: cuBLAS */
-    const int32_t rows = 1536, cols = 2048, ns[3] = {1, 1, 7};
+    /* j = 3: 7 tokens through the warp-per-row GEMM (HSD_CUDA_GEMM=warp) */
+    const int32_t rows = 1536, cols = 2048, ns[4] = {1, 1, 7, 7};
     for (int k = 0; k < 3; k++) {
         void *hw;
         hsd_mat w = rand_mat(types[k], rows, cols, &hw);
         hsd_mat hm = {types[k], rows, cols, hw};
-        for (int j = 0; j < 3; j++) {
+        for (int j = 0; j < 4; j++) {
             int32_t n = ns[j];
             hsd_cuda_use_cublas_gemv(cu, j == 1);
+            hsd_cuda_use_warp_gemm(cu, j == 3);
             float *x = rand_f32((size_t)n * cols), *want = malloc(sizeof(float) * n * rows);
             float *scratch = malloc(sizeof(float) * 4 * cols);
             float *dx = dev_from(x, sizeof(float) * n * cols),
@@ -249,15 +251,19 @@ static void check_matmul(void) {
             hsd_matmul_rows(want, rows, x, n, &hm, 0, rows, scratch);
             float *got = host_from(dout, (size_t)n * rows);
             char name[64];
-            snprintf(name, sizeof name, "matmul (%s) %s, n = %d", j == 0 ? "warp GEMV" : "cuBLAS",
+            snprintf(name, sizeof name, "matmul (%s) %s, n = %d",
+                     j == 0   ? "warp GEMV"
+                     : j == 3 ? "warp GEMM"
+                              : "cuBLAS",
                      hsd_dtype_name(types[k]), n);
             /* the warp GEMV keeps x in fp32, so only cuBLAS's narrowing needs the bf16 limit */
             report(name, rel_err(got, want, (size_t)n * rows),
-                   types[k] == HSD_DT_F32 || j == 0 ? TOL_F32 : TOL_BF16);
+                   types[k] == HSD_DT_F32 || j == 0 || j == 3 ? TOL_F32 : TOL_BF16);
             free(got), free(x), free(want), free(scratch);
             hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
         }
         hsd_cuda_use_cublas_gemv(cu, false);
+        hsd_cuda_use_warp_gemm(cu, false);
         free(hw);
         hsd_cuda_free(cu, (void *)w.data);
     }
@@ -339,7 +345,9 @@ static void check_fused(void) {
     void *hw;
     hsd_mat w = rand_mat(HSD_DT_BF16, rows, cols, &hw);
     hsd_mat hm = {HSD_DT_BF16, rows, cols, hw};
-    for (int32_t nn = 1; nn <= 5; nn += 4) {
+    for (int32_t pass = 0; pass < 3; pass++) { /* n = 1 (warp GEMV), 5 cuBLAS, 5 warp GEMM */
+        int32_t nn = pass == 0 ? 1 : 5;
+        hsd_cuda_use_warp_gemm(cu, pass == 2);
         float *x = rand_f32((size_t)nn * cols), *y = rand_f32((size_t)nn * rows);
         float *ref = malloc(sizeof(float) * nn * rows), *scratch = malloc(sizeof(float) * 4 * cols);
         float *dx = dev_from(x, sizeof(float) * nn * cols),
@@ -350,11 +358,15 @@ static void check_fused(void) {
         hsd_add(ref, y, nn * rows);
         float *g = host_from(dy, (size_t)nn * rows);
         char name[64];
-        snprintf(name, sizeof name, "matmul_add (out += W x) BF16, n = %d", nn);
-        report(name, rel_err(g, ref, (size_t)nn * rows), nn == 1 ? TOL_F32 : TOL_BF16);
+        snprintf(name, sizeof name, "matmul_add (out += W x) BF16, n = %d%s", nn,
+                 pass == 2   ? ", warp GEMM"
+                 : pass == 1 ? ", cuBLAS"
+                             : "");
+        report(name, rel_err(g, ref, (size_t)nn * rows), pass == 1 ? TOL_BF16 : TOL_F32);
         free(x), free(y), free(ref), free(scratch), free(g);
         hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dy), hsd_cuda_free(cu, dxh);
     }
+    hsd_cuda_use_warp_gemm(cu, false);
     free(hw);
     hsd_cuda_free(cu, (void *)w.data);
 }
@@ -783,15 +795,17 @@ static void bench_1b(double bw) {
     /* decode configurations: graph replay or eager launches; GEMVs by the warp-per-row
      * kernel or by cuBLAS (the forward(n) table is taken with the first) */
     const struct {
-        bool graphs, cublas;
+        bool graphs, cublas, warp_gemm;
         const char *name;
-    } cfgs[3] = {{true, false, "CUDA graph, warp GEMV"},
-                 {true, true, "CUDA graph, cuBLAS GEMV"},
-                 {false, false, "eager, warp GEMV"}};
-    for (int ci = 0; ci < 3; ci++) {
+    } cfgs[4] = {{true, false, false, "CUDA graph, warp GEMV, cuBLAS GEMM"},
+                 {true, true, false, "CUDA graph, cuBLAS GEMV, cuBLAS GEMM"},
+                 {false, false, false, "eager, warp GEMV, cuBLAS GEMM"},
+                 {true, false, true, "CUDA graph, warp GEMV, warp GEMM (n <= 8)"}};
+    for (int ci = 0; ci < 4; ci++) {
         bool graphs = cfgs[ci].graphs;
         setenv("HSD_CUDA_GRAPHS", graphs ? "1" : "0", 1);
         setenv("HSD_CUDA_GEMV", cfgs[ci].cublas ? "cublas" : "warp", 1);
+        setenv("HSD_CUDA_GEMM", cfgs[ci].warp_gemm ? "warp" : "cublas", 1);
         hsd_model_iface g;
         char desc[512];
         OK(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc));
@@ -812,7 +826,7 @@ static void bench_1b(double bw) {
                met ? "met" : "NOT met");
         mdf("| AR decode, %s | %.1f tok/s (%.3f ms), %.0f%% of bound, target %s |\n", cfgs[ci].name,
             1e3 / ms, ms, 100.0 * (1e3 / ms) / ideal, met ? "met" : "**not met**");
-        if (ci == 0) {
+        if (ci == 0 || ci == 3) { /* forward(n) with cuBLAS, then with the warp GEMM */
             printf("  %4s %12s %12s %14s\n", "n", "ms (all rows)", "vs n=1", "ms (1 row)");
             double base = 0;
             for (int32_t n = 1; n <= 16; n *= 2) {
@@ -832,9 +846,9 @@ static void bench_1b(double bw) {
                 qsort(t1, 15, sizeof *t1, cmp_f);
                 if (n == 1) base = ta[7];
                 printf("  %4d %12.3f %11.2fx %14.3f\n", n, ta[7], ta[7] / base, t1[7]);
-                mdf("| forward(%d) / forward(1) | %.2fx (%.3f ms all rows; %.3f ms last row only) "
-                    "|\n",
-                    n, ta[7] / base, ta[7], t1[7]);
+                mdf("| forward(%d) / forward(1), %s | %.2fx (%.3f ms all rows; %.3f ms last row "
+                    "only) |\n",
+                    n, ci == 3 && n <= 8 ? "warp GEMM" : "cuBLAS GEMM", ta[7] / base, ta[7], t1[7]);
             }
         }
         free(logits);

@@ -108,6 +108,7 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
     if (err == cudaSuccess) cu->max_smem -= 8192;
     if (err == cudaSuccess) err = hsd_cuda_head_prepare(cu->max_smem);
     if (err == cudaSuccess) err = hsd_cuda_attn_prepare(cu->max_smem);
+    if (err == cudaSuccess) err = hsd_cuda_gemm_prepare(cu->max_smem);
     if (err != cudaSuccess) {
         s = hsd_error(HSD_ERR_INTERNAL, "cuda open: %s", cudaGetErrorString(err));
     } else if ((s = blas_load(&cu->api)) == HSD_OK) {
@@ -148,6 +149,10 @@ extern "C" void hsd_cuda_close(hsd_cuda *cu) {
 
 extern "C" void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
     if (cu) cu->cublas_gemv = on;
+}
+
+extern "C" void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
+    if (cu) cu->warp_gemm = on;
 }
 
 extern "C" const char *hsd_cuda_device_desc(const hsd_cuda *cu) {

@@ -131,6 +131,124 @@ extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hs
     return hsd_cuda_head_launch(cu, d_out, U, d_h, d_idx, k, false);
 }
 
+/* ---- several tokens: rows read once for all of them ----------------------------------- */
+
+/* out[t][j] (+)= W[j]·x[t] for t < NT (<= 8): as the indexed head, a warp per row with
+ * 16-byte loads, but every loaded chunk of the row is multiplied with all NT token vectors
+ * (staged in shared memory), so the weights are read once per forward of NT tokens and x
+ * stays fp32 (cuBLAS needs x narrowed to the weights' type). */
+template <int NT>
+__global__ static void rows_gemm_kernel(float *out, int32_t ld_out, hsd_dtype t, const char *W,
+                                        int32_t rows, int32_t cols, const float *x, bool vec,
+                                        bool accumulate) {
+    extern __shared__ __align__(16) float xs[]; /* NT rows of cols floats */
+    for (int32_t i = threadIdx.x; i < NT * cols; i += blockDim.x) xs[i] = x[i];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int32_t warp = blockIdx.x * HEAD_WARPS + (threadIdx.x >> 5);
+    const int32_t stride = gridDim.x * HEAD_WARPS;
+    const size_t row_bytes = (size_t)cols * (t == HSD_DT_F32 ? 4 : 2);
+    for (int32_t j = warp; j < rows; j += stride) {
+        const char *row = W + (size_t)j * row_bytes;
+        float s[NT];
+#pragma unroll
+        for (int k = 0; k < NT; k++) s[k] = 0.0f;
+        if (vec && t != HSD_DT_F32) { /* 8 halves per 16-byte chunk */
+            const uint4 *r4 = (const uint4 *)row;
+            for (int32_t c = lane; c < cols / 8; c += 32) {
+                uint4 u = __ldg(r4 + c);
+                const unsigned wu[4] = {u.x, u.y, u.z, u.w};
+                float w[8];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    if (t == HSD_DT_BF16) {
+                        w[2 * k] = __uint_as_float(wu[k] << 16);
+                        w[2 * k + 1] = __uint_as_float(wu[k] & 0xffff0000u);
+                    } else {
+                        w[2 * k] =
+                            __half2float(__ushort_as_half((unsigned short)(wu[k] & 0xffffu)));
+                        w[2 * k + 1] =
+                            __half2float(__ushort_as_half((unsigned short)(wu[k] >> 16)));
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < NT; k++) {
+                    const float4 *x4 = (const float4 *)(xs + (size_t)k * cols);
+                    float4 a = x4[2 * c], b = x4[2 * c + 1];
+                    s[k] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * b.x +
+                            w[5] * b.y + w[6] * b.z + w[7] * b.w;
+                }
+            }
+        } else if (vec) { /* F32, 4 per chunk */
+            const float4 *r4 = (const float4 *)row;
+            for (int32_t c = lane; c < cols / 4; c += 32) {
+                float4 w = __ldg(r4 + c);
+#pragma unroll
+                for (int k = 0; k < NT; k++) {
+                    float4 a = ((const float4 *)(xs + (size_t)k * cols))[c];
+                    s[k] += w.x * a.x + w.y * a.y + w.z * a.z + w.w * a.w;
+                }
+            }
+        } else {
+            for (int32_t c = lane; c < cols; c += 32) {
+                float w = hsd_dev_elem(t, row, c);
+#pragma unroll
+                for (int k = 0; k < NT; k++) s[k] += w * xs[(size_t)k * cols + c];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < NT; k++) {
+            float v = s[k];
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == 0) {
+                float *dst = out + (size_t)k * ld_out + j;
+                *dst = accumulate ? *dst + v : v;
+            }
+        }
+    }
+}
+
+cudaError_t hsd_cuda_gemm_prepare(int bytes) {
+    cudaError_t e = cudaSuccess;
+#define HSD_GEMM_ATTR(NT)                                                                          \
+    if (e == cudaSuccess)                                                                          \
+        e = cudaFuncSetAttribute(rows_gemm_kernel<NT>,                                             \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    HSD_GEMM_ATTR(2)
+    HSD_GEMM_ATTR(3) HSD_GEMM_ATTR(4) HSD_GEMM_ATTR(5) HSD_GEMM_ATTR(6) HSD_GEMM_ATTR(7)
+        HSD_GEMM_ATTR(8)
+#undef HSD_GEMM_ATTR
+            return e;
+}
+
+bool hsd_cuda_rows_gemm_fits(const hsd_cuda *cu, int32_t n, int32_t cols) {
+    return n >= 2 && n <= 8 && (size_t)n * cols * sizeof(float) <= (size_t)cu->max_smem;
+}
+
+hsd_status hsd_cuda_rows_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                              int32_t n, const hsd_mat *w, bool accumulate) {
+    bool vec = w->type == HSD_DT_F32 ? w->cols % 4 == 0 : w->cols % 8 == 0;
+    size_t smem = (size_t)n * w->cols * sizeof(float);
+    int sms = cu->sms > 0 ? cu->sms : 1;
+    int32_t blocks = (w->rows + HEAD_WARPS - 1) / HEAD_WARPS;
+    if (blocks > 8 * sms) blocks = 8 * sms;
+    const char *W = (const char *)w->data;
+#define HSD_GEMM_CASE(NT)                                                                          \
+    case NT:                                                                                       \
+        rows_gemm_kernel<NT><<<blocks, HEAD_WARPS * 32, smem, cu->stream>>>(                       \
+            d_out, ld_out, w->type, W, w->rows, w->cols, d_x, vec, accumulate);                    \
+        break;
+    switch (n) {
+        HSD_GEMM_CASE(2)
+        HSD_GEMM_CASE(3) HSD_GEMM_CASE(4) HSD_GEMM_CASE(5) HSD_GEMM_CASE(6) HSD_GEMM_CASE(7)
+            HSD_GEMM_CASE(8) default
+            : return hsd_error(HSD_ERR_INTERNAL, "cuda rows_gemm: %d tokens (2..8)", n);
+    }
+#undef HSD_GEMM_CASE
+    HSD_CU_LAUNCHED("rows_gemm");
+    return HSD_OK;
+}
+
 /* ---- top-k (router selection) ------------------------------------------------------ */
 
 /* Order-preserving map of a float to an unsigned key (larger float, larger key). */

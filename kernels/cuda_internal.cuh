@@ -41,6 +41,7 @@ struct hsd_cuda {
     int max_smem;         /* opt-in dynamic shared memory per block, set up for the kernels
                            * at open (not at launch: a launch may be inside a graph capture) */
     bool cublas_gemv;     /* n = 1 products through cuBLAS instead of the warp-per-row kernel */
+    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel, not cuBLAS */
     char desc[320];
 };
 
@@ -48,6 +49,11 @@ extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 /* Let the kernels that size shared memory at run time use up to `bytes` of it. */
 cudaError_t hsd_cuda_head_prepare(int bytes);
 cudaError_t hsd_cuda_attn_prepare(int bytes);
+cudaError_t hsd_cuda_gemm_prepare(int bytes);
+/* The several-token warp-per-row product (2 <= n <= 8, n*cols floats in shared memory). */
+bool hsd_cuda_rows_gemm_fits(const hsd_cuda *cu, int32_t n, int32_t cols);
+hsd_status hsd_cuda_rows_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                              int32_t n, const hsd_mat *w, bool accumulate);
 /* The indexed-head kernel, optionally adding into out (the GEMV path of hsd_cuda_matmul). */
 hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
                                 const int32_t *d_idx, int32_t k, bool accumulate);

@@ -174,6 +174,8 @@ static hsd_status matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float
      * each weight row once with fp32 x (no narrowing launch); cuBLAS on request */
     if (n == 1 && !cu->cublas_gemv)
         return hsd_cuda_head_launch(cu, d_out, w, d_x, NULL, w->rows, accumulate);
+    if (cu->warp_gemm && hsd_cuda_rows_gemm_fits(cu, n, w->cols))
+        return hsd_cuda_rows_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,

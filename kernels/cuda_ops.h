@@ -44,6 +44,10 @@ const char *hsd_cuda_device_desc(const hsd_cuda *cu);
 /* Single-token products (GEMV) through cuBLAS (true) or the warp-per-row kernel (false, the
  * default); see hsd_cuda_matmul. */
 void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on);
+/* Products of 2..8 tokens through a warp-per-row kernel that reads each weight row once for
+ * all of them with fp32 x (true), or through cuBLAS (false, the default); rows whose n*cols
+ * floats do not fit in shared memory always go to cuBLAS. */
+void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on);
 hsd_status hsd_cuda_sync(hsd_cuda *cu);
 
 hsd_status hsd_cuda_alloc(hsd_cuda *cu, size_t bytes, void **d_out);

@@ -27,6 +27,9 @@ void hsd_cuda_close(hsd_cuda *cu) {
 void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
     (void)cu, (void)on;
 }
+void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
+    (void)cu, (void)on;
+}
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
     return "no CUDA device";

@@ -484,6 +484,8 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     m->graphs_on = !(g && !strcmp(g, "0"));
     const char *gemv = getenv("HSD_CUDA_GEMV"); /* "cublas": decode GEMVs through cuBLAS */
     hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
+    const char *gemm = getenv("HSD_CUDA_GEMM"); /* "warp": 2..8-token products by rows */
+    hsd_cuda_use_warp_gemm(cu, gemm && !strcmp(gemm, "warp"));
     s = cm_upload_all(m, tf, params);
     if (s != HSD_OK) {
         hsd_error_prefix(s, "cuda model: ");
