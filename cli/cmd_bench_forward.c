@@ -17,6 +17,7 @@ static int cmp_double(const void *a, const void *b) {
 int hsd_cmd_bench_forward(int argc, char **argv) {
     const char *model_path = NULL, *ns = "1,2,4,8,16";
     int32_t prefix = 32, reps = 0, threads = 0;
+    int backend = HSD_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) break;
@@ -26,12 +27,19 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
         else if (!strcmp(a, "--prefix")) prefix = atoi(v);
         else if (!strcmp(a, "--reps")) reps = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--backend")) {
+            if ((backend = hsd_backend_parse(v)) < 0) {
+                fprintf(stderr, "hsd bench forward: unknown backend %s (auto, cpu, cuda)\n", v);
+                return 2;
+            }
+        }
         else { fprintf(stderr, "hsd bench forward: unknown option %s\n", a); return 2; }
     }
     int32_t n_list[64];
     int n_n = hsd_cli_parse_ints(ns, n_list, 64);
     if (!model_path || n_n <= 0 || prefix < 1) {
         fprintf(stderr, "usage: hsd bench forward --model M [--n 1,2,4,8,16] [--prefix P] [--reps R] [--threads T]\n"
+                        "                         [--backend auto|cpu|cuda]\n"
                         "  median time of one forward of n tokens after a P-token prefix (default 32),\n"
                         "  logits for every row; reps default: enough for ~1 s per n\n");
         return 2;
@@ -44,14 +52,16 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     hsd_model_params mp = hsd_model_default_params();
     mp.n_ctx = prefix + max_n;
     if (threads > 0) mp.n_threads = threads;
+    mp.backend = (hsd_backend)backend;
     hsd_model *m;
     double tl = hsd_cli_now_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {
         fprintf(stderr, "hsd bench forward: %s\n", hsd_last_error());
         return 1;
     }
-    printf("model: %s (loaded in %.0f ms)\nthreads %d, prefix %d tokens, logits for all n rows\n", hsd_model_desc(m),
-           hsd_cli_now_ms() - tl, mp.n_threads, prefix);
+    printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
+           hsd_model_desc(m), hsd_cli_now_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
+           prefix);
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_n * V * sizeof *logits);
     int32_t *toks = malloc((size_t)(prefix + max_n) * sizeof *toks);

@@ -14,13 +14,34 @@ static void usage(void) {
             "usage: hsd generate --target M --target-tokenizer T [--draft M2 --draft-tokenizer D]\n"
             "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
-            "                    [--no-bos] [--threads T] [--json]\n"
+            "                    [--no-bos] [--threads T] [--backend auto|cpu|cuda] [--json]\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
             "                    [--top-p P] [--seed S] [--threads T] [--json]\n"
             "       hsd generate --model M --prompt-ids 1,2,3 -n N ...   (no tokenizer: ids only)\n"
-            "  Greedy by default (--temp 0). Stops after N tokens, at EOS or at the context end.\n");
+            "  Greedy by default (--temp 0). Stops after N tokens, at EOS or at the context end.\n"
+            "  --backend: where the models run (default auto: a CUDA device if there is one).\n");
+}
+
+/* --backend, shared by both paths; given explicitly, the library's notices (e.g. "no CUDA
+ * device, using CPU") are shown on stderr. */
+static hsd_backend g_backend = HSD_BACKEND_AUTO;
+
+static void print_notice(hsd_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level >= HSD_LOG_INFO) fprintf(stderr, "hsd: %s\n", msg);
+}
+
+static int set_backend(const char *v) {
+    int b = hsd_backend_parse(v);
+    if (b < 0) {
+        fprintf(stderr, "hsd generate: unknown --backend '%s' (auto, cpu, cuda)\n", v);
+        return 2;
+    }
+    g_backend = (hsd_backend)b;
+    hsd_log_set(print_notice, NULL);
+    return 0;
 }
 
 static int generate_single(int argc, char **argv) {
@@ -45,6 +66,7 @@ static int generate_single(int argc, char **argv) {
         else if (!strcmp(a, "--top-p")) sp.top_p = strtof(v, NULL);
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--backend")) { if (set_backend(v)) return 2; }
         else { fprintf(stderr, "hsd generate: unknown option %s\n", a); usage(); return 2; }
     }
     if (!model_path || n_gen < 1 || (!tok_path && !prompt_ids) || (tok_path && !prompt && !prompt_ids)) {
@@ -86,6 +108,7 @@ static int generate_single(int argc, char **argv) {
     hsd_model_params mp = hsd_model_default_params();
     mp.n_ctx = (int32_t)n_ids + n_gen;
     if (threads > 0) mp.n_threads = threads;
+    mp.backend = g_backend;
     if ((s = hsd_model_load(model_path, &mp, &model)) != HSD_OK) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         goto done;
@@ -131,6 +154,7 @@ static int generate_single(int argc, char **argv) {
         json_object_set_new(o, "tpot_ms", json_real(tpot));
         json_object_set_new(o, "tokens_per_s", json_real(tps));
         json_object_set_new(o, "model", json_string(hsd_model_desc(model)));
+        json_object_set_new(o, "backend", json_string(hsd_backend_name(hsd_model_backend(model))));
         char *dump = json_dumps(o, JSON_COMPACT);
         if (dump) puts(dump);
         free(dump);
@@ -163,6 +187,7 @@ static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t thre
     hsd_model_params prm = hsd_model_default_params();
     prm.n_ctx = n_ctx;
     if (threads > 0) prm.n_threads = threads;
+    prm.backend = g_backend;
     if (hsd_tokenizer_load_file(tp, t) || hsd_model_load(mp, &prm, m)) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         return 1;
@@ -197,6 +222,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--top-p")) gp.top_p = strtof(v, NULL), i++;
         else if (!strcmp(a, "--seed")) gp.seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
+        else if (!strcmp(a, "--backend")) { if (set_backend(v)) return 2; i++; }
         else if (!strcmp(a, "--stop") && gp.n_stop < 16) stops[gp.n_stop++] = v, i++;
     }
     /* the model-only path (ids in, ids out) stays as it was */
@@ -230,6 +256,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         json_t *o = json_object(), *ids = json_array();
         for (int32_t i = 0; i < r.n_ids; i++) json_array_append_new(ids, json_integer(r.ids[i]));
         json_object_set_new(o, "algo", json_string(hsd_algo_name(r.algo)));
+        json_object_set_new(o, "backend", json_string(hsd_backend_name(hsd_model_backend(mt))));
         json_object_set_new(o, "reason", json_string(r.reason));
         json_object_set_new(o, "text", json_stringn(r.text, r.text_len));
         json_object_set_new(o, "ids", ids);

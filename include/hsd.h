@@ -174,10 +174,34 @@ HSD_API int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
  * ==================================================================================== */
 typedef struct hsd_model hsd_model;
 
+/* Where a loaded model runs. AUTO (the default) uses the first CUDA device when the library
+ * was built with CUDA and a device is present. With no device, AUTO and CUDA both fall back
+ * to the CPU and send the notice "no CUDA device, using CPU" (HSD_LOG_INFO) to the log
+ * callback: the model works either way, and hsd_model_backend tells which one it got.
+ * The environment variable HSD_BACKEND=cpu|cuda overrides AUTO (never an explicit choice). */
+typedef enum hsd_backend {
+    HSD_BACKEND_AUTO = 0,
+    HSD_BACKEND_CPU = 1,
+    HSD_BACKEND_CUDA = 2,
+} hsd_backend;
+
+/* Storage of the weight matrices on the CUDA device (the CPU keeps the file's types).
+ * AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for tiny models
+ * (dim < 1024, where precision costs nothing) and becomes BF16 otherwise. Activations, the KV
+ * cache and accumulation are fp32 whatever the choice. */
+typedef enum hsd_weight_type {
+    HSD_WEIGHTS_AUTO = 0,
+    HSD_WEIGHTS_F32 = 1,
+    HSD_WEIGHTS_F16 = 2,
+    HSD_WEIGHTS_BF16 = 3,
+} hsd_weight_type;
+
 typedef struct hsd_model_params {
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
     bool use_mmap;     /* map weights instead of reading them (default true) */
+    hsd_backend backend;          /* default AUTO */
+    hsd_weight_type device_weights; /* CUDA only; default AUTO */
 } hsd_model_params;
 
 /* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
@@ -228,6 +252,13 @@ HSD_API int32_t hsd_model_n_ctx(const hsd_model *model);
 /* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). Owned
  * by the model, valid until hsd_model_free. */
 HSD_API const char *hsd_model_desc(const hsd_model *model);
+/* The backend the model runs on: HSD_BACKEND_CPU or HSD_BACKEND_CUDA (never AUTO);
+ * HSD_BACKEND_CPU for caller-provided models and for a NULL model. Thread-safe. */
+HSD_API hsd_backend hsd_model_backend(const hsd_model *model);
+/* "auto", "cpu", "cuda" ("?" for other values); parse returns -1 for unknown names or NULL.
+ * Thread-safe; the returned string is static. */
+HSD_API const char *hsd_backend_name(hsd_backend b);
+HSD_API int hsd_backend_parse(const char *name);
 /* Evaluates n > 0 new tokens (see hsd_model_iface). tokens, parents, rows are borrowed for
  * the call; logits is the caller's buffer of n_rows × vocab_size floats. Errors: INVALID_ARG
  * (NULL model/tokens, n <= 0, n_rows < 0 or > n, rows NULL with n_rows not 0 or n, logits NULL

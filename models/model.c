@@ -7,6 +7,8 @@
 
 #include "hsd.h"
 #include "lib/error.h"
+#include "lib/log.h"
+#include "models/cuda_model.h"
 #include "models/loaders.h"
 
 /* More worker threads than this is a caller's mistake (e.g. an uninitialised field), not a
@@ -15,18 +17,40 @@
 
 struct hsd_model {
     hsd_model_iface iface;
-    char desc[384];
+    hsd_backend backend;
+    char desc[640];
 };
 
 hsd_model_params hsd_model_default_params(void) {
-    hsd_model_params p = {0, 2, true};
+    hsd_model_params p = {.n_ctx = 0,
+                          .n_threads = 2,
+                          .use_mmap = true,
+                          .backend = HSD_BACKEND_AUTO,
+                          .device_weights = HSD_WEIGHTS_AUTO};
     return p;
+}
+
+const char *hsd_backend_name(hsd_backend b) {
+    switch (b) {
+    case HSD_BACKEND_AUTO: return "auto";
+    case HSD_BACKEND_CPU: return "cpu";
+    case HSD_BACKEND_CUDA: return "cuda";
+    }
+    return "?";
+}
+
+int hsd_backend_parse(const char *name) {
+    if (!name) return -1;
+    for (int b = HSD_BACKEND_AUTO; b <= HSD_BACKEND_CUDA; b++)
+        if (!strcmp(name, hsd_backend_name((hsd_backend)b))) return b;
+    return -1;
 }
 
 static hsd_status wrap(const hsd_model_iface *iface, const char *desc, hsd_model **out) {
     hsd_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "out of memory");
     m->iface = *iface;
+    m->backend = HSD_BACKEND_CPU;
     snprintf(m->desc, sizeof m->desc, "%s", desc);
     *out = m;
     return HSD_OK;
@@ -47,6 +71,11 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
                          "hsd_model_load: n_ctx %d must be >= 0 and n_threads %d in 0..%d",
                          params->n_ctx, params->n_threads, HSD_MAX_THREADS);
     struct stat st;
+    if (params && (params->backend < HSD_BACKEND_AUTO || params->backend > HSD_BACKEND_CUDA ||
+                   params->device_weights < HSD_WEIGHTS_AUTO ||
+                   params->device_weights > HSD_WEIGHTS_BF16))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: backend %d or device weights %d unknown",
+                         (int)params->backend, (int)params->device_weights);
     if (stat(path, &st) != 0) return hsd_error(HSD_ERR_IO, "%s: no such file or directory", path);
     hsd_transformer *tf = NULL;
     hsd_status s;
@@ -65,6 +94,34 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     }
     if (s != HSD_OK) return s;
     hsd_model_iface iface;
+    hsd_model_params p = params ? *params : hsd_model_default_params();
+    if (p.backend == HSD_BACKEND_AUTO) {
+        /* HSD_BACKEND=cpu|cuda overrides AUTO (e.g. to keep a test suite on the CPU) */
+        int b = hsd_backend_parse(getenv("HSD_BACKEND"));
+        if (b > 0) p.backend = (hsd_backend)b;
+    }
+    if (p.backend != HSD_BACKEND_CPU) {
+        /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
+        char desc[640];
+        s = hsd_cuda_model_create(tf, &p, &iface, desc, sizeof desc);
+        if (s == HSD_OK) {
+            hsd_tf_free(tf); /* everything the device needs was copied */
+            s = wrap(&iface, desc, out);
+            if (s != HSD_OK) {
+                iface.free(iface.ctx);
+                return s;
+            }
+            (*out)->backend = HSD_BACKEND_CUDA;
+            return HSD_OK;
+        }
+        if (s != HSD_ERR_UNSUPPORTED) {
+            hsd_tf_free(tf);
+            return s;
+        }
+        hsd_log(HSD_LOG_DEBUG, "%s", hsd_last_error());
+        hsd_log(HSD_LOG_INFO, "no CUDA device, using CPU");
+        hsd_error_clear();
+    }
     hsd_tf_iface(tf, &iface);
     s = wrap(&iface, hsd_tf_desc(tf), out);
     if (s != HSD_OK) hsd_tf_free(tf);
@@ -90,6 +147,7 @@ int32_t hsd_model_n_ctx(const hsd_model *m) {
     return m && m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0;
 }
 const char *hsd_model_desc(const hsd_model *m) { return m ? m->desc : ""; }
+hsd_backend hsd_model_backend(const hsd_model *m) { return m ? m->backend : HSD_BACKEND_CPU; }
 
 /* The wrapper checks every argument the interface documents before it calls the
  * implementation, so a caller-provided model never sees a malformed call and the built-in

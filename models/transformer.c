@@ -632,3 +632,46 @@ void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface) {
     iface->kv_keep = if_keep;
     iface->free = if_free;
 }
+
+/* ---- views for other backends ------------------------------------------------------ */
+
+const hsd_mat *hsd_tf_matrix(const hsd_transformer *tf, hsd_tkind kind, int32_t layer) {
+    if (layer < 0) {
+        if (kind == HSD_T_TOK_EMB) return &tf->tok_emb;
+        if (kind == HSD_T_CLS) return &tf->cls;
+        return NULL;
+    }
+    if (layer >= tf->cfg.n_layers) return NULL;
+    const hsd_tf_layer *L = &tf->layers[layer];
+    switch (kind) {
+    case HSD_T_WQ: return &L->wq;
+    case HSD_T_WK: return &L->wk;
+    case HSD_T_WV: return &L->wv;
+    case HSD_T_WO: return &L->wo;
+    case HSD_T_W_GATE: return &L->w_gate;
+    case HSD_T_W_DOWN: return &L->w_down;
+    case HSD_T_W_UP: return &L->w_up;
+    default: return NULL;
+    }
+}
+
+const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t layer) {
+    if (layer < 0) return kind == HSD_T_OUT_NORM ? tf->out_norm : NULL;
+    if (layer >= tf->cfg.n_layers) return NULL;
+    const hsd_tf_layer *L = &tf->layers[layer];
+    switch (kind) {
+    case HSD_T_ATTN_NORM: return L->attn_norm;
+    case HSD_T_FFN_NORM: return L->ffn_norm;
+    case HSD_T_BQ: return L->bq;
+    case HSD_T_BK: return L->bk;
+    case HSD_T_BV: return L->bv;
+    default: return NULL;
+    }
+}
+
+int32_t hsd_tf_n_ctx(const hsd_transformer *tf) { return tf->n_ctx; }
+
+void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
+    *cos_t = tf->rope_cos;
+    *sin_t = tf->rope_sin;
+}

@@ -64,6 +64,15 @@ int32_t hsd_tf_kv_len(const hsd_transformer *tf);
 hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len);
 hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep, int32_t n_keep);
 
+/* Read-only views for other backends (models/cuda_model.c uploads them). A matrix or fp32
+ * vector of `kind` for `layer` (-1 for globals), NULL when the model has none (e.g. biases of
+ * a Llama); a tied classifier is the embedding (same data). The rope tables are
+ * [n_ctx][head_dim/2] cosines and sines, frequency scaling applied. */
+const hsd_mat *hsd_tf_matrix(const hsd_transformer *tf, hsd_tkind kind, int32_t layer);
+const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t layer);
+int32_t hsd_tf_n_ctx(const hsd_transformer *tf);
+void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t);
+
 /* Helpers for loaders. */
 const char *hsd_tkind_name(hsd_tkind kind);
 /* Maps a model file (or reads it into memory when use_mmap is false or mmap fails);

@@ -428,6 +428,25 @@ static void row_hsd_model_desc(void **state) {
     assert_string_equal(hsd_model_desc(NULL), "");
     assert_true(strlen(hsd_model_desc(model_t)) > 0);
 }
+static void row_hsd_model_backend(void **state) {
+    (void)state;
+    assert_int_equal(hsd_model_backend(NULL), HSD_BACKEND_CPU);
+    /* a caller-provided model runs wherever its callbacks run: reported as CPU */
+    assert_int_equal(hsd_model_backend(model_t), HSD_BACKEND_CPU);
+}
+static void row_hsd_backend_name(void **state) {
+    (void)state;
+    assert_string_equal(hsd_backend_name(HSD_BACKEND_CUDA), "cuda");
+    assert_string_equal(hsd_backend_name((hsd_backend)-1), "?");
+    assert_string_equal(hsd_backend_name((hsd_backend)(HSD_BACKEND_CUDA + 1)), "?");
+}
+static void row_hsd_backend_parse(void **state) {
+    (void)state;
+    assert_int_equal(hsd_backend_parse(NULL), -1);
+    assert_int_equal(hsd_backend_parse(""), -1);
+    assert_int_equal(hsd_backend_parse("CUDA"), -1);
+    assert_int_equal(hsd_backend_parse("cpu"), HSD_BACKEND_CPU);
+}
 static void row_hsd_model_kv_len(void **state) {
     (void)state;
     assert_int_equal(hsd_model_kv_len(NULL), 0);
@@ -690,6 +709,9 @@ static const row rows[] = {
     ROW(hsd_model_vocab_size),
     ROW(hsd_model_n_ctx),
     ROW(hsd_model_desc),
+    ROW(hsd_model_backend),
+    ROW(hsd_backend_name),
+    ROW(hsd_backend_parse),
     ROW(hsd_model_forward),
     ROW(hsd_model_kv_len),
     ROW(hsd_model_kv_truncate),

@@ -48,7 +48,8 @@ c_float_p = ctypes.POINTER(ctypes.c_float)
 class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
     _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
-                ("use_mmap", ctypes.c_bool)]
+                ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
+                ("device_weights", ctypes.c_int)]
 
 
 class GenParams(ctypes.Structure):

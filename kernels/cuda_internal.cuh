@@ -1,0 +1,97 @@
+/* Shared by the kernels/cuda_*.cu files: the device handle and the macros that turn CUDA and
+ * cuBLAS errors into an hsd_status naming the call, the source line and CUDA's reason. */
+#ifndef HSD_KERNELS_CUDA_INTERNAL_CUH
+#define HSD_KERNELS_CUDA_INTERNAL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda_ops.h"
+extern "C" {
+#include "lib/error.h" /* C linkage: the header has no C++ guards */
+}
+
+/* cuBLAS is opened with dlopen when a device is opened, not linked: its libraries (~600 MB)
+ * would otherwise be mapped by every process that links hsd, device or not (measured: +1.5 s
+ * per CLI run on a loaded machine). The entry points used, typed from cublas_v2.h. */
+typedef struct hsd_blas_api {
+    void *lib;
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSetWorkspace_v2) set_workspace;
+    decltype(&cublasSgemm_v2) sgemm;
+    /* spelled out: C++ sees an overloaded cublasGemmEx */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                              const void *, const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *, cudaDataType, int,
+                              cublasComputeType_t, cublasGemmAlgo_t);
+} hsd_blas_api;
+
+struct hsd_cuda {
+    int device;
+    cudaStream_t stream;
+    hsd_blas_api api;
+    cublasHandle_t blas;
+    cudaEvent_t t0, t1;
+    void *blas_workspace; /* owned, so cuBLAS allocates nothing while a graph is captured */
+    int sms;              /* multiprocessors, for grid sizes */
+    int max_smem;         /* opt-in dynamic shared memory per block, set up for the kernels
+                           * at open (not at launch: a launch may be inside a graph capture) */
+    bool cublas_gemv;     /* n = 1 products through cuBLAS instead of the warp-per-row kernel */
+    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel, not cuBLAS */
+    char desc[320];
+};
+
+extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
+/* Let the kernels that size shared memory at run time use up to `bytes` of it. */
+cudaError_t hsd_cuda_head_prepare(int bytes);
+cudaError_t hsd_cuda_attn_prepare(int bytes);
+cudaError_t hsd_cuda_gemm_prepare(int bytes);
+/* The several-token warp-per-row product (2 <= n <= 8, n*cols floats in shared memory). */
+bool hsd_cuda_rows_gemm_fits(const hsd_cuda *cu, int32_t n, int32_t cols);
+hsd_status hsd_cuda_rows_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                              int32_t n, const hsd_mat *w, bool accumulate);
+/* The indexed-head kernel, optionally adding into out (the GEMV path of hsd_cuda_matmul). */
+hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
+                                const int32_t *d_idx, int32_t k, bool accumulate);
+
+#define HSD_CU(call)                                                                               \
+    do {                                                                                           \
+        cudaError_t hsd_cu_err_ = (call);                                                          \
+        if (hsd_cu_err_ != cudaSuccess)                                                            \
+            return hsd_error(HSD_ERR_INTERNAL, "CUDA %s at %s:%d: %s", #call, __FILE__, __LINE__,  \
+                             cudaGetErrorString(hsd_cu_err_));                                     \
+    } while (0)
+
+#define HSD_BLAS(call)                                                                             \
+    do {                                                                                           \
+        cublasStatus_t hsd_blas_err_ = (call);                                                     \
+        if (hsd_blas_err_ != CUBLAS_STATUS_SUCCESS)                                                \
+            return hsd_error(HSD_ERR_INTERNAL, "cuBLAS %s at %s:%d: %s", #call, __FILE__,          \
+                             __LINE__, hsd_cublas_status_str(hsd_blas_err_));                      \
+    } while (0)
+
+/* After a kernel launch: a bad configuration shows up here, not at the next sync. */
+#define HSD_CU_LAUNCHED(name) HSD_CU(cudaPeekAtLastError())
+
+#define HSD_CU_NEED(cu, what)                                                                      \
+    do {                                                                                           \
+        if (!(cu)) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL device handle", what);     \
+    } while (0)
+
+/* Loads element i of a row stored as F32, F16 or BF16, widened to fp32. */
+__device__ __forceinline__ float hsd_dev_elem(hsd_dtype t, const void *row, int64_t i) {
+    if (t == HSD_DT_F32) return ((const float *)row)[i];
+    unsigned short h = ((const unsigned short *)row)[i];
+    if (t == HSD_DT_BF16) return __uint_as_float((unsigned)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
+static inline unsigned hsd_blocks(int64_t n, int threads) {
+    return (unsigned)((n + threads - 1) / threads);
+}
+
+#endif

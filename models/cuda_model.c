@@ -1,0 +1,507 @@
+/* A transformer on a CUDA device behind hsd_model_iface. The forward is the CPU path's
+ * (models/transformer.c) step by step: embedding, then per layer rmsnorm, the q/k/v
+ * projection, bias + rope + k/v into the device cache, attention (chain or tree), output
+ * projection added into the residual, rmsnorm, SwiGLU FFN added into the residual; then the
+ * final norm and classifier for the rows asked for. To cut launches (each costs microseconds
+ * and a decode step would otherwise be ~20 per layer), q/k/v and gate/up are each one matrix
+ * on the device, and the residual adds happen inside the projections (9 launches per layer).
+ * Per-step inputs (kv_len, tokens, positions, rows, tree ancestors) go up in one copy, and a
+ * single-token decode step is replayed from a captured CUDA graph, since the kernels read
+ * kv_len on the device. */
+#include "models/cuda_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda_ops.h"
+#include "lib/error.h"
+#include "lib/log.h"
+
+typedef struct cm_layer {
+    hsd_mat wqkv; /* rows: q (q_dim), k (kv_dim), v (kv_dim) */
+    hsd_mat wo;
+    hsd_mat w_gu; /* rows: gate (hidden), up (hidden) */
+    hsd_mat w_down;
+    float *attn_norm, *ffn_norm, *bqkv; /* bqkv: Qwen2's biases in the wqkv layout, or NULL */
+} cm_layer;
+
+typedef struct cuda_model {
+    hsd_cuda *cu;
+    hsd_tf_config cfg;
+    int32_t n_ctx, kv_len, q_dim, kv_dim, max_cols;
+    hsd_mat tok_emb, cls;
+    bool tied;
+    float *out_norm;
+    cm_layer *layers;
+    float *kc, *vc;             /* [layer][n_ctx][kv_dim] */
+    float *rope_cos, *rope_sin; /* [n_ctx][head_dim/2] */
+
+    /* scratch, grown to the largest n (tokens) and n_rows seen */
+    int32_t cap_n, cap_rows;
+    float *x, *xb, *qkv, *q, *ao, *gu, *hb, *logits;
+    void *xh;
+    /* per-step inputs: [0] kv_len, then tokens, positions, rows, tree offsets, ancestors */
+    int32_t *d_meta, *h_meta;
+    size_t meta_cap;
+    int32_t *tree_depth; /* host, cap_n */
+
+    hsd_cuda_graph *graph; /* decode step: n = 1, chain, one logits row */
+    bool graphs_on;
+} cuda_model;
+
+static void cm_free_scratch(cuda_model *m) {
+    float **bufs[] = {&m->x, &m->xb, &m->qkv, &m->q, &m->ao, &m->gu, &m->hb, &m->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+        hsd_cuda_free(m->cu, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+    hsd_cuda_free(m->cu, m->xh);
+    m->xh = NULL;
+    m->cap_n = m->cap_rows = 0;
+}
+
+static void cm_free(void *ctx) {
+    cuda_model *m = ctx;
+    if (!m) return;
+    hsd_cuda_graph_free(m->graph);
+    cm_free_scratch(m);
+    if (m->layers)
+        for (int32_t l = 0; l < m->cfg.n_layers; l++) {
+            cm_layer *L = &m->layers[l];
+            void *p[] = {(void *)L->wqkv.data,
+                         (void *)L->wo.data,
+                         (void *)L->w_gu.data,
+                         (void *)L->w_down.data,
+                         L->attn_norm,
+                         L->ffn_norm,
+                         L->bqkv};
+            for (size_t i = 0; i < sizeof p / sizeof *p; i++) hsd_cuda_free(m->cu, p[i]);
+        }
+    free(m->layers);
+    if (!m->tied) hsd_cuda_free(m->cu, (void *)m->cls.data);
+    hsd_cuda_free(m->cu, (void *)m->tok_emb.data);
+    hsd_cuda_free(m->cu, m->out_norm);
+    hsd_cuda_free(m->cu, m->kc);
+    hsd_cuda_free(m->cu, m->vc);
+    hsd_cuda_free(m->cu, m->rope_cos);
+    hsd_cuda_free(m->cu, m->rope_sin);
+    hsd_cuda_free(m->cu, m->d_meta);
+    hsd_cuda_host_free(m->cu, m->h_meta);
+    free(m->tree_depth);
+    hsd_cuda_close(m->cu);
+    free(m);
+}
+
+hsd_dtype hsd_cuda_model_weight_type(hsd_weight_type choice, hsd_dtype stored, int32_t dim) {
+    switch (choice) {
+    case HSD_WEIGHTS_F32:
+        return HSD_DT_F32;
+    case HSD_WEIGHTS_F16:
+        return HSD_DT_F16;
+    case HSD_WEIGHTS_BF16:
+        return HSD_DT_BF16;
+    case HSD_WEIGHTS_AUTO:
+        break;
+    }
+    if (stored == HSD_DT_F16 || stored == HSD_DT_BF16) return stored;
+    if (stored == HSD_DT_F32 && dim < 1024) return HSD_DT_F32;
+    return HSD_DT_BF16;
+}
+
+/* ---- upload ------------------------------------------------------------------------ */
+
+static hsd_status upload_f32(cuda_model *m, const float *src, size_t n, float **out) {
+    *out = NULL;
+    if (!src) return HSD_OK;
+    hsd_status s = hsd_cuda_alloc(m->cu, n * sizeof(float), (void **)out);
+    if (s == HSD_OK) s = hsd_cuda_upload(m->cu, *out, src, n * sizeof(float));
+    return s;
+}
+
+/* Rows of a weight matrix to device memory d as type `to`: bytes as they are when the types
+ * agree, otherwise widened to fp32 and narrowed again in chunks of rows. */
+static hsd_status upload_rows(cuda_model *m, const hsd_mat *src, hsd_dtype to, void *d) {
+    size_t rb = hsd_dtype_row_bytes(to, src->cols);
+    if (src->type == to) return hsd_cuda_upload(m->cu, d, src->data, rb * (size_t)src->rows);
+    int32_t chunk = (int32_t)((8u << 20) / ((size_t)src->cols * 4));
+    if (chunk < 1) chunk = 1;
+    float *f = malloc((size_t)chunk * src->cols * sizeof *f);
+    void *narrow = malloc((size_t)chunk * rb);
+    hsd_status s = HSD_OK;
+    if (!f || !narrow) {
+        free(f);
+        free(narrow);
+        return hsd_error(HSD_ERR_NOMEM, "cuda model: out of host memory converting weights");
+    }
+    for (int32_t r = 0; r < src->rows && s == HSD_OK; r += chunk) {
+        int32_t c = src->rows - r < chunk ? src->rows - r : chunk;
+        size_t count = (size_t)c * src->cols;
+        hsd_mat_rows_f32(src, r, c, f);
+        if (to == HSD_DT_F32) {
+            memcpy(narrow, f, count * sizeof(float));
+        } else {
+            uint16_t *h = narrow;
+            for (size_t i = 0; i < count; i++)
+                h[i] = to == HSD_DT_BF16 ? hsd_fp32_to_bf16(f[i]) : hsd_fp32_to_fp16(f[i]);
+        }
+        s = hsd_cuda_upload(m->cu, (char *)d + (size_t)r * rb, narrow, (size_t)c * rb);
+        if (s == HSD_OK) s = hsd_cuda_sync(m->cu); /* narrow is reused for the next chunk */
+    }
+    free(f);
+    free(narrow);
+    return s;
+}
+
+/* Matrices with the same number of columns stacked row-wise into one device matrix of type
+ * `to` (q/k/v, gate/up), so one product computes them all. */
+static hsd_status upload_stacked(cuda_model *m, const hsd_mat *const *src, int n_src, hsd_dtype to,
+                                 hsd_mat *out) {
+    memset(out, 0, sizeof *out);
+    int32_t rows = 0;
+    for (int i = 0; i < n_src; i++) rows += src[i]->rows;
+    size_t rb = hsd_dtype_row_bytes(to, src[0]->cols);
+    void *d = NULL;
+    hsd_status s = hsd_cuda_alloc(m->cu, rb * (size_t)rows, &d);
+    if (s != HSD_OK) return s;
+    *out = (hsd_mat){to, rows, src[0]->cols, d};
+    size_t off = 0;
+    for (int i = 0; i < n_src && s == HSD_OK; i++) {
+        s = upload_rows(m, src[i], to, (char *)d + off);
+        off += rb * (size_t)src[i]->rows;
+    }
+    return s;
+}
+
+static hsd_status upload_mat(cuda_model *m, const hsd_mat *src, hsd_dtype to, hsd_mat *out) {
+    return upload_stacked(m, &src, 1, to, out);
+}
+
+static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, size_t meta_ints) {
+    hsd_status s = HSD_OK;
+    if (n > m->cap_n || n_rows > m->cap_rows) {
+        int32_t N = n > m->cap_n ? n : m->cap_n, R = n_rows > m->cap_rows ? n_rows : m->cap_rows;
+        int32_t NR = N > R ? N : R;
+        hsd_cuda_graph_free(m->graph); /* it holds the old buffers' addresses */
+        m->graph = NULL;
+        cm_free_scratch(m);
+        const hsd_tf_config *c = &m->cfg;
+        struct {
+            float **p;
+            size_t n;
+        } bufs[] = {{&m->x, (size_t)N * c->dim},
+                    {&m->xb, (size_t)NR * c->dim},
+                    {&m->qkv, (size_t)N * (m->q_dim + 2 * m->kv_dim)},
+                    {&m->q, (size_t)N * m->q_dim},
+                    {&m->gu, (size_t)N * 2 * c->hidden_dim},
+                    {&m->ao, (size_t)N * m->q_dim},
+                    {&m->hb, (size_t)N * c->hidden_dim},
+                    {&m->logits, (size_t)R * c->vocab_size}};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs && s == HSD_OK; i++)
+            s = hsd_cuda_alloc(m->cu, bufs[i].n * sizeof(float), (void **)bufs[i].p);
+        if (s == HSD_OK) s = hsd_cuda_alloc(m->cu, (size_t)NR * m->max_cols * 2, &m->xh);
+        int32_t *depth = realloc(m->tree_depth, (size_t)N * sizeof *depth);
+        if (depth) m->tree_depth = depth;
+        if (s == HSD_OK && !depth) s = hsd_error(HSD_ERR_NOMEM, "cuda forward: out of memory");
+        if (s != HSD_OK) {
+            cm_free_scratch(m);
+            return s;
+        }
+        m->cap_n = N;
+        m->cap_rows = R;
+    }
+    if (meta_ints > m->meta_cap) {
+        hsd_cuda_graph_free(m->graph);
+        m->graph = NULL;
+        hsd_cuda_free(m->cu, m->d_meta);
+        hsd_cuda_host_free(m->cu, m->h_meta);
+        m->d_meta = m->h_meta = NULL;
+        m->meta_cap = 0;
+        size_t cap = meta_ints < 4096 ? 4096 : meta_ints * 2;
+        s = hsd_cuda_alloc(m->cu, cap * sizeof(int32_t), (void **)&m->d_meta);
+        if (s == HSD_OK) s = hsd_cuda_host_alloc(m->cu, cap * sizeof(int32_t), (void **)&m->h_meta);
+        if (s != HSD_OK) return s;
+        m->meta_cap = cap;
+    }
+    return HSD_OK;
+}
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        hsd_status s_ = (x);                                                                       \
+        if (s_ != HSD_OK) return s_;                                                               \
+    } while (0)
+
+/* Enqueues the whole forward (the part a graph can capture): reads only device memory. */
+static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chain) {
+    const hsd_tf_config *c = &m->cfg;
+    hsd_cuda *cu = m->cu;
+    const int32_t dim = c->dim, hid = c->hidden_dim, qkv_w = m->q_dim + 2 * m->kv_dim;
+    const int32_t *meta = m->d_meta, *tok = meta + 1, *pos = tok + n, *rows = pos + n;
+    const int32_t *anc_off = chain ? NULL : rows + n_rows, *anc = chain ? NULL : anc_off + n + 1;
+    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx};
+
+    TRY(hsd_cuda_embed(cu, m->x, &m->tok_emb, tok, n));
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        const cm_layer *L = &m->layers[l];
+        float *kc = m->kc + (size_t)l * m->n_ctx * m->kv_dim;
+        float *vc = m->vc + (size_t)l * m->n_ctx * m->kv_dim;
+        TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->attn_norm, NULL, n, dim, c->norm_eps));
+        TRY(hsd_cuda_matmul(cu, m->qkv, qkv_w, m->xb, n, &L->wqkv, m->xh));
+        TRY(hsd_cuda_qkv_post(cu, m->qkv, n, &shape, L->bqkv, pos, m->rope_cos, m->rope_sin,
+                              c->rope_interleaved, m->q, kc, vc, meta));
+        TRY(hsd_cuda_attention(cu, m->ao, m->q, kc, vc, &shape, n, meta, anc, anc_off));
+        TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->ao, n, &L->wo, m->xh));
+        TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->ffn_norm, NULL, n, dim, c->norm_eps));
+        TRY(hsd_cuda_matmul(cu, m->gu, 2 * hid, m->xb, n, &L->w_gu, m->xh));
+        TRY(hsd_cuda_silu_mul_split(cu, m->hb, m->gu, n, hid));
+        TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->hb, n, &L->w_down, m->xh));
+    }
+    if (n_rows > 0) {
+        TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, m->out_norm, rows, n_rows, dim, c->norm_eps));
+        TRY(hsd_cuda_matmul(cu, m->logits, c->vocab_size, m->xb, n_rows, &m->cls, m->xh));
+    }
+    return HSD_OK;
+}
+
+/* The decode step from its graph, captured on first use. A capture that fails (an old
+ * driver, a kernel that cannot be captured) turns graphs off for this model with a notice;
+ * the step then runs eagerly, with the same result. */
+static hsd_status cm_decode_graph(cuda_model *m) {
+    if (!m->graph) {
+        hsd_status s = hsd_cuda_graph_begin(m->cu), e = HSD_OK;
+        hsd_cuda_graph *g = NULL;
+        if (s == HSD_OK) {
+            s = cm_enqueue(m, 1, 1, true);
+            e = hsd_cuda_graph_end(m->cu, &g);
+        }
+        if (s != HSD_OK || e != HSD_OK) {
+            hsd_cuda_graph_free(g);
+            hsd_log(HSD_LOG_WARN, "cuda: decode-step graph capture failed (%s), running eagerly",
+                    hsd_last_error());
+            m->graphs_on = false;
+            return cm_enqueue(m, 1, 1, true);
+        }
+        m->graph = g;
+    }
+    return hsd_cuda_graph_launch(m->cu, m->graph);
+}
+
+static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const int32_t *parents,
+                             const int32_t *rows, int32_t n_rows, float *logits) {
+    cuda_model *m = ctx;
+    const hsd_tf_config *c = &m->cfg;
+    const int32_t L = m->kv_len;
+    /* the same argument checks and messages as hsd_tf_forward */
+    if (n <= 0 || !tokens) return hsd_error(HSD_ERR_INVALID_ARG, "forward: no tokens (n = %d)", n);
+    if (L + n > m->n_ctx)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "forward: %d cached + %d new tokens exceed the context of %d", L, n,
+                         m->n_ctx);
+    if (n_rows < 0 || (n_rows > 0 && !logits) || (!rows && n_rows != 0 && n_rows != n))
+        return hsd_error(HSD_ERR_INVALID_ARG, "forward: n_rows %d with rows %s", n_rows,
+                         rows ? "given" : "NULL (must be 0 or n)");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "forward: token %d at index %d is outside the vocabulary of %d",
+                             tokens[i], i, c->vocab_size);
+    for (int32_t r = 0; rows && r < n_rows; r++)
+        if (rows[r] < 0 || rows[r] >= n)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: rows[%d] = %d outside 0..%d", r,
+                             rows[r], n - 1);
+    int64_t n_anc = 0;
+    if (parents) {
+        for (int32_t i = 0; i < n; i++)
+            if (parents[i] < -1 || parents[i] >= i)
+                return hsd_error(HSD_ERR_INVALID_ARG,
+                                 "forward: parents[%d] = %d (must be -1 or an earlier index)", i,
+                                 parents[i]);
+    }
+    TRY(cm_ensure_scratch(m, n, n_rows, 0));
+    if (parents) {
+        for (int32_t i = 0; i < n; i++) {
+            m->tree_depth[i] = parents[i] < 0 ? 0 : m->tree_depth[parents[i]] + 1;
+            n_anc += m->tree_depth[i] + 1;
+        }
+    }
+    size_t meta_ints = 1 + 2 * (size_t)n + (size_t)n_rows + (parents ? (size_t)n + 1 + n_anc : 0);
+    TRY(cm_ensure_scratch(m, n, n_rows, meta_ints));
+
+    int32_t *h = m->h_meta, *tok = h + 1, *pos = tok + n, *rw = pos + n;
+    h[0] = L;
+    memcpy(tok, tokens, (size_t)n * sizeof *tok);
+    for (int32_t r = 0; r < n_rows; r++) rw[r] = rows ? rows[r] : r;
+    if (parents) {
+        /* ancestors of each token, itself included, in increasing order (build_tree's lists) */
+        int32_t *off = rw + n_rows, *anc = off + n + 1, o = 0;
+        for (int32_t i = 0; i < n; i++) {
+            pos[i] = L + m->tree_depth[i];
+            off[i] = o;
+            int32_t d = m->tree_depth[i];
+            for (int32_t k = i; k >= 0; k = parents[k]) anc[o + d--] = k;
+            o += m->tree_depth[i] + 1;
+        }
+        off[n] = o;
+    } else {
+        for (int32_t i = 0; i < n; i++) pos[i] = L + i;
+    }
+    TRY(hsd_cuda_upload(m->cu, m->d_meta, h, meta_ints * sizeof(int32_t)));
+    if (m->graphs_on && n == 1 && !parents && n_rows == 1)
+        TRY(cm_decode_graph(m));
+    else
+        TRY(cm_enqueue(m, n, n_rows, parents == NULL));
+    /* waits for the step (also when no logits are asked for: h_meta is reused next time) */
+    TRY(hsd_cuda_download(m->cu, logits, m->logits,
+                          (size_t)n_rows * c->vocab_size * sizeof(float)));
+    m->kv_len = L + n;
+    return HSD_OK;
+}
+
+/* ---- cache ------------------------------------------------------------------------- */
+
+static hsd_status cm_truncate(void *ctx, int32_t len) {
+    cuda_model *m = ctx;
+    if (len < 0 || len > m->kv_len)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len,
+                         m->kv_len);
+    m->kv_len = len; /* rows past kv_len are overwritten by the next forward */
+    return HSD_OK;
+}
+
+static hsd_status cm_keep(void *ctx, int32_t base, const int32_t *keep, int32_t n_keep) {
+    cuda_model *m = ctx;
+    if (base < 0 || base > m->kv_len || n_keep < 0 || (n_keep > 0 && !keep))
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_keep: base %d, %d entries, kv_len %d", base,
+                         n_keep, m->kv_len);
+    for (int32_t j = 0; j < n_keep; j++)
+        if (keep[j] < 0 || base + keep[j] >= m->kv_len || (j > 0 && keep[j] <= keep[j - 1]))
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
+                             m->kv_len - base);
+    if (n_keep > 0) {
+        TRY(cm_ensure_scratch(m, 1, 1, (size_t)n_keep));
+        memcpy(m->h_meta, keep, (size_t)n_keep * sizeof *keep);
+        TRY(hsd_cuda_upload(m->cu, m->d_meta, m->h_meta, (size_t)n_keep * sizeof *keep));
+        TRY(hsd_cuda_kv_keep(m->cu, m->kc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
+                             n_keep));
+        TRY(hsd_cuda_kv_keep(m->cu, m->vc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
+                             n_keep));
+        TRY(hsd_cuda_sync(m->cu)); /* h_meta is reused by the next call */
+    }
+    m->kv_len = base + n_keep;
+    return HSD_OK;
+}
+
+static int32_t cm_vocab(void *ctx) {
+    return ((cuda_model *)ctx)->cfg.vocab_size;
+}
+static int32_t cm_n_ctx(void *ctx) {
+    return ((cuda_model *)ctx)->n_ctx;
+}
+static int32_t cm_kv_len(void *ctx) {
+    return ((cuda_model *)ctx)->kv_len;
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
+                                const hsd_model_params *p) {
+    const hsd_tf_config *c = &m->cfg;
+    const hsd_mat *emb = hsd_tf_matrix(tf, HSD_T_TOK_EMB, -1),
+                  *cls = hsd_tf_matrix(tf, HSD_T_CLS, -1);
+    hsd_weight_type choice = p ? p->device_weights : HSD_WEIGHTS_AUTO;
+#define WT(mat) hsd_cuda_model_weight_type(choice, (mat)->type, c->dim)
+    TRY(upload_mat(m, emb, WT(emb), &m->tok_emb));
+    m->tied = cls->data == emb->data;
+    if (m->tied)
+        m->cls = m->tok_emb;
+    else
+        TRY(upload_mat(m, cls, WT(cls), &m->cls));
+    TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_OUT_NORM, -1), (size_t)c->dim, &m->out_norm));
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        cm_layer *L = &m->layers[l];
+        const hsd_mat *qkv[3] = {hsd_tf_matrix(tf, HSD_T_WQ, l), hsd_tf_matrix(tf, HSD_T_WK, l),
+                                 hsd_tf_matrix(tf, HSD_T_WV, l)};
+        const hsd_mat *gu[2] = {hsd_tf_matrix(tf, HSD_T_W_GATE, l),
+                                hsd_tf_matrix(tf, HSD_T_W_UP, l)};
+        const hsd_mat *wo = hsd_tf_matrix(tf, HSD_T_WO, l),
+                      *down = hsd_tf_matrix(tf, HSD_T_W_DOWN, l);
+        /* a stacked matrix has one type: the first part's choice */
+        TRY(upload_stacked(m, qkv, 3, WT(qkv[0]), &L->wqkv));
+        TRY(upload_mat(m, wo, WT(wo), &L->wo));
+        TRY(upload_stacked(m, gu, 2, WT(gu[0]), &L->w_gu));
+        TRY(upload_mat(m, down, WT(down), &L->w_down));
+        TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_ATTN_NORM, l), (size_t)c->dim, &L->attn_norm));
+        TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_FFN_NORM, l), (size_t)c->dim, &L->ffn_norm));
+        const float *bq = hsd_tf_vector(tf, HSD_T_BQ, l), *bk = hsd_tf_vector(tf, HSD_T_BK, l),
+                    *bv = hsd_tf_vector(tf, HSD_T_BV, l);
+        if (bq && bk && bv) {
+            size_t w = (size_t)m->q_dim + 2 * (size_t)m->kv_dim;
+            TRY(hsd_cuda_alloc(m->cu, w * sizeof(float), (void **)&L->bqkv));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv, bq, (size_t)m->q_dim * sizeof(float)));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv + m->q_dim, bk, (size_t)m->kv_dim * sizeof(float)));
+            TRY(hsd_cuda_upload(m->cu, L->bqkv + m->q_dim + m->kv_dim, bv,
+                                (size_t)m->kv_dim * sizeof(float)));
+        }
+    }
+#undef WT
+    const float *cs, *sn;
+    hsd_tf_rope_tables(tf, &cs, &sn);
+    size_t rope = (size_t)m->n_ctx * (c->head_dim / 2);
+    TRY(upload_f32(m, cs, rope, &m->rope_cos));
+    TRY(upload_f32(m, sn, rope, &m->rope_sin));
+    size_t kv = (size_t)c->n_layers * m->n_ctx * m->kv_dim * sizeof(float);
+    TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->kc));
+    TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->vc));
+    return hsd_cuda_sync(m->cu);
+}
+
+hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_params *params,
+                                 hsd_model_iface *iface, char *desc, size_t desc_cap) {
+    if (!tf || !iface) return hsd_error(HSD_ERR_INVALID_ARG, "cuda model: NULL argument");
+    hsd_cuda *cu = NULL;
+    hsd_status s = hsd_cuda_open(0, &cu);
+    if (s != HSD_OK) return s;
+    cuda_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        hsd_cuda_close(cu);
+        return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
+    }
+    m->cu = cu;
+    m->cfg = *hsd_tf_get_config(tf);
+    const hsd_tf_config *c = &m->cfg;
+    m->n_ctx = hsd_tf_n_ctx(tf);
+    m->q_dim = c->n_heads * c->head_dim;
+    m->kv_dim = c->n_kv_heads * c->head_dim;
+    m->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
+    if (m->q_dim > m->max_cols) m->max_cols = m->q_dim;
+    const char *g = getenv("HSD_CUDA_GRAPHS"); /* "0": run every step eagerly */
+    m->graphs_on = !(g && !strcmp(g, "0"));
+    const char *gemv = getenv("HSD_CUDA_GEMV"); /* "cublas": decode GEMVs through cuBLAS */
+    hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
+    const char *gemm = getenv("HSD_CUDA_GEMM"); /* "warp": 2..8-token products by rows */
+    hsd_cuda_use_warp_gemm(cu, gemm && !strcmp(gemm, "warp"));
+    s = cm_upload_all(m, tf, params);
+    if (s != HSD_OK) {
+        hsd_error_prefix(s, "cuda model: ");
+        cm_free(m);
+        return s;
+    }
+    if (desc)
+        snprintf(desc, desc_cap, "%s [cuda: %s, %s weights on device]", hsd_tf_desc(tf),
+                 hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type));
+    iface->ctx = m;
+    iface->vocab_size = cm_vocab;
+    iface->n_ctx = cm_n_ctx;
+    iface->forward = cm_forward;
+    iface->kv_len = cm_kv_len;
+    iface->kv_truncate = cm_truncate;
+    iface->kv_keep = cm_keep;
+    iface->free = cm_free;
+    return HSD_OK;
+}
