@@ -1,0 +1,95 @@
+#include "lib/trim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "lib/error.h"
+
+hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
+                          int64_t *n_tokens) {
+    int32_t V = hsd_tokenizer_vocab_size(tok);
+    *n_tokens = 0;
+    for (size_t i = 0; i < corpus->n; i++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        hsd_status s =
+            hsd_tokenizer_encode_alloc(tok, corpus->text[i], corpus->len[i], false, &ids, &n);
+        if (s) return hsd_error_prefix(s, "corpus text %zu: ", i + 1);
+        for (size_t j = 0; j < n; j++)
+            if (ids[j] >= 0 && ids[j] < V) counts[ids[j]]++, (*n_tokens)++;
+        hsd_free(ids);
+    }
+    return HSD_OK;
+}
+
+static const int64_t *rank_counts; /* qsort has no context argument; ranking is not reentrant */
+
+static int by_count(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (rank_counts[x] != rank_counts[y]) return rank_counts[x] > rank_counts[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+void hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
+    for (int32_t i = 0; i < V; i++) order[i] = i;
+    rank_counts = counts;
+    qsort(order, (size_t)V, sizeof *order, by_count);
+    rank_counts = NULL;
+}
+
+void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n, int64_t *prefix) {
+    prefix[0] = 0;
+    for (int32_t k = 1; k <= n; k++) prefix[k] = prefix[k - 1] + counts[order[k - 1]];
+}
+
+double hsd_trim_coverage(const int64_t *prefix, int64_t total, int32_t k) {
+    /* exact integer sums and one division: C is exactly 1 once every seen id is kept */
+    return total > 0 ? (double)prefix[k] / (double)total : 0.0;
+}
+
+double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k) {
+    double full = p->fixed_flops + 2.0 * p->dim * (double)v_full;
+    return 1.0 - (p->fixed_flops + 2.0 * p->dim * (double)k) / full;
+}
+
+hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
+                            const hsd_trim_params *p, hsd_trim_result *out) {
+    if (!prefix || !p || !out || n_cand < 1 || v_full < n_cand)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "trim: bad arguments (%d candidates, head of %d rows)", n_cand, v_full);
+    if (!(p->alpha >= 0 && p->alpha <= 1))
+        return hsd_error(HSD_ERR_INVALID_ARG, "trim: alpha %g outside [0, 1]", p->alpha);
+    if (!(p->min_coverage >= 0))
+        return hsd_error(HSD_ERR_INVALID_ARG, "trim: minimum coverage %g is negative or NaN",
+                         p->min_coverage);
+    if (p->dim < 1 || !(p->fixed_flops >= 0) || isinf(p->fixed_flops))
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "trim: hidden dim %d and fixed FLOPs %g (need d >= 1, F >= 0)", p->dim,
+                         p->fixed_flops);
+    if (total <= 0)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "trim: the corpus has no tokens, so coverage is undefined");
+    int32_t best = 0, k_min = 0;
+    double best_u = -INFINITY;
+    for (int32_t k = 1; k <= n_cand; k++) {
+        double c = hsd_trim_coverage(prefix, total, k);
+        if (c < p->min_coverage) continue;
+        if (!k_min) k_min = k;
+        double u = p->alpha * c + (1 - p->alpha) * hsd_trim_saving(p, v_full, k);
+        if (u > best_u) { /* strict: the smallest K among equals */
+            best_u = u;
+            best = k;
+        }
+    }
+    if (!best)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "trim: infeasible: no vocabulary size reaches coverage %g (the %d "
+                         "candidate ids cover %g)",
+                         p->min_coverage, n_cand, hsd_trim_coverage(prefix, total, n_cand));
+    out->k = best;
+    out->coverage = hsd_trim_coverage(prefix, total, best);
+    out->saving = hsd_trim_saving(p, v_full, best);
+    out->utility = best_u;
+    out->k_min_feasible = k_min;
+    return HSD_OK;
+}
