@@ -16,7 +16,7 @@ static void usage(void) {
             "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--json]\n"
-            "                    [--draft-head full|trim:IDS|tli[:IDS]|spec:K[/R][:FILE]|lowrank:R[:FILE]]\n"
+            "                    [--draft-head full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]]\n"
             "                    [--head-calib CORPUS] [--calib-tokens N] [--save-draft-head FILE]\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
@@ -242,7 +242,8 @@ int hsd_cmd_generate(int argc, char **argv) {
             fprintf(stderr, "hsd generate: --draft-head needs --draft\n");
             goto done;
         }
-        int bad = hsd_cli_head_parse(head_spec, &h) || hsd_cli_head_apply(&h, md, kd, e, head_calib, calib_tokens);
+        int bad = hsd_cli_head_parse(head_spec, &h) ||
+                  hsd_cli_head_apply(&h, md, kd, e, head_calib, calib_tokens);
         hsd_cli_head_free(&h);
         if (bad) goto done;
         if (head_save && hsd_model_save_head(md, head_save)) {
@@ -295,8 +296,9 @@ int hsd_cmd_generate(int argc, char **argv) {
                "(total %.2f ms)\n",
                r.ttft_ms, r.tpot_ms, r.draft_ms, r.verify_ms, r.bridge_ms, r.total_ms);
         if (md)
-            printf("drafter head %s: head %.2f ms, backbone %.2f ms over %lld forwards\n", hsd_model_head_desc(md),
-                   dtime.head_ms, dtime.backbone_ms, (long long)dtime.n_forward);
+            printf("drafter head %s: head %.2f ms, backbone %.2f ms over %lld forwards\n",
+                   hsd_model_head_desc(md), dtime.head_ms, dtime.backbone_ms,
+                   (long long)dtime.n_forward);
     }
     rc = 0;
 done:

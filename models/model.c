@@ -60,7 +60,8 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     hsd_tf_iface(tf, &iface);
     s = wrap(&iface, hsd_tf_desc(tf), out);
     if (s != HSD_OK) hsd_tf_free(tf);
-    else (*out)->tf = tf;
+    else
+        (*out)->tf = tf;
     return s;
 }
 
@@ -109,7 +110,9 @@ hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, in
 static hsd_status need_tf(const hsd_model *m, const char *fn) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL model", fn);
     if (!m->tf)
-        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: only models loaded by hsd_model_load have draft heads and timings", fn);
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "%s: only models loaded by hsd_model_load have draft heads and timings",
+                         fn);
     return HSD_OK;
 }
 
@@ -153,7 +156,8 @@ hsd_status hsd_model_set_head(hsd_model *m, const hsd_head_params *params) {
         return HSD_OK;
     }
     if (p.n_calib < 0 || (p.n_calib > 0 && !p.calib_tokens))
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_set_head: %d calibration ids but no array", p.n_calib);
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_set_head: %d calibration ids but no array",
+                         p.n_calib);
     hsd_head *cap = NULL;
     const float *calib = NULL;
     int32_t n_calib = 0;
@@ -179,7 +183,8 @@ hsd_status hsd_model_save_head(const hsd_model *m, const char *path) {
     if (s) return s;
     if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_save_head: NULL path");
     if (!hsd_tf_head(m->tf))
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_save_head: the model has the full head (no factors)");
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_model_save_head: the model has the full head (no factors)");
     return hsd_head_save(hsd_tf_head(m->tf), path);
 }
 

@@ -576,8 +576,10 @@ hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
         hsd_rmsnorm(tf->xb + (size_t)r * dim, tf->x + (size_t)t * dim, tf->out_norm, dim, c->norm_eps);
     }
     double t_head = hsd_timer_ms();
-    if (n_rows > 0 && tf->head) s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, n_rows, logits);
-    else if (n_rows > 0) matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
+    if (n_rows > 0 && tf->head)
+        s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, n_rows, logits);
+    else if (n_rows > 0)
+        matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
     double t_end = hsd_timer_ms();
     tf->timing.head_ms += t_end - t_head;
     tf->timing.backbone_ms += t_head - t_start;
@@ -624,10 +626,18 @@ hsd_head *hsd_tf_swap_head(hsd_transformer *tf, hsd_head *head) {
     tf->head = head;
     return old;
 }
-const hsd_head *hsd_tf_head(const hsd_transformer *tf) { return tf->head; }
-const hsd_mat *hsd_tf_classifier(const hsd_transformer *tf) { return &tf->cls; }
-void hsd_tf_timing(const hsd_transformer *tf, hsd_model_timing *out) { *out = tf->timing; }
-void hsd_tf_reset_timing(hsd_transformer *tf) { memset(&tf->timing, 0, sizeof tf->timing); }
+const hsd_head *hsd_tf_head(const hsd_transformer *tf) {
+    return tf->head;
+}
+const hsd_mat *hsd_tf_classifier(const hsd_transformer *tf) {
+    return &tf->cls;
+}
+void hsd_tf_timing(const hsd_transformer *tf, hsd_model_timing *out) {
+    *out = tf->timing;
+}
+void hsd_tf_reset_timing(hsd_transformer *tf) {
+    memset(&tf->timing, 0, sizeof tf->timing);
+}
 
 /* ---- hsd_model_iface adapter ------------------------------------------------------- */
 
