@@ -63,7 +63,7 @@ static int plot(const char *path, const int64_t *prefix, int32_t n_cand, int64_t
     const char *names[] = {"coverage C(K)", "FLOP saving R(K)", "utility U(K)"};
     for (int curve = 0; curve < 3; curve++) {
         double px = 0, py = 0;
-        int steps = 600;
+        int steps = 200;
         for (int s = 0; s <= steps; s++) {
             int32_t k = (int32_t)llround(pow(10.0, lmax * s / steps));
             if (k < 1) k = 1;

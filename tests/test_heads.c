@@ -843,6 +843,86 @@ static void test_first_token_law(void **state) {
     free_lm(&small), free_lm(&small2), free_lm(&baby);
 }
 
+/* The CLI: --draft-head keeps greedy output identical to AR (ids from --json), each head spec
+ * form parses, a bad spec fails, and bench heads prints the acceptance–cost table. */
+static void test_cli_draft_head(void **state) {
+    (void)state;
+    const char *tm = hsd_test_path("models/stories260K/stories260K.bin"),
+               *tt = hsd_test_path("models/stories260K/tok512.bin");
+    const char *dm = hsd_test_path("models/babyllama-tok105/model5000.bin"),
+               *dt = hsd_test_path("models/babyllama-tok105/tok105.bin");
+    if (!hsd_test_require(tm) || !hsd_test_require(tt) || !hsd_test_require(dm) ||
+        !hsd_test_require(dt))
+        skip();
+    char cmd[2048], ids_path[64], st_path[64];
+    snprintf(ids_path, sizeof ids_path, "/tmp/hsd_test_heads_cli_%d.ids", (int)getpid());
+    snprintf(st_path, sizeof st_path, "/tmp/hsd_test_heads_cli_%d.safetensors", (int)getpid());
+    FILE *f = fopen(ids_path, "w");
+    assert_non_null(f);
+    fprintf(f, "# a few characters\n");
+    for (int i = 3; i < 60; i++) fprintf(f, "%d\n", i);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "%s generate --target %s --target-tokenizer %s --algo ar -p 'Once upon a time' -n 40 "
+             "--json",
+             hsd_test_cli(), tm, tt);
+    char *ar = hsd_test_run(cmd);
+    char *ar_ids = strstr(ar, "\"ids\"");
+    assert_non_null(ar_ids);
+    *strchr(ar_ids, ']') = 0;
+    const char *heads[] = {"full",      "tli",       "trim:IDS",       "tli:IDS",
+                           "spec:16/8", "lowrank:8", "lowrank:8:SAVED"};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        char spec[160];
+        if (!strcmp(heads[i], "trim:IDS") || !strcmp(heads[i], "tli:IDS"))
+            snprintf(spec, sizeof spec, "%.*s%s", (int)strcspn(heads[i], ":") + 1, heads[i],
+                     ids_path);
+        else if (!strcmp(heads[i], "lowrank:8:SAVED"))
+            snprintf(spec, sizeof spec, "lowrank:8:%s", st_path);
+        else
+            snprintf(spec, sizeof spec, "%s", heads[i]);
+        for (int algo = 0; algo < 2; algo++) {
+            snprintf(cmd, sizeof cmd,
+                     "%s generate --target %s --target-tokenizer %s --draft %s --draft-tokenizer "
+                     "%s --algo %s "
+                     "-p 'Once upon a time' -n 40 --json --draft-head %s%s%s",
+                     hsd_test_cli(), tm, tt, dm, dt, algo ? "slem" : "tli", spec,
+                     i == 5 ? " --save-draft-head " : "", i == 5 ? st_path : "");
+            char *out = hsd_test_run(cmd);
+            char *ids = strstr(out, "\"ids\"");
+            assert_non_null(ids);
+            *strchr(ids, ']') = 0;
+            assert_string_equal(ids, ar_ids);
+            free(out);
+        }
+    }
+    /* bad specs fail with a message */
+    snprintf(cmd, sizeof cmd,
+             "%s generate --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s --algo "
+             "tli -p x -n 2 "
+             "--draft-head spec:abc 2>&1",
+             hsd_test_cli(), tm, tt, dm, dt);
+    FILE *pp = popen(cmd, "r");
+    char buf[2048];
+    size_t got = fread(buf, 1, sizeof buf - 1, pp);
+    buf[got] = 0;
+    assert_int_not_equal(pclose(pp), 0);
+    assert_non_null(strstr(buf, "bad head"));
+    snprintf(cmd, sizeof cmd,
+             "%s bench heads --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s "
+             "--algo slem -p "
+             "'Once upon a time' -n 16 --heads 'full;lowrank:8;trim:%s'",
+             hsd_test_cli(), tm, tt, dm, dt, ids_path);
+    char *out = hsd_test_run(cmd);
+    assert_non_null(strstr(out, "kappa"));
+    assert_non_null(strstr(out, "lowrank: rank 8 of 128"));
+    assert_non_null(strstr(out, "trimmed: 57 of 105 rows"));
+    free(out);
+    free(ar);
+    unlink(ids_path);
+    unlink(st_path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topk),
@@ -856,6 +936,7 @@ int main(void) {
         cmocka_unit_test(test_caller_model_has_no_head),
         cmocka_unit_test(test_greedy_lossless),
         cmocka_unit_test(test_first_token_law),
+        cmocka_unit_test(test_cli_draft_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
