@@ -237,8 +237,14 @@ int hsd_cmd_trim(int argc, char **argv) {
     }
     if (svg_path) {
         char title[160];
-        snprintf(title, sizeof title, "coverage-latency trade-off: %s on %s", tok_path,
-                 corpus_path);
+        /* short names: the tokenizer's directory and the corpus file */
+        const char *cb = strrchr(corpus_path, '/'), *tb = strrchr(tok_path, '/'), *td = tok_path;
+        if (tb)
+            for (td = tb; td > tok_path && td[-1] != '/';) td--;
+        int tl = tb && td < tb ? (int)(tb - td) : (int)strlen(tok_path);
+        if (!(tb && td < tb)) td = tok_path;
+        snprintf(title, sizeof title, "coverage-latency trade-off: %.*s tokens of %s", tl, td,
+                 cb ? cb + 1 : corpus_path);
         if (plot(svg_path, prefix, n_cand, total, v_full, &p, &r, title)) goto done;
     }
     rc = 0;
