@@ -165,7 +165,10 @@ int hsd_cmd_trim(int argc, char **argv) {
         fprintf(stderr, "hsd trim: %s: %s\n", corpus_path, hsd_last_error());
         goto done;
     }
-    hsd_trim_rank(counts, V, order);
+    if (hsd_trim_rank(counts, V, order)) {
+        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        goto done;
+    }
     int32_t n_cand = V, v_full = V;
     if (dtok) {
         /* target id -> drafter id with the same surface bytes (non-special on both sides) */

@@ -22,19 +22,26 @@ hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, in
     return HSD_OK;
 }
 
-static const int64_t *rank_counts; /* qsort has no context argument; ranking is not reentrant */
+typedef struct ranked_id {
+    int64_t count;
+    int32_t id;
+} ranked_id;
 
 static int by_count(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (rank_counts[x] != rank_counts[y]) return rank_counts[x] > rank_counts[y] ? -1 : 1;
-    return (x > y) - (x < y);
+    const ranked_id *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
-void hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
-    for (int32_t i = 0; i < V; i++) order[i] = i;
-    rank_counts = counts;
-    qsort(order, (size_t)V, sizeof *order, by_count);
-    rank_counts = NULL;
+hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
+    /* (count, id) pairs: qsort has no context argument and hsd keeps no global state */
+    ranked_id *r = malloc((size_t)(V > 0 ? V : 1) * sizeof *r);
+    if (!r) return hsd_error(HSD_ERR_NOMEM, "trim: out of memory ranking %d ids", V);
+    for (int32_t i = 0; i < V; i++) r[i] = (ranked_id){counts[i], i};
+    qsort(r, (size_t)V, sizeof *r, by_count);
+    for (int32_t i = 0; i < V; i++) order[i] = r[i].id;
+    free(r);
+    return HSD_OK;
 }
 
 void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n, int64_t *prefix) {

@@ -22,7 +22,7 @@
 hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
                           int64_t *n_tokens);
 /* order[0..V) = ids by decreasing count, ties by increasing id. */
-void hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order);
+hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order);
 
 typedef struct hsd_trim_params {
     double alpha;        /* weight of coverage in U, in [0, 1] */

@@ -78,7 +78,7 @@ static void check_tokenizer(const char *rel, const hsd_corpus *corpus) {
     own_ranking(tok, corpus, own, ranked, &own_total);
     assert_int_equal(total, own_total);
     assert_memory_equal(counts, own, (size_t)V * sizeof *own);
-    hsd_trim_rank(counts, V, order);
+    assert_int_equal(hsd_trim_rank(counts, V, order), HSD_OK);
     for (int32_t i = 0; i < V; i++) assert_int_equal(order[i], ranked[i].id);
     hsd_trim_prefix(counts, order, V, prefix);
     int32_t distinct = 0;
@@ -224,7 +224,7 @@ static void test_cli_ids_file(void **state) {
     int32_t V = hsd_tokenizer_vocab_size(tok), order[512];
     int64_t counts[512] = {0}, prefix[513], total;
     assert_int_equal(hsd_trim_count(tok, &corpus, counts, &total), HSD_OK);
-    hsd_trim_rank(counts, V, order);
+    assert_int_equal(hsd_trim_rank(counts, V, order), HSD_OK);
     hsd_trim_prefix(counts, order, V, prefix);
     hsd_trim_params p = {0.7, 0.9, 64, 0};
     hsd_trim_result r;
