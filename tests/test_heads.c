@@ -11,6 +11,7 @@
 #include "hsd.h"
 #include "kernels/head_ops.h"
 #include "kernels/linalg.h"
+#include "kernels/threadpool.h"
 #include "lib/rng.h"
 #include "lib/sample.h"
 #include "models/head.h"
@@ -260,6 +261,43 @@ static void test_heads_match_reference(void **state) {
     hsd_rng_init(&rng, 9, 1);
     check_heads(HSD_DT_F32);
     check_heads(HSD_DT_BF16);
+}
+
+/* The thread pool splits rows among threads: same logits as one thread for every kind. */
+static void test_heads_threaded(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 14, 1);
+    const int32_t V = 5000, d = 64, n = 2;
+    cls_t c = make_cls(V, d, HSD_DT_BF16);
+    float *x = malloc((size_t)n * d * sizeof *x), *a = malloc((size_t)n * V * sizeof *a),
+          *b = malloc((size_t)n * V * sizeof *b);
+    for (int i = 0; i < n * d; i++) x[i] = urand();
+    int32_t *keep = malloc(2000 * sizeof *keep);
+    for (int i = 0; i < 2000; i++) keep[i] = (i * 7919) % V; /* 7919 is prime: distinct */
+    hsd_pool *pool = hsd_pool_create(2);
+    assert_non_null(pool);
+    for (int kind = 0; kind < 4; kind++) {
+        hsd_head_params p = hsd_head_default_params();
+        p.kind = (hsd_head_kind)kind;
+        p.keep_ids = keep;
+        p.n_keep = 2000;
+        p.top_k = 700;
+        p.rank = 12;
+        hsd_head *h;
+        assert_int_equal(hsd_head_create(&c.m, &p, NULL, 0, "t", &h), HSD_OK);
+        assert_int_equal(hsd_head_forward(h, NULL, 1, x, n, a), HSD_OK);
+        assert_int_equal(hsd_head_forward(h, pool, 2, x, n, b), HSD_OK);
+        for (int32_t i = 0; i < n * V; i++) {
+            if (isinf(a[i]))
+                assert_true(isinf(b[i]) && b[i] < 0);
+            else
+                assert_close(b[i], a[i], 10, 1e-5);
+        }
+        hsd_head_free(h);
+    }
+    hsd_pool_free(pool);
+    free(x), free(a), free(b), free(keep);
+    free_cls(&c);
 }
 
 static void test_head_errors(void **state) {
@@ -928,6 +966,7 @@ int main(void) {
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_indexed_kernel),
         cmocka_unit_test(test_heads_match_reference),
+        cmocka_unit_test(test_heads_threaded),
         cmocka_unit_test(test_head_errors),
         cmocka_unit_test(test_eigensolvers),
         cmocka_unit_test(test_svd_math),
