@@ -10,11 +10,13 @@
  *   kappa   = T_head / (T_backbone + T_verify + T_overhead) of the full head,
  *   predicted rho_TPS = rho_tau (1 + kappa) / (1 + nu kappa)   (SlimSpec eq. 4),
  * and measured rho_TPS = TPS_M / TPS_full. Each prompt is generated once untimed first, so the
- * engine's prefix cache removes the prompt prefill from the timed runs. */
+ * engine's prefix cache removes the prompt prefill from the timed runs, and the heads take
+ * turns within each repetition. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/cli_util.h"
@@ -154,6 +156,8 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     hsd_tokenizer *kt = NULL, *kd = NULL;
     hsd_engine *e = NULL;
     agg a[MAX_HEADS];
+    hsd_cli_head hs[MAX_HEADS];
+    char cache[MAX_HEADS][64];
     int n_heads = 0;
     hsd_model_params mp = hsd_model_default_params();
     if (threads > 0) mp.n_threads = threads;
@@ -166,26 +170,43 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     printf("target: %s\ndrafter: %s\nalgo %s, k %d, temp %g, %d new tokens, %d prompts x %d\n",
            hsd_model_desc(mt), hsd_model_desc(md), algo, gp.n_draft, gp.temp, gp.max_new_tokens,
            n_prompts, repeat);
+    /* heads are parsed and built once; SVD-built factors are saved to a temporary file so
+     * that switching back to a head costs a file read, not another SVD */
     for (char *save = NULL, *spec = strtok_r(list, ";", &save); spec && n_heads < MAX_HEADS;
          spec = strtok_r(NULL, ";", &save)) {
-        hsd_cli_head h;
-        if (hsd_cli_head_parse(spec, &h)) goto done;
-        int bad = hsd_cli_head_apply(&h, md, kd, e, calib, calib_tokens);
-        hsd_cli_head_free(&h);
-        if (bad) goto done;
+        hsd_cli_head *h = &hs[n_heads];
+        if (hsd_cli_head_parse(spec, h)) goto done;
+        cache[n_heads][0] = 0;
         agg *g = &a[n_heads++];
         memset(g, 0, sizeof *g);
         snprintf(g->label, sizeof g->label, "%s", spec);
+        if (hsd_cli_head_apply(h, md, kd, e, calib, calib_tokens)) goto done;
         snprintf(g->desc, sizeof g->desc, "%s", hsd_model_head_desc(md));
-        for (int pi = 0; pi < n_prompts; pi++)
-            for (int rep = -1; rep < repeat; rep++) {
-                /* rep -1 prefills the prompt and is not counted: the engine's prefix cache
-                 * then leaves only the decode rounds to time */
+        bool factors = h->p.kind == HSD_HEAD_SPECULATIVE || h->p.kind == HSD_HEAD_LOWRANK;
+        if (factors && !h->p.factors_path && n_prompts * repeat > 1) {
+            snprintf(cache[n_heads - 1], sizeof cache[0], "/tmp/hsd_bench_heads_%d_%d.safetensors",
+                     (int)getpid(), n_heads - 1);
+            if (hsd_model_save_head(md, cache[n_heads - 1])) {
+                fprintf(stderr, "hsd bench heads: caching %s: %s\n", spec, hsd_last_error());
+                goto done;
+            }
+            h->p.factors_path = cache[n_heads - 1];
+        }
+    }
+    /* Interleaved: for each prompt one untimed run prefills it (the engine's prefix cache
+     * then leaves only the decode rounds to time), then every repetition runs every head in
+     * turn, so that load drift on a shared machine hits all heads alike. */
+    for (int pi = 0; pi < n_prompts; pi++)
+        for (int rep = -1; rep < repeat; rep++)
+            for (int hi = 0; hi < (rep < 0 ? 1 : n_heads); hi++) {
+                agg *g = &a[hi];
                 if (rep < 0) hsd_engine_reset(e);
+                if (n_heads > 1 && hsd_cli_head_apply(&hs[hi], md, kd, e, calib, calib_tokens))
+                    goto done;
                 hsd_model_reset_timing(md);
                 hsd_gen_result r;
                 if (hsd_engine_generate(e, prompts[pi], strlen(prompts[pi]), &gp, &r)) {
-                    fprintf(stderr, "hsd bench heads: %s: %s\n", spec, hsd_last_error());
+                    fprintf(stderr, "hsd bench heads: %s: %s\n", g->label, hsd_last_error());
                     goto done;
                 }
                 hsd_model_timing t;
@@ -205,7 +226,6 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
                 g->head_rows += (double)t.n_head_rows;
                 hsd_gen_result_free(&r);
             }
-    }
     printf("\nper round (ms)                 %9s %9s %9s %9s %7s %7s %9s\n", "T_head", "T_backb",
            "T_verify", "T_overh", "accept", "tau", "tok/s");
     for (int i = 0; i < n_heads; i++) {
@@ -238,6 +258,10 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     }
     rc = 0;
 done:
+    for (int i = 0; i < n_heads; i++) {
+        if (cache[i][0]) unlink(cache[i]);
+        hsd_cli_head_free(&hs[i]);
+    }
     for (int i = 0; i < n_prompts; i++) free(prompts[i]);
     hsd_engine_free(e);
     hsd_model_free(mt);
