@@ -127,11 +127,28 @@ hsd_status hsd_head_svd_factors(const hsd_mat *U, int32_t rank, const float *cal
             s = hsd_error(HSD_ERR_NOMEM, "svd: out of memory (dim %d)", d);
             goto done;
         }
+#ifdef HSD_HAVE_OPENBLAS
+        /* sum h h^T in float per block of states, blocks summed in double (as for G) */
+        float *cf = malloc(D * D * sizeof *cf);
+        if (!cf) {
+            s = hsd_error(HSD_ERR_NOMEM, "svd: out of memory (dim %d)", d);
+            goto done;
+        }
+        for (int32_t k0 = 0; k0 < n_calib; k0 += SVD_BLOCK) {
+            int32_t nb = n_calib - k0 < SVD_BLOCK ? n_calib - k0 : SVD_BLOCK;
+            cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, d, nb, 1.0f, calib + (size_t)k0 * D,
+                        d, 0.0f, cf, d);
+            for (size_t i = 0; i < D; i++)
+                for (size_t j = i; j < D; j++) l[i * D + j] += cf[i * D + j];
+        }
+        free(cf);
+#else
         for (int32_t k = 0; k < n_calib; k++) {
             const float *h = calib + (size_t)k * D;
             for (size_t i = 0; i < D; i++)
                 for (size_t j = i; j < D; j++) l[i * D + j] += (double)h[i] * h[j];
         }
+#endif
         double tr = 0;
         for (size_t i = 0; i < D; i++) tr += l[i * D + i];
         double ridge = 1e-6 * (tr > 0 ? tr / (double)D : 1.0) + 1e-30;
