@@ -308,6 +308,36 @@ static void test_cli_ids_file(void **state) {
     buf[got] = 0;
     assert_int_not_equal(pclose(pp), 0);
     assert_non_null(strstr(buf, "infeasible"));
+    /* a plain-text corpus is one text: its token count is the encoding's length */
+    char txt_path[64];
+    snprintf(txt_path, sizeof txt_path, "/tmp/hsd_test_trim_%d.txt", (int)getpid());
+    const char *plain = "Lily and Tom played in the park.\nThey saw a big dog and ran home.\n";
+    FILE *tf = fopen(txt_path, "w");
+    assert_non_null(tf);
+    fputs(plain, tf);
+    fclose(tf);
+    snprintf(cmd, sizeof cmd,
+             "%s trim -t %s --corpus %s --alpha 1 --min-coverage 1 --hidden-dim 64", hsd_test_cli(),
+             tokp, txt_path);
+    out = hsd_test_run(cmd);
+    int32_t *pids;
+    size_t pn;
+    assert_int_equal(hsd_tokenizer_encode_alloc(tok, plain, strlen(plain), false, &pids, &pn),
+                     HSD_OK);
+    int32_t distinct = 0;
+    for (size_t i = 0; i < pn; i++) {
+        bool first = true;
+        for (size_t j = 0; j < i; j++) first &= pids[j] != pids[i];
+        distinct += first;
+    }
+    char expect[128];
+    snprintf(expect, sizeof expect, "1 texts, %zu tokens, %d distinct", pn, distinct);
+    assert_non_null(strstr(out, expect));
+    snprintf(expect, sizeof expect, "K* = %d of", distinct); /* alpha 1: every seen token */
+    assert_non_null(strstr(out, expect));
+    hsd_free(pids);
+    free(out);
+    unlink(txt_path);
     hsd_tokenizer_free(tok);
     hsd_tokenizer_free(dtok);
     unlink(ids_path);
