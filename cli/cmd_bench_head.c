@@ -16,7 +16,7 @@ static void usage(void) {
         stderr,
         "usage: hsd bench head --model M [--heads "
         "'full;trimk:K;trim:IDS;spec:K[/R][:F];lowrank:R[:F]']\n"
-        "                      [--reps R] [--prefix P] [--threads T]\n"
+        "                      [--reps R] [--prefix P] [--threads T] [--no-mmap]\n"
         "  Median per-step head time and backbone time of 1-token decode steps with each head\n"
         "  (default heads: full;trimk:V/8;spec:2048;lowrank:d/8). trimk:K keeps K ids spread "
         "evenly\n"
@@ -29,6 +29,7 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int hsd_cmd_bench_head(int argc, char **argv) {
+    int no_mmap = 0;
     const char *model_path = NULL, *heads = NULL;
     int32_t reps = 10, prefix = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
@@ -36,6 +37,10 @@ int hsd_cmd_bench_head(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
+        }
+        if (!strcmp(a, "--no-mmap")) {
+            no_mmap = 1;
+            continue;
         }
         if (!v) {
             usage();
@@ -65,6 +70,7 @@ int hsd_cmd_bench_head(int argc, char **argv) {
     hsd_model_params mp = hsd_model_default_params();
     mp.n_ctx = prefix + 2;
     if (threads > 0) mp.n_threads = threads;
+    mp.use_mmap = !no_mmap;
     hsd_model *m;
     double t0 = hsd_cli_now_ms();
     if (hsd_model_load(model_path, &mp, &m)) {

@@ -33,7 +33,8 @@ static void usage(void) {
         "         [--algo sd|tli|slem|union|auto] [--heads 'full;SPEC;...'] [--prompts FILE | -p "
         "TEXT]\n"
         "         [--max-prompts P] [-n N] [-k K] [--temp X] [--seed S] [--threads T]\n"
-        "         [--head-calib CORPUS] [--calib-tokens N] [--repeat R] [--clip BYTES]\n"
+        "         [--head-calib CORPUS] [--calib-tokens N] [--repeat R] [--clip BYTES] "
+        "[--no-mmap]\n"
         "  SPEC as for hsd generate --draft-head. The first head is the baseline (full is put\n"
         "  first if missing). Prints T_head, T_backbone, T_verify, T_overhead per round, nu,\n"
         "  rho_tau, kappa and predicted (SlimSpec eq. 4) vs measured rho_TPS.\n");
@@ -72,6 +73,7 @@ static int load_prompts(const char *path, int max, size_t clip, char **out) {
 }
 
 int hsd_cmd_bench_heads(int argc, char **argv) {
+    int no_mmap = 0;
     const char *tm = NULL, *tt = NULL, *dm = NULL, *dt = NULL, *algo = "auto", *heads = NULL;
     const char *prompt_file = NULL, *prompt = NULL, *calib = NULL;
     int32_t max_prompts = 8, threads = 0, calib_tokens = 0, repeat = 1, clip = 0;
@@ -82,6 +84,10 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
+        }
+        if (!strcmp(a, "--no-mmap")) {
+            no_mmap = 1;
+            continue;
         }
         if (!v) {
             usage();
@@ -161,6 +167,7 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     int n_heads = 0;
     hsd_model_params mp = hsd_model_default_params();
     if (threads > 0) mp.n_threads = threads;
+    mp.use_mmap = !no_mmap;
     if (hsd_tokenizer_load_file(tt, &kt) || hsd_tokenizer_load_file(dt, &kd) ||
         hsd_model_load(tm, &mp, &mt) || hsd_model_load(dm, &mp, &md) ||
         hsd_engine_init(mt, kt, md, kd, &e)) {
