@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_util.h"
+#include "cli/head_spec.h"
 #include "hsd.h"
 #include "lib/sample.h"
 
@@ -15,8 +16,12 @@ static void usage(void) {
             "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--backend auto|cpu|cuda] [--json]\n"
+            "                    [--draft-head full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]]\n"
+            "                    [--head-calib CORPUS] [--calib-tokens N] [--save-draft-head FILE]\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
+            "  --draft-head replaces the drafter's LM head (trimmed, T∩D for TLI, SpecVocab,\n"
+            "  SlimSpec low-rank; SVD-built unless FILE is given, calibrated on CORPUS if set).\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
             "                    [--top-p P] [--seed S] [--threads T] [--json]\n"
             "       hsd generate --model M --prompt-ids 1,2,3 -n N ...   (no tokenizer: ids only)\n"
@@ -197,6 +202,8 @@ static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t thre
 
 int hsd_cmd_generate(int argc, char **argv) {
     const char *tm = NULL, *tt = NULL, *dm = NULL, *dt = NULL, *prompt = NULL, *algo = NULL;
+    const char *head_spec = NULL, *head_calib = NULL, *head_save = NULL;
+    int32_t calib_tokens = 0;
     const char *stops[16];
     hsd_gen_params gp = hsd_gen_default_params();
     int32_t threads = 0;
@@ -224,6 +231,10 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
         else if (!strcmp(a, "--backend")) { if (set_backend(v)) return 2; i++; }
         else if (!strcmp(a, "--stop") && gp.n_stop < 16) stops[gp.n_stop++] = v, i++;
+        else if (!strcmp(a, "--draft-head")) head_spec = v, i++;
+        else if (!strcmp(a, "--head-calib")) head_calib = v, i++;
+        else if (!strcmp(a, "--calib-tokens")) calib_tokens = atoi(v), i++;
+        else if (!strcmp(a, "--save-draft-head")) head_save = v, i++;
     }
     /* the model-only path (ids in, ids out) stays as it was */
     if (legacy || (!dm && !algo)) return generate_single(argc, argv);
@@ -247,11 +258,32 @@ int hsd_cmd_generate(int argc, char **argv) {
     int32_t n_ctx = (int32_t)strlen(prompt) + 2 * gp.max_new_tokens + 64;
     if (load_pair(tm, tt, n_ctx, threads, &mt, &kt)) goto done;
     if (dm && load_pair(dm, dt, n_ctx + 64, threads, &md, &kd)) goto done;
-    if (hsd_engine_init(mt, kt, md, kd, &e) ||
-        hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
+    if (hsd_engine_init(mt, kt, md, kd, &e)) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         goto done;
     }
+    if (head_spec) {
+        hsd_cli_head h;
+        if (!md) {
+            fprintf(stderr, "hsd generate: --draft-head needs --draft\n");
+            goto done;
+        }
+        int bad = hsd_cli_head_parse(head_spec, &h) ||
+                  hsd_cli_head_apply(&h, md, kd, e, head_calib, calib_tokens);
+        hsd_cli_head_free(&h);
+        if (bad) goto done;
+        if (head_save && hsd_model_save_head(md, head_save)) {
+            fprintf(stderr, "hsd generate: --save-draft-head: %s\n", hsd_last_error());
+            goto done;
+        }
+    }
+    if (md) hsd_model_reset_timing(md);
+    if (hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
+        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        goto done;
+    }
+    hsd_model_timing dtime = {0, 0, 0, 0};
+    if (md) hsd_model_get_timing(md, &dtime);
     if (json) {
         json_t *o = json_object(), *ids = json_array();
         for (int32_t i = 0; i < r.n_ids; i++) json_array_append_new(ids, json_integer(r.ids[i]));
@@ -273,6 +305,11 @@ int hsd_cmd_generate(int argc, char **argv) {
         json_object_set_new(o, "draft_ms", json_real(r.draft_ms));
         json_object_set_new(o, "verify_ms", json_real(r.verify_ms));
         json_object_set_new(o, "bridge_ms", json_real(r.bridge_ms));
+        if (md) {
+            json_object_set_new(o, "draft_head", json_string(hsd_model_head_desc(md)));
+            json_object_set_new(o, "draft_head_ms", json_real(dtime.head_ms));
+            json_object_set_new(o, "draft_backbone_ms", json_real(dtime.backbone_ms));
+        }
         char *dump = json_dumps(o, JSON_COMPACT);
         if (dump) puts(dump);
         free(dump);
@@ -285,6 +322,10 @@ int hsd_cmd_generate(int argc, char **argv) {
         printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
                "(total %.2f ms)\n",
                r.ttft_ms, r.tpot_ms, r.draft_ms, r.verify_ms, r.bridge_ms, r.total_ms);
+        if (md)
+            printf("drafter head %s: head %.2f ms, backbone %.2f ms over %lld forwards\n",
+                   hsd_model_head_desc(md), dtime.head_ms, dtime.backbone_ms,
+                   (long long)dtime.n_forward);
     }
     rc = 0;
 done:

@@ -19,7 +19,8 @@ static const hsd_cli_cmd cmds[] = {
     {"pair", hsd_cmd_pair, "target/drafter fit and algorithm advice (--target-tokenizer T --draft-tokenizer D)"},
     {"psi-stats", hsd_cmd_psi_stats, "SLRS cost: decompositions of target tokens into drafter tokens, n_max (--draft-tokenizer D --target-tokenizer T)"},
     {"injectivity", hsd_cmd_injectivity, "find strings a tokenizer does not give back (-t T [--corpus C] [--fuzz S])"},
-    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge"},
+    {"trim", hsd_cmd_trim, "exact coverage-latency optimal draft vocabulary (-t T --corpus C --alpha A ...)"},
+    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge | head | heads"},
 };
 
 static void usage(void) {

@@ -65,3 +65,29 @@ o=$(d fuzz_model_safetensors)
 "$cli" synth --shape tiny --format safetensors --dtype bf16 -o "$tmp/st" >/dev/null
 cp "$tmp/st/model.safetensors" "$o/tiny_bf16.safetensors"
 rm -rf "$tmp"
+
+# draft-head factor files for the harness's 16 x 8 classifier: router and low-rank pairs of
+# rank 1..4 in F32 and BF16 (written here, so the seeds need no model)
+o=$(d fuzz_head_factors)
+python3 - "$o" <<'PY'
+import json, struct, sys
+out = sys.argv[1]
+for names in (("router.w_down", "router.w_vocab"), ("lm_head.w_down", "lm_head.w_up")):
+    for rank in (1, 2, 4):
+        for dt, size in (("F32", 4), ("BF16", 2)):
+            shapes = ((rank, 8), (16, rank))
+            hdr, off, data = {}, 0, b""
+            for name, (r, c) in zip(names, shapes):
+                vals = [((i * 13) % 7 - 3) / 4.0 for i in range(r * c)]
+                if dt == "F32":
+                    raw = b"".join(struct.pack("<f", v) for v in vals)
+                else:
+                    raw = b"".join(struct.pack("<f", v)[2:] for v in vals)
+                hdr[name] = {"dtype": dt, "shape": [r, c], "data_offsets": [off, off + len(raw)]}
+                off += len(raw)
+                data += raw
+            text = json.dumps(hdr, separators=(",", ":")).encode()
+            text += b" " * (-len(text) % 8)
+            with open("%s/%s_r%d_%s.safetensors" % (out, names[0].split(".")[0], rank, dt), "wb") as f:
+                f.write(struct.pack("<Q", len(text)) + text + data)
+PY

@@ -387,6 +387,86 @@ HSD_API void hsd_gen_result_free(hsd_gen_result *r);
  * End of Engine
  * ==================================================================================== */
 
+/* ====================================================================================
+ * Draft heads  (issue 6: trimmed / speculative / low-rank drafter LM heads)
+ * ==================================================================================== */
+/* Exported symbols are marked HSD_API where the header defines it (shared-library builds);
+ * elsewhere the mark is empty. */
+/* The final classifier U (vocab x dim) of a model loaded by hsd_model_load can be replaced by
+ * a cheaper head for drafting. Every head still returns vocab_size logits per row, so the
+ * engine is unchanged; ids a head does not score get -INFINITY (probability exactly 0).
+ * Verification stays lossless: only the drafter's proposal q changes.
+ *   FULL         U h (the default);
+ *   TRIMMED      only the rows keep_ids: frequency-ranked ids from `hsd trim` (VocabTrim,
+ *                FR-Spec, BCL), the drafter's T ∩ D ids for TLI (hsd_engine_overlap_ids), or
+ *                both intersected;
+ *   SPECULATIVE  SpecVocab: s = W_vocab (W_down h), K = top_k(s), exact U[K] h;
+ *   LOWRANK      SlimSpec: z = W_up (W_down h) over the whole vocabulary.
+ * The factors of SPECULATIVE and LOWRANK are read from a safetensors file (factors_path) or
+ * built training-free by a truncated SVD of U at `rank` (W_up = U_r S_r, W_down = V_r^T),
+ * optionally calibrated on the model's own final hidden states over calib_tokens.
+ * Safetensors tensor names (F32, F16 or BF16):
+ *   LOWRANK      "lm_head.w_down" [rank, dim], "lm_head.w_up"    [vocab, rank];
+ *   SPECULATIVE  "router.w_down"  [rank, dim], "router.w_vocab"  [vocab, rank].
+ */
+typedef enum hsd_head_kind {
+    HSD_HEAD_FULL = 0,
+    HSD_HEAD_TRIMMED,
+    HSD_HEAD_SPECULATIVE,
+    HSD_HEAD_LOWRANK,
+} hsd_head_kind;
+
+typedef struct hsd_head_params {
+    hsd_head_kind kind;
+    const int32_t *keep_ids; /* TRIMMED: ids to keep (copied; any order; no duplicates) */
+    int32_t n_keep;
+    int32_t top_k;            /* SPECULATIVE: candidates per row (default 2048, capped at vocab) */
+    int32_t rank;             /* LOWRANK r, SPECULATIVE router width d'; 0 = dim/8 */
+    const char *factors_path; /* NULL: build the factors by SVD of U */
+    const int32_t *calib_tokens; /* optional: this model's ids to calibrate the SVD on */
+    int32_t n_calib;
+} hsd_head_params;
+
+HSD_API hsd_head_params hsd_head_default_params(void);
+/* "full", "trimmed", "speculative", "lowrank"; "?" outside the enum. Static string. */
+HSD_API const char *hsd_head_kind_name(hsd_head_kind kind);
+/* Installs a head (params NULL or FULL restores U h). Caller-provided models get
+ * HSD_ERR_UNSUPPORTED; bad ids, ranks or factor files give INVALID_ARG / IO / PARSE naming the
+ * cause, and the previous head stays. Calibration runs the model over calib_tokens (in
+ * windows of its context) and leaves its KV cache empty. The model owns the head; the params'
+ * arrays are not kept. Errors: INVALID_ARG (NULL model, unknown kind, no or duplicate
+ * ids, rank outside 1..dim, top_k < 1), OUT_OF_RANGE (an id outside the vocabulary), IO /
+ * PARSE / UNSUPPORTED (factor file), NOMEM. Not thread-safe per handle. */
+HSD_API hsd_status hsd_model_set_head(hsd_model *model, const hsd_head_params *params);
+/* One line describing the current head ("full" when none is set or for NULL). Owned by the
+ * model, valid until the next hsd_model_set_head or hsd_model_free. */
+HSD_API const char *hsd_model_head_desc(const hsd_model *model);
+/* Writes the current SPECULATIVE or LOWRANK factors to `path` (F32 safetensors, the names
+ * above), e.g. to reuse SVD-built factors. */
+HSD_API hsd_status hsd_model_save_head(const hsd_model *model, const char *path);
+
+/* Where a model's forward time goes, cumulative since load or the last reset. */
+typedef struct hsd_model_timing {
+    double head_ms;      /* the classifier / draft head */
+    double backbone_ms;  /* everything else: embedding, layers, final norm */
+    int64_t n_forward;   /* forward calls */
+    int64_t n_head_rows; /* rows whose logits were computed */
+} hsd_model_timing;
+/* Errors: INVALID_ARG (NULL model or out), UNSUPPORTED (caller-provided model; *out zeroed).
+ * reset: NULL and caller-provided models are a no-op. Not thread-safe per handle. */
+HSD_API hsd_status hsd_model_get_timing(const hsd_model *model, hsd_model_timing *out);
+HSD_API void hsd_model_reset_timing(hsd_model *model);
+
+/* The drafter ids in T ∩ D (those TLI can propose), increasing: the rows a TLI drafter's
+ * head needs (hsd_head_params.keep_ids). Writes up to cap ids; *n gets the count, and
+ * HSD_ERR_BUFFER_TOO_SMALL when cap < count. INVALID_ARG for a NULL e or n, or an engine
+ * without a drafter. Read-only on the engine. */
+HSD_API hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap,
+                                          int32_t *n);
+/* ====================================================================================
+ * End of Draft heads
+ * ==================================================================================== */
+
 #ifdef __cplusplus
 }
 #endif

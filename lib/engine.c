@@ -167,6 +167,23 @@ void hsd_engine_reset(hsd_engine *e) {
 
 int32_t hsd_engine_overlap(const hsd_engine *e) { return e ? e->overlap : 0; }
 
+hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap, int32_t *n) {
+    if (!e || !n || (cap > 0 && !ids))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_overlap_ids: NULL argument");
+    if (!e->dm)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_overlap_ids: the engine has no drafter");
+    int32_t k = 0;
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0) {
+            if (k < cap) ids[k] = d;
+            k++;
+        }
+    *n = k;
+    return k > cap ? hsd_error(HSD_ERR_BUFFER_TOO_SMALL,
+                               "hsd_engine_overlap_ids: %d ids, room for %d", k, cap)
+                   : HSD_OK;
+}
+
 hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
     char tmp[160];
     if (!reason) reason = tmp, cap = sizeof tmp;

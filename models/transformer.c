@@ -15,6 +15,7 @@
 
 #include "kernels/threadpool.h"
 #include "lib/error.h"
+#include "lib/timer.h"
 
 #ifdef HSD_HAVE_OPENBLAS
 #include <cblas.h>
@@ -50,6 +51,9 @@ struct hsd_transformer {
     float *att;     /* [n_threads][n_ctx] attention scores */
     float *wscratch; /* [n_threads][4*max_cols] row widening */
     int32_t max_cols;
+
+    hsd_head *head;          /* draft head replacing cls (NULL: cls) */
+    hsd_model_timing timing; /* cumulative head / backbone split */
 };
 
 const char *hsd_tkind_name(hsd_tkind kind) {
@@ -343,6 +347,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->anc_off);
     free(tf->att);
     free(tf->wscratch);
+    hsd_head_free(tf->head);
     if (tf->release) tf->release(tf->release_ctx);
     free(tf);
 }
@@ -514,6 +519,7 @@ hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
     for (int32_t r = 0; rows && r < n_rows; r++)
         if (rows[r] < 0 || rows[r] >= n)
             return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: rows[%d] = %d outside 0..%d", r, rows[r], n - 1);
+    double t_start = hsd_timer_ms();
     hsd_status s = ensure_scratch(tf, n);
     if (s != HSD_OK) return s;
     if (parents) {
@@ -572,8 +578,17 @@ hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
         int32_t t = rows ? rows[r] : r;
         hsd_rmsnorm(tf->xb + (size_t)r * dim, tf->x + (size_t)t * dim, tf->out_norm, dim, c->norm_eps);
     }
-    if (n_rows > 0) matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
-    return HSD_OK;
+    double t_head = hsd_timer_ms();
+    if (n_rows > 0 && tf->head)
+        s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, n_rows, logits);
+    else if (n_rows > 0)
+        matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
+    double t_end = hsd_timer_ms();
+    tf->timing.head_ms += t_end - t_head;
+    tf->timing.backbone_ms += t_head - t_start;
+    tf->timing.n_forward++;
+    tf->timing.n_head_rows += n_rows;
+    return s;
 }
 
 hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len) {
@@ -605,6 +620,26 @@ hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep
     }
     tf->kv_len = base + n_keep;
     return HSD_OK;
+}
+
+/* ---- draft head hook and timing ---------------------------------------------------- */
+
+hsd_head *hsd_tf_swap_head(hsd_transformer *tf, hsd_head *head) {
+    hsd_head *old = tf->head;
+    tf->head = head;
+    return old;
+}
+const hsd_head *hsd_tf_head(const hsd_transformer *tf) {
+    return tf->head;
+}
+const hsd_mat *hsd_tf_classifier(const hsd_transformer *tf) {
+    return &tf->cls;
+}
+void hsd_tf_timing(const hsd_transformer *tf, hsd_model_timing *out) {
+    *out = tf->timing;
+}
+void hsd_tf_reset_timing(hsd_transformer *tf) {
+    memset(&tf->timing, 0, sizeof tf->timing);
 }
 
 /* ---- hsd_model_iface adapter ------------------------------------------------------- */

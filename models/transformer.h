@@ -10,6 +10,7 @@
 
 #include "hsd.h"
 #include "kernels/cpu_ops.h"
+#include "models/head.h"
 
 typedef struct hsd_tf_config {
     char arch[16];           /* "llama", "qwen2" (for descriptions) */
@@ -72,6 +73,15 @@ const hsd_mat *hsd_tf_matrix(const hsd_transformer *tf, hsd_tkind kind, int32_t 
 const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t layer);
 int32_t hsd_tf_n_ctx(const hsd_transformer *tf);
 void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t);
+/* Draft head hook (models/head.h): the classifier step runs `head` instead of U h when one
+ * is set. swap takes ownership of head (NULL = back to U) and returns the previous one for
+ * the caller to free. */
+hsd_head *hsd_tf_swap_head(hsd_transformer *tf, hsd_head *head);
+const hsd_head *hsd_tf_head(const hsd_transformer *tf);
+const hsd_mat *hsd_tf_classifier(const hsd_transformer *tf);
+/* Cumulative head / backbone time of the forwards (hsd_model_get_timing). */
+void hsd_tf_timing(const hsd_transformer *tf, hsd_model_timing *out);
+void hsd_tf_reset_timing(hsd_transformer *tf);
 
 /* Helpers for loaders. */
 const char *hsd_tkind_name(hsd_tkind kind);

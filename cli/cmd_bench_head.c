@@ -1,0 +1,167 @@
+/* hsd bench head: the drafter's LM head alone. For each head the model runs single-token
+ * decode steps after a short prefix, and the model's own head / backbone timers (the head is
+ * timed inside the forward, hsd_model_get_timing) give the head's share of each step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "cli/head_spec.h"
+#include "hsd.h"
+#include "lib/rng.h"
+
+static void usage(void) {
+    fprintf(
+        stderr,
+        "usage: hsd bench head --model M [--heads "
+        "'full;trimk:K;trim:IDS;spec:K[/R][:F];lowrank:R[:F]']\n"
+        "                      [--reps R] [--prefix P] [--threads T] [--no-mmap]\n"
+        "  Median per-step head time and backbone time of 1-token decode steps with each head\n"
+        "  (default heads: full;trimk:V/8;spec:2048;lowrank:d/8). trimk:K keeps K ids spread "
+        "evenly\n"
+        "  over the vocabulary (for models without a tokenizer). Build time = SVD / packing.\n");
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int hsd_cmd_bench_head(int argc, char **argv) {
+    int no_mmap = 0;
+    const char *model_path = NULL, *heads = NULL;
+    int32_t reps = 10, prefix = 16, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!strcmp(a, "--no-mmap")) {
+            no_mmap = 1;
+            continue;
+        }
+        if (!v) {
+            usage();
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
+            model_path = v;
+        else if (!strcmp(a, "--heads"))
+            heads = v;
+        else if (!strcmp(a, "--reps"))
+            reps = atoi(v);
+        else if (!strcmp(a, "--prefix"))
+            prefix = atoi(v);
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else {
+            fprintf(stderr, "hsd bench head: unknown option %s\n", a);
+            usage();
+            return 2;
+        }
+    }
+    if (!model_path || reps < 1 || prefix < 1) {
+        usage();
+        return 2;
+    }
+    hsd_model_params mp = hsd_model_default_params();
+    mp.n_ctx = prefix + 2;
+    if (threads > 0) mp.n_threads = threads;
+    mp.use_mmap = !no_mmap;
+    hsd_model *m;
+    double t0 = hsd_cli_now_ms();
+    if (hsd_model_load(model_path, &mp, &m)) {
+        fprintf(stderr, "hsd bench head: %s\n", hsd_last_error());
+        return 1;
+    }
+    int32_t V = hsd_model_vocab_size(m);
+    printf("model: %s (loaded in %.0f ms), %d threads, %d steps per head after a %d-token prefix\n",
+           hsd_model_desc(m), hsd_cli_now_ms() - t0, mp.n_threads, reps, prefix);
+    char defaults[128];
+    snprintf(defaults, sizeof defaults, "full;trimk:%d;spec:%d;lowrank:0", V / 8 > 0 ? V / 8 : 1,
+             V > 2048 ? 2048 : (V / 8 > 0 ? V / 8 : 1));
+    char *list = strdup(heads ? heads : defaults);
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int32_t *toks = malloc((size_t)(prefix + 1) * sizeof *toks);
+    double *head_t = malloc((size_t)reps * sizeof *head_t),
+           *bb_t = malloc((size_t)reps * sizeof *bb_t);
+    int rc = 0;
+    if (!list || !logits || !toks || !head_t || !bb_t) {
+        rc = 1;
+        goto done;
+    }
+    hsd_rng r;
+    hsd_rng_init(&r, 3, 0);
+    for (int32_t i = 0; i <= prefix; i++) toks[i] = (int32_t)(hsd_rng_u32(&r) % (uint32_t)V);
+    printf("%-26s %10s %12s %12s %10s  %s\n", "head", "build ms", "head ms", "backbone ms",
+           "vs full", "description");
+    double full_ms = 0;
+    for (char *save = NULL, *spec = strtok_r(list, ";", &save); spec;
+         spec = strtok_r(NULL, ";", &save)) {
+        hsd_cli_head h;
+        int32_t *even = NULL;
+        double tb = hsd_cli_now_ms();
+        if (!strncmp(spec, "trimk:", 6)) {
+            int32_t k = atoi(spec + 6);
+            if (k < 1 || k > V) {
+                fprintf(stderr, "hsd bench head: %s: K outside 1..%d\n", spec, V);
+                rc = 1;
+                break;
+            }
+            memset(&h, 0, sizeof h);
+            h.p = hsd_head_default_params();
+            h.p.kind = HSD_HEAD_TRIMMED;
+            even = malloc((size_t)k * sizeof *even);
+            for (int32_t i = 0; even && i < k; i++) even[i] = (int32_t)((int64_t)i * V / k);
+            h.p.keep_ids = even;
+            h.p.n_keep = k;
+            if (hsd_model_set_head(m, &h.p)) {
+                fprintf(stderr, "hsd bench head: %s: %s\n", spec, hsd_last_error());
+                free(even);
+                rc = 1;
+                break;
+            }
+            free(even);
+        } else if (hsd_cli_head_parse(spec, &h) || hsd_cli_head_apply(&h, m, NULL, NULL, NULL, 0)) {
+            hsd_cli_head_free(&h);
+            rc = 1;
+            break;
+        } else {
+            hsd_cli_head_free(&h);
+        }
+        double build = hsd_cli_now_ms() - tb;
+        int32_t last = prefix - 1;
+        hsd_status s = hsd_model_kv_truncate(m, 0);
+        if (!s) s = hsd_model_forward(m, toks, prefix, NULL, &last, 1, logits);
+        if (!s) s = hsd_model_forward(m, toks + prefix, 1, NULL, NULL, 1, logits); /* warm-up */
+        if (!s) s = hsd_model_kv_truncate(m, prefix);
+        for (int32_t i = 0; !s && i < reps; i++) {
+            hsd_model_timing a, b;
+            hsd_model_get_timing(m, &a);
+            s = hsd_model_forward(m, toks + prefix, 1, NULL, NULL, 1, logits);
+            hsd_model_get_timing(m, &b);
+            head_t[i] = b.head_ms - a.head_ms;
+            bb_t[i] = b.backbone_ms - a.backbone_ms;
+            if (!s) s = hsd_model_kv_truncate(m, prefix);
+        }
+        if (s) {
+            fprintf(stderr, "hsd bench head: %s: %s\n", spec, hsd_last_error());
+            rc = 1;
+            break;
+        }
+        qsort(head_t, (size_t)reps, sizeof *head_t, cmp_d);
+        qsort(bb_t, (size_t)reps, sizeof *bb_t, cmp_d);
+        double hm = head_t[reps / 2], bm = bb_t[reps / 2];
+        if (!full_ms) full_ms = hm;
+        printf("%-26s %10.1f %12.3f %12.3f %9.2fx  %s\n", spec, build, hm, bm,
+               hm > 0 ? full_ms / hm : 0, hsd_model_head_desc(m));
+        fflush(stdout);
+    }
+done:
+    free(list), free(logits), free(toks), free(head_t), free(bb_t);
+    hsd_model_free(m);
+    return rc;
+}

@@ -1,0 +1,260 @@
+/* hsd trim: the drafter vocabulary of exact maximal utility U(K) = a C(K) + (1 - a) R(K)
+ * subject to C(K) >= c_min (lib/trim.h), from token frequencies of a corpus tokenized by the
+ * target tokenizer. With --draft-tokenizer the candidates are the target tokens the drafter
+ * can spell with one token of identical surface bytes (T ∩ D, as TLI drafts), the ids written
+ * are the drafter's, and coverage may top out below 1. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/head_spec.h"
+#include "cli/svg.h"
+#include "hsd.h"
+#include "lib/corpus.h"
+#include "lib/map.h"
+#include "lib/trim.h"
+
+static void usage(void) {
+    fprintf(
+        stderr,
+        "usage: hsd trim -t TARGET_TOKENIZER --corpus C --alpha A --min-coverage CMIN --hidden-dim "
+        "D\n"
+        "                [--fixed-flops F] [--draft-tokenizer DT] [-o IDS_FILE] [--svg FILE]\n"
+        "  Ranks tokens by frequency in C (JSONL {\"text\"} or plain text) tokenized by the "
+        "target\n"
+        "  tokenizer and keeps the K* most frequent, K* the exact maximiser of\n"
+        "  U(K) = A*C(K) + (1-A)*R(K) with C(K) >= CMIN, C the coverage and\n"
+        "  R(K) = 1 - (F + 2*D*K)/(F + 2*D*V) the drafter FLOP saving (F default 0: head only).\n"
+        "  -o writes the kept ids (one per line, most frequent first) for --draft-head trim:FILE;\n"
+        "  --svg plots coverage, saving and utility against K.\n");
+}
+
+/* Coverage, saving and utility against K (log axis), K* marked. */
+static int plot(const char *path, const int64_t *prefix, int32_t n_cand, int64_t total,
+                int32_t v_full, const hsd_trim_params *p, const hsd_trim_result *r,
+                const char *title) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "hsd trim: %s: cannot create\n", path);
+        return 1;
+    }
+    const double W = 760, H = 440, x0 = 60, y0 = 40, pw = 560, ph = 330;
+    double lmax = log10((double)v_full);
+    hsd_svg_begin(f, W, H);
+    hsd_svg_text(f, W / 2, 24, 15, "middle", title);
+    hsd_svg_rect(f, x0, y0, pw, ph, "#f8f8f8");
+    char buf[96];
+    for (int i = 0; i <= 4; i++) { /* y grid: 0, .25, ... 1 */
+        double y = y0 + ph - ph * i / 4.0;
+        hsd_svg_line(f, x0, y, x0 + pw, y, "#dddddd");
+        snprintf(buf, sizeof buf, "%.2f", i / 4.0);
+        hsd_svg_text(f, x0 - 6, y + 4, 11, "end", buf);
+    }
+    for (int e = 0; e <= (int)lmax; e++) { /* x grid: powers of ten */
+        double x = x0 + pw * e / (lmax > 0 ? lmax : 1);
+        hsd_svg_line(f, x, y0, x, y0 + ph, "#dddddd");
+        snprintf(buf, sizeof buf, "1e%d", e);
+        hsd_svg_text(f, x, y0 + ph + 16, 11, "middle", buf);
+    }
+    hsd_svg_text(f, x0 + pw / 2, y0 + ph + 34, 12, "middle", "kept vocabulary size K (log scale)");
+    const char *colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c"};
+    const char *names[] = {"coverage C(K)", "FLOP saving R(K)", "utility U(K)"};
+    for (int curve = 0; curve < 3; curve++) {
+        double px = 0, py = 0;
+        int steps = 200;
+        for (int s = 0; s <= steps; s++) {
+            int32_t k = (int32_t)llround(pow(10.0, lmax * s / steps));
+            if (k < 1) k = 1;
+            if (k > n_cand) k = n_cand;
+            double c = hsd_trim_coverage(prefix, total, k), rr = hsd_trim_saving(p, v_full, k);
+            double v = curve == 0 ? c : curve == 1 ? rr : p->alpha * c + (1 - p->alpha) * rr;
+            double x = x0 + pw * log10((double)k) / (lmax > 0 ? lmax : 1),
+                   y = y0 + ph - ph * fmax(0, fmin(1, v));
+            if (s) hsd_svg_line(f, px, py, x, y, colors[curve]);
+            px = x, py = y;
+        }
+        hsd_svg_line(f, x0 + pw + 12, y0 + 14 + 18 * curve, x0 + pw + 30, y0 + 14 + 18 * curve,
+                     colors[curve]);
+        hsd_svg_text(f, x0 + pw + 34, y0 + 18 + 18 * curve, 11, "start", names[curve]);
+    }
+    double yc = y0 + ph - ph * p->min_coverage;
+    if (p->min_coverage > 0) hsd_svg_line(f, x0, yc, x0 + pw, yc, "#999999");
+    double xs = x0 + pw * log10((double)r->k) / (lmax > 0 ? lmax : 1);
+    hsd_svg_line(f, xs, y0, xs, y0 + ph, "#d62728");
+    snprintf(buf, sizeof buf, "K* = %d", r->k);
+    hsd_svg_text(f, xs + 4, y0 + 14, 12, "start", buf);
+    snprintf(buf, sizeof buf, "C = %.4f", r->coverage);
+    hsd_svg_text(f, x0 + pw + 12, y0 + 90, 11, "start", buf);
+    snprintf(buf, sizeof buf, "R = %.4f", r->saving);
+    hsd_svg_text(f, x0 + pw + 12, y0 + 106, 11, "start", buf);
+    snprintf(buf, sizeof buf, "alpha %.3g, c_min %.3g", p->alpha, p->min_coverage);
+    hsd_svg_text(f, x0 + pw + 12, y0 + 122, 11, "start", buf);
+    hsd_svg_end(f);
+    return fclose(f) != 0;
+}
+
+int hsd_cmd_trim(int argc, char **argv) {
+    const char *tok_path = NULL, *corpus_path = NULL, *out_path = NULL, *svg_path = NULL,
+               *draft_path = NULL;
+    hsd_trim_params p = {-1, -1, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "hsd trim: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        char *end = NULL;
+        if (!strcmp(a, "-t") || !strcmp(a, "--tokenizer"))
+            tok_path = v;
+        else if (!strcmp(a, "--corpus"))
+            corpus_path = v;
+        else if (!strcmp(a, "-o"))
+            out_path = v;
+        else if (!strcmp(a, "--svg"))
+            svg_path = v;
+        else if (!strcmp(a, "--draft-tokenizer"))
+            draft_path = v;
+        else if (!strcmp(a, "--alpha"))
+            p.alpha = strtod(v, &end);
+        else if (!strcmp(a, "--min-coverage"))
+            p.min_coverage = strtod(v, &end);
+        else if (!strcmp(a, "--hidden-dim"))
+            p.dim = (int32_t)strtol(v, &end, 10);
+        else if (!strcmp(a, "--fixed-flops"))
+            p.fixed_flops = strtod(v, &end);
+        else {
+            fprintf(stderr, "hsd trim: unknown option %s\n", a);
+            usage();
+            return 2;
+        }
+        if (end && (end == v || *end)) {
+            fprintf(stderr, "hsd trim: %s: not a number: %s\n", a, v);
+            return 2;
+        }
+    }
+    if (!tok_path || !corpus_path || p.alpha < 0 || p.min_coverage < 0 || p.dim <= 0) {
+        usage();
+        return 2;
+    }
+    int rc = 1;
+    hsd_tokenizer *tok = NULL, *dtok = NULL;
+    char **texts = NULL;
+    size_t *lens = NULL, n_texts = 0;
+    int64_t *counts = NULL, *prefix = NULL, total = 0;
+    int32_t *order = NULL, *map = NULL;
+    if (hsd_tokenizer_load_file(tok_path, &tok) ||
+        (draft_path && hsd_tokenizer_load_file(draft_path, &dtok))) {
+        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        goto done;
+    }
+    if (hsd_cli_load_corpus(corpus_path, &texts, &lens, &n_texts)) goto done;
+    int32_t V = hsd_tokenizer_vocab_size(tok);
+    counts = calloc((size_t)V, sizeof *counts);
+    order = malloc((size_t)V * sizeof *order);
+    prefix = malloc(((size_t)V + 1) * sizeof *prefix);
+    if (!counts || !order || !prefix) goto done;
+    hsd_corpus cp = {texts, lens, n_texts};
+    if (hsd_trim_count(tok, &cp, counts, &total)) {
+        fprintf(stderr, "hsd trim: %s: %s\n", corpus_path, hsd_last_error());
+        goto done;
+    }
+    if (hsd_trim_rank(counts, V, order)) {
+        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        goto done;
+    }
+    int32_t n_cand = V, v_full = V;
+    if (dtok) {
+        /* target id -> drafter id with the same surface bytes (non-special on both sides) */
+        int32_t DV = hsd_tokenizer_vocab_size(dtok);
+        hsd_strmap by_bytes;
+        map = malloc((size_t)V * sizeof *map);
+        if (!map || hsd_strmap_init(&by_bytes, (size_t)DV)) goto done;
+        for (int32_t d = 0; d < DV; d++) {
+            size_t n;
+            const uint8_t *b = hsd_tokenizer_token_bytes(dtok, d, &n);
+            if (b && n && !hsd_tokenizer_is_special(dtok, d) && hsd_strmap_get(&by_bytes, b, n) < 0)
+                hsd_strmap_put(&by_bytes, b, n, d);
+        }
+        /* two target ids with the same bytes (a byte-fallback twin) name one drafter row:
+         * the more frequent keeps it */
+        uint8_t *used = calloc((size_t)DV, 1);
+        n_cand = 0;
+        for (int32_t i = 0; used && i < V; i++) {
+            size_t n;
+            const uint8_t *b = hsd_tokenizer_token_bytes(tok, order[i], &n);
+            int32_t d = b && n && !hsd_tokenizer_is_special(tok, order[i])
+                            ? hsd_strmap_get(&by_bytes, b, n)
+                            : -1;
+            if (d >= 0 && !used[d]) used[d] = 1, map[n_cand] = d, order[n_cand++] = order[i];
+        }
+        free(used);
+        hsd_strmap_free(&by_bytes);
+        v_full = DV;
+        if (n_cand == 0) {
+            fprintf(stderr, "hsd trim: no target token has a drafter token with the same bytes\n");
+            goto done;
+        }
+    }
+    hsd_trim_prefix(counts, order, n_cand, prefix);
+    hsd_trim_result r;
+    if (hsd_trim_optimum(prefix, n_cand, total, v_full, &p, &r)) {
+        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        goto done;
+    }
+    int32_t seen = 0;
+    for (int32_t i = 0; i < V; i++) seen += counts[i] > 0;
+    printf("corpus %s: %zu texts, %lld tokens, %d distinct of %d ids\n", corpus_path, n_texts,
+           (long long)total, seen, V);
+    if (dtok)
+        printf("candidates: %d target ids with a drafter token of the same bytes (drafter head %d "
+               "rows)\n",
+               n_cand, v_full);
+    printf("K* = %d of %d (%.2f%% kept)\ncoverage C(K*) = %.6f\nFLOP saving R(K*) = %.6f (head "
+           "%.2fx cheaper)\n"
+           "utility U(K*) = %.6f (alpha %g, c_min %g, d %d, F_fixed %g)\nsmallest K with C >= "
+           "c_min: %d\n",
+           r.k, v_full, 100.0 * r.k / v_full, r.coverage, r.saving, (double)v_full / r.k, r.utility,
+           p.alpha, p.min_coverage, p.dim, p.fixed_flops, r.k_min_feasible);
+    if (out_path) {
+        FILE *f = fopen(out_path, "w");
+        if (!f) {
+            fprintf(stderr, "hsd trim: %s: cannot create\n", out_path);
+            goto done;
+        }
+        fprintf(
+            f,
+            "# hsd trim: %s ids, K* = %d, coverage %.6f, saving %.6f, alpha %g, c_min %g, d %d\n",
+            dtok ? "drafter" : "target", r.k, r.coverage, r.saving, p.alpha, p.min_coverage, p.dim);
+        for (int32_t i = 0; i < r.k; i++) fprintf(f, "%d\n", dtok ? map[i] : order[i]);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "hsd trim: %s: write failed\n", out_path);
+            goto done;
+        }
+    }
+    if (svg_path) {
+        char title[160];
+        /* short names: the tokenizer's directory and the corpus file */
+        const char *cb = strrchr(corpus_path, '/'), *tb = strrchr(tok_path, '/'), *td = tok_path;
+        if (tb)
+            for (td = tb; td > tok_path && td[-1] != '/';) td--;
+        int tl = tb && td < tb ? (int)(tb - td) : (int)strlen(tok_path);
+        if (!(tb && td < tb)) td = tok_path;
+        snprintf(title, sizeof title, "coverage-latency trade-off: %.*s tokens of %s", tl, td,
+                 cb ? cb + 1 : corpus_path);
+        if (plot(svg_path, prefix, n_cand, total, v_full, &p, &r, title)) goto done;
+    }
+    rc = 0;
+done:
+    if (texts) hsd_cli_free_corpus(texts, lens, n_texts);
+    free(counts), free(order), free(prefix), free(map);
+    hsd_tokenizer_free(tok);
+    hsd_tokenizer_free(dtok);
+    return rc;
+}

@@ -1,0 +1,102 @@
+#include "lib/trim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "lib/error.h"
+
+hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
+                          int64_t *n_tokens) {
+    int32_t V = hsd_tokenizer_vocab_size(tok);
+    *n_tokens = 0;
+    for (size_t i = 0; i < corpus->n; i++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        hsd_status s =
+            hsd_tokenizer_encode_alloc(tok, corpus->text[i], corpus->len[i], false, &ids, &n);
+        if (s) return hsd_error_prefix(s, "corpus text %zu: ", i + 1);
+        for (size_t j = 0; j < n; j++)
+            if (ids[j] >= 0 && ids[j] < V) counts[ids[j]]++, (*n_tokens)++;
+        hsd_free(ids);
+    }
+    return HSD_OK;
+}
+
+typedef struct ranked_id {
+    int64_t count;
+    int32_t id;
+} ranked_id;
+
+static int by_count(const void *a, const void *b) {
+    const ranked_id *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
+    /* (count, id) pairs: qsort has no context argument and hsd keeps no global state */
+    ranked_id *r = malloc((size_t)(V > 0 ? V : 1) * sizeof *r);
+    if (!r) return hsd_error(HSD_ERR_NOMEM, "trim: out of memory ranking %d ids", V);
+    for (int32_t i = 0; i < V; i++) r[i] = (ranked_id){counts[i], i};
+    qsort(r, (size_t)V, sizeof *r, by_count);
+    for (int32_t i = 0; i < V; i++) order[i] = r[i].id;
+    free(r);
+    return HSD_OK;
+}
+
+void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n, int64_t *prefix) {
+    prefix[0] = 0;
+    for (int32_t k = 1; k <= n; k++) prefix[k] = prefix[k - 1] + counts[order[k - 1]];
+}
+
+double hsd_trim_coverage(const int64_t *prefix, int64_t total, int32_t k) {
+    /* exact integer sums and one division: C is exactly 1 once every seen id is kept */
+    return total > 0 ? (double)prefix[k] / (double)total : 0.0;
+}
+
+double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k) {
+    double full = p->fixed_flops + 2.0 * p->dim * (double)v_full;
+    return 1.0 - (p->fixed_flops + 2.0 * p->dim * (double)k) / full;
+}
+
+hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
+                            const hsd_trim_params *p, hsd_trim_result *out) {
+    if (!prefix || !p || !out || n_cand < 1 || v_full < n_cand)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "trim: bad arguments (%d candidates, head of %d rows)", n_cand, v_full);
+    if (!(p->alpha >= 0 && p->alpha <= 1))
+        return hsd_error(HSD_ERR_INVALID_ARG, "trim: alpha %g outside [0, 1]", p->alpha);
+    if (!(p->min_coverage >= 0))
+        return hsd_error(HSD_ERR_INVALID_ARG, "trim: minimum coverage %g is negative or NaN",
+                         p->min_coverage);
+    if (p->dim < 1 || !(p->fixed_flops >= 0) || isinf(p->fixed_flops))
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "trim: hidden dim %d and fixed FLOPs %g (need d >= 1, F >= 0)", p->dim,
+                         p->fixed_flops);
+    if (total <= 0)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "trim: the corpus has no tokens, so coverage is undefined");
+    int32_t best = 0, k_min = 0;
+    double best_u = -INFINITY;
+    for (int32_t k = 1; k <= n_cand; k++) {
+        double c = hsd_trim_coverage(prefix, total, k);
+        if (c < p->min_coverage) continue;
+        if (!k_min) k_min = k;
+        double u = p->alpha * c + (1 - p->alpha) * hsd_trim_saving(p, v_full, k);
+        if (u > best_u) { /* strict: the smallest K among equals */
+            best_u = u;
+            best = k;
+        }
+    }
+    if (!best)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "trim: infeasible: no vocabulary size reaches coverage %g (the %d "
+                         "candidate ids cover %g)",
+                         p->min_coverage, n_cand, hsd_trim_coverage(prefix, total, n_cand));
+    out->k = best;
+    out->coverage = hsd_trim_coverage(prefix, total, best);
+    out->saving = hsd_trim_saving(p, v_full, best);
+    out->utility = best_u;
+    out->k_min_feasible = k_min;
+    return HSD_OK;
+}
