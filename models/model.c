@@ -12,10 +12,11 @@
 struct hsd_model {
     hsd_model_iface iface;
     char desc[384];
+    int32_t cur; /* selected sequence slot */
 };
 
 hsd_model_params hsd_model_default_params(void) {
-    hsd_model_params p = {0, 2, true};
+    hsd_model_params p = {0, 2, true, 1};
     return p;
 }
 
@@ -66,6 +67,11 @@ hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out) {
         !iface->kv_truncate)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_model_from_iface: vocab_size, forward, kv_len and kv_truncate are required");
+    int32_t n_seq = iface->n_seq ? iface->n_seq(iface->ctx) : 1;
+    if (n_seq < 1 || (n_seq > 1 && !iface->seq_select))
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_model_from_iface: n_seq() = %d (needs >= 1, and seq_select when > 1)",
+                         n_seq);
     return wrap(iface, "caller-provided model", out);
 }
 
@@ -99,4 +105,65 @@ hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, in
     if (!m->iface.kv_keep)
         return hsd_error(HSD_ERR_UNSUPPORTED, "hsd_model_kv_keep: this model has no kv_keep");
     return m->iface.kv_keep(m->iface.ctx, base, keep, n_keep);
+}
+
+int32_t hsd_model_n_seq(const hsd_model *m) {
+    return m && m->iface.n_seq ? m->iface.n_seq(m->iface.ctx) : (m ? 1 : 0);
+}
+
+int32_t hsd_model_seq_current(const hsd_model *m) {
+    return m ? m->cur : 0;
+}
+
+hsd_status hsd_model_seq_select(hsd_model *m, int32_t seq) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_seq_select: NULL model");
+    int32_t n = hsd_model_n_seq(m);
+    if (seq < 0 || seq >= n)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_seq_select: sequence %d outside 0..%d",
+                         seq, n - 1);
+    if (m->iface.seq_select) {
+        hsd_status s = m->iface.seq_select(m->iface.ctx, seq);
+        if (s) return s;
+    }
+    m->cur = seq;
+    return HSD_OK;
+}
+
+hsd_status hsd_model_forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                   float *logits) {
+    if (!m || !seqs || n_seqs < 1)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward_batch: %s",
+                         !m      ? "NULL model"
+                         : !seqs ? "NULL seqs"
+                                 : "n_seqs < 1");
+    if (m->iface.forward_batch) return m->iface.forward_batch(m->iface.ctx, seqs, n_seqs, logits);
+    /* no batched forward: one forward per entry on its slot, then the selection is restored */
+    int32_t n = hsd_model_n_seq(m), V = hsd_model_vocab_size(m);
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (seqs[i].seq < 0 || seqs[i].seq >= n)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "hsd_model_forward_batch: entry %d: sequence %d outside 0..%d", i,
+                             seqs[i].seq, n - 1);
+        for (int32_t k = 0; k < i; k++)
+            if (seqs[k].seq == seqs[i].seq)
+                return hsd_error(
+                    HSD_ERR_INVALID_ARG,
+                    "hsd_model_forward_batch: sequence %d listed twice (entries %d and %d)",
+                    seqs[i].seq, k, i);
+    }
+    int32_t cur = m->cur;
+    hsd_status s = HSD_OK;
+    size_t off = 0;
+    for (int32_t i = 0; !s && i < n_seqs; i++) {
+        const hsd_model_batch_seq *e = &seqs[i];
+        if (m->iface.seq_select) s = m->iface.seq_select(m->iface.ctx, e->seq);
+        if (!s)
+            s = m->iface.forward(m->iface.ctx, e->tokens, e->n, e->parents, e->rows, e->n_rows,
+                                 e->n_rows > 0 && logits ? logits + off : NULL);
+        off += (size_t)(e->n_rows > 0 ? e->n_rows : 0) * (size_t)V;
+    }
+    if (m->iface.seq_select && m->iface.seq_select(m->iface.ctx, cur) && !s)
+        s = hsd_error(HSD_ERR_INTERNAL, "hsd_model_forward_batch: cannot reselect sequence %d",
+                      cur);
+    return s;
 }
