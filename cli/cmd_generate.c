@@ -13,7 +13,8 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: hsd generate --target M --target-tokenizer T [--draft M2 --draft-tokenizer D]\n"
-            "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
+            "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k]\n"
+            "                    -p PROMPT | --batch-file FILE\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--backend auto|cpu|cuda] [--json]\n"
             "                    [--draft-head full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]]\n"
@@ -22,6 +23,10 @@ static void usage(void) {
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "  --draft-head replaces the drafter's LM head (trimmed, T∩D for TLI, SpecVocab,\n"
             "  SlimSpec low-rank; SVD-built unless FILE is given, calibrated on CORPUS if set).\n"
+            "  --batch-file FILE instead of -p: one prompt per line (a line that is a JSON object\n"
+            "  with a \"prompt\" field, as in bench/prompts/*.jsonl, gives that field; empty lines\n"
+            "  are skipped), all generated together (hsd_engine_generate_batch: prompt i uses seed\n"
+            "  S + i). --json then prints one JSON object per prompt (JSONL, with \"index\").\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
             "                    [--top-p P] [--seed S] [--threads T] [--json]\n"
             "       hsd generate --model M --prompt-ids 1,2,3 -n N ...   (no tokenizer: ids only)\n"
@@ -187,10 +192,11 @@ done:
 
 /* ---- engine path: any algorithm, optional drafter with its own tokenizer ---- */
 
-static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t threads,
+static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t threads, int32_t n_seq,
                      hsd_model **m, hsd_tokenizer **t) {
     hsd_model_params prm = hsd_model_default_params();
     prm.n_ctx = n_ctx;
+    prm.n_seq = n_seq;
     if (threads > 0) prm.n_threads = threads;
     prm.backend = g_backend;
     if (hsd_tokenizer_load_file(tp, t) || hsd_model_load(mp, &prm, m)) {
@@ -200,8 +206,78 @@ static int load_pair(const char *mp, const char *tp, int32_t n_ctx, int32_t thre
     return 0;
 }
 
+/* Prompts of a --batch-file: one per line, or the "prompt" field of a JSON object line. */
+static char **read_batch_file(const char *path, int32_t *n_out) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "hsd generate: cannot open %s\n", path);
+        return NULL;
+    }
+    char **v = NULL, *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int32_t n = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0) continue;
+        char *p = NULL;
+        if (line[0] == '{') {
+            json_t *j = json_loads(line, 0, NULL);
+            const char *s = json_string_value(json_object_get(j, "prompt"));
+            if (s) p = strdup(s);
+            json_decref(j);
+        }
+        if (!p) p = strdup(line);
+        char **nv = p ? realloc(v, (size_t)(n + 1) * sizeof *nv) : NULL;
+        if (!nv) {
+            free(p);
+            break;
+        }
+        (v = nv)[n++] = p;
+    }
+    free(line);
+    fclose(f);
+    if (n == 0) fprintf(stderr, "hsd generate: no prompts in %s\n", path);
+    *n_out = n;
+    return v;
+}
+
+static json_t *result_json(const hsd_gen_result *r) {
+    json_t *o = json_object(), *ids = json_array();
+    for (int32_t i = 0; i < r->n_ids; i++) json_array_append_new(ids, json_integer(r->ids[i]));
+    json_object_set_new(o, "algo", json_string(hsd_algo_name(r->algo)));
+    json_object_set_new(o, "reason", json_string(r->reason));
+    json_object_set_new(o, "text", json_stringn(r->text, r->text_len));
+    json_object_set_new(o, "ids", ids);
+    json_object_set_new(o, "n_generated", json_integer(r->n_ids));
+    json_object_set_new(o, "rounds", json_integer(r->n_rounds));
+    json_object_set_new(o, "drafted", json_integer(r->n_drafted));
+    json_object_set_new(o, "accepted", json_integer(r->n_accepted));
+    json_object_set_new(o, "acceptance_rate", json_real(r->acceptance_rate));
+    json_object_set_new(o, "tau", json_real(r->tau));
+    json_object_set_new(o, "tokens_per_s", json_real(r->tokens_per_s));
+    json_object_set_new(o, "ttft_ms", json_real(r->ttft_ms));
+    json_object_set_new(o, "tpot_ms", json_real(r->tpot_ms));
+    json_object_set_new(o, "total_ms", json_real(r->total_ms));
+    json_object_set_new(o, "draft_ms", json_real(r->draft_ms));
+    json_object_set_new(o, "verify_ms", json_real(r->verify_ms));
+    json_object_set_new(o, "bridge_ms", json_real(r->bridge_ms));
+    return o;
+}
+
+static void print_result_text(const hsd_gen_result *r) {
+    fwrite(r->text, 1, r->text_len, stdout);
+    printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason);
+    printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
+           r->acceptance_rate, r->tau, r->n_rounds, r->tokens_per_s);
+    printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
+           "(total %.2f ms)\n",
+           r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms, r->bridge_ms, r->total_ms);
+}
+
 int hsd_cmd_generate(int argc, char **argv) {
     const char *tm = NULL, *tt = NULL, *dm = NULL, *dt = NULL, *prompt = NULL, *algo = NULL;
+    const char *batch_file = NULL;
     const char *head_spec = NULL, *head_calib = NULL, *head_save = NULL;
     int32_t calib_tokens = 0;
     const char *stops[16];
@@ -222,6 +298,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--draft-tokenizer")) dt = v, i++;
         else if (!strcmp(a, "--algo")) algo = v, i++;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) prompt = v, i++;
+        else if (!strcmp(a, "--batch-file")) batch_file = v, i++;
         else if (!strcmp(a, "-n")) gp.max_new_tokens = atoi(v), i++;
         else if (!strcmp(a, "-k")) gp.n_draft = atoi(v), i++;
         else if (!strcmp(a, "--temp")) gp.temp = strtof(v, NULL), i++;
@@ -237,8 +314,9 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--save-draft-head")) head_save = v, i++;
     }
     /* the model-only path (ids in, ids out) stays as it was */
-    if (legacy || (!dm && !algo)) return generate_single(argc, argv);
-    if (!tm || !tt || !prompt || gp.max_new_tokens < 1 || (dm && !dt)) {
+    if (legacy || (!dm && !algo && !batch_file)) return generate_single(argc, argv);
+    if (!tm || !tt || !(prompt || batch_file) || (prompt && batch_file) || gp.max_new_tokens < 1 ||
+        (dm && !dt)) {
         usage();
         return 2;
     }
@@ -253,11 +331,21 @@ int hsd_cmd_generate(int argc, char **argv) {
     hsd_model *mt = NULL, *md = NULL;
     hsd_tokenizer *kt = NULL, *kd = NULL;
     hsd_engine *e = NULL;
-    hsd_gen_result r;
+    hsd_gen_result r, *rs = NULL;
     memset(&r, 0, sizeof r);
-    int32_t n_ctx = (int32_t)strlen(prompt) + 2 * gp.max_new_tokens + 64;
-    if (load_pair(tm, tt, n_ctx, threads, &mt, &kt)) goto done;
-    if (dm && load_pair(dm, dt, n_ctx + 64, threads, &md, &kd)) goto done;
+    char **batch = NULL;
+    int32_t n_batch = 0;
+    size_t longest = prompt ? strlen(prompt) : 0;
+    if (batch_file) {
+        if (!(batch = read_batch_file(batch_file, &n_batch)) || n_batch == 0 ||
+            !(rs = calloc((size_t)n_batch, sizeof *rs)))
+            goto done;
+        for (int32_t i = 0; i < n_batch; i++)
+            if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
+    }
+    int32_t n_ctx = (int32_t)longest + 2 * gp.max_new_tokens + 64, n_seq = batch ? n_batch : 1;
+    if (load_pair(tm, tt, n_ctx, threads, n_seq, &mt, &kt)) goto done;
+    if (dm && load_pair(dm, dt, n_ctx + 64, threads, n_seq, &md, &kd)) goto done;
     if (hsd_engine_init(mt, kt, md, kd, &e)) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         goto done;
@@ -278,33 +366,41 @@ int hsd_cmd_generate(int argc, char **argv) {
         }
     }
     if (md) hsd_model_reset_timing(md);
-    if (hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
+    if (batch ? hsd_engine_generate_batch(e, (const char *const *)batch, NULL, n_batch, &gp, rs)
+              : hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         goto done;
     }
     hsd_model_timing dtime = {0, 0, 0, 0};
     if (md) hsd_model_get_timing(md, &dtime);
-    if (json) {
-        json_t *o = json_object(), *ids = json_array();
-        for (int32_t i = 0; i < r.n_ids; i++) json_array_append_new(ids, json_integer(r.ids[i]));
-        json_object_set_new(o, "algo", json_string(hsd_algo_name(r.algo)));
+    if (batch) {
+        double wall = 0;
+        long tokens = 0;
+        for (int32_t i = 0; i < n_batch; i++) {
+            if (rs[i].total_ms > wall) wall = rs[i].total_ms;
+            tokens += rs[i].n_ids;
+            if (json) {
+                json_t *o = result_json(&rs[i]);
+                json_object_set_new(o, "backend",
+                                    json_string(hsd_backend_name(hsd_model_backend(mt))));
+                json_object_set_new(o, "index", json_integer(i));
+                json_object_set_new(o, "prompt", json_string(batch[i]));
+                char *dump = json_dumps(o, JSON_COMPACT);
+                if (dump) puts(dump);
+                free(dump);
+                json_decref(o);
+            } else {
+                printf("=== [%d] %s\n", i, batch[i]);
+                print_result_text(&rs[i]);
+                printf("\n");
+            }
+        }
+        if (!json)
+            printf("batch of %d prompts: %ld tokens in %.2f ms, %.1f tokens/s together\n", n_batch,
+                   tokens, wall, wall > 0 ? 1000.0 * tokens / wall : 0);
+    } else if (json) {
+        json_t *o = result_json(&r);
         json_object_set_new(o, "backend", json_string(hsd_backend_name(hsd_model_backend(mt))));
-        json_object_set_new(o, "reason", json_string(r.reason));
-        json_object_set_new(o, "text", json_stringn(r.text, r.text_len));
-        json_object_set_new(o, "ids", ids);
-        json_object_set_new(o, "n_generated", json_integer(r.n_ids));
-        json_object_set_new(o, "rounds", json_integer(r.n_rounds));
-        json_object_set_new(o, "drafted", json_integer(r.n_drafted));
-        json_object_set_new(o, "accepted", json_integer(r.n_accepted));
-        json_object_set_new(o, "acceptance_rate", json_real(r.acceptance_rate));
-        json_object_set_new(o, "tau", json_real(r.tau));
-        json_object_set_new(o, "tokens_per_s", json_real(r.tokens_per_s));
-        json_object_set_new(o, "ttft_ms", json_real(r.ttft_ms));
-        json_object_set_new(o, "tpot_ms", json_real(r.tpot_ms));
-        json_object_set_new(o, "total_ms", json_real(r.total_ms));
-        json_object_set_new(o, "draft_ms", json_real(r.draft_ms));
-        json_object_set_new(o, "verify_ms", json_real(r.verify_ms));
-        json_object_set_new(o, "bridge_ms", json_real(r.bridge_ms));
         if (md) {
             json_object_set_new(o, "draft_head", json_string(hsd_model_head_desc(md)));
             json_object_set_new(o, "draft_head_ms", json_real(dtime.head_ms));
@@ -315,13 +411,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         free(dump);
         json_decref(o);
     } else {
-        fwrite(r.text, 1, r.text_len, stdout);
-        printf("\n\nalgo %s (%s)\n", hsd_algo_name(r.algo), r.reason);
-        printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
-               r.acceptance_rate, r.tau, r.n_rounds, r.tokens_per_s);
-        printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
-               "(total %.2f ms)\n",
-               r.ttft_ms, r.tpot_ms, r.draft_ms, r.verify_ms, r.bridge_ms, r.total_ms);
+        print_result_text(&r);
         if (md)
             printf("drafter head %s: head %.2f ms, backbone %.2f ms over %lld forwards\n",
                    hsd_model_head_desc(md), dtime.head_ms, dtime.backbone_ms,
@@ -330,6 +420,12 @@ int hsd_cmd_generate(int argc, char **argv) {
     rc = 0;
 done:
     hsd_gen_result_free(&r);
+    for (int32_t i = 0; i < n_batch; i++) {
+        if (rs) hsd_gen_result_free(&rs[i]);
+        free(batch[i]);
+    }
+    free(rs);
+    free(batch);
     hsd_engine_free(e);
     hsd_model_free(mt);
     hsd_model_free(md);

@@ -72,7 +72,8 @@ static hsd_status bigram_model(const hsd_tokenizer *tok, hsd_model **out) {
     for (size_t i = 0; !s && i < n; i++)
         m->count[(size_t)(i ? ids[i - 1] : hsd_tokenizer_bos_id(tok)) * m->vocab + ids[i]] += 1;
     hsd_free(ids);
-    hsd_model_iface f = {m, bg_vocab, bg_n_ctx, bg_forward, bg_kv_len, bg_truncate, NULL, bg_free};
+    hsd_model_iface f = {.ctx = m, .vocab_size = bg_vocab, .n_ctx = bg_n_ctx, .forward = bg_forward,
+                         .kv_len = bg_kv_len, .kv_truncate = bg_truncate, .free = bg_free};
     if (!s) s = hsd_model_from_iface(&f, out); /* on success the model owns m */
     if (s) bg_free(m);
     return s;

@@ -202,7 +202,20 @@ typedef struct hsd_model_params {
     bool use_mmap;     /* map weights instead of reading them (default true) */
     hsd_backend backend;          /* default AUTO */
     hsd_weight_type device_weights; /* CUDA only; default AUTO */
+    int32_t n_seq;     /* sequence slots, each with its own KV cache of n_ctx tokens (memory
+                        * grows n_seq-fold); 0 = 1. See hsd_model_forward_batch. */
 } hsd_model_params;
+
+/* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the
+ * sequence slot `seq`. */
+typedef struct hsd_model_batch_seq {
+    int32_t seq;           /* slot, 0 <= seq < n_seq; each slot at most once per batch */
+    const int32_t *tokens; /* n >= 1 new tokens, appended to this slot's cache */
+    int32_t n;
+    const int32_t *parents; /* NULL = chain, else a token tree as for forward */
+    const int32_t *rows;    /* rows needing logits (NULL = all, then n_rows == n; 0 = none) */
+    int32_t n_rows;
+} hsd_model_batch_seq;
 
 /* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
  * NULL means a chain (token i follows token i-1); otherwise parents[i] is the index of token
@@ -225,6 +238,19 @@ typedef struct hsd_model_iface {
      * to keep the accepted path of a tree without refeeding it. */
     hsd_status (*kv_keep)(void *ctx, int32_t base, const int32_t *keep, int32_t n_keep);
     void (*free)(void *ctx); /* called by hsd_model_free; may be NULL */
+    /* Optional sequence slots (all three may be NULL: one slot, numbered 0).
+     * n_seq: number of slots. seq_select: the slot that forward, kv_len, kv_truncate and
+     * kv_keep act on from now on (slot 0 at creation); needed when n_seq > 1.
+     * forward_batch: one forward over several slots' new tokens: logits receives the
+     * requested rows of seqs[0], then of seqs[1], ... (sum of n_rows rows × vocab_size);
+     * it does not change the selected slot. Without forward_batch,
+     * hsd_model_forward_batch runs seq_select + forward once per entry instead (same
+     * results, no weight sharing). These members come last, so an iface initialized
+     * positionally by older code gets them zero (NULL); prefer designated initializers. */
+    int32_t (*n_seq)(void *ctx);
+    hsd_status (*seq_select)(void *ctx, int32_t seq);
+    hsd_status (*forward_batch)(void *ctx, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                float *logits);
 } hsd_model_iface;
 
 /* The defaults (n_ctx 0, n_threads 0 → 2, use_mmap true). Thread-safe. */
@@ -278,6 +304,26 @@ HSD_API hsd_status hsd_model_kv_truncate(hsd_model *model, int32_t len);
  * handle. */
 HSD_API hsd_status hsd_model_kv_keep(hsd_model *model, int32_t base, const int32_t *keep,
                                      int32_t n_keep);
+
+/* Sequence slots (hsd_model_params.n_seq; a caller's model through the iface's optional
+ * members). Each slot has its own KV cache; hsd_model_forward and the kv_* functions act on
+ * the selected slot, so single-sequence code is unchanged (it uses slot 0). */
+HSD_API int32_t hsd_model_n_seq(const hsd_model *model); /* 1 for a model without slots */
+/* HSD_ERR_OUT_OF_RANGE for seq outside 0..n_seq-1; the selection is kept on failure. */
+HSD_API hsd_status hsd_model_seq_select(hsd_model *model, int32_t seq);
+HSD_API int32_t hsd_model_seq_current(const hsd_model *model);
+/* One forward over n_seqs sequences: every matrix product runs over the new tokens of all
+ * of them together (each weight is read once for the whole batch), attention runs per
+ * sequence against its own cache. Results equal one hsd_model_forward per entry (up to
+ * float summation order when the larger product takes a different kernel). logits receives
+ * the requested rows entry after entry (may be NULL when every n_rows is 0); the caller
+ * owns all buffers. Errors: HSD_ERR_INVALID_ARG (n_seqs < 1, NULL seqs, a slot listed
+ * twice, bad rows/parents), HSD_ERR_OUT_OF_RANGE (slot, token id or context overflow).
+ * The built-in models check everything first and change no cache on failure; the fallback
+ * for a caller's model without forward_batch may leave earlier entries' tokens appended
+ * (truncate them). */
+HSD_API hsd_status hsd_model_forward_batch(hsd_model *model, const hsd_model_batch_seq *seqs,
+                                           int32_t n_seqs, float *logits);
 /* ====================================================================================
  * End of Models
  * ==================================================================================== */
@@ -383,6 +429,34 @@ HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t
 /* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
  * second call. */
 HSD_API void hsd_gen_result_free(hsd_gen_result *r);
+
+/* Generates from n_prompts prompts together. Prompt i is generated as hsd_engine_generate
+ * would with params->seed + i: its own committed text, bridge sides and RNG streams (draft
+ * and verify streams of seed + i), on sequence slot i of both models, so the models must
+ * have n_seq >= n_prompts slots (hsd_model_params.n_seq; the drafter only when one is
+ * used), else HSD_ERR_INVALID_ARG. Each round every live sequence drafts (the drafter's
+ * forwards are batched across sequences, one per draft position), then ONE target forward
+ * (hsd_model_forward_batch) verifies the candidates of all sequences; sequences finish
+ * independently (EOS, stop strings, max_new_tokens, a full context). Each sequence's output
+ * equals hsd_engine_generate's with seed + i (greedy: identical to AR), up to float
+ * summation order where the larger batched product takes another kernel (BLAS).
+ *   Algorithms: AR, SD, UNION, TLI, SLEM and AUTO (resolved once for the batch); any other
+ * gives HSD_ERR_UNSUPPORTED. A model without forward_batch in its iface is run one forward
+ * per sequence (same results, no sharing of the weight reads); one without sequence slots
+ * supports n_prompts == 1 only.
+ *   prompts[i] holds lens[i] bytes (lens NULL: NUL-terminated prompts; a prompt may be NULL
+ * only with length 0). results is an array of n_prompts, each released with
+ * hsd_gen_result_free; on failure all are left empty. Per-sequence times run from the
+ * start of the batch: total_ms and tokens_per_s to that sequence's end, ttft_ms to its first
+ * token; draft_ms and verify_ms include the shared batched forwards of its rounds (they do
+ * not add up across sequences). No prefix is reused; the single-sequence prefix cache is
+ * forgotten (hsd_engine_generate prefills again afterwards) and the models' selected slots
+ * are restored. Errors: HSD_ERR_INVALID_ARG for NULL arguments, n_prompts < 1, bad params,
+ * too few slots. */
+HSD_API hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts,
+                                             const size_t *lens, int32_t n_prompts,
+                                             const hsd_gen_params *params,
+                                             hsd_gen_result *results);
 /* ====================================================================================
  * End of Engine
  * ==================================================================================== */

@@ -15,6 +15,7 @@
 
 #include "hsd.h"
 #include "lib/bridge.h"
+#include "lib/engine_internal.h"
 #include "lib/error.h"
 #include "lib/map.h"
 #include "lib/rng.h"
@@ -23,18 +24,6 @@
 #include "verify/verify.h"
 
 #define MAX_CAND 64
-
-struct hsd_engine {
-    hsd_model *tm, *dm;
-    const hsd_tokenizer *tt, *dt;
-    int32_t vt, vd;  /* model vocabulary sizes */
-    int32_t *d2t;    /* draft id -> target id with identical surface bytes, or -1 */
-    int32_t overlap; /* |T ∩ D| over mapped draft ids */
-    bool same_vocab;
-    /* ids each KV cache holds after the last generation: a new prompt reuses the common
-     * prefix instead of prefilling it again (prefix caching) */
-    hsd_ids t_cached, d_cached;
-};
 
 static double now_ms(void) {
     struct timespec t;
@@ -208,25 +197,8 @@ hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
 
 /* ------------------------------------------------------------------ generation ---- */
 
-typedef struct gen {
-    hsd_engine *e;
-    const hsd_gen_params *prm;
-    hsd_algo algo;
-    hsd_sampler_params sp;
-    bool greedy;
-    hsd_rng rng_draft, rng_verify;
-    hsd_buf text;           /* committed text in the target's surface bytes */
-    size_t gen_text_start;  /* where generated text begins */
-    hsd_bridge_side T, D;
-    int32_t t_kv, d_kv;
-    hsd_ids out;
-    float *tlog, *dlog, *q, *p, *scratch, *resid;
-    size_t tlog_cap;
-    int32_t n_union, *d2u;
-    double t_draft, t_verify, t_bridge;
-    int32_t rounds, drafted, accepted;
-    bool done;
-} gen;
+/* (struct gen, the per-generation state, is in lib/engine_internal.h: the batch driver in
+ * lib/engine_batch.c runs the same round phases) */
 
 static hsd_status oom(void) { return hsd_error(HSD_ERR_NOMEM, "out of memory"); }
 
@@ -247,8 +219,7 @@ static hsd_status prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_
     return s;
 }
 
-/* Feeds a side's pending ids and leaves the logits of the last one in `logits`. */
-static hsd_status feed_last(hsd_model *m, hsd_bridge_side *side, int32_t *kv, float *logits) {
+hsd_status hsd_eng_feed_prepare(hsd_model *m, hsd_bridge_side *side, int32_t *kv, int32_t *n_out) {
     int32_t n = (int32_t)side->ids.n - *kv;
     if (n <= 0) { /* nothing pending: recompute the last position */
         *kv = (int32_t)side->ids.n - 1;
@@ -256,8 +227,17 @@ static hsd_status feed_last(hsd_model *m, hsd_bridge_side *side, int32_t *kv, fl
         if (s) return s;
         n = 1;
     }
+    *n_out = n;
+    return HSD_OK;
+}
+
+/* Feeds a side's pending ids and leaves the logits of the last one in `logits`. */
+static hsd_status feed_last(hsd_model *m, hsd_bridge_side *side, int32_t *kv, float *logits) {
+    int32_t n;
+    hsd_status s = hsd_eng_feed_prepare(m, side, kv, &n);
+    if (s) return s;
     int32_t row = n - 1;
-    hsd_status s = hsd_model_forward(m, side->ids.p + *kv, n, NULL, &row, 1, logits);
+    s = hsd_model_forward(m, side->ids.p + *kv, n, NULL, &row, 1, logits);
     if (s) return s;
     *kv += n;
     return HSD_OK;
@@ -342,9 +322,8 @@ static hsd_status ensure_tlog(gen *g, int32_t rows) {
     return HSD_OK;
 }
 
-/* Target forward over pending ids + candidates; p receives m+1 probability rows of width
- * `width` (entries past the model vocabulary are zero). */
-static hsd_status target_rows(gen *g, const int32_t *cand, int32_t m, int32_t width) {
+hsd_status hsd_eng_target_request(gen *g, const int32_t *cand, int32_t m) {
+    round_data *r = &g->rd;
     int32_t pend = (int32_t)g->T.ids.n - g->t_kv;
     if (pend <= 0) {
         g->t_kv = (int32_t)g->T.ids.n - 1;
@@ -353,22 +332,45 @@ static hsd_status target_rows(gen *g, const int32_t *cand, int32_t m, int32_t wi
         pend = 1;
     }
     int32_t n = pend + m;
-    int32_t *toks = malloc((size_t)n * sizeof *toks), *rows = malloc((size_t)(m + 1) * sizeof *rows);
-    hsd_status s = (!toks || !rows) ? oom() : ensure_tlog(g, m + 1);
-    if (!s) {
-        memcpy(toks, g->T.ids.p + g->t_kv, (size_t)pend * sizeof *toks);
-        if (m) memcpy(toks + pend, cand, (size_t)m * sizeof *toks);
-        for (int32_t j = 0; j <= m; j++) rows[j] = pend - 1 + j;
-        s = hsd_model_forward(g->e->tm, toks, n, NULL, rows, m + 1, g->tlog);
+    if (n > r->toks_cap) {
+        int32_t *t = realloc(r->toks, (size_t)n * sizeof *t);
+        if (!t) return oom();
+        r->toks = t;
+        r->toks_cap = n;
     }
+    if (m + 1 > r->rows_cap) {
+        int32_t *t = realloc(r->rows, (size_t)(m + 1) * sizeof *t);
+        if (!t) return oom();
+        r->rows = t;
+        r->rows_cap = m + 1;
+    }
+    hsd_status s = ensure_tlog(g, m + 1);
+    if (s) return s;
+    memcpy(r->toks, g->T.ids.p + g->t_kv, (size_t)pend * sizeof *r->toks);
+    if (m) memcpy(r->toks + pend, cand, (size_t)m * sizeof *r->toks);
+    for (int32_t j = 0; j <= m; j++) r->rows[j] = pend - 1 + j;
+    r->n_toks = n;
+    return HSD_OK;
+}
+
+hsd_status hsd_eng_target_probs(gen *g, const float *logits, int32_t m, int32_t width) {
     int32_t vt = g->e->vt;
+    hsd_status s = HSD_OK;
     for (int32_t j = 0; !s && j <= m; j++) {
         float *pr = g->p + (size_t)j * width;
-        s = hsd_sample_probs(g->tlog + (size_t)j * vt, vt, &g->sp, pr);
+        s = hsd_sample_probs(logits + (size_t)j * vt, vt, &g->sp, pr);
         for (int32_t i = vt; i < width; i++) pr[i] = 0;
     }
-    free(toks);
-    free(rows);
+    return s;
+}
+
+/* Target forward over pending ids + candidates; p receives m+1 probability rows of width
+ * `width` (entries past the model vocabulary are zero). */
+static hsd_status target_rows(gen *g, const int32_t *cand, int32_t m, int32_t width) {
+    hsd_status s = hsd_eng_target_request(g, cand, m);
+    if (!s)
+        s = hsd_model_forward(g->e->tm, g->rd.toks, g->rd.n_toks, NULL, g->rd.rows, m + 1, g->tlog);
+    if (!s) s = hsd_eng_target_probs(g, g->tlog, m, width);
     return s;
 }
 
@@ -381,7 +383,10 @@ static hsd_status target_keep(gen *g, int32_t n_old, int32_t a) {
 static hsd_status round_ar(gen *g) {
     double t0 = now_ms();
     hsd_status s = target_rows(g, NULL, 0, g->e->vt);
-    if (s) return s;
+    return s ? s : hsd_eng_ar_finish(g, t0);
+}
+
+hsd_status hsd_eng_ar_finish(gen *g, double t0) {
     g->t_kv = (int32_t)g->T.ids.n;
     int32_t tok = g->greedy ? hsd_verify_argmax(g->p, g->e->vt)
                             : hsd_verify_draw(g->p, g->e->vt, hsd_rng_uniform_f64(&g->rng_verify));
@@ -391,124 +396,165 @@ static hsd_status round_ar(gen *g) {
     return emit(g, &tok, 1, &kept);
 }
 
-/* Drafts up to k tokens. For TLI the drafter's distribution is restricted to T ∩ D. The
- * rows written to q are in the verification space: target ids (SD, TLI) or union ids. */
+int32_t hsd_eng_q_width(const gen *g) {
+    return g->algo == HSD_ALGO_SLEM ? 0 : g->algo == HSD_ALGO_UNION ? g->n_union : g->e->vt;
+}
+
+/* One draft from the drafter's logits. For TLI the drafter's distribution is restricted to
+ * T ∩ D. The rows written to q are in the verification space: target ids (SD, TLI) or
+ * union ids. */
+hsd_status hsd_eng_draft_take(gen *g, const float *logits, int32_t *d, int32_t *j, int32_t width,
+                              bool *stop) {
+    hsd_engine *e = g->e;
+    hsd_status s;
+    float *qd = g->scratch; /* draft-space probabilities */
+    if ((s = hsd_sample_probs(logits, e->vd, &g->sp, qd))) return s;
+    if (g->algo == HSD_ALGO_TLI) {
+        double mass = 0;
+        for (int32_t i = 0; i < e->vd; i++) {
+            if (e->d2t[i] < 0) qd[i] = 0;
+            mass += qd[i];
+        }
+        if (mass <= 0) { /* the drafter puts no mass on T ∩ D: nothing to propose */
+            *stop = true;
+            return HSD_OK;
+        }
+        for (int32_t i = 0; i < e->vd; i++) qd[i] = (float)(qd[i] / mass);
+    }
+    int32_t tok = g->greedy ? hsd_verify_argmax(qd, e->vd)
+                            : hsd_verify_draw(qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
+    float *row = g->q + (size_t)*j * width;
+    if (g->algo == HSD_ALGO_SD)
+        memcpy(row, qd, (size_t)e->vd * sizeof *row);
+    else if (g->algo == HSD_ALGO_TLI)
+        hsd_verify_map_draft(qd, e->vd, e->d2t, width, false, row);
+    else if (g->algo == HSD_ALGO_UNION)
+        hsd_verify_map_draft(qd, e->vd, g->d2u, width, false, row);
+    d[(*j)++] = tok;
+    if (hsd_ids_push(&g->D.ids, tok)) return oom();
+    /* a draft outside T ends the chain: it can only be rejected */
+    if (g->algo == HSD_ALGO_UNION && g->d2u[tok] >= e->vt) *stop = true;
+    return HSD_OK;
+}
+
+/* Drafts up to k tokens, one drafter forward each. */
 static hsd_status draft_tokens(gen *g, int32_t k, int32_t *d, int32_t *k_out, int32_t width) {
     hsd_engine *e = g->e;
     int32_t j = 0;
+    bool stop = false;
     hsd_status s = HSD_OK;
-    for (; j < k; j++) {
+    while (j < k && !stop) {
         /* a drafter whose context is full stops proposing; the target goes on alone */
         if ((int32_t)g->D.ids.n + 1 >= hsd_model_n_ctx(e->dm)) break;
         if ((s = feed_last(e->dm, &g->D, &g->d_kv, g->dlog))) return s;
-        float *qd = g->scratch; /* draft-space probabilities */
-        if ((s = hsd_sample_probs(g->dlog, e->vd, &g->sp, qd))) return s;
-        if (g->algo == HSD_ALGO_TLI) {
-            double mass = 0;
-            for (int32_t i = 0; i < e->vd; i++) {
-                if (e->d2t[i] < 0) qd[i] = 0;
-                mass += qd[i];
-            }
-            if (mass <= 0) break; /* the drafter puts no mass on T ∩ D: nothing to propose */
-            for (int32_t i = 0; i < e->vd; i++) qd[i] = (float)(qd[i] / mass);
-        }
-        int32_t tok = g->greedy ? hsd_verify_argmax(qd, e->vd)
-                                : hsd_verify_draw(qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
-        float *row = g->q + (size_t)j * width;
-        if (g->algo == HSD_ALGO_SD) memcpy(row, qd, (size_t)e->vd * sizeof *row);
-        else if (g->algo == HSD_ALGO_TLI) hsd_verify_map_draft(qd, e->vd, e->d2t, width, false, row);
-        else if (g->algo == HSD_ALGO_UNION) hsd_verify_map_draft(qd, e->vd, g->d2u, width, false, row);
-        d[j] = tok;
-        if (hsd_ids_push(&g->D.ids, tok)) return oom();
-        if (g->algo == HSD_ALGO_UNION && g->d2u[tok] >= e->vt) {
-            j++; /* a draft outside T ends the chain: it can only be rejected */
-            break;
-        }
+        if ((s = hsd_eng_draft_take(g, g->dlog, d, &j, width, &stop))) return s;
     }
     *k_out = j;
     return HSD_OK;
 }
 
-static hsd_status round_token_level(gen *g, int32_t k) {
+/* Drafts as verification-space ids; only the leading ones inside T are fed to the target. */
+void hsd_eng_tl_candidates(gen *g) {
     hsd_engine *e = g->e;
-    int32_t width = g->algo == HSD_ALGO_UNION ? g->n_union : e->vt;
-    int32_t d[64], vtok[64], out[65], kd = 0;
-    double t0 = now_ms();
-    int32_t d_committed = (int32_t)g->D.ids.n;
-    hsd_status s = draft_tokens(g, k, d, &kd, width);
-    if (s) return s;
-    double t1 = now_ms();
-    g->t_draft += t1 - t0;
-    /* drafts as verification-space ids; only those inside T are fed to the target */
-    int32_t m = 0;
-    for (int32_t j = 0; j < kd; j++) {
-        int32_t u = g->algo == HSD_ALGO_SD    ? d[j]
-                    : g->algo == HSD_ALGO_TLI ? e->d2t[d[j]]
-                                              : g->d2u[d[j]];
-        vtok[j] = u;
-        if (u < e->vt && m == j) m = j + 1;
+    round_data *rd = &g->rd;
+    rd->m = 0;
+    for (int32_t j = 0; j < rd->kd; j++) {
+        int32_t u = g->algo == HSD_ALGO_SD    ? rd->d[j]
+                    : g->algo == HSD_ALGO_TLI ? e->d2t[rd->d[j]]
+                                              : g->d2u[rd->d[j]];
+        rd->vtok[j] = u;
+        if (u < e->vt && rd->m == j) rd->m = j + 1;
     }
-    int32_t n_old = (int32_t)g->T.ids.n;
-    if ((s = target_rows(g, vtok, m, width))) return s;
-    int32_t acc = 0, r;
-    if (kd == 0) { /* nothing drafted: one plain target step */
+    rd->n_old = (int32_t)g->T.ids.n;
+}
+
+static hsd_status round_token_level(gen *g, int32_t k) {
+    round_data *rd = &g->rd;
+    int32_t width = hsd_eng_q_width(g);
+    double t0 = now_ms();
+    hsd_status s = draft_tokens(g, k, rd->d, &rd->kd, width);
+    if (s) return s;
+    rd->t1 = now_ms();
+    g->t_draft += rd->t1 - t0;
+    hsd_eng_tl_candidates(g);
+    if ((s = target_rows(g, rd->vtok, rd->m, width))) return s;
+    return hsd_eng_tl_finish(g);
+}
+
+hsd_status hsd_eng_tl_finish(gen *g) {
+    round_data *rd = &g->rd;
+    int32_t width = hsd_eng_q_width(g), out[65], acc = 0, r;
+    hsd_status s;
+    if (rd->kd == 0) { /* nothing drafted: one plain target step */
         out[0] = g->greedy ? hsd_verify_argmax(g->p, width)
                            : hsd_verify_draw(g->p, width, hsd_rng_uniform_f64(&g->rng_verify));
         r = 1;
     } else {
-        r = hsd_verify_sd(g->p, g->q, width, vtok, kd, g->greedy, &g->rng_verify, g->resid, out,
-                          &acc);
+        r = hsd_verify_sd(g->p, g->q, width, rd->vtok, rd->kd, g->greedy, &g->rng_verify, g->resid,
+                          out, &acc);
     }
-    if ((s = target_keep(g, n_old, acc))) return s;
-    g->t_verify += now_ms() - t1;
+    if ((s = target_keep(g, rd->n_old, acc))) return s;
+    g->t_verify += now_ms() - rd->t1;
     g->rounds++;
-    g->drafted += kd;
+    g->drafted += rd->kd;
     g->accepted += acc;
     /* the drafter keeps its accepted drafts; the bridge decides what else to roll back */
-    (void)d_committed;
     int32_t kept;
     if ((s = emit(g, out, r, &kept))) return s;
     if (kept < r && g->t_kv > (int32_t)g->T.ids.n) g->t_kv = (int32_t)g->T.ids.n;
     return g->done ? HSD_OK : sync_drafter(g);
 }
 
-static hsd_status round_slem(gen *g, int32_t k) {
+/* Draft text -> target candidates (rd.cand, the first rd.m of them verified). */
+hsd_status hsd_eng_slem_candidates(gen *g) {
     hsd_engine *e = g->e;
-    int32_t d[64], out[MAX_CAND + 1], kd = 0;
-    double t0 = now_ms();
-    hsd_status s = draft_tokens(g, k, d, &kd, 0);
-    if (s) return s;
-    double t1 = now_ms();
-    g->t_draft += t1 - t0;
-    /* draft text -> target candidates */
+    round_data *rd = &g->rd;
     hsd_buf dtext = {0};
-    for (int32_t j = 0; j < kd; j++) {
+    for (int32_t j = 0; j < rd->kd; j++) {
         size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, d[j], &len);
-        if (b && !hsd_tokenizer_is_special(e->dt, d[j]) && hsd_buf_append(&dtext, b, len)) {
+        const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, rd->d[j], &len);
+        if (b && !hsd_tokenizer_is_special(e->dt, rd->d[j]) && hsd_buf_append(&dtext, b, len)) {
             hsd_buf_free(&dtext);
             return oom();
         }
     }
-    hsd_ids cand = {0};
     int32_t room = hsd_model_n_ctx(e->tm) - (int32_t)g->T.ids.n - 1;
-    s = hsd_bridge_candidates(&g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &cand,
+    hsd_status s =
+        hsd_bridge_candidates(&g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &rd->cand,
                               room < MAX_CAND ? (room > 0 ? room : 0) : MAX_CAND);
     hsd_buf_free(&dtext);
     /* candidates must be ids the target model knows */
     size_t m = 0;
-    while (!s && m < cand.n && cand.p[m] >= 0 && cand.p[m] < e->vt) m++;
-    double t2 = now_ms();
-    g->t_bridge += t2 - t1;
-    int32_t n_old = (int32_t)g->T.ids.n, acc = 0, r = 0;
-    if (!s) s = target_rows(g, cand.p, (int32_t)m, e->vt);
-    if (!s) r = hsd_verify_slem(g->p, e->vt, cand.p, (int32_t)m, g->greedy, &g->rng_verify, out, &acc);
-    if (!s) s = target_keep(g, n_old, acc);
-    hsd_ids_free(&cand);
+    while (!s && m < rd->cand.n && rd->cand.p[m] >= 0 && rd->cand.p[m] < e->vt) m++;
+    rd->m = (int32_t)m;
+    rd->t2 = now_ms();
+    g->t_bridge += rd->t2 - rd->t1;
+    rd->n_old = (int32_t)g->T.ids.n;
+    return s;
+}
+
+static hsd_status round_slem(gen *g, int32_t k) {
+    round_data *rd = &g->rd;
+    double t0 = now_ms();
+    hsd_status s = draft_tokens(g, k, rd->d, &rd->kd, 0);
     if (s) return s;
-    g->t_verify += now_ms() - t2;
+    rd->t1 = now_ms();
+    g->t_draft += rd->t1 - t0;
+    if ((s = hsd_eng_slem_candidates(g))) return s;
+    if ((s = target_rows(g, rd->cand.p, rd->m, g->e->vt))) return s;
+    return hsd_eng_slem_finish(g);
+}
+
+hsd_status hsd_eng_slem_finish(gen *g) {
+    round_data *rd = &g->rd;
+    int32_t out[MAX_CAND + 1], acc = 0;
+    int32_t r =
+        hsd_verify_slem(g->p, g->e->vt, rd->cand.p, rd->m, g->greedy, &g->rng_verify, out, &acc);
+    hsd_status s = target_keep(g, rd->n_old, acc);
+    if (s) return s;
+    g->t_verify += now_ms() - rd->t2;
     g->rounds++;
-    g->drafted += (int32_t)m;
+    g->drafted += rd->m;
     g->accepted += acc;
     int32_t kept;
     if ((s = emit(g, out, r, &kept))) return s;
@@ -533,7 +579,7 @@ static hsd_status remember_cache(hsd_ids *cached, const hsd_ids *ids, int32_t kv
     return HSD_OK;
 }
 
-static void gen_free(gen *g) {
+void hsd_eng_gen_free(gen *g) {
     hsd_buf_free(&g->text);
     hsd_ids_free(&g->T.ids);
     hsd_ids_free(&g->D.ids);
@@ -545,9 +591,12 @@ static void gen_free(gen *g) {
     free(g->scratch);
     free(g->resid);
     free(g->d2u);
+    hsd_ids_free(&g->rd.cand);
+    free(g->rd.toks);
+    free(g->rd.rows);
 }
 
-static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
+hsd_status hsd_eng_gen_setup(gen *g, const char *prompt, size_t len) {
     hsd_engine *e = g->e;
     const hsd_gen_params *p = g->prm;
     hsd_status s;
@@ -626,7 +675,7 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_engine_generate: SD needs identical vocabularies; use tli, slem or union");
     double t_start = now_ms(), t_first = 0;
-    hsd_status s = gen_setup(&g, prompt ? prompt : "", len);
+    hsd_status s = hsd_eng_gen_setup(&g, prompt ? prompt : "", len);
     int32_t k = p->n_draft;
     double acc_ema = 0.7;
     while (!s && !g.done && (int32_t)g.out.n < p->max_new_tokens) {
@@ -690,7 +739,7 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         res->verify_ms = g.t_verify;
         res->bridge_ms = g.t_bridge;
     }
-    gen_free(&g);
+    hsd_eng_gen_free(&g);
     if (s) hsd_gen_result_free(res);
     return s;
 }

@@ -495,6 +495,7 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     if (desc)
         snprintf(desc, desc_cap, "%s [cuda: %s, %s weights on device]", hsd_tf_desc(tf),
                  hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type));
+    memset(iface, 0, sizeof *iface); /* one sequence slot: no n_seq/seq_select/forward_batch */
     iface->ctx = m;
     iface->vocab_size = cm_vocab;
     iface->n_ctx = cm_n_ctx;

@@ -20,7 +20,9 @@ struct hsd_model {
     hsd_model_iface iface;
     hsd_backend backend;
     char desc[640];
-    hsd_transformer *tf; /* the built-in CPU transformer behind iface, NULL for caller and CUDA models */
+    hsd_transformer
+        *tf;     /* the built-in CPU transformer behind iface, NULL for caller and CUDA models */
+    int32_t cur; /* selected sequence slot */
 };
 
 hsd_model_params hsd_model_default_params(void) {
@@ -28,15 +30,19 @@ hsd_model_params hsd_model_default_params(void) {
                           .n_threads = 2,
                           .use_mmap = true,
                           .backend = HSD_BACKEND_AUTO,
-                          .device_weights = HSD_WEIGHTS_AUTO};
+                          .device_weights = HSD_WEIGHTS_AUTO,
+                          .n_seq = 1};
     return p;
 }
 
 const char *hsd_backend_name(hsd_backend b) {
     switch (b) {
-    case HSD_BACKEND_AUTO: return "auto";
-    case HSD_BACKEND_CPU: return "cpu";
-    case HSD_BACKEND_CUDA: return "cuda";
+    case HSD_BACKEND_AUTO:
+        return "auto";
+    case HSD_BACKEND_CPU:
+        return "cpu";
+    case HSD_BACKEND_CUDA:
+        return "cuda";
     }
     return "?";
 }
@@ -73,10 +79,11 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
                          "hsd_model_load: n_ctx %d must be >= 0 and n_threads %d in 0..%d",
                          params->n_ctx, params->n_threads, HSD_MAX_THREADS);
     struct stat st;
-    if (params && (params->backend < HSD_BACKEND_AUTO || params->backend > HSD_BACKEND_CUDA ||
-                   params->device_weights < HSD_WEIGHTS_AUTO ||
-                   params->device_weights > HSD_WEIGHTS_BF16))
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: backend %d or device weights %d unknown",
+    if (params &&
+        (params->backend < HSD_BACKEND_AUTO || params->backend > HSD_BACKEND_CUDA ||
+         params->device_weights < HSD_WEIGHTS_AUTO || params->device_weights > HSD_WEIGHTS_BF16))
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_model_load: backend %d or device weights %d unknown",
                          (int)params->backend, (int)params->device_weights);
     if (stat(path, &st) != 0) return hsd_error(HSD_ERR_IO, "%s: no such file or directory", path);
     hsd_transformer *tf = NULL;
@@ -96,11 +103,18 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     }
     if (s != HSD_OK) return s;
     hsd_model_iface iface;
+    memset(&iface, 0, sizeof iface);
     hsd_model_params p = params ? *params : hsd_model_default_params();
     if (p.backend == HSD_BACKEND_AUTO) {
         /* HSD_BACKEND=cpu|cuda overrides AUTO (e.g. to keep a test suite on the CPU) */
         int b = hsd_backend_parse(getenv("HSD_BACKEND"));
         if (b > 0) p.backend = (hsd_backend)b;
+    }
+    if (p.backend != HSD_BACKEND_CPU && p.n_seq > 1) {
+        /* the device model has one KV cache; batches of sequences stay on the CPU for now */
+        hsd_log(HSD_LOG_INFO, "CUDA backend has one sequence slot; n_seq %d runs on the CPU",
+                p.n_seq);
+        p.backend = HSD_BACKEND_CPU;
     }
     if (p.backend != HSD_BACKEND_CPU) {
         /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
@@ -126,7 +140,8 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     }
     hsd_tf_iface(tf, &iface);
     s = wrap(&iface, hsd_tf_desc(tf), out);
-    if (s != HSD_OK) hsd_tf_free(tf);
+    if (s != HSD_OK)
+        hsd_tf_free(tf);
     else
         (*out)->tf = tf;
     return s;
@@ -135,8 +150,14 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
 hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out) {
     if (!iface || !out || !iface->vocab_size || !iface->forward || !iface->kv_len ||
         !iface->kv_truncate)
+        return hsd_error(
+            HSD_ERR_INVALID_ARG,
+            "hsd_model_from_iface: vocab_size, forward, kv_len and kv_truncate are required");
+    int32_t n_seq = iface->n_seq ? iface->n_seq(iface->ctx) : 1;
+    if (n_seq < 1 || (n_seq > 1 && !iface->seq_select))
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "hsd_model_from_iface: vocab_size, forward, kv_len and kv_truncate are required");
+                         "hsd_model_from_iface: n_seq() = %d (needs >= 1, and seq_select when > 1)",
+                         n_seq);
     return wrap(iface, "caller-provided model", out);
 }
 
@@ -146,51 +167,68 @@ void hsd_model_free(hsd_model *m) {
     free(m);
 }
 
-int32_t hsd_model_vocab_size(const hsd_model *m) { return m ? m->iface.vocab_size(m->iface.ctx) : 0; }
+int32_t hsd_model_vocab_size(const hsd_model *m) {
+    return m ? m->iface.vocab_size(m->iface.ctx) : 0;
+}
 int32_t hsd_model_n_ctx(const hsd_model *m) {
     return m && m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0;
 }
-const char *hsd_model_desc(const hsd_model *m) { return m ? m->desc : ""; }
-hsd_backend hsd_model_backend(const hsd_model *m) { return m ? m->backend : HSD_BACKEND_CPU; }
+const char *hsd_model_desc(const hsd_model *m) {
+    return m ? m->desc : "";
+}
+hsd_backend hsd_model_backend(const hsd_model *m) {
+    return m ? m->backend : HSD_BACKEND_CPU;
+}
 
 /* The wrapper checks every argument the interface documents before it calls the
  * implementation, so a caller-provided model never sees a malformed call and the built-in
  * transformer's own checks are a second line. */
-hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, const int32_t *parents,
-                             const int32_t *rows, int32_t n_rows, float *logits) {
-    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward: NULL model");
+/* The checks a forward of n tokens on the selected slot must pass before an implementation
+ * sees it (caller models get only well-formed calls). */
+static hsd_status check_forward(const hsd_model *m, const char *who, const int32_t *tokens,
+                                int32_t n, const int32_t *parents, const int32_t *rows,
+                                int32_t n_rows, const float *logits) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL model", who);
     if (n <= 0 || !tokens)
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward: need n > 0 tokens (n = %d%s)", n,
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: need n > 0 tokens (n = %d%s)", who, n,
                          tokens ? "" : ", tokens NULL");
     if (n_rows < 0 || n_rows > n || (n_rows > 0 && !logits) ||
         (!rows && n_rows != 0 && n_rows != n))
-        return hsd_error(HSD_ERR_INVALID_ARG,
-                         "hsd_model_forward: n_rows %d (of %d) with rows %s and logits %s", n_rows,
-                         n, rows ? "given" : "NULL", logits ? "given" : "NULL");
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_rows %d (of %d) with rows %s and logits %s",
+                         who, n_rows, n, rows ? "given" : "NULL", logits ? "given" : "NULL");
     int32_t vocab = m->iface.vocab_size(m->iface.ctx), kv = m->iface.kv_len(m->iface.ctx);
     for (int32_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= vocab)
-            return hsd_error(
-                HSD_ERR_OUT_OF_RANGE,
-                "hsd_model_forward: token %d at index %d is outside the vocabulary of %d",
-                tokens[i], i, vocab);
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "%s: token %d at index %d is outside the vocabulary of %d", who,
+                             tokens[i], i, vocab);
         if (parents && (parents[i] < -1 || parents[i] >= i))
             return hsd_error(HSD_ERR_INVALID_ARG,
-                             "hsd_model_forward: parents[%d] = %d (must be -1 or an earlier index)",
-                             i, parents[i]);
+                             "%s: parents[%d] = %d (must be -1 or an earlier index)", who, i,
+                             parents[i]);
     }
     for (int32_t r = 0; rows && r < n_rows; r++)
         if (rows[r] < 0 || rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_forward: rows[%d] = %d outside 0..%d",
-                             r, rows[r], n - 1);
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "%s: rows[%d] = %d outside 0..%d", who, r,
+                             rows[r], n - 1);
     if (m->iface.n_ctx && (int64_t)kv + n > m->iface.n_ctx(m->iface.ctx))
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "hsd_model_forward: %d cached + %d new tokens exceed the context of %d",
-                         kv, n, m->iface.n_ctx(m->iface.ctx));
+                         "%s: %d cached + %d new tokens exceed the context of %d", who, kv, n,
+                         m->iface.n_ctx(m->iface.ctx));
+    return HSD_OK;
+}
+
+hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, const int32_t *parents,
+                             const int32_t *rows, int32_t n_rows, float *logits) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward: NULL model");
+    hsd_status s = check_forward(m, "hsd_model_forward", tokens, n, parents, rows, n_rows, logits);
+    if (s) return s;
     return m->iface.forward(m->iface.ctx, tokens, n, parents, rows, n_rows, logits);
 }
 
-int32_t hsd_model_kv_len(const hsd_model *m) { return m ? m->iface.kv_len(m->iface.ctx) : 0; }
+int32_t hsd_model_kv_len(const hsd_model *m) {
+    return m ? m->iface.kv_len(m->iface.ctx) : 0;
+}
 
 hsd_status hsd_model_kv_truncate(hsd_model *m, int32_t len) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_kv_truncate: NULL model");
@@ -314,4 +352,78 @@ hsd_status hsd_model_get_timing(const hsd_model *m, hsd_model_timing *out) {
 
 void hsd_model_reset_timing(hsd_model *m) {
     if (m && m->tf) hsd_tf_reset_timing(m->tf);
+}
+
+int32_t hsd_model_n_seq(const hsd_model *m) {
+    return m && m->iface.n_seq ? m->iface.n_seq(m->iface.ctx) : (m ? 1 : 0);
+}
+
+int32_t hsd_model_seq_current(const hsd_model *m) {
+    return m ? m->cur : 0;
+}
+
+hsd_status hsd_model_seq_select(hsd_model *m, int32_t seq) {
+    if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_seq_select: NULL model");
+    int32_t n = hsd_model_n_seq(m);
+    if (seq < 0 || seq >= n)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "hsd_model_seq_select: sequence %d outside 0..%d",
+                         seq, n - 1);
+    if (m->iface.seq_select) {
+        hsd_status s = m->iface.seq_select(m->iface.ctx, seq);
+        if (s) return s;
+    }
+    m->cur = seq;
+    return HSD_OK;
+}
+
+hsd_status hsd_model_forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                   float *logits) {
+    if (!m || !seqs || n_seqs < 1)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_forward_batch: %s",
+                         !m      ? "NULL model"
+                         : !seqs ? "NULL seqs"
+                                 : "n_seqs < 1");
+    int32_t n = hsd_model_n_seq(m), V = hsd_model_vocab_size(m);
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (seqs[i].seq < 0 || seqs[i].seq >= n)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "hsd_model_forward_batch: entry %d: sequence %d outside 0..%d", i,
+                             seqs[i].seq, n - 1);
+        for (int32_t k = 0; k < i; k++)
+            if (seqs[k].seq == seqs[i].seq)
+                return hsd_error(
+                    HSD_ERR_INVALID_ARG,
+                    "hsd_model_forward_batch: sequence %d listed twice (entries %d and %d)",
+                    seqs[i].seq, k, i);
+    }
+    /* every entry is checked against its own slot before anything runs, as a single forward
+     * is, so a caller's implementation only sees well-formed batches */
+    int32_t cur = m->cur;
+    hsd_status s = HSD_OK;
+    for (int32_t i = 0; !s && i < n_seqs; i++) {
+        const hsd_model_batch_seq *e = &seqs[i];
+        char who[64];
+        snprintf(who, sizeof who, "hsd_model_forward_batch: entry %d (sequence %d)", i, e->seq);
+        if (m->iface.seq_select) s = m->iface.seq_select(m->iface.ctx, e->seq);
+        if (!s) s = check_forward(m, who, e->tokens, e->n, e->parents, e->rows, e->n_rows, logits);
+    }
+    if (m->iface.seq_select && m->iface.seq_select(m->iface.ctx, cur) && !s)
+        s = hsd_error(HSD_ERR_INTERNAL, "hsd_model_forward_batch: cannot reselect sequence %d",
+                      cur);
+    if (s) return s;
+    if (m->iface.forward_batch) return m->iface.forward_batch(m->iface.ctx, seqs, n_seqs, logits);
+    /* no batched forward: one forward per entry on its slot, then the selection is restored */
+    size_t off = 0;
+    for (int32_t i = 0; !s && i < n_seqs; i++) {
+        const hsd_model_batch_seq *e = &seqs[i];
+        if (m->iface.seq_select) s = m->iface.seq_select(m->iface.ctx, e->seq);
+        if (!s)
+            s = m->iface.forward(m->iface.ctx, e->tokens, e->n, e->parents, e->rows, e->n_rows,
+                                 e->n_rows > 0 && logits ? logits + off : NULL);
+        off += (size_t)(e->n_rows > 0 ? e->n_rows : 0) * (size_t)V;
+    }
+    if (m->iface.seq_select && m->iface.seq_select(m->iface.ctx, cur) && !s)
+        s = hsd_error(HSD_ERR_INTERNAL, "hsd_model_forward_batch: cannot reselect sequence %d",
+                      cur);
+    return s;
 }

@@ -1,6 +1,8 @@
 /* Forward pass of a Llama-family decoder over n new tokens (a chain or a token tree) on top
  * of a KV cache, after llama2.c's run.c, batched so that each weight row is read once for
- * all n tokens. */
+ * all n tokens. A model holds n_seq sequence slots, each with its own KV cache; one forward
+ * may cover new tokens of several slots (their rows go through every matrix product
+ * together, attention stays per slot). */
 #include "models/transformer.h"
 
 #include <fcntl.h>
@@ -40,14 +42,18 @@ struct hsd_transformer {
     void *release_ctx;
 
     hsd_pool *pool;
-    int32_t n_threads, n_ctx, kv_len, q_dim, kv_dim;
-    float *key_cache, *value_cache; /* [layer][n_ctx][kv_dim] */
+    int32_t n_threads, n_ctx, q_dim, kv_dim;
+    int32_t n_seq, cur;             /* sequence slots; the one forward/kv_* act on */
+    int32_t *kv_lens;               /* [n_seq] */
+    float *key_cache, *value_cache; /* [seq][layer][n_ctx][kv_dim] */
     float *rope_cos, *rope_sin;     /* [n_ctx][head_dim/2] */
+    struct fw_seg *segs;            /* [n_seq]: the slots of the forward in progress */
 
     /* scratch, grown to the largest n seen */
     int32_t cap_n;
     float *x, *xb, *q, *hb, *hb2;
-    int32_t *pos, *anc, *anc_off;
+    float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
+    int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
     float *att;     /* [n_threads][n_ctx] attention scores */
     float *wscratch; /* [n_threads][4*max_cols] row widening */
     int32_t max_cols;
@@ -55,6 +61,16 @@ struct hsd_transformer {
     hsd_head *head;          /* draft head replacing cls (NULL: cls) */
     hsd_model_timing timing; /* cumulative head / backbone split */
 };
+
+/* One slot's new tokens within a forward: rows t0..t0+n of the stacked activations. */
+typedef struct fw_seg {
+    int32_t seq, t0, n, L; /* L: the slot's cached length before this forward */
+    bool chain;
+} fw_seg;
+
+static size_t cache_off(const hsd_transformer *tf, int32_t seq, int32_t layer) {
+    return ((size_t)seq * tf->cfg.n_layers + (size_t)layer) * tf->n_ctx * tf->kv_dim;
+}
 
 const char *hsd_tkind_name(hsd_tkind kind) {
     static const char *names[HSD_T_COUNT] = {
@@ -252,6 +268,11 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
+    if (p.n_seq < 0 || p.n_seq > 4096) {
+        free(tf);
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);
+    }
+    tf->n_seq = p.n_seq > 0 ? p.n_seq : 1;
     float *freq_factors = NULL;
 
     tf->layers = calloc((size_t)c->n_layers, sizeof *tf->layers);
@@ -285,7 +306,9 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
             goto fail;
     }
 
-    size_t kv = (size_t)c->n_layers * tf->n_ctx * tf->kv_dim;
+    size_t kv = (size_t)tf->n_seq * c->n_layers * tf->n_ctx * tf->kv_dim;
+    tf->kv_lens = calloc((size_t)tf->n_seq, sizeof *tf->kv_lens);
+    tf->segs = calloc((size_t)tf->n_seq, sizeof *tf->segs);
     tf->key_cache = malloc(kv * sizeof(float));
     tf->value_cache = malloc(kv * sizeof(float));
     size_t rope = (size_t)tf->n_ctx * (c->head_dim / 2);
@@ -297,7 +320,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
     tf->pool = hsd_pool_create(tf->n_threads);
     if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
-        !tf->wscratch || !tf->pool)
+        !tf->wscratch || !tf->pool || !tf->kv_lens || !tf->segs)
         goto nomem;
     rope_tables(tf, freq_factors);
     free(freq_factors);
@@ -307,12 +330,17 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
              c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
              c->qkv_bias ? ", qkv bias" : "", tf->cls.data == tf->tok_emb.data ? ", tied" : "");
+    if (tf->n_seq > 1) {
+        size_t dl = strlen(tf->desc);
+        snprintf(tf->desc + dl, sizeof tf->desc - dl, ", %d sequences", tf->n_seq);
+    }
     tf->release = release;
     tf->release_ctx = release_ctx;
     *out = tf;
     return HSD_OK;
 nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (KV cache of %d tokens)", src, tf->n_ctx);
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (KV cache of %d tokens x %d sequences)", src,
+                  tf->n_ctx, tf->n_seq);
 fail:
     free(freq_factors);
     hsd_tf_free(tf); /* release is not yet set: the caller keeps the mapping */
@@ -335,6 +363,11 @@ void hsd_tf_free(hsd_transformer *tf) {
     hsd_pool_free(tf->pool);
     free(tf->key_cache);
     free(tf->value_cache);
+    free(tf->kv_lens);
+    free(tf->segs);
+    free(tf->kbuf);
+    free(tf->vbuf);
+    free(tf->tseg);
     free(tf->rope_cos);
     free(tf->rope_sin);
     free(tf->x);
@@ -354,7 +387,20 @@ void hsd_tf_free(hsd_transformer *tf) {
 
 const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf) { return &tf->cfg; }
 const char *hsd_tf_desc(const hsd_transformer *tf) { return tf->desc; }
-int32_t hsd_tf_kv_len(const hsd_transformer *tf) { return tf->kv_len; }
+int32_t hsd_tf_kv_len(const hsd_transformer *tf) {
+    return tf->kv_lens[tf->cur];
+}
+int32_t hsd_tf_n_seq(const hsd_transformer *tf) {
+    return tf->n_seq;
+}
+
+hsd_status hsd_tf_seq_select(hsd_transformer *tf, int32_t seq) {
+    if (seq < 0 || seq >= tf->n_seq)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "seq_select: sequence %d outside 0..%d", seq,
+                         tf->n_seq - 1);
+    tf->cur = seq;
+    return HSD_OK;
+}
 
 static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (n <= tf->cap_n) return HSD_OK;
@@ -376,7 +422,13 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (pos) tf->pos = pos;
     int32_t *off = realloc(tf->anc_off, (N + 1) * sizeof(int32_t));
     if (off) tf->anc_off = off;
-    if (!x || !xb || !q || !hb || !hb2 || !pos || !off)
+    float *kb = realloc(tf->kbuf, N * tf->kv_dim * sizeof(float));
+    if (kb) tf->kbuf = kb;
+    float *vb = realloc(tf->vbuf, N * tf->kv_dim * sizeof(float));
+    if (vb) tf->vbuf = vb;
+    int32_t *tseg = realloc(tf->tseg, N * sizeof(int32_t));
+    if (tseg) tf->tseg = tseg;
+    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg)
         return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
     tf->cap_n = n;
     return HSD_OK;
@@ -428,8 +480,7 @@ static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
 
 typedef struct attn_job {
     hsd_transformer *tf;
-    int32_t layer, n, L;
-    bool chain;
+    int32_t layer, n;
 } attn_job;
 
 static void attn_task(void *arg, int32_t tid, int32_t nth) {
@@ -438,34 +489,39 @@ static void attn_task(void *arg, int32_t tid, int32_t nth) {
     const hsd_tf_config *c = &tf->cfg;
     const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)hd);
-    const size_t loff = (size_t)j->layer * tf->n_ctx * tf->kv_dim;
-    const float *kc = tf->key_cache + loff, *vc = tf->value_cache + loff;
     float *att = tf->att + (size_t)tid * (tf->n_ctx + hd);
     int32_t total = j->n * c->n_heads;
     for (int32_t w = tid; w < total; w += nth) {
         int32_t t = w / c->n_heads, h = w % c->n_heads;
+        /* each token attends within its own slot's cache */
+        const fw_seg *sg = &tf->segs[tf->tseg[t]];
+        const int32_t L = sg->L;
+        const size_t loff = cache_off(tf, sg->seq, j->layer);
+        const float *kc = tf->key_cache + loff, *vc = tf->value_cache + loff;
         const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
         const size_t koff = (size_t)(h / kv_mul) * hd;
         /* visible: cache 0..L-1 and the new tokens that are t's ancestors (chain: all of
-         * 0..t, contiguous after the cache; tree: the slot list built by build_tree) */
+         * the slot's new tokens up to t, contiguous after the cache; tree: the slot list
+         * built by build_trees) */
         const float *kb = kc + koff, *vb = vc + koff;
         float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
         int32_t nv;
-        if (j->chain) {
-            nv = j->L + t + 1;
+        if (sg->chain) {
+            nv = L + (t - sg->t0) + 1;
             hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, nv, hd, scale);
             hsd_softmax(att, nv);
             hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, nv, hd);
         } else {
             int32_t n_new = tf->anc_off[t + 1] - tf->anc_off[t];
             const int32_t *slots = tf->anc + tf->anc_off[t];
-            nv = j->L + n_new;
-            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, j->L, hd, scale);
-            hsd_attn_scores(att + j->L, qv, kb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd, scale);
+            nv = L + n_new;
+            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, L, hd, scale);
+            hsd_attn_scores(att + L, qv, kb + (size_t)L * tf->kv_dim, tf->kv_dim, slots, n_new, hd,
+                            scale);
             hsd_softmax(att, nv);
             float *tmp = att + nv; /* room: att holds n_ctx floats, nv + hd <= n_ctx + hd */
-            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, j->L, hd);
-            hsd_attn_accum(tmp, att + j->L, vb + (size_t)j->L * tf->kv_dim, tf->kv_dim, slots, n_new, hd);
+            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, L, hd);
+            hsd_attn_accum(tmp, att + L, vb + (size_t)L * tf->kv_dim, tf->kv_dim, slots, n_new, hd);
             hsd_add(o, tmp, hd);
         }
     }
@@ -473,77 +529,147 @@ static void attn_task(void *arg, int32_t tid, int32_t nth) {
 
 /* ---- forward ----------------------------------------------------------------------- */
 
-/* Depth of each new token in the tree and, for each, the list of its ancestors (itself
- * included) in increasing index order. */
-static hsd_status build_tree(hsd_transformer *tf, const int32_t *parents, int32_t n) {
+/* For the tree segments: depth of each new token and the list of its ancestors (itself
+ * included, indices within its segment) in increasing index order. anc_off[t] is set for
+ * every row (empty lists for chain rows). */
+static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b, int32_t nb,
+                              int32_t N, bool batch) {
     int32_t total = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t p = parents[i];
-        if (p < -1 || p >= i)
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "forward: parents[%d] = %d (must be -1 or an earlier index)", i, p);
-        tf->pos[i] = p < 0 ? 0 : tf->pos[p] + 1; /* depth for now */
-        total += tf->pos[i] + 1;
+    for (int32_t s = 0; s < nb; s++) {
+        const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
+        for (int32_t i = 0; parents && i < b[s].n; i++) {
+            int32_t p = parents[i];
+            if (p < -1 || p >= i) {
+                if (batch)
+                    return hsd_error(HSD_ERR_INVALID_ARG,
+                                     "forward_batch: sequence %d: parents[%d] = %d (must be -1 or "
+                                     "an earlier index)",
+                                     b[s].seq, i, p);
+                return hsd_error(HSD_ERR_INVALID_ARG,
+                                 "forward: parents[%d] = %d (must be -1 or an earlier index)", i,
+                                 p);
+            }
+            tf->pos[t0 + i] = p < 0 ? 0 : tf->pos[t0 + p] + 1; /* depth for now */
+            total += tf->pos[t0 + i] + 1;
+        }
     }
     int32_t *anc = realloc(tf->anc, (size_t)(total > 0 ? total : 1) * sizeof(int32_t));
     if (!anc) return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for the token tree");
     tf->anc = anc;
     int32_t off = 0;
-    for (int32_t i = 0; i < n; i++) {
-        tf->anc_off[i] = off;
-        int32_t d = tf->pos[i];
-        for (int32_t k = i; k >= 0; k = parents[k]) anc[off + d--] = k;
-        off += tf->pos[i] + 1;
+    for (int32_t s = 0; s < nb; s++) {
+        const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
+        for (int32_t i = 0; i < b[s].n; i++) {
+            tf->anc_off[t0 + i] = off;
+            if (!parents) continue;
+            int32_t d = tf->pos[t0 + i];
+            for (int32_t k = i; k >= 0; k = parents[k]) anc[off + d--] = k;
+            off += tf->pos[t0 + i] + 1;
+        }
     }
-    tf->anc_off[n] = off;
+    tf->anc_off[N] = off;
     return HSD_OK;
 }
 
-hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
-                          const int32_t *parents, const int32_t *rows, int32_t n_rows,
-                          float *logits) {
+/* Checks one entry before anything is computed (a failed forward changes no cache). */
+static hsd_status check_entry(const hsd_transformer *tf, const hsd_model_batch_seq *e, bool batch,
+                              char *who, size_t who_cap) {
     const hsd_tf_config *c = &tf->cfg;
-    const int32_t L = tf->kv_len, dim = c->dim, hd = c->head_dim;
-    if (n <= 0 || !tokens) return hsd_error(HSD_ERR_INVALID_ARG, "forward: no tokens (n = %d)", n);
+    if (batch)
+        snprintf(who, who_cap, "forward_batch: sequence %d", e->seq);
+    else
+        snprintf(who, who_cap, "forward");
+    const int32_t L = tf->kv_lens[e->seq], n = e->n;
+    if (n <= 0 || !e->tokens)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: no tokens (n = %d)", who, n);
     if (L + n > tf->n_ctx)
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "forward: %d cached + %d new tokens exceed the context of %d", L, n,
+                         "%s: %d cached + %d new tokens exceed the context of %d", who, L, n,
                          tf->n_ctx);
-    if (n_rows < 0 || (n_rows > 0 && !logits) || (!rows && n_rows != 0 && n_rows != n))
-        return hsd_error(HSD_ERR_INVALID_ARG, "forward: n_rows %d with rows %s", n_rows,
-                         rows ? "given" : "NULL (must be 0 or n)");
+    if (e->n_rows < 0 || (!e->rows && e->n_rows != 0 && e->n_rows != n))
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_rows %d with rows %s", who, e->n_rows,
+                         e->rows ? "given" : "NULL (must be 0 or n)");
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: token %d at index %d is outside the vocabulary of %d",
-                             tokens[i], i, c->vocab_size);
-    for (int32_t r = 0; rows && r < n_rows; r++)
-        if (rows[r] < 0 || rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: rows[%d] = %d outside 0..%d", r, rows[r], n - 1);
-    double t_start = hsd_timer_ms();
-    hsd_status s = ensure_scratch(tf, n);
-    if (s != HSD_OK) return s;
-    if (parents) {
-        if ((s = build_tree(tf, parents, n)) != HSD_OK) return s;
-        for (int32_t i = 0; i < n; i++) tf->pos[i] += L;
-    } else {
-        for (int32_t i = 0; i < n; i++) tf->pos[i] = L + i;
-    }
+        if (e->tokens[i] < 0 || e->tokens[i] >= c->vocab_size)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "%s: token %d at index %d is outside the vocabulary of %d", who,
+                             e->tokens[i], i, c->vocab_size);
+    for (int32_t r = 0; e->rows && r < e->n_rows; r++)
+        if (e->rows[r] < 0 || e->rows[r] >= n)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE, "%s: rows[%d] = %d outside 0..%d", who, r,
+                             e->rows[r], n - 1);
+    return HSD_OK;
+}
 
-    for (int32_t t = 0; t < n; t++) hsd_mat_rows_f32(&tf->tok_emb, tokens[t], 1, tf->x + (size_t)t * dim);
+/* The forward over nb slots' new tokens, stacked as rows 0..N: every matrix product runs
+ * once over all N rows; attention runs per slot against that slot's cache. */
+static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b, int32_t nb,
+                               float *logits, bool batch) {
+    const hsd_tf_config *c = &tf->cfg;
+    const int32_t dim = c->dim, hd = c->head_dim;
+    if (nb < 1 || !b)
+        return hsd_error(HSD_ERR_INVALID_ARG, "forward_batch: no sequences (n_seqs = %d)", nb);
+    int32_t N = 0, R = 0;
+    char who[64];
+    for (int32_t i = 0; i < nb; i++) {
+        if (b[i].seq < 0 || b[i].seq >= tf->n_seq)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "forward_batch: entry %d: sequence %d outside 0..%d", i, b[i].seq,
+                             tf->n_seq - 1);
+        for (int32_t k = 0; k < i; k++)
+            if (b[k].seq == b[i].seq)
+                return hsd_error(HSD_ERR_INVALID_ARG,
+                                 "forward_batch: sequence %d listed twice (entries %d and %d)",
+                                 b[i].seq, k, i);
+        hsd_status s = check_entry(tf, &b[i], batch, who, sizeof who);
+        if (s != HSD_OK) return s;
+        N += b[i].n;
+        R += b[i].n_rows;
+    }
+    if (R > 0 && !logits)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: %d logits rows requested into NULL",
+                         batch ? "forward_batch" : "forward", R);
+    double t_start = hsd_timer_ms();
+    hsd_status s = ensure_scratch(tf, N);
+    if (s != HSD_OK) return s;
+    bool any_tree = false;
+    for (int32_t i = 0, t0 = 0; i < nb; t0 += b[i].n, i++) {
+        tf->segs[i] = (fw_seg){b[i].seq, t0, b[i].n, tf->kv_lens[b[i].seq], b[i].parents == NULL};
+        for (int32_t t = t0; t < t0 + b[i].n; t++) tf->tseg[t] = i;
+        any_tree |= b[i].parents != NULL;
+    }
+    if (any_tree && (s = build_trees(tf, b, nb, N, batch)) != HSD_OK) return s;
+    for (int32_t i = 0; i < nb; i++) {
+        const fw_seg *sg = &tf->segs[i];
+        for (int32_t k = 0; k < sg->n; k++)
+            tf->pos[sg->t0 + k] = sg->L + (sg->chain ? k : tf->pos[sg->t0 + k]);
+    }
+    for (int32_t i = 0; i < nb; i++)
+        for (int32_t k = 0; k < b[i].n; k++)
+            hsd_mat_rows_f32(&tf->tok_emb, b[i].tokens[k], 1,
+                             tf->x + (size_t)(tf->segs[i].t0 + k) * dim);
 
     const int32_t half = hd / 2;
+    int64_t attn_work = 0;
+    for (int32_t i = 0; i < nb; i++)
+        attn_work += (int64_t)b[i].n * c->n_heads * (tf->segs[i].L + b[i].n) * hd;
     for (int32_t l = 0; l < c->n_layers; l++) {
         const hsd_tf_layer *Ly = &tf->layers[l];
-        size_t loff = (size_t)l * tf->n_ctx * tf->kv_dim;
-        float *kdst = tf->key_cache + loff + (size_t)L * tf->kv_dim;
-        float *vdst = tf->value_cache + loff + (size_t)L * tf->kv_dim;
+        /* one slot: k, v go straight into its cache; several: into kbuf/vbuf, then each
+         * slot's rows are copied to its cache */
+        float *kdst = tf->kbuf, *vdst = tf->vbuf;
+        if (nb == 1) {
+            size_t at = cache_off(tf, tf->segs[0].seq, l) + (size_t)tf->segs[0].L * tf->kv_dim;
+            kdst = tf->key_cache + at;
+            vdst = tf->value_cache + at;
+        }
 
-        for (int32_t t = 0; t < n; t++)
+        for (int32_t t = 0; t < N; t++)
             hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->attn_norm, dim, c->norm_eps);
-        matmul(tf, tf->q, tf->q_dim, tf->xb, n, &Ly->wq);
-        matmul(tf, kdst, tf->kv_dim, tf->xb, n, &Ly->wk); /* k, v go straight into the cache */
-        matmul(tf, vdst, tf->kv_dim, tf->xb, n, &Ly->wv);
-        for (int32_t t = 0; t < n; t++) {
+        matmul(tf, tf->q, tf->q_dim, tf->xb, N, &Ly->wq);
+        matmul(tf, kdst, tf->kv_dim, tf->xb, N, &Ly->wk);
+        matmul(tf, vdst, tf->kv_dim, tf->xb, N, &Ly->wv);
+        for (int32_t t = 0; t < N; t++) {
             float *q = tf->q + (size_t)t * tf->q_dim, *k = kdst + (size_t)t * tf->kv_dim;
             if (Ly->bq) {
                 hsd_add(q, Ly->bq, tf->q_dim);
@@ -555,61 +681,87 @@ hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
             hsd_rope(q, c->n_heads, hd, cs, sn, c->rope_interleaved);
             hsd_rope(k, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
         }
+        if (nb > 1)
+            for (int32_t i = 0; i < nb; i++) {
+                const fw_seg *sg = &tf->segs[i];
+                size_t at = cache_off(tf, sg->seq, l) + (size_t)sg->L * tf->kv_dim;
+                size_t bytes = (size_t)sg->n * tf->kv_dim * sizeof(float);
+                memcpy(tf->key_cache + at, kdst + (size_t)sg->t0 * tf->kv_dim, bytes);
+                memcpy(tf->value_cache + at, vdst + (size_t)sg->t0 * tf->kv_dim, bytes);
+            }
 
-        attn_job aj = {tf, l, n, L, parents == NULL};
-        int64_t work = (int64_t)n * c->n_heads * (L + n) * hd;
-        hsd_pool_run(tf->pool, attn_task, &aj, work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
+        attn_job aj = {tf, l, N};
+        hsd_pool_run(tf->pool, attn_task, &aj, attn_work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
         /* attention output (in xb, q_dim wide) through wo; hb as the temporary */
-        matmul(tf, tf->hb, dim, tf->xb, n, &Ly->wo);
-        for (int32_t t = 0; t < n; t++) hsd_add(tf->x + (size_t)t * dim, tf->hb + (size_t)t * dim, dim);
+        matmul(tf, tf->hb, dim, tf->xb, N, &Ly->wo);
+        for (int32_t t = 0; t < N; t++)
+            hsd_add(tf->x + (size_t)t * dim, tf->hb + (size_t)t * dim, dim);
 
-        for (int32_t t = 0; t < n; t++)
+        for (int32_t t = 0; t < N; t++)
             hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->ffn_norm, dim, c->norm_eps);
-        matmul(tf, tf->hb, c->hidden_dim, tf->xb, n, &Ly->w_gate);
-        matmul(tf, tf->hb2, c->hidden_dim, tf->xb, n, &Ly->w_up);
-        hsd_silu_mul(tf->hb, tf->hb2, n * c->hidden_dim);
-        matmul(tf, tf->xb, dim, tf->hb, n, &Ly->w_down);
-        for (int32_t t = 0; t < n; t++) hsd_add(tf->x + (size_t)t * dim, tf->xb + (size_t)t * dim, dim);
+        matmul(tf, tf->hb, c->hidden_dim, tf->xb, N, &Ly->w_gate);
+        matmul(tf, tf->hb2, c->hidden_dim, tf->xb, N, &Ly->w_up);
+        hsd_silu_mul(tf->hb, tf->hb2, N * c->hidden_dim);
+        matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
+        for (int32_t t = 0; t < N; t++)
+            hsd_add(tf->x + (size_t)t * dim, tf->xb + (size_t)t * dim, dim);
     }
-    tf->kv_len = L + n;
+    for (int32_t i = 0; i < nb; i++) tf->kv_lens[tf->segs[i].seq] = tf->segs[i].L + b[i].n;
 
-    /* final norm and classifier only for the rows asked for */
-    for (int32_t r = 0; r < n_rows; r++) {
-        int32_t t = rows ? rows[r] : r;
-        hsd_rmsnorm(tf->xb + (size_t)r * dim, tf->x + (size_t)t * dim, tf->out_norm, dim, c->norm_eps);
-    }
+    /* final norm and classifier only for the rows asked for, entry after entry */
+    for (int32_t i = 0, r0 = 0; i < nb; r0 += b[i].n_rows, i++)
+        for (int32_t r = 0; r < b[i].n_rows; r++) {
+            int32_t t = tf->segs[i].t0 + (b[i].rows ? b[i].rows[r] : r);
+            hsd_rmsnorm(tf->xb + (size_t)(r0 + r) * dim, tf->x + (size_t)t * dim, tf->out_norm, dim,
+                        c->norm_eps);
+        }
     double t_head = hsd_timer_ms();
-    if (n_rows > 0 && tf->head)
-        s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, n_rows, logits);
-    else if (n_rows > 0)
-        matmul(tf, logits, c->vocab_size, tf->xb, n_rows, &tf->cls);
+    if (R > 0 && tf->head)
+        s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, R, logits);
+    else if (R > 0)
+        matmul(tf, logits, c->vocab_size, tf->xb, R, &tf->cls);
     double t_end = hsd_timer_ms();
     tf->timing.head_ms += t_end - t_head;
     tf->timing.backbone_ms += t_head - t_start;
     tf->timing.n_forward++;
-    tf->timing.n_head_rows += n_rows;
+    tf->timing.n_head_rows += R;
     return s;
 }
 
+hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
+                          const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                          float *logits) {
+    hsd_model_batch_seq one = {tf->cur, tokens, n, parents, rows, n_rows};
+    return forward_segs(tf, &one, 1, logits, false);
+}
+
+hsd_status hsd_tf_forward_batch(hsd_transformer *tf, const hsd_model_batch_seq *seqs,
+                                int32_t n_seqs, float *logits) {
+    return forward_segs(tf, seqs, n_seqs, logits, true);
+}
+
 hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len) {
-    if (len < 0 || len > tf->kv_len)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len, tf->kv_len);
-    tf->kv_len = len;
+    int32_t *kv_len = &tf->kv_lens[tf->cur];
+    if (len < 0 || len > *kv_len)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len,
+                         *kv_len);
+    *kv_len = len;
     return HSD_OK;
 }
 
 hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep, int32_t n_keep) {
-    if (base < 0 || base > tf->kv_len || n_keep < 0 || (n_keep > 0 && !keep))
+    int32_t *kv_len = &tf->kv_lens[tf->cur];
+    if (base < 0 || base > *kv_len || n_keep < 0 || (n_keep > 0 && !keep))
         return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_keep: base %d, %d entries, kv_len %d", base,
-                         n_keep, tf->kv_len);
+                         n_keep, *kv_len);
     for (int32_t j = 0; j < n_keep; j++)
-        if (keep[j] < 0 || base + keep[j] >= tf->kv_len || (j > 0 && keep[j] <= keep[j - 1]))
+        if (keep[j] < 0 || base + keep[j] >= *kv_len || (j > 0 && keep[j] <= keep[j - 1]))
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j,
-                             keep[j], tf->kv_len - base);
+                             "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
+                             *kv_len - base);
     size_t row = (size_t)tf->kv_dim * sizeof(float);
     for (int32_t l = 0; l < tf->cfg.n_layers; l++) {
-        size_t loff = (size_t)l * tf->n_ctx * tf->kv_dim;
+        size_t loff = cache_off(tf, tf->cur, l);
         for (int32_t j = 0; j < n_keep; j++) {
             if (keep[j] == j) continue;
             size_t dst = loff + (size_t)(base + j) * tf->kv_dim;
@@ -618,7 +770,7 @@ hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep
             memcpy(tf->value_cache + dst, tf->value_cache + src, row);
         }
     }
-    tf->kv_len = base + n_keep;
+    *kv_len = base + n_keep;
     return HSD_OK;
 }
 
@@ -650,12 +802,24 @@ static hsd_status if_forward(void *c, const int32_t *tokens, int32_t n, const in
                              const int32_t *rows, int32_t n_rows, float *logits) {
     return hsd_tf_forward(c, tokens, n, parents, rows, n_rows, logits);
 }
-static int32_t if_kv_len(void *c) { return ((hsd_transformer *)c)->kv_len; }
+static int32_t if_kv_len(void *c) {
+    return hsd_tf_kv_len(c);
+}
 static hsd_status if_truncate(void *c, int32_t len) { return hsd_tf_kv_truncate(c, len); }
 static hsd_status if_keep(void *c, int32_t base, const int32_t *keep, int32_t n) {
     return hsd_tf_kv_keep(c, base, keep, n);
 }
 static void if_free(void *c) { hsd_tf_free(c); }
+static int32_t if_n_seq(void *c) {
+    return hsd_tf_n_seq(c);
+}
+static hsd_status if_seq_select(void *c, int32_t seq) {
+    return hsd_tf_seq_select(c, seq);
+}
+static hsd_status if_forward_batch(void *c, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                   float *logits) {
+    return hsd_tf_forward_batch(c, seqs, n_seqs, logits);
+}
 
 void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface) {
     iface->ctx = tf;
@@ -666,6 +830,9 @@ void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface) {
     iface->kv_truncate = if_truncate;
     iface->kv_keep = if_keep;
     iface->free = if_free;
+    iface->n_seq = if_n_seq;
+    iface->seq_select = if_seq_select;
+    iface->forward_batch = if_forward_batch;
 }
 
 /* ---- views for other backends ------------------------------------------------------ */

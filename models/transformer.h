@@ -64,6 +64,12 @@ hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
 int32_t hsd_tf_kv_len(const hsd_transformer *tf);
 hsd_status hsd_tf_kv_truncate(hsd_transformer *tf, int32_t len);
 hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep, int32_t n_keep);
+/* Sequence slots (hsd_model_params.n_seq): forward and kv_* act on the selected one;
+ * forward_batch covers several (see hsd_model_forward_batch). */
+int32_t hsd_tf_n_seq(const hsd_transformer *tf);
+hsd_status hsd_tf_seq_select(hsd_transformer *tf, int32_t seq);
+hsd_status hsd_tf_forward_batch(hsd_transformer *tf, const hsd_model_batch_seq *seqs,
+                                int32_t n_seqs, float *logits);
 
 /* Read-only views for other backends (models/cuda_model.c uploads them). A matrix or fp32
  * vector of `kind` for `layer` (-1 for globals), NULL when the model has none (e.g. biases of

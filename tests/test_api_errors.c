@@ -81,8 +81,13 @@ static hsd_model_iface toy_iface(toy *m, int32_t vocab) {
     memset(m, 0, sizeof *m);
     m->vocab = vocab;
     m->n_ctx = 64;
-    hsd_model_iface f = {m,          toy_vocab,    toy_n_ctx, toy_forward,
-                         toy_kv_len, toy_truncate, toy_keep,  NULL};
+    hsd_model_iface f = {.ctx = m,
+                         .vocab_size = toy_vocab,
+                         .n_ctx = toy_n_ctx,
+                         .forward = toy_forward,
+                         .kv_len = toy_kv_len,
+                         .kv_truncate = toy_truncate,
+                         .kv_keep = toy_keep};
     return f;
 }
 
@@ -447,6 +452,71 @@ static void row_hsd_backend_parse(void **state) {
     assert_int_equal(hsd_backend_parse("CUDA"), -1);
     assert_int_equal(hsd_backend_parse("cpu"), HSD_BACKEND_CPU);
 }
+/* ---- sequence slots and batches ---- */
+static void row_hsd_model_n_seq(void **state) {
+    (void)state;
+    assert_int_equal(hsd_model_n_seq(NULL), 0);
+    assert_int_equal(hsd_model_n_seq(model_t), 1); /* an iface without slots has one */
+}
+static void row_hsd_model_seq_current(void **state) {
+    (void)state;
+    assert_int_equal(hsd_model_seq_current(NULL), 0);
+    assert_int_equal(hsd_model_seq_current(model_t), 0);
+}
+static void row_hsd_model_seq_select(void **state) {
+    (void)state;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_seq_select(NULL, 0));
+    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_seq_select(model_t, 1));
+    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_seq_select(model_t, -1));
+    assert_int_equal(hsd_model_seq_select(model_t, 0), HSD_OK);
+}
+static void row_hsd_model_forward_batch(void **state) {
+    (void)state;
+    hsd_engine_reset(eng_pair);
+    assert_int_equal(hsd_model_kv_truncate(model_t, 0), HSD_OK);
+    const int32_t tok[2] = {2, 3}, oob[1] = {8};
+    float logits[2 * 8];
+    hsd_model_batch_seq one = {.seq = 0, .tokens = tok, .n = 2, .n_rows = 2};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(NULL, &one, 1, logits));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(model_t, NULL, 1, logits));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(model_t, &one, 0, logits));
+    hsd_model_batch_seq bad = one;
+    bad.seq = 1; /* the toy model has one slot */
+    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward_batch(model_t, &bad, 1, logits));
+    hsd_model_batch_seq twice[2] = {one, one};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(model_t, twice, 2, logits));
+    bad = one;
+    bad.tokens = oob, bad.n = 1, bad.n_rows = 1;
+    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_model_forward_batch(model_t, &bad, 1, logits));
+    assert_int_equal(hsd_model_kv_len(model_t), 0);
+    assert_int_equal(hsd_model_forward_batch(model_t, &one, 1, logits), HSD_OK);
+    assert_int_equal(hsd_model_kv_len(model_t), 2);
+    assert_int_equal(hsd_model_kv_truncate(model_t, 0), HSD_OK);
+}
+static void row_hsd_engine_generate_batch(void **state) {
+    (void)state;
+    hsd_engine_reset(eng_pair);
+    hsd_gen_result r[2];
+    memset(r, 0, sizeof r);
+    hsd_gen_params p = hsd_gen_default_params();
+    p.max_new_tokens = 4;
+    const char *prompts[2] = {"ab", "ba"};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(NULL, prompts, NULL, 1, &p, r));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, NULL, NULL, 1, &p, r));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, NULL));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 0, &p, r));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, -3, &p, r));
+    /* the toy models have one slot: two prompts need two */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 2, &p, r));
+    p.max_new_tokens = -1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
+    assert_null(r[0].ids);
+    p.max_new_tokens = 4;
+    p.algo = HSD_ALGO_AR;
+    assert_int_equal(hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r), HSD_OK);
+    hsd_gen_result_free(&r[0]);
+}
+
 static void row_hsd_model_kv_len(void **state) {
     (void)state;
     assert_int_equal(hsd_model_kv_len(NULL), 0);
@@ -804,6 +874,11 @@ static const row rows[] = {
     ROW(hsd_model_get_timing),
     ROW(hsd_model_reset_timing),
     ROW(hsd_engine_overlap_ids),
+    ROW(hsd_model_n_seq),
+    ROW(hsd_model_seq_current),
+    ROW(hsd_model_seq_select),
+    ROW(hsd_model_forward_batch),
+    ROW(hsd_engine_generate_batch),
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 

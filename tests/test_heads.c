@@ -680,7 +680,7 @@ static hsd_status fake_trunc(void *c, int32_t len) {
 
 static void test_caller_model_has_no_head(void **state) {
     (void)state;
-    hsd_model_iface iface = {NULL, fake_vocab, NULL, fake_fwd, fake_kv, fake_trunc, NULL, NULL};
+    hsd_model_iface iface = {.vocab_size = fake_vocab, .forward = fake_fwd, .kv_len = fake_kv, .kv_truncate = fake_trunc};
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&iface, &m), HSD_OK);
     hsd_head_params p = hsd_head_default_params();

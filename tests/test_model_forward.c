@@ -257,7 +257,8 @@ static void toy_free(void *c) { ((toy_model *)c)->freed = true; }
 static void test_iface_plugin(void **state) {
     (void)state;
     toy_model toy = {0};
-    hsd_model_iface it = {&toy, toy_vocab, NULL, toy_forward, toy_len, toy_trunc, NULL, toy_free};
+    hsd_model_iface it = {&toy, toy_vocab, NULL, toy_forward, toy_len, toy_trunc,
+                          NULL, toy_free,  NULL, NULL,        NULL};
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
     float lg[6];

@@ -49,7 +49,7 @@ class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
     _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
                 ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
-                ("device_weights", ctypes.c_int)]
+                ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32)]
 
 
 class GenParams(ctypes.Structure):
@@ -89,7 +89,10 @@ class ModelIface(ctypes.Structure):
     """struct hsd_model_iface"""
     _fields_ = [("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
                 ("forward", FORWARD_FN), ("kv_len", VOCAB_FN), ("kv_truncate", TRUNCATE_FN),
-                ("kv_keep", KEEP_FN), ("free", FREE_FN)]
+                ("kv_keep", KEEP_FN), ("free", FREE_FN),
+                # optional sequence slots (left NULL: one slot)
+                ("n_seq", VOCAB_FN), ("seq_select", TRUNCATE_FN),
+                ("forward_batch", ctypes.c_void_p)]
 
 
 P = ctypes.c_void_p
