@@ -409,7 +409,10 @@ HSD_API void hsd_engine_free(hsd_engine *e);
  * buffer (NUL-terminated, truncated to reason_cap; reason may be NULL). A NULL engine gives
  * HSD_ALGO_AR ("no drafter"). Read-only on the engine: safe alongside other readers. */
 HSD_API hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t reason_cap);
-/* |T ∩ D| by surface bytes (special tokens excluded); 0 for NULL or no drafter. */
+/* The drafter ids whose surface bytes equal some target token's (special tokens excluded):
+ * the ids TLI can draft. Several drafter ids may spell one string (a token and its
+ * byte-fallback twin), so this can exceed |T|; AUTO compares distinct strings with |T|.
+ * 0 for NULL or no drafter. */
 HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
 /* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
  * no-op. Not thread-safe per handle. */

@@ -93,6 +93,14 @@ static hsd_status build_map(hsd_engine *e) {
         if (e->d2t[d] >= 0) e->overlap++;
     }
     hsd_strmap_free(&by_bytes);
+    /* several drafter ids can spell one string (e.g. "A" and its byte-fallback <0x41>): the
+     * share of T that can be drafted counts each target id once */
+    uint8_t *hit = calloc((size_t)e->vt, 1);
+    if (!hit) return hsd_error(HSD_ERR_NOMEM, "oom");
+    e->overlap_t = 0;
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0 && !hit[e->d2t[d]]) hit[e->d2t[d]] = 1, e->overlap_t++;
+    free(hit);
     /* identical vocabularies: same size and every id maps to itself */
     e->same_vocab = e->vt == e->vd;
     for (int32_t d = 0; d < e->vd && e->same_vocab; d++)
@@ -184,14 +192,15 @@ hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
         snprintf(reason, cap, "identical vocabularies (%d tokens): standard SD", e->vt);
         return HSD_ALGO_SD;
     }
-    double of_t = (double)e->overlap / e->vt, of_d = (double)e->overlap / e->vd;
+    /* shares by strings: distinct target ids over |T|, mapped drafter ids over |D| */
+    double of_t = (double)e->overlap_t / e->vt, of_d = (double)e->overlap / e->vd;
     if (of_t >= 0.5 && of_d >= 0.5) {
-        snprintf(reason, cap, "|T∩D| = %d covers %.0f%% of T and %.0f%% of D: TLI", e->overlap,
-                 100 * of_t, 100 * of_d);
+        snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D: TLI",
+                 e->overlap_t, 100 * of_t, 100 * of_d);
         return HSD_ALGO_TLI;
     }
-    snprintf(reason, cap, "|T∩D| = %d covers %.0f%% of T and %.0f%% of D (< 50%%): SLEM",
-             e->overlap, 100 * of_t, 100 * of_d);
+    snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D (< 50%%): SLEM",
+             e->overlap_t, 100 * of_t, 100 * of_d);
     return HSD_ALGO_SLEM;
 }
 

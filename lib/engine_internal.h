@@ -29,6 +29,8 @@ struct hsd_engine {
     int32_t vt, vd;  /* model vocabulary sizes */
     int32_t *d2t;    /* draft id -> target id with identical surface bytes, or -1 */
     int32_t overlap; /* |T ∩ D| over mapped draft ids */
+    int32_t overlap_t; /* distinct target ids those drafter ids reach (byte-fallback twins
+                        * of one string count once): the |T ∩ D| that compares with |T| */
     bool same_vocab;
     /* ids each KV cache holds after the last generation: a new prompt reuses the common
      * prefix instead of prefilling it again (prefix caching) */
