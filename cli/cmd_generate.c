@@ -12,9 +12,13 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: hsd generate --target M --target-tokenizer T [--draft M2 --draft-tokenizer D]\n"
-            "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k] -p PROMPT\n"
+            "                    --algo ar|sd|union|tli|slem|slrs|auto [-k K] [--adaptive-k] -p PROMPT\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--json]\n"
+            "                    [--slrs-top-k K] [--slrs-top-p P] [--slrs-nodes N]\n"
+            "                    [--lookahead determined|fixed|nmax]\n"
+            "  slrs: -k is the draft tree's depth limit; the tree keeps the drafter's top-k/top-p\n"
+            "  children per node (default 4, 0.95) and at most N scored nodes per round (64).\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
@@ -198,6 +202,17 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) gp.seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
         else if (!strcmp(a, "--stop") && gp.n_stop < 16) stops[gp.n_stop++] = v, i++;
+        else if (!strcmp(a, "--slrs-top-k")) gp.slrs_top_k = atoi(v), i++;
+        else if (!strcmp(a, "--slrs-top-p")) gp.slrs_top_p = strtof(v, NULL), i++;
+        else if (!strcmp(a, "--slrs-nodes")) gp.slrs_max_nodes = atoi(v), i++;
+        else if (!strcmp(a, "--lookahead")) {
+            gp.slrs_lookahead = !strcmp(v, "determined") ? 0 : !strcmp(v, "fixed") ? 1 : !strcmp(v, "nmax") ? 2 : -1;
+            if (gp.slrs_lookahead < 0) {
+                fprintf(stderr, "hsd generate: --lookahead must be determined, fixed or nmax\n");
+                return 2;
+            }
+            i++;
+        }
     }
     /* the model-only path (ids in, ids out) stays as it was */
     if (legacy || (!dm && !algo)) return generate_single(argc, argv);
@@ -246,6 +261,14 @@ int hsd_cmd_generate(int argc, char **argv) {
         json_object_set_new(o, "draft_ms", json_real(r.draft_ms));
         json_object_set_new(o, "verify_ms", json_real(r.verify_ms));
         json_object_set_new(o, "bridge_ms", json_real(r.bridge_ms));
+        json_object_set_new(o, "first_accept_rate", json_real(r.first_accept_rate));
+        if (r.algo == HSD_ALGO_SLRS) {
+            json_object_set_new(o, "psi_ms", json_real(r.psi_ms));
+            json_object_set_new(o, "tree_nodes", json_real(r.tree_nodes));
+            json_object_set_new(o, "tree_forwards", json_real(r.tree_forwards));
+            json_object_set_new(o, "expected_accept", json_real(r.expected_accept));
+            json_object_set_new(o, "expected_accept_em", json_real(r.expected_accept_em));
+        }
         char *dump = json_dumps(o, JSON_COMPACT);
         if (dump) puts(dump);
         free(dump);
@@ -258,6 +281,11 @@ int hsd_cmd_generate(int argc, char **argv) {
         printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
                "(total %.2f ms)\n",
                r.ttft_ms, r.tpot_ms, r.draft_ms, r.verify_ms, r.bridge_ms, r.total_ms);
+        if (r.algo == HSD_ALGO_SLRS)
+            printf("slrs: %.1f tree nodes and %.2f drafter forwards per round, psi %.3f ms/round; "
+                   "first-token acceptance %.3f (expected %.3f; exact matching %.3f)\n",
+                   r.tree_nodes, r.tree_forwards, r.psi_ms, r.first_accept_rate, r.expected_accept,
+                   r.expected_accept_em);
     }
     rc = 0;
 done:

@@ -15,26 +15,13 @@
 
 #include "hsd.h"
 #include "lib/bridge.h"
+#include "lib/engine_internal.h"
 #include "lib/error.h"
 #include "lib/map.h"
 #include "lib/rng.h"
 #include "lib/sample.h"
 #include "tokenize/tokenizer.h"
 #include "verify/verify.h"
-
-#define MAX_CAND 64
-
-struct hsd_engine {
-    hsd_model *tm, *dm;
-    const hsd_tokenizer *tt, *dt;
-    int32_t vt, vd;  /* model vocabulary sizes */
-    int32_t *d2t;    /* draft id -> target id with identical surface bytes, or -1 */
-    int32_t overlap; /* |T ∩ D| over mapped draft ids */
-    bool same_vocab;
-    /* ids each KV cache holds after the last generation: a new prompt reuses the common
-     * prefix instead of prefilling it again (prefix caching) */
-    hsd_ids t_cached, d_cached;
-};
 
 static double now_ms(void) {
     struct timespec t;
@@ -43,7 +30,7 @@ static double now_ms(void) {
 }
 
 const char *hsd_algo_name(hsd_algo a) {
-    static const char *names[] = {"ar", "sd", "union", "tli", "slem", "auto"};
+    static const char *names[] = {"ar", "sd", "union", "tli", "slem", "slrs", "auto"};
     return (unsigned)a <= HSD_ALGO_AUTO ? names[a] : "?";
 }
 
@@ -63,6 +50,9 @@ hsd_gen_params hsd_gen_default_params(void) {
     p.top_p = 1.0f;
     p.stop_at_eos = true;
     p.add_bos = true;
+    p.slrs_top_k = 4;
+    p.slrs_top_p = 0.95f;
+    p.slrs_max_nodes = 64;
     return p;
 }
 
@@ -149,6 +139,7 @@ void hsd_engine_free(hsd_engine *e) {
     if (!e) return;
     hsd_ids_free(&e->t_cached);
     hsd_ids_free(&e->d_cached);
+    hsd_engine_slrs_release(e);
     free(e->d2t);
     free(e);
 }
@@ -182,26 +173,6 @@ hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
 }
 
 /* ------------------------------------------------------------------ generation ---- */
-
-typedef struct gen {
-    hsd_engine *e;
-    const hsd_gen_params *prm;
-    hsd_algo algo;
-    hsd_sampler_params sp;
-    bool greedy;
-    hsd_rng rng_draft, rng_verify;
-    hsd_buf text;           /* committed text in the target's surface bytes */
-    size_t gen_text_start;  /* where generated text begins */
-    hsd_bridge_side T, D;
-    int32_t t_kv, d_kv;
-    hsd_ids out;
-    float *tlog, *dlog, *q, *p, *scratch, *resid;
-    size_t tlog_cap;
-    int32_t n_union, *d2u;
-    double t_draft, t_verify, t_bridge;
-    int32_t rounds, drafted, accepted;
-    bool done;
-} gen;
 
 static hsd_status oom(void) { return hsd_error(HSD_ERR_NOMEM, "out of memory"); }
 
@@ -483,6 +454,7 @@ static hsd_status round_slem(gen *g, int32_t k) {
     if (s) return s;
     g->t_verify += now_ms() - t2;
     g->rounds++;
+    if (m) g->first_tried++, g->first_acc += acc > 0;
     g->drafted += (int32_t)m;
     g->accepted += acc;
     int32_t kept;
@@ -520,6 +492,7 @@ static void gen_free(gen *g) {
     free(g->scratch);
     free(g->resid);
     free(g->d2u);
+    hsd_gen_slrs_free(g);
 }
 
 static hsd_status gen_setup(gen *g, const char *prompt, size_t len) {
@@ -579,6 +552,8 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         (p->adaptive_k && (p->k_max < 1 || p->k_max > 63)))
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_engine_generate: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= 63");
+    if ((unsigned)p->slrs_lookahead > 2)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: slrs_lookahead must be 0, 1 or 2");
     if ((unsigned)p->algo > HSD_ALGO_AUTO)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: unknown algorithm %d", (int)p->algo);
     gen g;
@@ -615,6 +590,7 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         int32_t before = (int32_t)g.out.n, drafted_before = g.drafted, acc_before = g.accepted;
         if (g.algo == HSD_ALGO_AR || draft_full) s = round_ar(&g);
         else if (g.algo == HSD_ALGO_SLEM) s = round_slem(&g, kk);
+        else if (g.algo == HSD_ALGO_SLRS) s = hsd_gen_round_slrs(&g, kk);
         else s = round_token_level(&g, kk);
         if (!s && before == 0 && g.out.n > 0) t_first = now_ms();
         if (!s && p->adaptive_k && g.drafted > drafted_before) {
@@ -659,6 +635,8 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         res->draft_ms = g.t_draft;
         res->verify_ms = g.t_verify;
         res->bridge_ms = g.t_bridge;
+        res->first_accept_rate = g.first_tried ? (double)g.first_acc / g.first_tried : 0;
+        hsd_gen_slrs_stats(&g, res);
     }
     gen_free(&g);
     if (s) hsd_gen_result_free(res);
@@ -672,4 +650,21 @@ void hsd_gen_result_free(hsd_gen_result *r) {
     r->ids = NULL;
     r->text = NULL;
     r->n_ids = 0;
+}
+
+/* Entry points for rounds that live in their own files (lib/engine_slrs.c). */
+double hsd_gen_now_ms(void) { return now_ms(); }
+hsd_status hsd_gen_feed_drafter(gen *g, float *logits) {
+    return feed_last(g->e->dm, &g->D, &g->d_kv, logits);
+}
+hsd_status hsd_gen_target_rows(gen *g, const int32_t *cand, int32_t m) {
+    return target_rows(g, cand, m, g->e->vt);
+}
+hsd_status hsd_gen_finish_round(gen *g, int32_t n_old, int32_t acc, const int32_t *out, int32_t r) {
+    hsd_status s = target_keep(g, n_old, acc);
+    int32_t kept;
+    if (!s) s = emit(g, out, r, &kept);
+    if (s) return s;
+    if (g->t_kv > (int32_t)g->T.ids.n) g->t_kv = (int32_t)g->T.ids.n;
+    return g->done ? HSD_OK : sync_drafter(g);
 }

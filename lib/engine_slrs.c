@@ -1,0 +1,248 @@
+/* The SLRS round (Alg 3 with the multi-token extension) on top of the decoding loop.
+ *
+ * One round:
+ *   1. the drafter's pending ids are fed; its distribution at the root, cut to the sparse
+ *      proposal q~ (top-k, top-p, renormalised), gives the root's children;
+ *   2. the tree grows one level per drafter forward: every frontier node and its ancestors
+ *      go into one tree-masked batch (parents = tree edges) and only the frontier rows come
+ *      back; the cache is cut back to the root afterwards. Branches stop by the lookahead
+ *      rule (lib/slrs_tree.h), so depth and the node budget bound the work;
+ *   3. a leaf is sampled from q~ with the draft stream; its target candidates c_1..c_m are
+ *      scored by one target forward (as SLEM's candidates are);
+ *   4. position j accepts c_j with min(1, p_j/psi_j) where psi_j = law of c_j given the
+ *      accepted c_<j under q~; the first rejection resamples from norm(max(0, p_j - psi_j)),
+ *      and after m accepted the position m+1 is verified against the "no candidate" outcome
+ *      the same way. Every position is exact, so the output law is the target's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/engine_internal.h"
+#include "lib/error.h"
+#include "lib/first_token.h"
+#include "lib/slrs_tree.h"
+#include "verify/slrs.h"
+#include "verify/verify.h"
+
+struct hsd_slrs_state {
+    hsd_slrs_tree tree;
+    int32_t *sp_tok; /* sparse proposal of one node */
+    float *sp_w, *psi, *rowlog;
+    size_t rowlog_cap;
+    int32_t *feed, *parents, *rows, *pos; /* one tree forward; pos: node -> feed index */
+    int32_t feed_cap;
+    double t_psi, nodes, forwards, exp_slrs, exp_em;
+    int32_t n_exp;
+};
+
+static hsd_status oom(void) {
+    return hsd_error(HSD_ERR_NOMEM, "out of memory");
+}
+
+void hsd_gen_slrs_free(gen *g) {
+    struct hsd_slrs_state *st = g->slrs;
+    if (!st) return;
+    hsd_slrs_tree_free(&st->tree);
+    free(st->sp_tok);
+    free(st->sp_w);
+    free(st->psi);
+    free(st->rowlog);
+    free(st->feed);
+    free(st->parents);
+    free(st->rows);
+    free(st->pos);
+    free(st);
+    g->slrs = NULL;
+}
+
+void hsd_engine_slrs_release(hsd_engine *e) {
+    if (!e->slrs_ft) return;
+    hsd_first_token_free(e->slrs_ft);
+    free(e->slrs_ft);
+    e->slrs_ft = NULL;
+}
+
+void hsd_gen_slrs_stats(const gen *g, hsd_gen_result *res) {
+    const struct hsd_slrs_state *st = g->slrs;
+    if (!st || !g->rounds) return;
+    res->psi_ms = st->t_psi / g->rounds;
+    res->tree_nodes = st->nodes / g->rounds;
+    res->tree_forwards = st->forwards / g->rounds;
+    res->expected_accept = st->n_exp ? st->exp_slrs / st->n_exp : 0;
+    res->expected_accept_em = st->n_exp ? st->exp_em / st->n_exp : 0;
+}
+
+static hsd_status setup(gen *g) {
+    hsd_engine *e = g->e;
+    if (!e->slrs_ft) {
+        e->slrs_ft = calloc(1, sizeof *e->slrs_ft);
+        if (!e->slrs_ft) return oom();
+        hsd_status s = hsd_first_token_init(e->slrs_ft, e->tt);
+        if (s) {
+            free(e->slrs_ft);
+            e->slrs_ft = NULL;
+            return s;
+        }
+    }
+    if (g->slrs) return HSD_OK;
+    struct hsd_slrs_state *st = calloc(1, sizeof *st);
+    if (!st) return oom();
+    g->slrs = st;
+    st->sp_tok = malloc((size_t)e->vd * sizeof *st->sp_tok);
+    st->sp_w = malloc((size_t)e->vd * sizeof *st->sp_w);
+    st->psi = malloc((size_t)e->vt * sizeof *st->psi);
+    if (!st->sp_tok || !st->sp_w || !st->psi) return oom();
+    return HSD_OK;
+}
+
+/* Children of `node` from the drafter's logits there: q~ = sparse(sampling distribution). */
+static hsd_status expand(gen *g, int32_t node, const float *logits) {
+    struct hsd_slrs_state *st = g->slrs;
+    hsd_status s = hsd_sample_probs(logits, g->e->vd, &g->sp, g->scratch);
+    if (s) return s;
+    int32_t n = hsd_slrs_sparsify(g->scratch, g->e->vd, g->prm->slrs_top_k, g->prm->slrs_top_p,
+                                  st->sp_tok, st->sp_w);
+    return hsd_slrs_tree_expand(&st->tree, node, st->sp_tok, st->sp_w, n);
+}
+
+static hsd_status grow(struct hsd_slrs_state *st, int32_t need, size_t rowlog) {
+    if (need > st->feed_cap) {
+        int32_t c = need * 2;
+        int32_t *a = realloc(st->feed, (size_t)c * sizeof *a);
+        if (a) st->feed = a;
+        int32_t *b = realloc(st->parents, (size_t)c * sizeof *b);
+        if (b) st->parents = b;
+        int32_t *r = realloc(st->rows, (size_t)c * sizeof *r);
+        if (r) st->rows = r;
+        if (!a || !b || !r) return oom();
+        st->feed_cap = c;
+    }
+    if (rowlog > st->rowlog_cap) {
+        float *p = realloc(st->rowlog, rowlog * sizeof *p);
+        if (!p) return oom();
+        st->rowlog = p;
+        st->rowlog_cap = rowlog;
+    }
+    return HSD_OK;
+}
+
+/* One tree level: a single tree-masked drafter forward over the frontier and its ancestors. */
+static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
+    struct hsd_slrs_state *st = g->slrs;
+    hsd_slrs_tree *tr = &st->tree;
+    int32_t nn = tr->n_nodes, nf = 0, nr = 0;
+    int32_t *pos = realloc(st->pos, (size_t)nn * sizeof *pos);
+    if (!pos) return oom();
+    st->pos = pos;
+    /* mark: frontier nodes and every ancestor below the root (parents precede children) */
+    for (int32_t i = 0; i < nn; i++) pos[i] = -1;
+    for (int32_t i = 0; i < nn; i++)
+        if (tr->nodes[i].state == HSD_SLRS_FRONTIER)
+            for (int32_t a = i; a > 0 && pos[a] == -1; a = tr->nodes[a].parent) pos[a] = -2;
+    for (int32_t i = 1; i < nn; i++)
+        if (pos[i] == -2) nf++;
+    if (!nf) return HSD_OK;
+    hsd_status s = grow(st, nf, 0);
+    if (s) return s;
+    nf = 0;
+    for (int32_t i = 1; i < nn; i++) {
+        if (pos[i] != -2) continue;
+        int32_t par = tr->nodes[i].parent;
+        st->feed[nf] = tr->nodes[i].tok;
+        st->parents[nf] = par > 0 ? pos[par] : -1;
+        if (tr->nodes[i].state == HSD_SLRS_FRONTIER) st->rows[nr++] = nf;
+        pos[i] = nf++;
+    }
+    int32_t vd = g->e->vd;
+    if ((s = grow(st, nf, (size_t)nr * (size_t)vd))) return s;
+    double t0 = hsd_gen_now_ms();
+    s = hsd_model_forward(g->e->dm, st->feed, nf, st->parents, st->rows, nr, st->rowlog);
+    hsd_status s2 = hsd_model_kv_truncate(g->e->dm, root_kv);
+    *t_fwd += hsd_gen_now_ms() - t0;
+    st->forwards++;
+    if (s) return s;
+    if (s2) return s2;
+    /* expand in node order (deterministic: budget goes to earlier nodes first) */
+    for (int32_t i = 1, r = 0; i < nn && r < nr; i++) {
+        if (pos[i] < 0 || tr->nodes[i].state != HSD_SLRS_FRONTIER) continue;
+        if ((s = expand(g, i, st->rowlog + (size_t)r * (size_t)vd))) return s;
+        r++;
+    }
+    return HSD_OK;
+}
+
+hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
+    hsd_engine *e = g->e;
+    hsd_status s = setup(g);
+    if (s) return s;
+    struct hsd_slrs_state *st = g->slrs;
+    hsd_slrs_tree *tr = &st->tree;
+    double t0 = hsd_gen_now_ms(), t_fwd = 0;
+    /* 1. root */
+    if ((s = hsd_gen_feed_drafter(g, g->dlog))) return s;
+    t_fwd += hsd_gen_now_ms() - t0;
+    st->forwards++;
+    int32_t root_kv = g->d_kv;
+    int32_t room = hsd_model_n_ctx(e->dm) - root_kv - 1;
+    int32_t budget = g->prm->slrs_max_nodes < room ? g->prm->slrs_max_nodes : room;
+    if ((s = hsd_slrs_tree_reset(tr, e->dt, e->slrs_ft, (hsd_slrs_rule)g->prm->slrs_lookahead, k,
+                                 budget)) ||
+        (s = expand(g, 0, g->dlog)))
+        return s;
+    /* 2. one drafter forward per level until every branch has stopped */
+    for (int32_t d = 1; d <= k && !s; d++) s = level(g, root_kv, &t_fwd);
+    if (!s) s = hsd_slrs_tree_close(tr);
+    if (s) return s;
+    st->nodes += tr->n_nodes;
+    /* 3. the draft: a leaf sampled from q~, its target candidates scored by the target */
+    int32_t leaf = hsd_slrs_tree_sample(tr, &g->rng_draft);
+    const hsd_slrs_node *lf = &tr->nodes[leaf];
+    int32_t c[MAX_CAND], out[MAX_CAND + 1];
+    int32_t troom = hsd_model_n_ctx(e->tm) - (int32_t)g->T.ids.n - 1;
+    int32_t cap = troom < MAX_CAND ? (troom > 0 ? troom : 0) : MAX_CAND;
+    int32_t m = 0;
+    /* candidates stop at one the target model cannot emit (psi counts it as "none") */
+    while (m < lf->n_cand && m < cap && tr->cands.p[lf->cand_off + m] >= 0 &&
+           tr->cands.p[lf->cand_off + m] < e->vt) {
+        c[m] = tr->cands.p[lf->cand_off + m];
+        m++;
+    }
+    /* the position after the last candidate: cut by the cap (then nothing is proposed there
+     * for any leaf with this prefix, psi = 0) or the leaf's own end (psi from the tree) */
+    bool capped = m == cap && lf->n_cand > cap;
+    double t1 = hsd_gen_now_ms();
+    st->t_psi += (t1 - t0) - t_fwd;
+    g->t_draft += t_fwd;
+    int32_t n_old = (int32_t)g->T.ids.n;
+    double t2 = hsd_gen_now_ms(), t_psi = 0;
+    if ((s = hsd_gen_target_rows(g, c, m))) return s;
+    int32_t acc = 0, r = 0, vt = e->vt;
+    for (int32_t j = 0; j <= m; j++) {
+        const float *pj = g->p + (size_t)j * vt;
+        bool ok = false;
+        if (j == m && capped) {
+            out[r++] = g->greedy ? hsd_verify_argmax(pj, vt)
+                                 : hsd_verify_draw(pj, vt, hsd_rng_uniform_f64(&g->rng_verify));
+            break;
+        }
+        double tp = hsd_gen_now_ms();
+        if ((s = hsd_slrs_tree_psi(tr, c, j, st->psi, vt, NULL))) return s;
+        if (j == 0) {
+            double em, a = hsd_verify_slrs_expected(pj, st->psi, vt, &em);
+            st->exp_slrs += a;
+            st->exp_em += em;
+            st->n_exp++;
+        }
+        t_psi += hsd_gen_now_ms() - tp;
+        out[r++] = hsd_verify_slrs(pj, st->psi, vt, j < m ? c[j] : -1, g->greedy, &g->rng_verify,
+                                   g->resid, &ok);
+        if (j < m && j == 0) g->first_tried++, g->first_acc += ok;
+        if (!ok || j == m) break;
+        acc++;
+    }
+    st->t_psi += t_psi;
+    g->t_verify += hsd_gen_now_ms() - t2 - t_psi;
+    g->rounds++;
+    g->drafted += m;
+    g->accepted += acc;
+    return hsd_gen_finish_round(g, n_old, acc, out, r);
+}
