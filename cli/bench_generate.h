@@ -12,10 +12,10 @@
 
 /* Measured forward costs of one direction (ms, medians). */
 typedef struct hsd_bench_cost {
-    int32_t t_prefix, d_prefix;                /* cached context the costs were taken at */
-    double c_target[HSD_BENCH_COST_MAX_N + 1]; /* [n]: one target forward over n tokens */
-    double c_draft;                            /* one drafter forward over 1 token */
-    double c_self;                             /* SD's drafter (target copy), 1 token */
+    int32_t t_prefix, d_prefix;                   /* cached context the costs were taken at */
+    double c_target[HSD_BENCH_COST_MAX_N + 1];    /* [n]: one target forward over n tokens */
+    double c_draft;                               /* one drafter forward over 1 token */
+    double c_self;                                /* SD's drafter (target copy), 1 token */
 } hsd_bench_cost;
 
 typedef struct hsd_bench_cell {
@@ -38,15 +38,15 @@ typedef struct hsd_bench_cell {
 double hsd_bench_cost_target(const hsd_bench_cost *c, double n);
 /* Measures the costs with hsd_model_forward directly (median of repetitions). self may be
  * NULL. Returns 0 or prints the error and returns 1. */
-int hsd_bench_cost_measure(hsd_model *target, hsd_model *draft, hsd_model *self, int32_t t_prefix,
-                           int32_t d_prefix, hsd_bench_cost *out);
+int hsd_bench_cost_measure(hsd_model *target, hsd_model *draft, hsd_model *self,
+                           int32_t t_prefix, int32_t d_prefix, hsd_bench_cost *out);
 /* Fills m, k', τ and the predicted speedup of a cell; ar is the matching AR cell (for the
  * measured speedup) or NULL. */
 void hsd_bench_predict(hsd_bench_cell *c, const hsd_bench_cell *ar, const hsd_bench_cost *cost);
 
-#define HSD_BENCH_FORMULA                                                                          \
-    "predicted speedup = tau * c_t(1) / (k' * c_d + c_t(m+1)); tau = tokens/round, "               \
-    "m = verified candidates/round, k' = drafter forwards/round, c_t(n) = target forward "         \
+#define HSD_BENCH_FORMULA                                                                  \
+    "predicted speedup = tau * c_t(1) / (k' * c_d + c_t(m+1)); tau = tokens/round, "       \
+    "m = verified candidates/round, k' = drafter forwards/round, c_t(n) = target forward " \
     "over n tokens, c_d = drafter forward over 1 token"
 
 /* Grouped bars of tokens/s and tau per algorithm, groups = (direction, temperature). */
