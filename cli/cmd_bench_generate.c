@@ -166,7 +166,7 @@ static void usage(void) {
             "         [--prompts FILE ...] [--max-prompts P] [--algos ar,sd,union,tli,slem(,slrs)]\n"
             "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
             "         [--json] [--svg FILE] [--results-md FILE]\n"
-            "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-4, 64)\n"
+            "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-2, 16)\n"
             "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
             "  long_context}.jsonl) at each temperature; N new tokens (default 64), k = 4.\n"
             "  --both also runs the swapped pair (drafter as target). sd = the target drafting for\n"
@@ -200,7 +200,7 @@ static hsd_bench_cell *cell_at(bench *b, int d, int t, int s, int a) {
 static int parse_args(bench *b, int argc, char **argv) {
     const char *algos = "ar,sd,union,tli,slem", *temps = "0,1";
     b->k = 4, b->n_gen = 64, b->threads = 1, b->clip = -1;
-    b->slrs_k = 8, b->slrs_top_k = 4, b->slrs_nodes = 64;
+    b->slrs_k = 8, b->slrs_top_k = 2, b->slrs_nodes = 16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { b->json = 1; continue; }

@@ -18,7 +18,7 @@ static void usage(void) {
             "                    [--slrs-top-k K] [--slrs-top-p P] [--slrs-nodes N]\n"
             "                    [--lookahead determined|fixed|nmax]\n"
             "  slrs: -k is the draft tree's depth limit; the tree keeps the drafter's top-k/top-p\n"
-            "  children per node (default 4, 0.95) and at most N scored nodes per round (64).\n"
+            "  children per node (default 2, 0.95) and at most N scored nodes per round (16).\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"

@@ -228,9 +228,9 @@ typedef struct hsd_gen_params {
     int32_t n_stop;
     bool add_bos;           /* default true */
     /* SLRS draft tree (n_draft is its depth limit n) */
-    int32_t slrs_top_k;     /* children per node: the drafter's top-k (default 4; <= 0: all) */
+    int32_t slrs_top_k;     /* children per node: the drafter's top-k (default 2; <= 0: all) */
     float slrs_top_p;       /* then the top-p of those (default 0.95; >= 1: off) */
-    int32_t slrs_max_nodes; /* tree nodes scored by the drafter per round, root aside (64) */
+    int32_t slrs_max_nodes; /* tree nodes scored by the drafter per round, root aside (16) */
     int32_t slrs_lookahead; /* 0: stop a branch once its first target token is determined
                                (default); 1: fixed depth n; 2: n_max (outgrow the longest
                                target token), capped by n */

@@ -50,9 +50,9 @@ hsd_gen_params hsd_gen_default_params(void) {
     p.top_p = 1.0f;
     p.stop_at_eos = true;
     p.add_bos = true;
-    p.slrs_top_k = 4;
+    p.slrs_top_k = 2;
     p.slrs_top_p = 0.95f;
-    p.slrs_max_nodes = 64;
+    p.slrs_max_nodes = 16;
     return p;
 }
 

@@ -98,10 +98,10 @@ static void toy_free(void *c) {
 /* weights(prev, next) >= 0 over the model's ids; rows are normalised into log-probs */
 typedef double (*weight_fn)(const hsd_tokenizer *tok, int32_t prev, int32_t next);
 
-static hsd_model *toy_model(const hsd_tokenizer *tok, weight_fn w) {
+static hsd_model *toy_model_ctx(const hsd_tokenizer *tok, weight_fn w, int32_t n_ctx) {
     toy_lm *m = calloc(1, sizeof *m);
     m->V = hsd_tokenizer_vocab_size(tok);
-    m->n_ctx = 4096;
+    m->n_ctx = n_ctx;
     m->logp = malloc((size_t)m->V * m->V * sizeof *m->logp);
     for (int32_t a = 0; a < m->V; a++) {
         double tot = 0;
@@ -116,6 +116,10 @@ static hsd_model *toy_model(const hsd_tokenizer *tok, weight_fn w) {
     hsd_model *out = NULL;
     assert_int_equal(hsd_model_from_iface(&it, &out), HSD_OK);
     return out;
+}
+
+static hsd_model *toy_model(const hsd_tokenizer *tok, weight_fn w) {
+    return toy_model_ctx(tok, w, 4096);
 }
 
 /* exact law of the next token after `prev` */
@@ -225,13 +229,15 @@ typedef struct slrs_cfg {
     int k, top_k, nodes, rule;
     float top_p;
     const char *label;
+    int target_ctx; /* 0: roomy; else the target's KV capacity (cuts the candidate list) */
 } slrs_cfg;
 
 /* 20k generations of n_new (1 or 2) tokens; chi-square of the outcomes against the target's
  * exact law. Returns the p-value. */
 static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, int n_new,
                           double *tree_nodes) {
-    hsd_model *mt = toy_model(tp->tt, tp->wt), *md = toy_model(tp->dt, tp->wd);
+    hsd_model *mt = toy_model_ctx(tp->tt, tp->wt, c->target_ctx ? c->target_ctx : 4096);
+    hsd_model *md = toy_model(tp->dt, tp->wd);
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(mt, tp->tt, md, tp->dt, &e), HSD_OK);
     int32_t V = hsd_tokenizer_vocab_size(tp->tt), eos = hsd_tokenizer_eos_id(tp->tt);
@@ -290,11 +296,11 @@ static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, i
 }
 
 static const slrs_cfg CFGS[] = {
-    {6, 0, 64, 0, 1.0f, "full proposal, stop when determined"},
-    {3, 0, 64, 1, 1.0f, "full proposal, fixed n = 3"},
-    {8, 0, 64, 2, 1.0f, "full proposal, n_max"},
-    {5, 2, 3, 0, 1.0f, "top-2, budget 3 nodes"},
-    {4, 3, 64, 0, 0.7f, "top-3 then top-p 0.7"},
+    {6, 0, 64, 0, 1.0f, "full proposal, stop when determined", 0},
+    {3, 0, 64, 1, 1.0f, "full proposal, fixed n = 3", 0},
+    {8, 0, 64, 2, 1.0f, "full proposal, n_max", 0},
+    {5, 2, 3, 0, 1.0f, "top-2, budget 3 nodes", 0},
+    {4, 3, 64, 0, 0.7f, "top-3 then top-p 0.7", 0},
 };
 
 static void test_toy_ab_lossless(void **state) {
@@ -303,6 +309,10 @@ static void test_toy_ab_lossless(void **state) {
     printf("T = {a, b}, D = {a, b, aa}:\n");
     for (size_t i = 0; i < sizeof CFGS / sizeof *CFGS; i++)
         for (int n = 1; n <= 2; n++) assert_true(engine_chi2(&ab, "ab", &CFGS[i], n, NULL) > 1e-3);
+    /* the target's context leaves room for 2 candidates in the first round while fixed-depth
+     * leaves carry up to 5: the position after the cut is drawn from p itself */
+    const slrs_cfg capped = {3, 0, 64, 1, 1.0f, "fixed n = 3, 2 candidates of room", 7};
+    assert_true(engine_chi2(&ab, "ab", &capped, 2, NULL) > 1e-3);
     free_pair(&ab);
 }
 
