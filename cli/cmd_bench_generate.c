@@ -167,6 +167,7 @@ static void usage(void) {
             "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
             "         [--json] [--svg FILE] [--results-md FILE]\n"
             "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-2, 16)\n"
+            "         [--slrs-lookahead determined|fixed|nmax]\n"
             "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
             "  long_context}.jsonl) at each temperature; N new tokens (default 64), k = 4.\n"
             "  --both also runs the swapped pair (drafter as target). sd = the target drafting for\n"
@@ -184,7 +185,7 @@ typedef struct bench {
     int algos[MAX_ALGOS];
     float temps[MAX_TEMPS];
     int32_t k, n_gen, threads, clip;
-    int32_t slrs_k, slrs_top_k, slrs_nodes;
+    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule;
     uint64_t seed;
     const char *svg, *md;
     direction dirs[2];
@@ -226,6 +227,8 @@ static int parse_args(bench *b, int argc, char **argv) {
         else if (!strcmp(a, "--slrs-k")) b->slrs_k = atoi(v);
         else if (!strcmp(a, "--slrs-top-k")) b->slrs_top_k = atoi(v);
         else if (!strcmp(a, "--slrs-nodes")) b->slrs_nodes = atoi(v);
+        else if (!strcmp(a, "--slrs-lookahead"))
+            b->slrs_rule = !strcmp(v, "fixed") ? 1 : !strcmp(v, "nmax") ? 2 : 0;
         else { fprintf(stderr, "hsd bench generate: unknown option %s\n", a); return 1; }
     }
     if (!b->tm || !b->tt || !b->dm || !b->dt || b->k < 1 || b->k > 63 || b->n_gen < 1) return 1;
@@ -275,6 +278,7 @@ static int run_one(bench *b, direction *d, int algo, float temp, const char *pro
     gp.seed = seed;
     gp.slrs_top_k = b->slrs_top_k;
     gp.slrs_max_nodes = b->slrs_nodes;
+    gp.slrs_lookahead = b->slrs_rule;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r;
     counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
@@ -417,8 +421,9 @@ static void print_text(bench *b) {
         if (!has_algo(b, HSD_ALGO_SLRS)) continue;
         printf("string-level verification (all sets): first-candidate acceptance; SLRS also the expected\n"
                "acceptance sum min(p,psi) vs exact matching's sum p*psi on the same proposal, tree nodes,\n"
-               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes)\n",
-               b->slrs_k, b->slrs_top_k, b->slrs_nodes);
+               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, %s)\n",
+               b->slrs_k, b->slrs_top_k, b->slrs_nodes,
+               b->slrs_rule == 1 ? "fixed depth" : b->slrs_rule == 2 ? "n_max" : "stop when determined");
         printf("%-5s %-6s %9s %9s %9s %7s %7s %8s\n", "temp", "algo", "first acc", "E[SLRS]", "E[EM]",
                "nodes", "fwds", "psi ms");
         for (int ti = 0; ti < b->n_temps; ti++)
