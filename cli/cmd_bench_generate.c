@@ -167,7 +167,7 @@ static void usage(void) {
             "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
             "         [--json] [--svg FILE] [--results-md FILE]\n"
             "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-2, 16)\n"
-            "         [--slrs-lookahead determined|fixed|nmax]\n"
+            "         [--slrs-lookahead determined|fixed|nmax] [--slrs-one-forward]\n"
             "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
             "  long_context}.jsonl) at each temperature; N new tokens (default 64), k = 4.\n"
             "  --both also runs the swapped pair (drafter as target). sd = the target drafting for\n"
@@ -185,7 +185,7 @@ typedef struct bench {
     int algos[MAX_ALGOS];
     float temps[MAX_TEMPS];
     int32_t k, n_gen, threads, clip;
-    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule;
+    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule, slrs_one;
     uint64_t seed;
     const char *svg, *md;
     direction dirs[2];
@@ -206,6 +206,7 @@ static int parse_args(bench *b, int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { b->json = 1; continue; }
         if (!strcmp(a, "--both")) { b->both = 1; continue; }
+        if (!strcmp(a, "--slrs-one-forward")) { b->slrs_one = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
         if (!v) { fprintf(stderr, "hsd bench generate: %s needs a value\n", a); return 1; }
         i++;
@@ -279,6 +280,7 @@ static int run_one(bench *b, direction *d, int algo, float temp, const char *pro
     gp.slrs_top_k = b->slrs_top_k;
     gp.slrs_max_nodes = b->slrs_nodes;
     gp.slrs_lookahead = b->slrs_rule;
+    gp.slrs_single_forward = b->slrs_one != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r;
     counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
@@ -421,9 +423,10 @@ static void print_text(bench *b) {
         if (!has_algo(b, HSD_ALGO_SLRS)) continue;
         printf("string-level verification (all sets): first-candidate acceptance; SLRS also the expected\n"
                "acceptance sum min(p,psi) vs exact matching's sum p*psi on the same proposal, tree nodes,\n"
-               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, %s)\n",
+               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, %s, %s)\n",
                b->slrs_k, b->slrs_top_k, b->slrs_nodes,
-               b->slrs_rule == 1 ? "fixed depth" : b->slrs_rule == 2 ? "n_max" : "stop when determined");
+               b->slrs_rule == 1 ? "fixed depth" : b->slrs_rule == 2 ? "n_max" : "stop when determined",
+               b->slrs_one ? "one forward per round" : "one forward per level");
         printf("%-5s %-6s %9s %9s %9s %7s %7s %8s\n", "temp", "algo", "first acc", "E[SLRS]", "E[EM]",
                "nodes", "fwds", "psi ms");
         for (int ti = 0; ti < b->n_temps; ti++)

@@ -16,9 +16,11 @@ static void usage(void) {
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--json]\n"
             "                    [--slrs-top-k K] [--slrs-top-p P] [--slrs-nodes N]\n"
-            "                    [--lookahead determined|fixed|nmax]\n"
+            "                    [--lookahead determined|fixed|nmax] [--slrs-one-forward]\n"
             "  slrs: -k is the draft tree's depth limit; the tree keeps the drafter's top-k/top-p\n"
-            "  children per node (default 2, 0.95) and at most N scored nodes per round (16).\n"
+            "  children per node (default 2, 0.95) and at most N scored nodes per round (16), one\n"
+            "  drafter forward per tree level, or one in all with --slrs-one-forward (the nodes to\n"
+            "  score then come from walking the target and draft vocabularies' byte tries).\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "       hsd generate --model M --tokenizer T -p PROMPT -n N [--temp X] [--top-k K]\n"
@@ -186,6 +188,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--adaptive-k")) { gp.adaptive_k = true; continue; }
         if (!strcmp(a, "--no-bos")) { gp.add_bos = false; continue; }
+        if (!strcmp(a, "--slrs-one-forward")) { gp.slrs_single_forward = true; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
         if (!v) continue;
         if (!strcmp(a, "--target") || !strcmp(a, "--model") || !strcmp(a, "-m")) tm = v, i++;

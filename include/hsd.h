@@ -234,6 +234,9 @@ typedef struct hsd_gen_params {
     int32_t slrs_lookahead; /* 0: stop a branch once its first target token is determined
                                (default); 1: fixed depth n; 2: n_max (outgrow the longest
                                target token), capped by n */
+    bool slrs_single_forward; /* score the whole tree in one drafter forward, its shape chosen
+                                 from the vocabularies (target and draft byte tries walked
+                                 together) instead of one forward per level (default false) */
 } hsd_gen_params;
 
 typedef struct hsd_gen_result {

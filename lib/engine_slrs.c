@@ -19,6 +19,8 @@
 #include "lib/engine_internal.h"
 #include "lib/error.h"
 #include "lib/first_token.h"
+#include "lib/map.h"
+#include "lib/slrs_shape.h"
 #include "lib/slrs_tree.h"
 #include "verify/slrs.h"
 #include "verify/verify.h"
@@ -32,6 +34,13 @@ struct hsd_slrs_state {
     int32_t feed_cap;
     double t_psi, nodes, forwards, exp_slrs, exp_em;
     int32_t n_exp;
+    /* single-forward mode: vocabulary tries and the chosen shape */
+    hsd_slrs_shape shape;
+    bool shape_ready;
+    int32_t *sh_tnode, *sh_depth, *ch_tok, *ch_tnode;
+    hsd_ids row_of;  /* tree node -> row of the single forward, or -1 */
+    hsd_buf sh_text; /* shape node texts */
+    uint32_t *sh_off, *sh_len;
 };
 
 static hsd_status oom(void) {
@@ -50,6 +59,15 @@ void hsd_gen_slrs_free(gen *g) {
     free(st->parents);
     free(st->rows);
     free(st->pos);
+    hsd_slrs_shape_free(&st->shape);
+    free(st->sh_tnode);
+    free(st->sh_depth);
+    free(st->ch_tok);
+    free(st->ch_tnode);
+    free(st->sh_off);
+    free(st->sh_len);
+    hsd_ids_free(&st->row_of);
+    hsd_buf_free(&st->sh_text);
     free(st);
     g->slrs = NULL;
 }
@@ -170,6 +188,123 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
     return HSD_OK;
 }
 
+/* Single-forward mode: the level-1 frontier plus the vocabulary-chosen nodes below it (at most
+ * `budget`, breadth first) are scored by one tree-masked forward; then the tree grows from
+ * those logits alone and any frontier node left without logits becomes a leaf. */
+static hsd_status single_forward(gen *g, int32_t root_kv, int32_t budget, double *t_fwd) {
+    struct hsd_slrs_state *st = g->slrs;
+    hsd_slrs_tree *tr = &st->tree;
+    int32_t vd = g->e->vd;
+    hsd_status s;
+    if (!st->shape_ready) {
+        if ((s = hsd_slrs_shape_init(&st->shape, g->e->tt, g->e->dt))) return s;
+        st->ch_tok = malloc((size_t)vd * sizeof *st->ch_tok);
+        st->ch_tnode = malloc((size_t)vd * sizeof *st->ch_tnode);
+        if (!st->ch_tok || !st->ch_tnode) return oom();
+        st->shape_ready = true;
+    }
+    if (budget < 1) return HSD_OK;
+    if ((s = grow(st, budget, 0))) return s;
+    int32_t *a = realloc(st->sh_tnode, (size_t)budget * sizeof *a);
+    if (a) st->sh_tnode = a;
+    int32_t *b = realloc(st->sh_depth, (size_t)budget * sizeof *b);
+    if (b) st->sh_depth = b;
+    uint32_t *o = realloc(st->sh_off, (size_t)budget * sizeof *o);
+    if (o) st->sh_off = o;
+    uint32_t *l = realloc(st->sh_len, (size_t)budget * sizeof *l);
+    if (l) st->sh_len = l;
+    if (!a || !b || !o || !l) return oom();
+    /* the shape, breadth first: feed[] = tokens, parents[] = shape rows (-1: the root) */
+    int32_t n = 0;
+    st->sh_text.n = 0;
+    st->row_of.n = 0;
+    for (int32_t i = 0; i < tr->n_nodes; i++) {
+        int32_t r = -1;
+        if (i > 0 && tr->nodes[i].state == HSD_SLRS_FRONTIER && n < budget) {
+            size_t len;
+            const char *x = hsd_slrs_node_text(tr, i, &len);
+            st->feed[n] = tr->nodes[i].tok;
+            st->parents[n] = -1;
+            st->sh_tnode[n] = hsd_slrs_shape_walk(&st->shape, 0, x, len);
+            st->sh_depth[n] = tr->nodes[i].depth;
+            st->sh_off[n] = (uint32_t)st->sh_text.n;
+            st->sh_len[n] = (uint32_t)len;
+            if (hsd_buf_append(&st->sh_text, x, len)) return oom();
+            r = n++;
+        }
+        if (hsd_ids_push(&st->row_of, r)) return oom();
+    }
+    for (int32_t j = 0; j < n && n < budget; j++) {
+        if (st->sh_tnode[j] < 0 || st->sh_depth[j] + 1 >= tr->max_depth) continue;
+        int32_t nc =
+            hsd_slrs_shape_children(&st->shape, st->sh_tnode[j], st->ch_tok, st->ch_tnode, vd);
+        for (int32_t c = 0; c < nc && c < vd && n < budget; c++) {
+            size_t blen;
+            const uint8_t *bytes = hsd_tokenizer_token_bytes(g->e->dt, st->ch_tok[c], &blen);
+            size_t base = st->sh_text.n, plen = st->sh_len[j];
+            if (!bytes) blen = 0;
+            /* the parent's text lives in the same buffer: reserve before copying from it */
+            if (hsd_buf_reserve(&st->sh_text, plen + blen)) return oom();
+            memcpy(st->sh_text.p + base, st->sh_text.p + st->sh_off[j], plen);
+            if (blen) memcpy(st->sh_text.p + base + plen, bytes, blen);
+            st->sh_text.n = base + plen + blen;
+            /* a child the rule stops at is a leaf: it needs no logits */
+            if (hsd_slrs_tree_stops_at(tr, st->sh_depth[j] + 1, st->ch_tok[c], st->sh_text.p + base,
+                                       st->sh_text.n - base)) {
+                st->sh_text.n = base;
+                continue;
+            }
+            st->feed[n] = st->ch_tok[c];
+            st->parents[n] = j;
+            st->sh_tnode[n] = st->ch_tnode[c];
+            st->sh_depth[n] = st->sh_depth[j] + 1;
+            st->sh_off[n] = (uint32_t)base;
+            st->sh_len[n] = (uint32_t)(st->sh_text.n - base);
+            n++;
+        }
+    }
+    if (!n) return HSD_OK;
+    hsd_u64map child; /* (parent row + 1, token) -> row */
+    if (hsd_u64map_init(&child, (size_t)n)) return oom();
+    for (int32_t j = 0; j < n; j++) {
+        st->rows[j] = j;
+        if (st->parents[j] >= 0 &&
+            hsd_u64map_put(&child, (uint64_t)(st->parents[j] + 1) << 32 | (uint32_t)st->feed[j],
+                           (uint64_t)j)) {
+            hsd_u64map_free(&child);
+            return oom();
+        }
+    }
+    if ((s = grow(st, n, (size_t)n * (size_t)vd))) {
+        hsd_u64map_free(&child);
+        return s;
+    }
+    double t0 = hsd_gen_now_ms();
+    s = hsd_model_forward(g->e->dm, st->feed, n, st->parents, st->rows, n, st->rowlog);
+    hsd_status s2 = hsd_model_kv_truncate(g->e->dm, root_kv);
+    *t_fwd += hsd_gen_now_ms() - t0;
+    st->forwards++;
+    if (!s) s = s2;
+    /* grow the tree from the scored rows; children found in the shape inherit their row */
+    for (int32_t i = 1; !s && i < tr->n_nodes; i++) {
+        int32_t r = i < (int32_t)st->row_of.n ? st->row_of.p[i] : -1;
+        if (r < 0 || tr->nodes[i].state != HSD_SLRS_FRONTIER) continue;
+        if ((s = expand(g, i, st->rowlog + (size_t)r * (size_t)vd))) break;
+        const hsd_slrs_node *nd = &tr->nodes[i];
+        while (!s && (int32_t)st->row_of.n < tr->n_nodes)
+            if (hsd_ids_push(&st->row_of, -1)) s = oom();
+        for (int32_t c = 0; !s && nd->state == HSD_SLRS_INTERNAL && c < nd->n_child; c++) {
+            int32_t ci = nd->child0 + c;
+            uint64_t row;
+            if (tr->nodes[ci].state == HSD_SLRS_FRONTIER &&
+                hsd_u64map_get(&child, (uint64_t)(r + 1) << 32 | (uint32_t)tr->nodes[ci].tok, &row))
+                st->row_of.p[ci] = (int32_t)row;
+        }
+    }
+    hsd_u64map_free(&child);
+    return s;
+}
+
 hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
     hsd_engine *e = g->e;
     hsd_status s = setup(g);
@@ -184,12 +319,17 @@ hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
     int32_t root_kv = g->d_kv;
     int32_t room = hsd_model_n_ctx(e->dm) - root_kv - 1;
     int32_t budget = g->prm->slrs_max_nodes < room ? g->prm->slrs_max_nodes : room;
+    bool single = g->prm->slrs_single_forward;
+    /* in single-forward mode the shape holds the budget; the tree may open any node */
     if ((s = hsd_slrs_tree_reset(tr, e->dt, e->slrs_ft, (hsd_slrs_rule)g->prm->slrs_lookahead, k,
-                                 budget)) ||
+                                 single ? INT32_MAX / 2 : budget)) ||
         (s = expand(g, 0, g->dlog)))
         return s;
-    /* 2. one drafter forward per level until every branch has stopped */
-    for (int32_t d = 1; d <= k && !s; d++) s = level(g, root_kv, &t_fwd);
+    /* 2. one drafter forward per level until every branch has stopped, or one in all */
+    if (single)
+        s = single_forward(g, root_kv, budget, &t_fwd);
+    else
+        for (int32_t d = 1; d <= k && !s; d++) s = level(g, root_kv, &t_fwd);
     if (!s) s = hsd_slrs_tree_close(tr);
     if (s) return s;
     st->nodes += tr->n_nodes;

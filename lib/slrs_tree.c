@@ -83,22 +83,24 @@ static hsd_status make_leaf(hsd_slrs_tree *t, int32_t i) {
     return HSD_OK;
 }
 
-static bool stops(const hsd_slrs_tree *t, int32_t i) {
-    const hsd_slrs_node *nd = &t->nodes[i];
-    if (hsd_tokenizer_is_special(t->dtok, nd->tok)) return true;
+bool hsd_slrs_tree_stops_at(const hsd_slrs_tree *t, int32_t depth, int32_t tok, const char *text,
+                            size_t len) {
+    if (hsd_tokenizer_is_special(t->dtok, tok)) return true;
     switch (t->rule) {
     case HSD_SLRS_STOP_FIXED:
-        return nd->depth >= t->max_depth;
+        return depth >= t->max_depth;
     case HSD_SLRS_STOP_NMAX:
-        return nd->depth >= (t->n_max < t->max_depth ? t->n_max : t->max_depth);
+        return depth >= (t->n_max < t->max_depth ? t->n_max : t->max_depth);
     case HSD_SLRS_STOP_DETERMINED:
-    default: {
-        if (nd->depth >= t->max_depth) return true;
-        size_t len;
-        const char *s = hsd_slrs_node_text(t, i, &len);
-        return hsd_first_token_cut(t->ft, s, len, NULL) > 0;
+    default:
+        return depth >= t->max_depth || hsd_first_token_cut(t->ft, text, len, NULL) > 0;
     }
-    }
+}
+
+static bool stops(const hsd_slrs_tree *t, int32_t i) {
+    size_t len;
+    const char *s = hsd_slrs_node_text(t, i, &len);
+    return hsd_slrs_tree_stops_at(t, t->nodes[i].depth, t->nodes[i].tok, s, len);
 }
 
 hsd_status hsd_slrs_tree_expand(hsd_slrs_tree *t, int32_t node, const int32_t *toks, const float *w,

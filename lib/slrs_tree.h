@@ -78,6 +78,11 @@ void hsd_slrs_tree_free(hsd_slrs_tree *t);
 hsd_status hsd_slrs_tree_expand(hsd_slrs_tree *t, int32_t node, const int32_t *toks, const float *w,
                                 int32_t n);
 
+/* Whether the lookahead rule stops a node at `depth` whose last draft token is tok and whose
+ * text is text[0..len). */
+bool hsd_slrs_tree_stops_at(const hsd_slrs_tree *t, int32_t depth, int32_t tok, const char *text,
+                            size_t len);
+
 /* Makes every node still on the frontier a leaf (a branch the caller stopped expanding). */
 hsd_status hsd_slrs_tree_close(hsd_slrs_tree *t);
 

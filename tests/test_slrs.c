@@ -230,6 +230,7 @@ typedef struct slrs_cfg {
     float top_p;
     const char *label;
     int target_ctx; /* 0: roomy; else the target's KV capacity (cuts the candidate list) */
+    bool single;    /* one drafter forward for the whole tree (vocabulary-chosen shape) */
 } slrs_cfg;
 
 /* 20k generations of n_new (1 or 2) tokens; chi-square of the outcomes against the target's
@@ -272,10 +273,12 @@ static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, i
         p.slrs_top_p = c->top_p;
         p.slrs_max_nodes = c->nodes;
         p.slrs_lookahead = c->rule;
+        p.slrs_single_forward = c->single;
         hsd_gen_result r;
         hsd_status st = hsd_engine_generate(e, prompt, strlen(prompt), &p, &r);
         if (st) fprintf(stderr, "%s\n", hsd_last_error());
         assert_int_equal(st, HSD_OK);
+        if (c->single) assert_true(r.tree_forwards <= 2.0); /* the root feed + one tree forward */
         int32_t a = r.n_ids > 0 ? r.ids[0] : eos;
         int32_t b = n_new == 1 ? 0 : r.n_ids > 1 ? r.ids[1] : eos;
         obs[a * V + b]++;
@@ -296,11 +299,13 @@ static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, i
 }
 
 static const slrs_cfg CFGS[] = {
-    {6, 0, 64, 0, 1.0f, "full proposal, stop when determined", 0},
-    {3, 0, 64, 1, 1.0f, "full proposal, fixed n = 3", 0},
-    {8, 0, 64, 2, 1.0f, "full proposal, n_max", 0},
-    {5, 2, 3, 0, 1.0f, "top-2, budget 3 nodes", 0},
-    {4, 3, 64, 0, 0.7f, "top-3 then top-p 0.7", 0},
+    {6, 0, 64, 0, 1.0f, "full proposal, stop when determined", 0, false},
+    {3, 0, 64, 1, 1.0f, "full proposal, fixed n = 3", 0, false},
+    {8, 0, 64, 2, 1.0f, "full proposal, n_max", 0, false},
+    {5, 2, 3, 0, 1.0f, "top-2, budget 3 nodes", 0, false},
+    {4, 3, 64, 0, 0.7f, "top-3 then top-p 0.7", 0, false},
+    {6, 0, 64, 0, 1.0f, "one forward, stop when determined", 0, true},
+    {5, 2, 4, 1, 1.0f, "one forward, top-2, 4 nodes, fixed n", 0, true},
 };
 
 static void test_toy_ab_lossless(void **state) {
@@ -311,7 +316,7 @@ static void test_toy_ab_lossless(void **state) {
         for (int n = 1; n <= 2; n++) assert_true(engine_chi2(&ab, "ab", &CFGS[i], n, NULL) > 1e-3);
     /* the target's context leaves room for 2 candidates in the first round while fixed-depth
      * leaves carry up to 5: the position after the cut is drawn from p itself */
-    const slrs_cfg capped = {3, 0, 64, 1, 1.0f, "fixed n = 3, 2 candidates of room", 7};
+    const slrs_cfg capped = {3, 0, 64, 1, 1.0f, "fixed n = 3, 2 candidates of room", 7, false};
     assert_true(engine_chi2(&ab, "ab", &capped, 2, NULL) > 1e-3);
     free_pair(&ab);
 }
@@ -574,9 +579,12 @@ static void load_prompts(void) {
     }
 }
 
+static bool single_forward; /* gen() below: SLRS scores its tree in one drafter forward */
+
 static void gen(hsd_engine *e, const char *prompt, hsd_algo algo, int k, float temp, uint64_t seed,
                 int n, hsd_gen_result *r) {
     hsd_gen_params p = hsd_gen_default_params();
+    p.slrs_single_forward = single_forward;
     p.algo = algo;
     p.n_draft = k;
     p.temp = temp;
@@ -596,8 +604,10 @@ static void greedy_pair(lm *target, lm *draft, const char *label) {
     for (int i = 0; i < n_prompts; i += 4) {
         hsd_gen_result ar, r;
         gen(e, prompts[i], HSD_ALGO_AR, 1, 0, 0, 40, &ar);
-        for (int k = 4; k <= 8; k += 4) {
-            gen(e, prompts[i], HSD_ALGO_SLRS, k, 0, 0, 40, &r);
+        for (int v = 0; v < 3; v++) {
+            single_forward = v == 2; /* depth 4 and 8 by levels, depth 8 in one forward */
+            gen(e, prompts[i], HSD_ALGO_SLRS, v == 0 ? 4 : 8, 0, 0, 40, &r);
+            single_forward = false;
             if (ar.n_ids != r.n_ids || memcmp(ar.ids, r.ids, (size_t)ar.n_ids * sizeof(int32_t)))
                 fprintf(stderr, "%s prompt %d differs:\n AR:   %s\n SLRS: %s\n", label, i, ar.text,
                         r.text);
@@ -654,6 +664,7 @@ static void law_pair(lm *target, lm *draft, const char *label) {
         hsd_gen_result r;
         gen(e, prompt, HSD_ALGO_SLRS, 6, 1.0f, 5000 + (uint64_t)s, 1, &r);
         assert_int_equal(r.n_ids, 1);
+        if (single_forward) assert_true(r.tree_forwards <= 2.0);
         count[r.ids[0]]++;
         acc += r.first_accept_rate;
         hsd_gen_result_free(&r);
@@ -672,6 +683,9 @@ static void test_real_first_token_law(void **state) {
     if (!small.m || !baby.m) skip();
     law_pair(&small, &baby, "target stories260K/draft babyllama:");
     law_pair(&baby, &small, "target babyllama/draft stories260K:");
+    single_forward = true;
+    law_pair(&small, &baby, "one forward, target stories260K/draft babyllama:");
+    single_forward = false;
 }
 
 static void test_api(void **state) {
