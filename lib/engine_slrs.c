@@ -6,7 +6,9 @@
  *   2. the tree grows one level per drafter forward: every frontier node and its ancestors
  *      go into one tree-masked batch (parents = tree edges) and only the frontier rows come
  *      back; the cache is cut back to the root afterwards. Branches stop by the lookahead
- *      rule (lib/slrs_tree.h), so depth and the node budget bound the work;
+ *      rule (lib/slrs_tree.h), so depth and the node budget bound the work. With
+ *      slrs_single_forward the nodes to score are chosen from the vocabularies instead
+ *      (lib/slrs_shape.h) and all of them go into one forward;
  *   3. a leaf is sampled from q~ with the draft stream; its target candidates c_1..c_m are
  *      scored by one target forward (as SLEM's candidates are);
  *   4. position j accepts c_j with min(1, p_j/psi_j) where psi_j = law of c_j given the
