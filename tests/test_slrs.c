@@ -723,6 +723,47 @@ static void test_api(void **state) {
     free_pair(&ab);
 }
 
+/* `hsd generate --algo slrs --json`: the SLRS fields are there and greedy text equals AR's. */
+static void test_cli(void **state) {
+    (void)state;
+    const char *tm = hsd_test_path("models/stories260K/stories260K.bin"),
+               *tt = hsd_test_path("models/stories260K/tok512.bin"),
+               *dm = hsd_test_path("models/babyllama-tok105/model5000.bin"),
+               *dt = hsd_test_path("models/babyllama-tok105/tok105.bin");
+    HSD_REQUIRE_FILE(tm);
+    HSD_REQUIRE_FILE(dm);
+    char cmd[2048];
+    json_t *res[2];
+    const char *algos[2] = {"ar", "slrs --lookahead nmax -k 8 --slrs-one-forward"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s generate --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s "
+                 "-p 'Once upon a time' -n 40 --json --algo %s",
+                 hsd_test_cli(), tm, tt, dm, dt, algos[i]);
+        char *out = hsd_test_run(cmd);
+        res[i] = json_loads(out, 0, NULL);
+        assert_non_null(res[i]);
+        free(out);
+    }
+    assert_string_equal(json_string_value(json_object_get(res[1], "algo")), "slrs");
+    assert_string_equal(json_string_value(json_object_get(res[0], "text")),
+                        json_string_value(json_object_get(res[1], "text")));
+    assert_true(json_real_value(json_object_get(res[1], "tree_nodes")) >= 1);
+    assert_true(json_real_value(json_object_get(res[1], "tree_forwards")) <= 2);
+    assert_non_null(json_object_get(res[1], "psi_ms"));
+    assert_non_null(json_object_get(res[1], "expected_accept"));
+    json_decref(res[0]);
+    json_decref(res[1]);
+    /* a bad lookahead name is refused */
+    snprintf(cmd, sizeof cmd,
+             "%s generate --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s -p x "
+             "--algo slrs --lookahead sometimes >/dev/null 2>&1; echo $?",
+             hsd_test_cli(), tm, tt, dm, dt);
+    char *rc = hsd_test_run(cmd);
+    assert_int_equal(atoi(rc), 2);
+    free(rc);
+}
+
 static int setup(void **state) {
     (void)state;
     char *c = hsd_test_read_file(hsd_test_path("corpus/corpus.jsonl"), &corpus_len);
@@ -747,6 +788,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api),
+        cmocka_unit_test(test_cli),
         cmocka_unit_test(test_toy_tokenizers),
         cmocka_unit_test(test_psi_sums_to_proposal_mass),
         cmocka_unit_test(test_verify_negative_control),
