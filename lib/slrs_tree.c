@@ -162,23 +162,58 @@ hsd_status hsd_slrs_tree_close(hsd_slrs_tree *t) {
     return HSD_OK;
 }
 
+/* (w, id) order: larger weight first, lower id first on ties */
+static bool ranks_before(const int32_t *toks, const float *w, int32_t a, int32_t b) {
+    return w[a] > w[b] || (w[a] == w[b] && toks[a] < toks[b]);
+}
+
+static void sift_down(int32_t *toks, float *w, int32_t i, int32_t n) {
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n) return;
+        /* a min-heap in rank order: the root is the entry ranked last */
+        if (c + 1 < n && ranks_before(toks, w, c, c + 1)) c++;
+        if (!ranks_before(toks, w, i, c)) return;
+        int32_t ti = toks[i];
+        float wi = w[i];
+        toks[i] = toks[c], w[i] = w[c];
+        toks[c] = ti, w[c] = wi;
+        i = c;
+    }
+}
+
 int32_t hsd_slrs_sparsify(const float *q, int32_t vd, int32_t top_k, float top_p, int32_t *toks,
                           float *w) {
     int32_t k = top_k > 0 && top_k < vd ? top_k : vd, m = 0;
     double total = 0;
-    /* keep the k best in toks/w, sorted, by insertion (k is small in practice) */
-    for (int32_t i = 0; i < vd; i++) {
-        if (!(q[i] > 0)) continue;
-        total += q[i];
-        if (m == k && !(q[i] > w[m - 1])) continue;
-        int32_t j = m < k ? m++ : m - 1;
-        while (j > 0 && q[i] > w[j - 1]) {
-            w[j] = w[j - 1];
-            toks[j] = toks[j - 1];
-            j--;
+    if (k <= 32) {
+        /* keep the k best in toks/w, sorted, by insertion */
+        for (int32_t i = 0; i < vd; i++) {
+            if (!(q[i] > 0)) continue;
+            total += q[i];
+            if (m == k && !(q[i] > w[m - 1])) continue;
+            int32_t j = m < k ? m++ : m - 1;
+            while (j > 0 && q[i] > w[j - 1]) {
+                w[j] = w[j - 1];
+                toks[j] = toks[j - 1];
+                j--;
+            }
+            w[j] = q[i];
+            toks[j] = i;
         }
-        w[j] = q[i];
-        toks[j] = i;
+    } else {
+        /* many kept: every positive entry, heap-sorted (O(n log n), no allocation) */
+        for (int32_t i = 0; i < vd; i++)
+            if (q[i] > 0) total += q[i], toks[m] = i, w[m++] = q[i];
+        for (int32_t i = m / 2 - 1; i >= 0; i--) sift_down(toks, w, i, m);
+        for (int32_t end = m - 1; end > 0; end--) {
+            int32_t t0 = toks[0];
+            float w0 = w[0];
+            toks[0] = toks[end], w[0] = w[end];
+            toks[end] = t0, w[end] = w0;
+            sift_down(toks, w, 0, end);
+        }
+        if (m > k) m = k;
     }
     if (top_p < 1 && m > 0) {
         double acc = 0;

@@ -339,6 +339,36 @@ static void test_toy_hello_world_lossless(void **state) {
 
 /* ------------------------------------------------------------ tree and psi directly ---- */
 
+/* The sparse proposal: both selection paths (insertion for small k, heap sort for large k)
+ * keep the same entries in the same order (probability, then id), and top-p keeps the
+ * smallest prefix reaching p. */
+static void test_sparsify(void **state) {
+    (void)state;
+    enum { V = 300 };
+    float q[V], w1[V], w2[V];
+    int32_t t1[V], t2[V];
+    hsd_rng r;
+    hsd_rng_init(&r, 3, 0);
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < V; i++)
+            q[i] = (float)(hsd_rng_u32(&r) % 17) / 17.0f; /* many ties, zeros */
+        int32_t n1 = hsd_slrs_sparsify(q, V, 20, 1.0f, t1, w1);
+        int32_t n2 = hsd_slrs_sparsify(q, V, 0, 1.0f, t2, w2);
+        assert_int_equal(n1, 20);
+        assert_true(n2 > 200); /* every positive entry */
+        for (int j = 0; j < n2; j++) {
+            assert_true(q[t2[j]] > 0 && w2[j] == q[t2[j]]);
+            if (j) assert_true(w2[j - 1] > w2[j] || (w2[j - 1] == w2[j] && t2[j - 1] < t2[j]));
+            if (j < n1) assert_int_equal(t1[j], t2[j]);
+        }
+        double total = 0, acc = 0;
+        for (int i = 0; i < V; i++) total += q[i];
+        int32_t n3 = hsd_slrs_sparsify(q, V, 0, 0.5f, t2, w2);
+        for (int j = 0; j < n3; j++) acc += w2[j];
+        assert_true(acc >= 0.5 * total && acc - w2[n3 - 1] < 0.5 * total);
+    }
+}
+
 /* Builds the full tree for the hello_world pair from the toy drafter's table (no model). */
 static void build_hw_tree(hsd_slrs_tree *tr, toy_pair *hw, hsd_first_token *ft, int rule, int k) {
     assert_int_equal(hsd_slrs_tree_reset(tr, hw->dt, ft, (hsd_slrs_rule)rule, k, 1000), HSD_OK);
@@ -790,6 +820,7 @@ int main(void) {
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_toy_tokenizers),
+        cmocka_unit_test(test_sparsify),
         cmocka_unit_test(test_psi_sums_to_proposal_mass),
         cmocka_unit_test(test_verify_negative_control),
         cmocka_unit_test(test_toy_ab_lossless),
