@@ -34,6 +34,7 @@ struct hsd_slrs_state {
     size_t rowlog_cap;
     int32_t *feed, *parents, *rows, *pos; /* one tree forward; pos: node -> feed index */
     int32_t feed_cap;
+    int32_t chain[64], n_chain; /* tree nodes cached after the root between levels */
     double t_psi, nodes, forwards, exp_slrs, exp_em;
     int32_t n_exp;
     /* single-forward mode: vocabulary tries and the chosen shape */
@@ -145,7 +146,22 @@ static hsd_status grow(struct hsd_slrs_state *st, int32_t need, size_t rowlog) {
     return HSD_OK;
 }
 
-/* One tree level: a single tree-masked drafter forward over the frontier and its ancestors. */
+/* Tree nodes from just below the root down to `node` (inclusive); returns the count. */
+static int32_t path_to(const hsd_slrs_tree *tr, int32_t node, int32_t *path) {
+    int32_t n = 0;
+    for (int32_t a = node; a > 0; a = tr->nodes[a].parent) path[n++] = a;
+    for (int32_t i = 0; i < n / 2; i++) {
+        int32_t t = path[i];
+        path[i] = path[n - 1 - i];
+        path[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* One tree level: a single tree-masked drafter forward over the frontier and its ancestors.
+ * The ancestors that every frontier node shares stay in the cache as a chain between levels
+ * (st->chain, kept with kv_keep), so a narrow tree — greedy decoding's is one chain — feeds
+ * each node once instead of once per level. */
 static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
     struct hsd_slrs_state *st = g->slrs;
     hsd_slrs_tree *tr = &st->tree;
@@ -153,8 +169,10 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
     int32_t *pos = realloc(st->pos, (size_t)nn * sizeof *pos);
     if (!pos) return oom();
     st->pos = pos;
-    /* mark: frontier nodes and every ancestor below the root (parents precede children) */
+    /* mark: frontier nodes and every ancestor below the root that is not cached already
+     * (-3: in the cached chain; parents precede children) */
     for (int32_t i = 0; i < nn; i++) pos[i] = -1;
+    for (int32_t c = 0; c < st->n_chain; c++) pos[st->chain[c]] = -3;
     for (int32_t i = 0; i < nn; i++)
         if (tr->nodes[i].state == HSD_SLRS_FRONTIER)
             for (int32_t a = i; a > 0 && pos[a] == -1; a = tr->nodes[a].parent) pos[a] = -2;
@@ -168,7 +186,8 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
         if (pos[i] != -2) continue;
         int32_t par = tr->nodes[i].parent;
         st->feed[nf] = tr->nodes[i].tok;
-        st->parents[nf] = par > 0 ? pos[par] : -1;
+        /* a parent in the cached chain (or the root) is the cache itself */
+        st->parents[nf] = par > 0 && pos[par] >= 0 ? pos[par] : -1;
         if (tr->nodes[i].state == HSD_SLRS_FRONTIER) st->rows[nr++] = nf;
         pos[i] = nf++;
     }
@@ -176,18 +195,42 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
     if ((s = grow(st, nf, (size_t)nr * (size_t)vd))) return s;
     double t0 = hsd_gen_now_ms();
     s = hsd_model_forward(g->e->dm, st->feed, nf, st->parents, st->rows, nr, st->rowlog);
-    hsd_status s2 = hsd_model_kv_truncate(g->e->dm, root_kv);
     *t_fwd += hsd_gen_now_ms() - t0;
     st->forwards++;
     if (s) return s;
-    if (s2) return s2;
     /* expand in node order (deterministic: budget goes to earlier nodes first) */
     for (int32_t i = 1, r = 0; i < nn && r < nr; i++) {
         if (pos[i] < 0 || tr->nodes[i].state != HSD_SLRS_FRONTIER) continue;
         if ((s = expand(g, i, st->rowlog + (size_t)r * (size_t)vd))) return s;
         r++;
     }
-    return HSD_OK;
+    /* the next chain: the ancestors all new frontier nodes share */
+    int32_t common = -1, path[64], other[64];
+    for (int32_t i = nn; i < tr->n_nodes; i++) {
+        if (tr->nodes[i].state != HSD_SLRS_FRONTIER) continue;
+        int32_t parent = tr->nodes[i].parent;
+        if (common < 0) {
+            common = parent > 0 ? path_to(tr, parent, path) : 0;
+            continue;
+        }
+        int32_t n = parent > 0 ? path_to(tr, parent, other) : 0, c = 0;
+        while (c < common && c < n && path[c] == other[c]) c++;
+        common = c;
+    }
+    t0 = hsd_gen_now_ms();
+    int32_t keep[64], n_keep = 0;
+    for (int32_t c = st->n_chain; c < common; c++) keep[n_keep++] = pos[path[c]];
+    if (common > st->n_chain && !hsd_model_kv_keep(g->e->dm, root_kv + st->n_chain, keep, n_keep)) {
+        for (int32_t c = st->n_chain; c < common; c++) st->chain[c] = path[c];
+        st->n_chain = common;
+    } else if (common >= 0 && common == st->n_chain) {
+        s = hsd_model_kv_truncate(g->e->dm, root_kv + st->n_chain);
+    } else { /* no frontier left, or no kv_keep: back to the root */
+        st->n_chain = 0;
+        s = hsd_model_kv_truncate(g->e->dm, root_kv);
+    }
+    *t_fwd += hsd_gen_now_ms() - t0;
+    return s;
 }
 
 /* Single-forward mode: the level-1 frontier plus the vocabulary-chosen nodes below it (at most
@@ -330,8 +373,11 @@ hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
     /* 2. one drafter forward per level until every branch has stopped, or one in all */
     if (single)
         s = single_forward(g, root_kv, budget, &t_fwd);
-    else
+    else {
+        st->n_chain = 0;
         for (int32_t d = 1; d <= k && !s; d++) s = level(g, root_kv, &t_fwd);
+        if (!s) s = hsd_model_kv_truncate(e->dm, root_kv);
+    }
     if (!s) s = hsd_slrs_tree_close(tr);
     if (s) return s;
     st->nodes += tr->n_nodes;
