@@ -26,6 +26,9 @@ typedef struct hsd_bench_cell {
     double tps, dec_tps, tau, acc, ttft, tpot, draft_ms, verify_ms, bridge_ms, total_ms;
     long rounds, drafted, accepted, tokens, d_fwd;
     int mismatches;
+    /* SLEM/SLRS sums: first-candidate acceptance; SLRS: expected acceptance (SLRS rule and
+     * exact matching on the same proposal), per-round psi time, tree nodes, drafter forwards */
+    double first_acc, exp_acc, exp_em, psi_ms, tree_nodes, tree_fwd;
     /* filled by hsd_bench_predict */
     double m, k_prime, tau_all, predicted, measured, measured_e2e;
 } hsd_bench_cell;

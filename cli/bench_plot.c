@@ -69,9 +69,9 @@ int hsd_bench_plot(const char *path, const hsd_bench_cell *cells, int n_cells,
     }
     double ly = H - 22;
     for (int a = 0; a < n_algos; a++) {
-        static const char *names[] = {"ar", "sd (self)", "union", "tli", "slem", "auto"};
+        static const char *names[] = {"ar", "sd (self)", "union", "tli", "slem", "slrs", "auto"};
         hsd_svg_rect(f, left + a * 95, ly - 10, 12, 12, colors[algos[a] % 6]);
-        hsd_svg_text(f, left + a * 95 + 16, ly, 11, "start", names[algos[a] % 6]);
+        hsd_svg_text(f, left + a * 95 + 16, ly, 11, "start", names[algos[a] % 7]);
     }
     hsd_svg_end(f);
     fclose(f);

@@ -177,9 +177,11 @@ static int32_t typical_ctx(const hsd_tokenizer *tok, const prompt_set *sets, int
 static void usage(void) {
     fprintf(stderr,
             "usage: hsd bench generate --target M --target-tokenizer T --draft M2 --draft-tokenizer D\n"
-            "         [--prompts FILE ...] [--max-prompts P] [--algos ar,sd,union,tli,slem]\n"
+            "         [--prompts FILE ...] [--max-prompts P] [--algos ar,sd,union,tli,slem(,slrs)]\n"
             "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
             "         [--json] [--svg FILE] [--results-md FILE] [--batch 1,2,4,8]\n"
+            "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-2, 16)\n"
+            "         [--slrs-lookahead determined|fixed|nmax] [--slrs-one-forward]\n"
             "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
             "  long_context}.jsonl) at each temperature; N new tokens (default 64), k = 4.\n"
             "  --both also runs the swapped pair (drafter as target). sd = the target drafting for\n"
@@ -200,6 +202,7 @@ typedef struct bench {
     int algos[MAX_ALGOS];
     float temps[MAX_TEMPS];
     int32_t k, n_gen, threads, clip;
+    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule, slrs_one;
     uint64_t seed;
     const char *svg, *md;
     direction dirs[2];
@@ -217,10 +220,12 @@ static hsd_bench_cell *cell_at(bench *b, int d, int t, int s, int a) {
 static int parse_args(bench *b, int argc, char **argv) {
     const char *algos = "ar,sd,union,tli,slem", *temps = "0,1";
     b->k = 4, b->n_gen = 64, b->threads = 1, b->clip = -1;
+    b->slrs_k = 8, b->slrs_top_k = 2, b->slrs_nodes = 16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { b->json = 1; continue; }
         if (!strcmp(a, "--both")) { b->both = 1; continue; }
+        if (!strcmp(a, "--slrs-one-forward")) { b->slrs_one = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
         if (!v) { fprintf(stderr, "hsd bench generate: %s needs a value\n", a); return 1; }
         i++;
@@ -245,6 +250,11 @@ static int parse_args(bench *b, int argc, char **argv) {
                 if (b->batches[k] < 1) b->n_batches = -1;
             if (b->n_batches <= 0) { fprintf(stderr, "hsd bench generate: bad --batch '%s'\n", v); return 1; }
         }
+        else if (!strcmp(a, "--slrs-k")) b->slrs_k = atoi(v);
+        else if (!strcmp(a, "--slrs-top-k")) b->slrs_top_k = atoi(v);
+        else if (!strcmp(a, "--slrs-nodes")) b->slrs_nodes = atoi(v);
+        else if (!strcmp(a, "--slrs-lookahead"))
+            b->slrs_rule = !strcmp(v, "fixed") ? 1 : !strcmp(v, "nmax") ? 2 : 0;
         else { fprintf(stderr, "hsd bench generate: unknown option %s\n", a); return 1; }
     }
     if (!b->tm || !b->tt || !b->dm || !b->dt || b->k < 1 || b->k > 63 || b->n_gen < 1) return 1;
@@ -292,6 +302,11 @@ static int run_one(bench *b, direction *d, int algo, float temp, const char *pro
     gp.n_draft = b->k;
     gp.temp = temp;
     gp.seed = seed;
+    gp.slrs_top_k = b->slrs_top_k;
+    gp.slrs_max_nodes = b->slrs_nodes;
+    gp.slrs_lookahead = b->slrs_rule;
+    gp.slrs_single_forward = b->slrs_one != 0;
+    if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r;
     counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
     long f0 = dc->n_fwd;
@@ -316,6 +331,9 @@ static int run_one(bench *b, direction *d, int algo, float temp, const char *pro
     c->accepted += r.n_accepted;
     c->tokens += r.n_ids;
     c->d_fwd += algo == HSD_ALGO_AR ? 0 : dc->n_fwd - f0;
+    c->first_acc += r.first_accept_rate;
+    c->exp_acc += r.expected_accept, c->exp_em += r.expected_accept_em;
+    c->psi_ms += r.psi_ms, c->tree_nodes += r.tree_nodes, c->tree_fwd += r.tree_forwards;
     if (ar && temp <= 0) {
         int32_t i = 0;
         while (i < r.n_ids && i < ar->n_ids && r.ids[i] == ar->ids[i]) i++;
@@ -376,6 +394,9 @@ static void finish(bench *b) {
                     all->rounds += c->rounds, all->drafted += c->drafted;
                     all->accepted += c->accepted, all->tokens += c->tokens, all->d_fwd += c->d_fwd;
                     all->mismatches += c->mismatches;
+                    all->first_acc += c->first_acc, all->exp_acc += c->exp_acc;
+                    all->exp_em += c->exp_em, all->psi_ms += c->psi_ms;
+                    all->tree_nodes += c->tree_nodes, all->tree_fwd += c->tree_fwd;
                 }
             }
     for (int di = 0; di < b->n_dirs; di++)
@@ -424,6 +445,27 @@ static void print_text(bench *b) {
                            x->predicted, x->measured, x->predicted > 0 ? x->measured / x->predicted : 0,
                            x->mismatches);
                 }
+        if (!has_algo(b, HSD_ALGO_SLRS)) continue;
+        printf("string-level verification (all sets): first-candidate acceptance; SLRS also the expected\n"
+               "acceptance sum min(p,psi) vs exact matching's sum p*psi on the same proposal, tree nodes,\n"
+               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, %s, %s)\n",
+               b->slrs_k, b->slrs_top_k, b->slrs_nodes,
+               b->slrs_rule == 1 ? "fixed depth" : b->slrs_rule == 2 ? "n_max" : "stop when determined",
+               b->slrs_one ? "one forward per round" : "one forward per level");
+        printf("%-5s %-6s %9s %9s %9s %7s %7s %8s\n", "temp", "algo", "first acc", "E[SLRS]", "E[EM]",
+               "nodes", "fwds", "psi ms");
+        for (int ti = 0; ti < b->n_temps; ti++)
+            for (int ai = 0; ai < b->n_algos; ai++) {
+                hsd_bench_cell *x = cell_at(b, di, ti, b->n_sets, ai);
+                if (!x->runs || (x->algo != HSD_ALGO_SLEM && x->algo != HSD_ALGO_SLRS)) continue;
+                int n = x->runs;
+                if (x->algo == HSD_ALGO_SLEM)
+                    printf("%-5g %-6s %9.3f\n", b->temps[ti], "slem", mean(x->first_acc, n));
+                else
+                    printf("%-5g %-6s %9.3f %9.3f %9.3f %7.1f %7.2f %8.4f\n", b->temps[ti], "slrs",
+                           mean(x->first_acc, n), mean(x->exp_acc, n), mean(x->exp_em, n),
+                           mean(x->tree_nodes, n), mean(x->tree_fwd, n), mean(x->psi_ms, n));
+            }
     }
     printf("\ngreedy mismatches vs AR: %d\n", b->total_mismatches);
 }
@@ -455,6 +497,15 @@ static json_t *cell_json(bench *b, int di, int ti, int si, hsd_bench_cell *x) {
     json_object_set_new(o, "measured_speedup_e2e", json_real(x->measured_e2e));
     json_object_set_new(o, "measured_over_predicted", json_real(x->predicted > 0 ? x->measured / x->predicted : 0));
     json_object_set_new(o, "greedy_mismatches", json_integer(x->mismatches));
+    if (x->algo == HSD_ALGO_SLEM || x->algo == HSD_ALGO_SLRS)
+        json_object_set_new(o, "first_accept_rate", json_real(mean(x->first_acc, n)));
+    if (x->algo == HSD_ALGO_SLRS) {
+        json_object_set_new(o, "expected_accept", json_real(mean(x->exp_acc, n)));
+        json_object_set_new(o, "expected_accept_em", json_real(mean(x->exp_em, n)));
+        json_object_set_new(o, "psi_ms_per_round", json_real(mean(x->psi_ms, n)));
+        json_object_set_new(o, "tree_nodes_per_round", json_real(mean(x->tree_nodes, n)));
+        json_object_set_new(o, "tree_forwards_per_round", json_real(mean(x->tree_fwd, n)));
+    }
     return o;
 }
 

@@ -13,12 +13,18 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: hsd generate --target M --target-tokenizer T [--draft M2 --draft-tokenizer D]\n"
-            "                    --algo ar|sd|union|tli|slem|auto [-k K] [--adaptive-k]\n"
+            "                    --algo ar|sd|union|tli|slem|slrs|auto [-k K] [--adaptive-k]\n"
             "                    -p PROMPT | --batch-file FILE\n"
             "                    -n N [--temp X] [--top-k K] [--top-p P] [--seed S] [--stop STR]\n"
             "                    [--no-bos] [--threads T] [--backend auto|cpu|cuda] [--json]\n"
             "                    [--draft-head full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]]\n"
             "                    [--head-calib CORPUS] [--calib-tokens N] [--save-draft-head FILE]\n"
+            "                    [--slrs-top-k K] [--slrs-top-p P] [--slrs-nodes N]\n"
+            "                    [--lookahead determined|fixed|nmax] [--slrs-one-forward]\n"
+            "  slrs: -k is the draft tree's depth limit; the tree keeps the drafter's top-k/top-p\n"
+            "  children per node (default 2, 0.95) and at most N scored nodes per round (16), one\n"
+            "  drafter forward per tree level, or one in all with --slrs-one-forward (the nodes to\n"
+            "  score then come from walking the target and draft vocabularies' byte tries).\n"
             "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "  --draft-head replaces the drafter's LM head (trimmed, T∩D for TLI, SpecVocab,\n"
@@ -262,6 +268,14 @@ static json_t *result_json(const hsd_gen_result *r) {
     json_object_set_new(o, "draft_ms", json_real(r->draft_ms));
     json_object_set_new(o, "verify_ms", json_real(r->verify_ms));
     json_object_set_new(o, "bridge_ms", json_real(r->bridge_ms));
+    json_object_set_new(o, "first_accept_rate", json_real(r->first_accept_rate));
+    if (r->algo == HSD_ALGO_SLRS) {
+        json_object_set_new(o, "psi_ms", json_real(r->psi_ms));
+        json_object_set_new(o, "tree_nodes", json_real(r->tree_nodes));
+        json_object_set_new(o, "tree_forwards", json_real(r->tree_forwards));
+        json_object_set_new(o, "expected_accept", json_real(r->expected_accept));
+        json_object_set_new(o, "expected_accept_em", json_real(r->expected_accept_em));
+    }
     return o;
 }
 
@@ -273,6 +287,11 @@ static void print_result_text(const hsd_gen_result *r) {
     printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
            "(total %.2f ms)\n",
            r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms, r->bridge_ms, r->total_ms);
+    if (r->algo == HSD_ALGO_SLRS)
+        printf("slrs: %.1f tree nodes and %.2f drafter forwards per round, psi %.3f ms/round; "
+               "first-token acceptance %.3f (expected %.3f; exact matching %.3f)\n",
+               r->tree_nodes, r->tree_forwards, r->psi_ms, r->first_accept_rate, r->expected_accept,
+               r->expected_accept_em);
 }
 
 int hsd_cmd_generate(int argc, char **argv) {
@@ -290,6 +309,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--adaptive-k")) { gp.adaptive_k = true; continue; }
         if (!strcmp(a, "--no-bos")) { gp.add_bos = false; continue; }
+        if (!strcmp(a, "--slrs-one-forward")) { gp.slrs_single_forward = true; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
         if (!v) continue;
         if (!strcmp(a, "--target") || !strcmp(a, "--model") || !strcmp(a, "-m")) tm = v, i++;
@@ -312,6 +332,17 @@ int hsd_cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--head-calib")) head_calib = v, i++;
         else if (!strcmp(a, "--calib-tokens")) calib_tokens = atoi(v), i++;
         else if (!strcmp(a, "--save-draft-head")) head_save = v, i++;
+        else if (!strcmp(a, "--slrs-top-k")) gp.slrs_top_k = atoi(v), i++;
+        else if (!strcmp(a, "--slrs-top-p")) gp.slrs_top_p = strtof(v, NULL), i++;
+        else if (!strcmp(a, "--slrs-nodes")) gp.slrs_max_nodes = atoi(v), i++;
+        else if (!strcmp(a, "--lookahead")) {
+            gp.slrs_lookahead = !strcmp(v, "determined") ? 0 : !strcmp(v, "fixed") ? 1 : !strcmp(v, "nmax") ? 2 : -1;
+            if (gp.slrs_lookahead < 0) {
+                fprintf(stderr, "hsd generate: --lookahead must be determined, fixed or nmax\n");
+                return 2;
+            }
+            i++;
+        }
     }
     /* the model-only path (ids in, ids out) stays as it was */
     if (legacy || (!dm && !algo && !batch_file)) return generate_single(argc, argv);

@@ -339,6 +339,10 @@ HSD_API hsd_status hsd_model_forward_batch(hsd_model *model, const hsd_model_bat
  *   UNION  Alg 1: both vocabularies as T ∪ D (lossless, drafts outside T always rejected);
  *   TLI    Alg 4: drafter samples only from T ∩ D (matched by surface bytes), renormalised;
  *   SLEM   Alg 2: draft text re-tokenized by the target, longest self-consistent prefix kept;
+ *   SLRS   Alg 3: string-level rejection sampling; the drafter's continuations form a tree
+ *          under a sparse proposal (top-k/top-p of its distribution), psi(t) is summed exactly
+ *          over it, and the target tokens of the sampled draft are accepted with
+ *          min(1, p/psi) (multi-token: psi of position j given the accepted tokens);
  *   AUTO   chosen from the pair (identical vocab → SD, large byte overlap → TLI, else SLEM).
  * Greedy (temp <= 0) output is identical to AR; sampled output has AR's distribution.
  *
@@ -353,10 +357,11 @@ typedef enum hsd_algo {
     HSD_ALGO_UNION,
     HSD_ALGO_TLI,
     HSD_ALGO_SLEM,
-    HSD_ALGO_AUTO,
+    HSD_ALGO_SLRS,
+    HSD_ALGO_AUTO, /* never resolves to SLRS */
 } hsd_algo;
 
-/* "ar", "sd", "union", "tli", "slem", "auto" ("?" for a value outside the enum); static
+/* "ar", "sd", "union", "tli", "slem", "slrs", "auto" ("?" for a value outside the enum); static
  * strings. parse returns -1 for unknown names and NULL. Thread-safe. */
 HSD_API const char *hsd_algo_name(hsd_algo a);
 HSD_API int hsd_algo_parse(const char *name);
@@ -375,6 +380,16 @@ typedef struct hsd_gen_params {
     const char *const *stop; /* stop strings (generation ends after the first occurrence) */
     int32_t n_stop;
     bool add_bos;           /* default true */
+    /* SLRS draft tree (n_draft is its depth limit n) */
+    int32_t slrs_top_k;     /* children per node: the drafter's top-k (default 2; <= 0: all) */
+    float slrs_top_p;       /* then the top-p of those (default 0.95; >= 1: off) */
+    int32_t slrs_max_nodes; /* tree nodes scored by the drafter per round, root aside (16) */
+    int32_t slrs_lookahead; /* 0: stop a branch once its first target token is determined
+                               (default); 1: fixed depth n; 2: n_max (outgrow the longest
+                               target token), capped by n */
+    bool slrs_single_forward; /* score the whole tree in one drafter forward, its shape chosen
+                                 from the vocabularies (target and draft byte tries walked
+                                 together) instead of one forward per level (default false) */
 } hsd_gen_params;
 
 typedef struct hsd_gen_result {
@@ -389,6 +404,13 @@ typedef struct hsd_gen_result {
     double tau;             /* target tokens emitted per target forward (round) */
     double ttft_ms, tpot_ms, tokens_per_s, total_ms;
     double draft_ms, verify_ms, bridge_ms; /* time split */
+    double first_accept_rate; /* SLEM, SLRS: rounds whose first candidate was accepted */
+    /* SLRS per round: psi time (tree bookkeeping and sums; drafter forwards are in draft_ms),
+     * tree nodes (leaves included), drafter forwards (root feed + one per tree level), and the
+     * expected first-position acceptance sum_t min(p, psi) next to exact matching's
+     * sum_t p * psi for the same proposal (Thm 3.1: the first is never smaller) */
+    double psi_ms, tree_nodes, tree_forwards;
+    double expected_accept, expected_accept_em;
 } hsd_gen_result;
 
 typedef struct hsd_engine hsd_engine;

@@ -23,7 +23,6 @@
 #include "tokenize/tokenizer.h"
 #include "verify/verify.h"
 
-#define MAX_CAND 64
 
 static double now_ms(void) {
     struct timespec t;
@@ -32,7 +31,7 @@ static double now_ms(void) {
 }
 
 const char *hsd_algo_name(hsd_algo a) {
-    static const char *names[] = {"ar", "sd", "union", "tli", "slem", "auto"};
+    static const char *names[] = {"ar", "sd", "union", "tli", "slem", "slrs", "auto"};
     return (unsigned)a <= HSD_ALGO_AUTO ? names[a] : "?";
 }
 
@@ -52,6 +51,9 @@ hsd_gen_params hsd_gen_default_params(void) {
     p.top_p = 1.0f;
     p.stop_at_eos = true;
     p.add_bos = true;
+    p.slrs_top_k = 2;
+    p.slrs_top_p = 0.95f;
+    p.slrs_max_nodes = 16;
     return p;
 }
 
@@ -154,6 +156,7 @@ void hsd_engine_free(hsd_engine *e) {
     if (!e) return;
     hsd_ids_free(&e->t_cached);
     hsd_ids_free(&e->d_cached);
+    hsd_engine_slrs_release(e);
     free(e->d2t);
     free(e);
 }
@@ -563,6 +566,7 @@ hsd_status hsd_eng_slem_finish(gen *g) {
     if (s) return s;
     g->t_verify += now_ms() - rd->t2;
     g->rounds++;
+    if (rd->m) g->first_tried++, g->first_acc += acc > 0;
     g->drafted += rd->m;
     g->accepted += acc;
     int32_t kept;
@@ -603,6 +607,7 @@ void hsd_eng_gen_free(gen *g) {
     hsd_ids_free(&g->rd.cand);
     free(g->rd.toks);
     free(g->rd.rows);
+    hsd_gen_slrs_free(g);
 }
 
 hsd_status hsd_eng_gen_setup(gen *g, const char *prompt, size_t len) {
@@ -667,6 +672,8 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
     if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: %d stop strings with stop %s",
                          (int)p->n_stop, p->stop ? "given" : "NULL");
+    if ((unsigned)p->slrs_lookahead > 2)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: slrs_lookahead must be 0, 1 or 2");
     if ((unsigned)p->algo > HSD_ALGO_AUTO)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: unknown algorithm %d", (int)p->algo);
     gen g;
@@ -703,6 +710,7 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         int32_t before = (int32_t)g.out.n, drafted_before = g.drafted, acc_before = g.accepted;
         if (g.algo == HSD_ALGO_AR || draft_full) s = round_ar(&g);
         else if (g.algo == HSD_ALGO_SLEM) s = round_slem(&g, kk);
+        else if (g.algo == HSD_ALGO_SLRS) s = hsd_gen_round_slrs(&g, kk);
         else s = round_token_level(&g, kk);
         if (!s && before == 0 && g.out.n > 0) t_first = now_ms();
         if (!s && p->adaptive_k && g.drafted > drafted_before) {
@@ -747,6 +755,8 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
         res->draft_ms = g.t_draft;
         res->verify_ms = g.t_verify;
         res->bridge_ms = g.t_bridge;
+        res->first_accept_rate = g.first_tried ? (double)g.first_acc / g.first_tried : 0;
+        hsd_gen_slrs_stats(&g, res);
     }
     hsd_eng_gen_free(&g);
     if (s) hsd_gen_result_free(res);
@@ -760,4 +770,21 @@ void hsd_gen_result_free(hsd_gen_result *r) {
     r->ids = NULL;
     r->text = NULL;
     r->n_ids = 0;
+}
+
+/* Entry points for rounds that live in their own files (lib/engine_slrs.c). */
+double hsd_gen_now_ms(void) { return now_ms(); }
+hsd_status hsd_gen_feed_drafter(gen *g, float *logits) {
+    return feed_last(g->e->dm, &g->D, &g->d_kv, logits);
+}
+hsd_status hsd_gen_target_rows(gen *g, const int32_t *cand, int32_t m) {
+    return target_rows(g, cand, m, g->e->vt);
+}
+hsd_status hsd_gen_finish_round(gen *g, int32_t n_old, int32_t acc, const int32_t *out, int32_t r) {
+    hsd_status s = target_keep(g, n_old, acc);
+    int32_t kept;
+    if (!s) s = emit(g, out, r, &kept);
+    if (s) return s;
+    if (g->t_kv > (int32_t)g->T.ids.n) g->t_kv = (int32_t)g->T.ids.n;
+    return g->done ? HSD_OK : sync_drafter(g);
 }

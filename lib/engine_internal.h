@@ -23,6 +23,11 @@
 #include "lib/rng.h"
 #include "lib/sample.h"
 
+struct hsd_slrs_state;
+struct hsd_first_token;
+
+#define MAX_CAND 64 /* most target candidates a round verifies */
+
 struct hsd_engine {
     hsd_model *tm, *dm;
     const hsd_tokenizer *tt, *dt;
@@ -35,6 +40,7 @@ struct hsd_engine {
     /* ids each KV cache holds after the last generation: a new prompt reuses the common
      * prefix instead of prefilling it again (prefix caching) */
     hsd_ids t_cached, d_cached;
+    struct hsd_first_token *slrs_ft; /* SLRS: the target's first-token rule, built once */
 };
 
 /* The round in progress, between its phases. */
@@ -68,6 +74,8 @@ typedef struct gen {
     int32_t rounds, drafted, accepted;
     bool done;
     round_data rd;
+    int32_t first_tried, first_acc; /* rounds with a first candidate / it accepted */
+    struct hsd_slrs_state *slrs;    /* SLRS round buffers and statistics */
 } gen;
 
 /* Encodes the prompt, fills both sides and allocates the buffers (gen's e, prm and algo set
@@ -102,5 +110,20 @@ hsd_status hsd_eng_target_probs(gen *g, const float *logits, int32_t m, int32_t 
 hsd_status hsd_eng_ar_finish(gen *g, double t0);
 hsd_status hsd_eng_tl_finish(gen *g);
 hsd_status hsd_eng_slem_finish(gen *g);
+
+/* Entry points for rounds defined outside lib/engine.c (lib/engine_slrs.c). */
+double hsd_gen_now_ms(void);
+/* Feeds the drafter's pending ids; logits of the last one go to `logits`. */
+hsd_status hsd_gen_feed_drafter(gen *g, float *logits);
+/* Target forward over pending ids + m candidates: g->p gets m+1 probability rows of vt. */
+hsd_status hsd_gen_target_rows(gen *g, const int32_t *cand, int32_t m);
+/* Keeps acc accepted candidates in the target cache, emits out[0..r), realigns the drafter. */
+hsd_status hsd_gen_finish_round(gen *g, int32_t n_old, int32_t acc, const int32_t *out, int32_t r);
+
+/* engine_slrs.c */
+hsd_status hsd_gen_round_slrs(gen *g, int32_t k);
+void hsd_gen_slrs_stats(const gen *g, hsd_gen_result *res);
+void hsd_gen_slrs_free(gen *g);
+void hsd_engine_slrs_release(hsd_engine *e);
 
 #endif

@@ -21,7 +21,7 @@ __all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "ALGO
            "version", "set_log"]
 
 #: algorithm names accepted by Engine.generate, in hsd_algo order
-ALGORITHMS = ("ar", "sd", "union", "tli", "slem", "auto")
+ALGORITHMS = ("ar", "sd", "union", "tli", "slem", "slrs", "auto")
 
 
 class Status(enum.IntEnum):

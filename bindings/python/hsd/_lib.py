@@ -59,7 +59,10 @@ class GenParams(ctypes.Structure):
                 ("k_max", ctypes.c_int32), ("temp", ctypes.c_float), ("top_k", ctypes.c_int32),
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
                 ("stop_at_eos", ctypes.c_bool), ("stop", ctypes.POINTER(ctypes.c_char_p)),
-                ("n_stop", ctypes.c_int32), ("add_bos", ctypes.c_bool)]
+                ("n_stop", ctypes.c_int32), ("add_bos", ctypes.c_bool),
+                ("slrs_top_k", ctypes.c_int32), ("slrs_top_p", ctypes.c_float),
+                ("slrs_max_nodes", ctypes.c_int32), ("slrs_lookahead", ctypes.c_int32),
+                ("slrs_single_forward", ctypes.c_bool)]
 
 
 class GenResult(ctypes.Structure):
@@ -72,7 +75,10 @@ class GenResult(ctypes.Structure):
                 ("ttft_ms", ctypes.c_double), ("tpot_ms", ctypes.c_double),
                 ("tokens_per_s", ctypes.c_double), ("total_ms", ctypes.c_double),
                 ("draft_ms", ctypes.c_double), ("verify_ms", ctypes.c_double),
-                ("bridge_ms", ctypes.c_double)]
+                ("bridge_ms", ctypes.c_double), ("first_accept_rate", ctypes.c_double),
+                ("psi_ms", ctypes.c_double), ("tree_nodes", ctypes.c_double),
+                ("tree_forwards", ctypes.c_double), ("expected_accept", ctypes.c_double),
+                ("expected_accept_em", ctypes.c_double)]
 
 
 VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)

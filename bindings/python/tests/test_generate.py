@@ -65,7 +65,7 @@ class TestPair(unittest.TestCase):
         self.assertEqual(ar.algo, "ar")
         self.assertEqual(len(ar.ids), 80)
         self.assertEqual(ar.text, self.tt.decode(ar.ids, skip_special=True))
-        for algo in ("union", "tli", "slem", "auto"):
+        for algo in ("union", "tli", "slem", "slrs", "auto"):
             with self.subTest(algo=algo):
                 r = self.engine.generate(PROMPT, algo=algo, max_new_tokens=80, n_draft=5)
                 self.assertEqual(r.ids, ar.ids)
@@ -157,7 +157,7 @@ class TestCustomModel(unittest.TestCase):
         m = hsd.Model.from_callbacks(Bigram(tok, "Once upon a time, Tom found his big red ball."))
         self.assertEqual(m.desc, "caller-provided model")
         with hsd.Engine(m, tok, dm, dt) as e:
-            for algo in ("ar", "union", "tli", "slem"):
+            for algo in ("ar", "union", "tli", "slem", "slrs"):
                 with self.subTest(algo=algo):
                     r = e.generate("Once upon", algo=algo, max_new_tokens=40)
                     self.assertEqual(r.text, "a time, Tom found his big red ball.")
