@@ -45,35 +45,7 @@ static int load_lm(lm *x, const char *model, const char *tok) {
     return 0;
 }
 
-/* Bench prompts clipped to their last `clip` characters at a word start (babyllama's
- * character-level context is 256). */
-static char *clip_at(const char *p, size_t clip) {
-    size_t n = strlen(p), start = n > clip ? n - clip : 0;
-    while (start > 0 && start < n && p[start - 1] != ' ') start++;
-    return strdup(p + start);
-}
-
-static void load_prompts(void) {
-    const char *files[] = {"bench/prompts/summarization.jsonl", "bench/prompts/code.jsonl",
-                           "bench/prompts/long_context.jsonl"};
-    for (int f = 0; f < 3; f++) {
-        FILE *fp = fopen(hsd_test_src_path(files[f]), "r");
-        if (!fp) {
-            fprintf(stderr, "missing %s\n", hsd_test_src_path(files[f]));
-            continue;
-        }
-        char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, fp) > 0 && n_prompts < 128) {
-            json_t *j = json_loads(line, 0, NULL);
-            const char *p = json_string_value(json_object_get(j, "prompt"));
-            if (p) prompts[n_prompts++] = clip_at(p, 150);
-            json_decref(j);
-        }
-        free(line);
-        fclose(fp);
-    }
-}
+static void load_prompts(void) { n_prompts = hsd_test_bench_prompts(prompts, 128, 150); }
 
 static int setup(void **state) {
     (void)state;
@@ -136,7 +108,7 @@ static int make_batch(int which, char **out) {
     static const size_t clips[N_SEQ] = {150, 0, 30, 150, 90, 8, 150, 45};
     for (int i = 0; i < N_SEQ; i++) {
         const char *src = prompts[(which * N_SEQ + i) * 4 % n_prompts];
-        out[i] = clips[i] ? clip_at(src, clips[i]) : strdup("");
+        out[i] = clips[i] ? hsd_test_clip_prompt(src, clips[i]) : strdup("");
     }
     return N_SEQ;
 }

@@ -591,28 +591,7 @@ static int load_lm(lm *x, const char *model, const char *tok) {
 }
 
 /* bench prompts clipped to their last ~150 characters (babyllama's context is 256) */
-static void load_prompts(void) {
-    const char *files[] = {"bench/prompts/summarization.jsonl", "bench/prompts/code.jsonl",
-                           "bench/prompts/long_context.jsonl"};
-    for (int f = 0; f < 3; f++) {
-        FILE *fp = fopen(hsd_test_src_path(files[f]), "r");
-        if (!fp) continue;
-        char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, fp) > 0 && n_prompts < 128) {
-            json_t *j = json_loads(line, 0, NULL);
-            const char *p = json_string_value(json_object_get(j, "prompt"));
-            if (p) {
-                size_t n = strlen(p), start = n > 150 ? n - 150 : 0;
-                while (start > 0 && start < n && p[start - 1] != ' ') start++;
-                prompts[n_prompts++] = strdup(p + start);
-            }
-            json_decref(j);
-        }
-        free(line);
-        fclose(fp);
-    }
-}
+static void load_prompts(void) { n_prompts = hsd_test_bench_prompts(prompts, 128, 150); }
 
 static bool single_forward; /* gen() below: SLRS scores its tree in one drafter forward */
 

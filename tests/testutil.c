@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 const char *hsd_test_shared(void) {
     const char *s = getenv("HSD_SHARED");
     if (s && *s) return s;
@@ -223,4 +225,34 @@ size_t hsd_test_header_functions(char ***names) {
 void hsd_test_free_names(char **names, size_t n) {
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
+}
+
+char *hsd_test_clip_prompt(const char *p, size_t clip) {
+    size_t n = strlen(p), start = n > clip ? n - clip : 0;
+    while (start > 0 && start < n && p[start - 1] != ' ') start++;
+    return strdup(p + start);
+}
+
+int hsd_test_bench_prompts(char **out, int cap, size_t clip) {
+    const char *files[] = {"bench/prompts/summarization.jsonl", "bench/prompts/code.jsonl",
+                           "bench/prompts/long_context.jsonl"};
+    int n = 0;
+    for (int f = 0; f < 3; f++) {
+        FILE *fp = fopen(hsd_test_src_path(files[f]), "r");
+        if (!fp) {
+            fprintf(stderr, "missing %s\n", hsd_test_src_path(files[f]));
+            continue;
+        }
+        char *line = NULL;
+        size_t lcap = 0;
+        while (n < cap && getline(&line, &lcap, fp) > 0) {
+            json_t *j = json_loads(line, 0, NULL);
+            const char *p = json_string_value(json_object_get(j, "prompt"));
+            if (p) out[n++] = hsd_test_clip_prompt(p, clip);
+            json_decref(j);
+        }
+        free(line);
+        fclose(fp);
+    }
+    return n;
 }

@@ -25,6 +25,14 @@ double hsd_test_chi2_pvalue(double chi2, int df);
  * cells whose expected count is below 5 into one; *df receives the degrees of freedom. */
 double hsd_test_chi2(const long *observed, const double *prob, int n, long total, int *df);
 
+/* The text of `p` from its last `clip` characters, moved forward to a word start (malloc'd). */
+char *hsd_test_clip_prompt(const char *p, size_t clip);
+/* Reads the "prompt" fields of bench/prompts/{summarization,code,long_context}.jsonl, each
+ * clipped to its last `clip` characters at a word start (the character-level babyllama's
+ * context is 256), into out[0..cap); returns the count. A missing file is reported on
+ * stderr. The caller frees each prompt. */
+int hsd_test_bench_prompts(char **out, int cap, size_t clip);
+
 /* The hsd CLI under test ($HSD_CLI, else ./hsd). */
 const char *hsd_test_cli(void);
 /* Runs a shell command, asserts exit status 0, returns its stdout (caller frees). */
