@@ -14,9 +14,7 @@ static bool all_ascii(const char *s, size_t n) {
     return true;
 }
 
-static hsd_status unicode_form(const char *s, size_t n, int opts, hsd_buf *out) {
-    if (all_ascii(s, n)) /* every normalization form is the identity on ASCII */
-        return hsd_buf_append(out, s, n) ? hsd_error(HSD_ERR_NOMEM, "oom") : HSD_OK;
+static hsd_status utf8proc_form(const char *s, size_t n, int opts, hsd_buf *out) {
     utf8proc_uint8_t *dst = NULL;
     utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
                                       (utf8proc_option_t)(UTF8PROC_STABLE | opts));
@@ -29,11 +27,46 @@ static hsd_status unicode_form(const char *s, size_t n, int opts, hsd_buf *out) 
     return bad ? hsd_error(HSD_ERR_NOMEM, "oom") : HSD_OK;
 }
 
-/* Rust char::to_lowercase: the simple mapping, except U+0130 whose full lowercase is two
- * code points (the only unconditional multi-character lowercase mapping). */
+/* NFC/NFD/NFKC/NFKD as HF computes them: its normalization tables are Unicode 9.0, so a
+ * code point assigned later has no decomposition, combining class 0 and no composition
+ * there. Such a character is a starter that nothing composes with, so the text around it
+ * normalizes independently: each later character is copied as is and the pieces between
+ * them go through utf8proc (Unicode 13+ tables, identical on Unicode 9.0 characters by the
+ * normalization stability policy). */
+static hsd_status unicode_form(const char *s, size_t n, int opts, hsd_buf *out) {
+    if (all_ascii(s, n)) /* every normalization form is the identity on ASCII */
+        return hsd_buf_append(out, s, n) ? hsd_error(HSD_ERR_NOMEM, "oom") : HSD_OK;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t start = 0;
+    for (size_t i = 0; i < n;) {
+        if (u[i] < 0xCC) { /* below U+0300: everything there is Unicode 1.1 */
+            i++;
+            continue;
+        }
+        int k;
+        uint32_t cp = hsd_utf8_decode(u + i, &k);
+        if (hsd_uc_assigned_by_v9(cp)) {
+            i += (size_t)k;
+            continue;
+        }
+        hsd_status st = start < i ? utf8proc_form(s + start, i - start, opts, out) : HSD_OK;
+        if (st) return st;
+        if (hsd_buf_append(out, s + i, (size_t)k)) return hsd_error(HSD_ERR_NOMEM, "oom");
+        i += (size_t)k;
+        start = i;
+    }
+    if (start == n) return HSD_OK;
+    return utf8proc_form(s + start, n - start, opts, out);
+}
+
+/* Rust char::to_lowercase, from HF's own table (Rust's std follows a newer Unicode than
+ * utf8proc). */
 static int push_lower(hsd_buf *out, uint32_t cp) {
-    if (cp == 0x130) return hsd_buf_append(out, "i\xCC\x87", 3);
-    return hsd_buf_push_cp(out, (uint32_t)utf8proc_tolower((utf8proc_int32_t)cp));
+    uint32_t to[3];
+    int n = hsd_uc_lower(cp, to);
+    for (int i = 0; i < n; i++)
+        if (hsd_buf_push_cp(out, to[i])) return -1;
+    return 0;
 }
 
 static hsd_status lowercase(const char *s, size_t n, hsd_buf *out) {
@@ -53,19 +86,15 @@ static hsd_status lowercase(const char *s, size_t n, hsd_buf *out) {
     return HSD_OK;
 }
 
-/* Mn as HF's BERT normalizer sees it (the unicode_categories crate's old tables). */
-static bool is_mark_nonspacing(uint32_t cp) {
-    return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_MN &&
-           hsd_uc_assigned_by_v8(cp);
-}
-
-/* Filters combining marks out of already-decomposed text. */
-static hsd_status drop_marks(const char *s, size_t n, hsd_buf *out) {
+/* Filters marks out of (already decomposed) text: StripAccents drops every combining mark
+ * of its Unicode 9.0 table, BertNormalizer the non-spacing marks of its older one. */
+static hsd_status drop_marks(const char *s, size_t n, bool bert, hsd_buf *out) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         int k;
         uint32_t cp = hsd_utf8_decode(u + i, &k);
-        if (!is_mark_nonspacing(cp) && hsd_buf_append(out, s + i, (size_t)k))
+        bool mark = bert ? hsd_uc_is_bert_mn(cp) : hsd_uc_is_mark(cp);
+        if (!mark && hsd_buf_append(out, s + i, (size_t)k))
             return hsd_error(HSD_ERR_NOMEM, "oom");
         i += (size_t)k;
     }
@@ -124,16 +153,6 @@ static hsd_status nmt(const char *s, size_t n, hsd_buf *out) {
     return HSD_OK;
 }
 
-static bool bert_is_control(uint32_t c) {
-    if (c == '\t' || c == '\n' || c == '\r') return false;
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CO: return hsd_uc_assigned_by_v8(c);
-    default: return false;
-    }
-}
-
 static bool is_chinese_char(uint32_t c) {
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
            (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
@@ -151,7 +170,7 @@ static hsd_status bert(const hsd_norm_step *st, const char *s, size_t n, hsd_buf
         uint32_t c = hsd_utf8_decode(u + i, &k);
         i += (size_t)k;
         if (st->bert_clean) {
-            if (c == 0 || c == 0xFFFD || bert_is_control(c)) continue;
+            if (hsd_uc_is_bert_control(c)) continue;
             if (hsd_uc_is_whitespace(c)) c = ' ';
         }
         int bad;
@@ -167,7 +186,7 @@ static hsd_status bert(const hsd_norm_step *st, const char *s, size_t n, hsd_buf
         hsd_buf nfd = {0};
         r = unicode_form(t1->p ? t1->p : "", t1->n, UTF8PROC_DECOMPOSE, &nfd);
         t1->n = 0;
-        if (!r) r = drop_marks(nfd.p ? nfd.p : "", nfd.n, t1);
+        if (!r) r = drop_marks(nfd.p ? nfd.p : "", nfd.n, true, t1);
         hsd_buf_free(&nfd);
         if (r) return r;
     }
@@ -184,7 +203,7 @@ static hsd_status apply_step(const hsd_norm_step *st, const char *s, size_t n, h
     case HSD_NORM_NFKC: return unicode_form(s, n, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out);
     case HSD_NORM_NFKD: return unicode_form(s, n, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, out);
     case HSD_NORM_LOWERCASE: return lowercase(s, n, out);
-    case HSD_NORM_STRIP_ACCENTS: return drop_marks(s, n, out);
+    case HSD_NORM_STRIP_ACCENTS: return drop_marks(s, n, false, out);
     case HSD_NORM_REPLACE: return replace_all(st, s, n, out, sc);
     case HSD_NORM_PREPEND:
         if (n && !sc->cont && hsd_buf_append(out, st->content, st->content_len))

@@ -113,12 +113,7 @@ static int pred_matches(char_pred pred, const hsd_buf *b, const hsd_span *sp, hs
 }
 
 static bool is_ws(uint32_t c) { return hsd_uc_is_whitespace(c); }
-static bool is_bert_punct(uint32_t c) {
-    return (c < 0x80 && c > 0x20 && c != 0x7F && !((c >= '0' && c <= '9') ||
-                                                   (c >= 'a' && c <= 'z') ||
-                                                   (c >= 'A' && c <= 'Z'))) ||
-           (hsd_uc_is_punctuation(c) && hsd_uc_assigned_by_v8(c));
-}
+static bool is_bert_punct(uint32_t c) { return hsd_uc_is_bert_punct(c); }
 static bool is_ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
 
 /* Metaspace: spaces become the replacement, optional prefix, then split before each

@@ -1,28 +1,34 @@
 /* Unicode-version alignment for regexes. HF tokenizers matches pre-tokenizer patterns with
- * Oniguruma, whose tables are Unicode 15.0; Debian's PCRE2 10.42 knows Unicode 14.0, so
- * characters added in 15.0 (new emoji such as U+1FAE8, Kawi, CJK extension H) would not
- * match \p{L}, \p{S}, ... and text around them would split differently. Before compiling,
- * each \p{..} is widened with the ranges of the characters PCRE2 does not know, taken from
- * ICU (Unicode 15.0). Nothing is added when PCRE2 is already as new as Oniguruma. */
+ * Oniguruma, whose tables are Unicode 16.0; Debian's PCRE2 10.42 knows Unicode 14.0, so
+ * characters added later (Kawi, CJK extension H and I, Garay, new emoji, ...) would not match
+ * \p{L}, \p{S}, ... and text around them would split differently. Before compiling, each
+ * \p{..} is widened with the ranges of the characters PCRE2 does not know, with the general
+ * category HF's regex engine gives them (unicode_tables.c, generated from HF itself; ICU's
+ * Age says which characters PCRE2's Unicode version predates). \s is replaced by Unicode's
+ * White_Space list, which is Oniguruma's \s (PCRE2 also counts U+180E as a space). */
 #include <pcre2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unicode/uchar.h>
-#include <unicode/uset.h>
-#include <unicode/ustring.h>
 
 #include "lib/buf.h"
 #include "tokenize/tokenizer.h"
+#include "tokenize/unicode_tables.h"
 
-#define TARGET_MAJOR 15 /* Unicode version of HF's Oniguruma tables */
 #define N_GC 30
 
 static const char *gc_names[N_GC] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Me", "Mc", "Nd",
                                      "Nl", "No", "Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Cs", "Pd",
                                      "Ps", "Pe", "Pc", "Po", "Sm", "Sc", "Sk", "So", "Pi", "Pf"};
-/* ICU's UCharCategory values index gc_names (U_UNASSIGNED = 0 ... U_FINAL_PUNCTUATION = 29). */
+/* ICU's UCharCategory values index gc_names (U_UNASSIGNED = 0 ... U_FINAL_PUNCTUATION = 29);
+ * unicode_tables.c uses the same numbering. */
+
+/* White_Space (Oniguruma's \s), as the inside of a character class */
+#define WHITE_SPACE                                                                          \
+    "\\t-\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"   \
+    "\\x{205F}\\x{3000}"
 
 typedef struct {
     uint32_t lo, hi;
@@ -33,8 +39,7 @@ static range *extra;
 static size_t n_extra;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void add_char(uint32_t c, size_t *cap) {
-    uint8_t gc = (uint8_t)u_charType((UChar32)c);
+static void add_char(uint32_t c, uint8_t gc, size_t *cap) {
     if (n_extra && extra[n_extra - 1].gc == gc && extra[n_extra - 1].hi + 1 == c) {
         extra[n_extra - 1].hi = c;
         return;
@@ -54,25 +59,19 @@ static void build(void) {
     int pmaj = atoi(ver), pmin = 0;
     const char *dot = strchr(ver, '.');
     if (dot) pmin = atoi(dot + 1);
-    if (pmaj >= TARGET_MAJOR) return;
-    /* ICU's Age property is cumulative: [:age=V:] is everything assigned by version V, so
-     * the difference is exactly what PCRE2 does not know. */
-    char pat[96];
-    snprintf(pat, sizeof pat, "[[:age=%d.0:]-[:age=%d.%d:]]", TARGET_MAJOR, pmaj, pmin);
-    UChar upat[96];
-    u_uastrcpy(upat, pat);
-    UErrorCode err = U_ZERO_ERROR;
-    USet *set = uset_openPattern(upat, -1, &err);
-    if (U_FAILURE(err) || !set) return;
     size_t cap = 0;
-    int32_t nr = uset_getItemCount(set);
-    for (int32_t i = 0; i < nr; i++) {
-        UChar32 lo, hi;
-        err = U_ZERO_ERROR;
-        if (uset_getItem(set, i, &lo, &hi, NULL, 0, &err) != 0 || U_FAILURE(err)) continue;
-        for (UChar32 c = lo; c <= hi; c++) add_char((uint32_t)c, &cap);
+    for (size_t i = 0; i < hsd_uc_n_regex_gc; i++) {
+        const hsd_uc_gc_run *r = &hsd_uc_regex_gc[i];
+        if (r->gc == 17 /* Co: private use, the same in every version */) continue;
+        for (uint32_t c = r->lo; c <= r->hi; c++) {
+            /* ICU's Age is cumulative: PCRE2 knows c if it was assigned by PCRE2's version.
+             * Characters ICU does not know (age 0) are newer than both. */
+            UVersionInfo age;
+            u_charAge((UChar32)c, age);
+            bool known = age[0] && (age[0] < pmaj || (age[0] == pmaj && age[1] <= pmin));
+            if (!known) add_char(c, r->gc, &cap);
+        }
     }
-    uset_close(set);
 }
 
 /* Does general category gc belong to the property named name (e.g. "L", "Lu", "S")? */
@@ -106,6 +105,13 @@ int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
         char c = pat[i];
         if (c == '\\' && i + 1 < len) {
             char k = pat[i + 1];
+            if (k == 's' || (k == 'S' && !in_class)) {
+                const char *w = in_class ? WHITE_SPACE : k == 's' ? "[" WHITE_SPACE "]"
+                                                                  : "[^" WHITE_SPACE "]";
+                if (hsd_buf_append(out, w, strlen(w))) return -1;
+                i += 2;
+                continue;
+            }
             if ((k == 'p' || k == 'P') && i + 2 < len) {
                 const char *name;
                 size_t nl, span;
@@ -180,11 +186,11 @@ int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
     return 0;
 }
 
-/* Age-limited character classes for the components that HF implements with the
- * unicode_categories crate (BERT normalizer and pre-tokenizer): its tables predate Unicode
- * 9.0, so characters assigned later are not marks, punctuation or "other" there. */
-bool hsd_uc_assigned_by_v8(uint32_t cp) {
+/* HF's normalization forms (the unicode-normalization-alignments crate) have Unicode 9.0
+ * tables: characters assigned later are inert there (see normalizer.c). Unassigned code
+ * points are inert in every version, so they count as "by 9.0" too. */
+bool hsd_uc_assigned_by_v9(uint32_t cp) {
     UVersionInfo age;
     u_charAge((UChar32)cp, age);
-    return age[0] != 0 && age[0] <= 8;
+    return age[0] <= 9; /* 0: unassigned in ICU */
 }

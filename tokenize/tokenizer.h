@@ -300,9 +300,17 @@ int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out);
 /* True for code points assigned in Unicode 8.0 or earlier (see regex_unicode.c). */
 bool hsd_uc_assigned_by_v8(uint32_t cp);
 
-/* Unicode properties used by BERT-style components. */
-bool hsd_uc_is_whitespace(uint32_t cp);  /* Rust char::is_whitespace */
-bool hsd_uc_is_punctuation(uint32_t cp); /* Unicode P* */
-bool hsd_uc_is_alnum_word(uint32_t cp);  /* regex \w */
+/* True for code points assigned in Unicode 9.0 or earlier: HF's normalization forms
+ * (unicode-normalization-alignments) know only those (see regex_unicode.c). */
+bool hsd_uc_assigned_by_v9(uint32_t cp);
+
+/* Unicode properties as HF's components see them (tables: unicode_tables.c). */
+bool hsd_uc_is_whitespace(uint32_t cp);    /* Rust char::is_whitespace */
+bool hsd_uc_is_bert_punct(uint32_t cp);    /* BertPreTokenizer / Punctuation */
+bool hsd_uc_is_mark(uint32_t cp);          /* StripAccents: removed marks */
+bool hsd_uc_is_bert_mn(uint32_t cp);       /* BertNormalizer strip_accents: removed marks */
+bool hsd_uc_is_bert_control(uint32_t cp);  /* BertNormalizer clean_text: removed */
+int hsd_uc_lower(uint32_t cp, uint32_t out[3]); /* Rust char::to_lowercase */
+bool hsd_uc_is_alnum_word(uint32_t cp);    /* regex \w */
 
 #endif

@@ -1,8 +1,10 @@
 /* Unicode character classes with the exact definitions HF tokenizers uses (Rust's
- * char::is_whitespace, Unicode general categories via utf8proc). */
+ * char::is_whitespace; HF's own tables, generated into unicode_tables.c, for the classes
+ * whose Unicode version differs from the system libraries'; utf8proc for the rest). */
 #include <utf8proc.h>
 
 #include "tokenize/tokenizer.h"
+#include "tokenize/unicode_tables.h"
 
 bool hsd_uc_is_whitespace(uint32_t c) {
     /* The White_Space property, as Rust's char::is_whitespace. */
@@ -11,17 +13,41 @@ bool hsd_uc_is_whitespace(uint32_t c) {
            c == 0x205F || c == 0x3000;
 }
 
-bool hsd_uc_is_punctuation(uint32_t c) {
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO: return true;
-    default: return false;
+bool hsd_uc_is_bert_punct(uint32_t c) {
+    return hsd_uc_in(hsd_uc_bert_punct, hsd_uc_n_bert_punct, c);
+}
+
+bool hsd_uc_is_mark(uint32_t c) {
+    return c >= 0x300 && hsd_uc_in(hsd_uc_marks, hsd_uc_n_marks, c);
+}
+
+bool hsd_uc_is_bert_mn(uint32_t c) {
+    return c >= 0x300 && hsd_uc_in(hsd_uc_bert_mn, hsd_uc_n_bert_mn, c);
+}
+
+bool hsd_uc_is_bert_control(uint32_t c) {
+    return hsd_uc_in(hsd_uc_bert_control, hsd_uc_n_bert_control, c);
+}
+
+/* Rust char::to_lowercase; returns the number of code points written to out[0..3). */
+int hsd_uc_lower(uint32_t c, uint32_t out[3]) {
+    size_t lo = 0, hi = hsd_uc_n_lower_map;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < hsd_uc_lower_map[mid].cp) hi = mid;
+        else if (c > hsd_uc_lower_map[mid].cp) lo = mid + 1;
+        else {
+            out[0] = hsd_uc_lower_map[mid].to;
+            return 1;
+        }
     }
+    for (size_t i = 0; i < hsd_uc_n_lower_long; i++)
+        if (hsd_uc_lower_long[i].cp == c) {
+            for (uint32_t k = 0; k < hsd_uc_lower_long[i].n; k++) out[k] = hsd_uc_lower_long[i].to[k];
+            return (int)hsd_uc_lower_long[i].n;
+        }
+    out[0] = c;
+    return 1;
 }
 
 bool hsd_uc_is_alnum_word(uint32_t c) {

@@ -222,8 +222,43 @@ async function runFamily(fam) {
   console.error(`rt_${fam}: ${w.ids.size} templates, ${fs.statSync(file).size} bytes, ${(Date.now() - t0) / 1000}s`);
 }
 
+// General category of every code point as HF's regex engine (Oniguruma) sees it, probed with
+// Split(\p{Xx}, Removed) over strings of 4096 code points: the pieces left are the
+// code points outside the class. Written as runs "<count, hex> <category>" (Cn: none).
+const GC = ['Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'Mn', 'Mc', 'Me', 'Nd', 'Nl', 'No', 'Pc', 'Pd', 'Ps',
+  'Pe', 'Pi', 'Pf', 'Po', 'Sm', 'Sc', 'Sk', 'So', 'Zs', 'Zl', 'Zp', 'Cc', 'Cf', 'Co'];
+function runRegexGc() {
+  const t0 = Date.now();
+  const all = [...scalars()];
+  const gc = new Array(all.length).fill('Cn');
+  const N = 4096;
+  for (const g of GC) {
+    const pre = makeTok('pre_tokenizer', { type: 'Split', pattern: { Regex: `\\p{${g}}` },
+      behavior: 'Removed', invert: false }).getPreTokenizer();
+    for (let i = 0; i < all.length; i += N) {
+      const chunk = all.slice(i, i + N);
+      const left = new Uint8Array(chunk.length);
+      for (const [, [a, b]] of pre.preTokenizeString(String.fromCodePoint(...chunk)))
+        for (let k = a; k < b; k++) left[k] = 1;
+      for (let k = 0; k < chunk.length; k++)
+        if (!left[k]) {
+          if (gc[i + k] !== 'Cn') throw new Error(`U+${chunk[k].toString(16)} in ${gc[i + k]} and ${g}`);
+          gc[i + k] = g;
+        }
+    }
+  }
+  const w = new RunWriter(path.join(outDir, 'regex_gc.txt'), [
+    'hsd unicode reference v1: general category per HF regex (\\p{Xx} in a Split pattern)',
+    `HF tokenizers ${VERSION} (node); runs "<count> =<category>" over the scalar values`,
+  ]);
+  for (const g of gc) w.push(g);
+  w.close();
+  console.error(`regex_gc: ${(Date.now() - t0) / 1000}s`);
+}
+
 (async () => {
   const want = (n) => !only.length || only.includes(n);
+  if (want('regex_gc')) runRegexGc();
   for (const comp of conf.components) if (want(comp.name)) runComponent(comp);
   for (const fam of FAMILIES) if (want('rt_' + fam)) await runFamily(fam);
 })().catch((e) => {

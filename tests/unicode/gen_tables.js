@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// Writes tokenize/unicode_tables.c: the character tables hsd uses where HF tokenizers' Rust
+// crates follow a different Unicode version than Debian's utf8proc / PCRE2 / ICU. The tables
+// are read off the whole-code-space HF references (tests/unicode/ref/, see gen.js), so they
+// are HF's behaviour by construction, whatever the system libraries' versions:
+//
+//   lower        Lowercase / BertNormalizer(lowercase): Rust char::to_lowercase (std's
+//                Unicode version), every code point whose lowercase is not itself
+//   marks        StripAccents: the code points it removes (unicode-normalization-alignments'
+//                is_combining_mark, Unicode 9.0)
+//   bert_mn      BertNormalizer(strip_accents): the non-spacing marks it removes after NFD
+//                (unicode_categories crate, Unicode 8.0-era categories)
+//   bert_control BertNormalizer(clean_text): the code points it removes
+//   bert_punct   BertPreTokenizer / Punctuation: the code points split off as punctuation
+//   regex_gc     the general category of every assigned code point as HF's regex engine
+//                (Oniguruma, Unicode 16.0) sees it; tokenize/regex_unicode.c adds the code
+//                points that PCRE2 does not know yet to the \p{..} classes of patterns
+//
+// Usage: node gen_tables.js <ref dir> <out.c>
+'use strict';
+const fs = require('fs');
+
+const [refDir, outPath] = process.argv.slice(2);
+if (!outPath) {
+  console.error('usage: node gen_tables.js <ref dir> <out.c>');
+  process.exit(2);
+}
+
+function hangul(cp) {
+  const s = cp - 0xac00;
+  if (s < 0 || s >= 11172) return null;
+  const l = 0x1100 + Math.floor(s / 588), v = 0x1161 + Math.floor((s % 588) / 28), t = s % 28;
+  return t ? [l, v, 0x11a7 + t] : [l, v];
+}
+
+// Calls fn(cp, pieces) for every scalar value with the result of context 0 (the code point
+// alone): pieces is an array of code point arrays (a normalizer has one piece; none: []).
+function eachAlone(name, fn) {
+  const lines = fs.readFileSync(`${refDir}/${name}.txt`, 'utf8').split('\n');
+  const tmpls = [];
+  let cp = 0;
+  for (const line of lines) {
+    if (!line || line[0] === '#' || line[0] === 'B') continue;
+    const sp = line.indexOf(' ');
+    const count = parseInt(line.slice(0, sp), 16);
+    let t;
+    if (line[sp + 1] === '=') {
+      t = line.slice(sp + 2).split(' ; ')[0];
+      tmpls.push(t);
+    } else t = tmpls[parseInt(line.slice(sp + 1), 10)];
+    for (let i = 0; i < count; i++, cp++) {
+      if (cp === 0xd800) cp = 0xe000;
+      const pieces = t === '~' ? [] : t.split(' | ').map((p) =>
+        p === '^' ? [] : p.split(' ').flatMap((tok) =>
+          tok === 'X' ? [cp] : tok === 'H' ? hangul(cp) : [parseInt(tok, 16)]));
+      fn(cp, pieces);
+    }
+  }
+  if (cp !== 0x110000) throw new Error(`${name}: covers up to ${cp.toString(16)}`);
+}
+
+function ranges(set) {
+  const out = [];
+  for (const c of [...set].sort((a, b) => a - b)) {
+    const last = out[out.length - 1];
+    if (last && last[1] + 1 === c) last[1] = c;
+    else out.push([c, c]);
+  }
+  return out;
+}
+const hex = (c) => '0x' + c.toString(16).toUpperCase();
+// entries (strings) several to a line, to keep the generated file short
+const pack = (items, per) => {
+  const out = [];
+  for (let i = 0; i < items.length; i += per) out.push('    ' + items.slice(i, i + per).join(' '));
+  return out.join('\n');
+};
+function rangeTable(name, set, what) {
+  const r = ranges(set);
+  return `/* ${what}: ${set.size} code points */\n` +
+    `const hsd_uc_range hsd_uc_${name}[] = {\n` +
+    pack(r.map(([a, b]) => `{${hex(a)}, ${hex(b)}},`), 5) +
+    `\n};\nconst size_t hsd_uc_n_${name} = ${r.length};\n\n`;
+}
+
+// lowercase: one code point, except the few whose lowercase is longer (U+0130)
+const lower = [], lowerLong = [];
+eachAlone('lowercase', (cp, p) => {
+  const r = p[0] || [];
+  if (r.length === 1 && r[0] === cp) return;
+  if (r.length === 1) lower.push([cp, r[0]]);
+  else lowerLong.push([cp, r]);
+});
+if (lowerLong.some(([, r]) => r.length > 3)) throw new Error('lowercase longer than 3');
+
+const marks = new Set();
+eachAlone('strip_accents', (cp, p) => {
+  if (!p.length) marks.add(cp);
+});
+
+const nfdSelf = new Set();
+eachAlone('nfd', (cp, p) => {
+  if (p.length === 1 && p[0].length === 1 && p[0][0] === cp) nfdSelf.add(cp);
+});
+const bertMn = new Set();
+eachAlone('bert_strip_accents', (cp, p) => {
+  if (!p.length && nfdSelf.has(cp)) bertMn.add(cp);
+});
+const bertControl = new Set();
+eachAlone('bert_clean', (cp, p) => {
+  if (!p.length) bertControl.add(cp);
+});
+// BertPreTokenizer: a lone punctuation character is one piece, so punctuation shows in the
+// "a%" context (index 1) as two pieces [a] [c]; letters etc. stay one piece "a c".
+const bertPunct = new Set();
+{
+  const lines = fs.readFileSync(`${refDir}/bert_pre.txt`, 'utf8').split('\n');
+  const tmpls = [];
+  let cp = 0;
+  for (const line of lines) {
+    if (!line || line[0] === '#') continue;
+    const sp = line.indexOf(' ');
+    const count = parseInt(line.slice(0, sp), 16);
+    let t;
+    if (line[sp + 1] === '=') {
+      t = line.slice(sp + 2).split(' ; ')[1];
+      tmpls.push(t);
+    } else t = tmpls[parseInt(line.slice(sp + 1), 10)];
+    for (let i = 0; i < count; i++, cp++) {
+      if (cp === 0xd800) cp = 0xe000;
+      if (t === '61 | X') bertPunct.add(cp);
+    }
+  }
+}
+
+// regex_gc.txt: runs of one category name per template (ICU's UCharCategory order, as
+// tokenize/regex_unicode.c's gc_names)
+const GC_NAMES = ['Cn', 'Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'Mn', 'Me', 'Mc', 'Nd', 'Nl', 'No', 'Zs',
+  'Zl', 'Zp', 'Cc', 'Cf', 'Co', 'Cs', 'Pd', 'Ps', 'Pe', 'Pc', 'Po', 'Sm', 'Sc', 'Sk', 'So', 'Pi',
+  'Pf'];
+const gcRuns = [];
+{
+  const tmpls = [];
+  let cp = 0;
+  for (const line of fs.readFileSync(`${refDir}/regex_gc.txt`, 'utf8').split('\n')) {
+    if (!line || line[0] === '#') continue;
+    const sp = line.indexOf(' ');
+    const count = parseInt(line.slice(0, sp), 16);
+    let g;
+    if (line[sp + 1] === '=') tmpls.push((g = line.slice(sp + 2)));
+    else g = tmpls[parseInt(line.slice(sp + 1), 10)];
+    const gi = GC_NAMES.indexOf(g);
+    if (gi < 0) throw new Error('regex_gc: unknown category ' + g);
+    let lo = cp;
+    cp += count;
+    if (lo < 0xd800 && cp > 0xd800) throw new Error('regex_gc: run across the surrogates');
+    if (lo >= 0xd800) lo += 0x800;
+    const hi = (cp > 0xd800 ? cp + 0x800 : cp) - 1;
+    if (gi) gcRuns.push([lo, hi, gi]);
+  }
+}
+
+let c = `/* Generated by tests/unicode/gen_tables.js from tests/unicode/ref (HF tokenizers 0.23.2
+ * over every Unicode scalar value); do not edit, re-run tests/unicode/regen.sh. See
+ * docs/UNICODE.md for which Unicode version each table follows and why. */
+#include "tokenize/unicode_tables.h"
+
+`;
+c += `/* Lowercase (Rust char::to_lowercase): ${lower.length} code points mapping to one other */\n`;
+c += 'const hsd_uc_pair hsd_uc_lower_map[] = {\n' +
+  pack(lower.map(([a, b]) => `{${hex(a)}, ${hex(b)}},`), 5) +
+  `\n};\nconst size_t hsd_uc_n_lower_map = ${lower.length};\n\n`;
+c += '/* ... and the ones whose lowercase is several code points */\n';
+c += 'const hsd_uc_long hsd_uc_lower_long[] = {\n' +
+  lowerLong.map(([a, r]) => `    {${hex(a)}, ${r.length}, {${r.map(hex).join(', ')}}},`).join('\n') +
+  `\n};\nconst size_t hsd_uc_n_lower_long = ${lowerLong.length};\n\n`;
+c += rangeTable('marks', marks, 'StripAccents: combining marks (removed)');
+c += rangeTable('bert_mn', bertMn, 'BertNormalizer strip_accents: non-spacing marks (removed after NFD)');
+c += rangeTable('bert_control', bertControl, 'BertNormalizer clean_text: removed code points');
+c += rangeTable('bert_punct', bertPunct, 'BertPreTokenizer / Punctuation: punctuation');
+c += `/* General categories of HF's regex engine: ${gcRuns.length} runs of assigned code points */\n` +
+  'const hsd_uc_gc_run hsd_uc_regex_gc[] = {\n' +
+  pack(gcRuns.map(([a, b, g]) => `{${hex(a)}, ${hex(b)}, ${g}},`), 4) +
+  `\n};\nconst size_t hsd_uc_n_regex_gc = ${gcRuns.length};\n`;
+fs.writeFileSync(outPath, c.replace(/\n+$/, '\n'));
+console.error(`${outPath}: lower ${lower.length}+${lowerLong.length}, marks ${marks.size}, ` +
+  `bert_mn ${bertMn.size}, bert_control ${bertControl.size}, bert_punct ${bertPunct.size}`);
