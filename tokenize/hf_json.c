@@ -167,6 +167,10 @@ static hsd_status behavior(ctx *c, const hj_val *v, hsd_split_behavior *b) {
     return HSD_OK;
 }
 
+/* HF's Whitespace pre-tokenizer pattern (strlen, not a hand count: a count of 13 once made
+ * the pattern end in a NUL, and non-word runs never matched) */
+#define WHITESPACE_REGEX "\\w+|[^\\w\\s]+"
+
 static hsd_status parse_pre(ctx *c, const hj_val *v) {
     if (!v || v->type == HJ_NULL) return HSD_OK;
     const hj_val *ty = hj_get(v, "type");
@@ -204,7 +208,7 @@ static hsd_status parse_pre(ctx *c, const hj_val *v) {
         st.split = get_bool(v, "split", true);
     } else if (hj_is_str(ty, "Whitespace")) {
         st.type = HSD_PRE_WHITESPACE;
-        if ((s = hsd_regex_compile("\\w+|[^\\w\\s]+", 13, 0, c->path, &st.re))) return s;
+        if ((s = hsd_regex_compile(WHITESPACE_REGEX, strlen(WHITESPACE_REGEX), 0, c->path, &st.re))) return s;
     } else if (hj_is_str(ty, "WhitespaceSplit")) {
         st.type = HSD_PRE_WHITESPACE_SPLIT;
     } else if (hj_is_str(ty, "BertPreTokenizer")) {

@@ -114,7 +114,7 @@ static int pred_matches(char_pred pred, const hsd_buf *b, const hsd_span *sp, hs
 
 static bool is_ws(uint32_t c) { return hsd_uc_is_whitespace(c); }
 static bool is_bert_punct(uint32_t c) { return hsd_uc_is_bert_punct(c); }
-static bool is_ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+static bool is_numeric(uint32_t c) { return hsd_uc_is_numeric(c); }
 
 /* Metaspace: spaces become the replacement, optional prefix, then split before each
  * replacement (MergedWithNext). */
@@ -202,7 +202,7 @@ static hsd_status run_step(const hsd_pre_step *st, hsd_buf *b, const hsd_spans *
             break;
         }
         case HSD_PRE_DIGITS:
-            bad = pred_matches(is_ascii_digit, b, &sp, m) ||
+            bad = pred_matches(is_numeric, b, &sp, m) ||
                   emit_behavior(m, st->individual_digits ? HSD_SPLIT_ISOLATED
                                                          : HSD_SPLIT_CONTIGUOUS,
                                 false, out);

@@ -5,7 +5,9 @@
  * \p{..} is widened with the ranges of the characters PCRE2 does not know, with the general
  * category HF's regex engine gives them (unicode_tables.c, generated from HF itself; ICU's
  * Age says which characters PCRE2's Unicode version predates). \s is replaced by Unicode's
- * White_Space list, which is Oniguruma's \s (PCRE2 also counts U+180E as a space). */
+ * White_Space list, which is Oniguruma's \s (PCRE2 also counts U+180E as a space), and \w
+ * by Oniguruma's word class, [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}] plus the other Alphabetic
+ * characters and joiners of the same tables (PCRE2 10.42's \w is only letters, numbers, _). */
 #include <pcre2.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -109,6 +111,27 @@ int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
                 const char *w = in_class ? WHITE_SPACE : k == 's' ? "[" WHITE_SPACE "]"
                                                                   : "[^" WHITE_SPACE "]";
                 if (hsd_buf_append(out, w, strlen(w))) return -1;
+                i += 2;
+                continue;
+            }
+            if (k == 'w' || (k == 'W' && !in_class)) {
+                /* Oniguruma's \w: [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra], each \p widened */
+                static const char *const cats[] = {"L", "M", "Nd", "Pc", "Nl"};
+                int added, bad = !in_class && hsd_buf_append(out, k == 'w' ? "[" : "[^",
+                                                              k == 'w' ? 1 : 2);
+                for (int c2 = 0; c2 < 5 && !bad; c2++) {
+                    char p3[8];
+                    int pn = snprintf(p3, sizeof p3, "\\p{%s}", cats[c2]);
+                    bad = hsd_buf_append(out, p3, (size_t)pn) ||
+                          append_ranges(out, cats[c2], strlen(cats[c2]), &added);
+                }
+                for (size_t r = 0; r < hsd_uc_n_word_extra && !bad; r++) {
+                    char tmp[48];
+                    int tn = snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", hsd_uc_word_extra[r].lo,
+                                      hsd_uc_word_extra[r].hi);
+                    bad = hsd_buf_append(out, tmp, (size_t)tn);
+                }
+                if (bad || (!in_class && hsd_buf_push(out, ']'))) return -1;
                 i += 2;
                 continue;
             }

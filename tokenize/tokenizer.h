@@ -308,6 +308,7 @@ bool hsd_uc_assigned_by_v9(uint32_t cp);
 bool hsd_uc_is_whitespace(uint32_t cp);    /* Rust char::is_whitespace */
 bool hsd_uc_is_bert_punct(uint32_t cp);    /* BertPreTokenizer / Punctuation */
 bool hsd_uc_is_mark(uint32_t cp);          /* StripAccents: removed marks */
+bool hsd_uc_is_numeric(uint32_t cp);       /* Digits: Rust char::is_numeric */
 bool hsd_uc_is_bert_mn(uint32_t cp);       /* BertNormalizer strip_accents: removed marks */
 bool hsd_uc_is_bert_control(uint32_t cp);  /* BertNormalizer clean_text: removed */
 int hsd_uc_lower(uint32_t cp, uint32_t out[3]); /* Rust char::to_lowercase */

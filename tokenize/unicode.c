@@ -17,6 +17,11 @@ bool hsd_uc_is_bert_punct(uint32_t c) {
     return hsd_uc_in(hsd_uc_bert_punct, hsd_uc_n_bert_punct, c);
 }
 
+bool hsd_uc_is_numeric(uint32_t c) {
+    if (c < 0x80) return c >= '0' && c <= '9';
+    return hsd_uc_in(hsd_uc_numeric, hsd_uc_n_numeric, c);
+}
+
 bool hsd_uc_is_mark(uint32_t c) {
     return c >= 0x300 && hsd_uc_in(hsd_uc_marks, hsd_uc_n_marks, c);
 }

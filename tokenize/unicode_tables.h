@@ -28,8 +28,9 @@ extern const size_t hsd_uc_n_lower_map;
 extern const hsd_uc_long hsd_uc_lower_long[];
 extern const size_t hsd_uc_n_lower_long;
 extern const hsd_uc_range hsd_uc_marks[], hsd_uc_bert_mn[], hsd_uc_bert_control[],
-    hsd_uc_bert_punct[];
-extern const size_t hsd_uc_n_marks, hsd_uc_n_bert_mn, hsd_uc_n_bert_control, hsd_uc_n_bert_punct;
+    hsd_uc_bert_punct[], hsd_uc_numeric[], hsd_uc_word_extra[];
+extern const size_t hsd_uc_n_marks, hsd_uc_n_bert_mn, hsd_uc_n_bert_control, hsd_uc_n_bert_punct,
+    hsd_uc_n_numeric, hsd_uc_n_word_extra;
 extern const hsd_uc_gc_run hsd_uc_regex_gc[];
 extern const size_t hsd_uc_n_regex_gc;
 

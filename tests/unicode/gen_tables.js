@@ -12,6 +12,8 @@
 //                (unicode_categories crate, Unicode 8.0-era categories)
 //   bert_control BertNormalizer(clean_text): the code points it removes
 //   bert_punct   BertPreTokenizer / Punctuation: the code points split off as punctuation
+//   numeric      Digits: Rust char::is_numeric (std's Unicode version)
+//   word         \w of HF's regex engine (Oniguruma: Alphabetic, marks, Nd, Pc, joiners)
 //   regex_gc     the general category of every assigned code point as HF's regex engine
 //                (Oniguruma, Unicode 16.0) sees it; tokenize/regex_unicode.c adds the code
 //                points that PCRE2 does not know yet to the \p{..} classes of patterns
@@ -110,14 +112,13 @@ const bertControl = new Set();
 eachAlone('bert_clean', (cp, p) => {
   if (!p.length) bertControl.add(cp);
 });
-// BertPreTokenizer: a lone punctuation character is one piece, so punctuation shows in the
-// "a%" context (index 1) as two pieces [a] [c]; letters etc. stay one piece "a c".
-const bertPunct = new Set();
-{
-  const lines = fs.readFileSync(`${refDir}/bert_pre.txt`, 'utf8').split('\n');
+// Sets read off the "a%" context (index 1) of a pre-tokenizer: the code points c for which
+// "a" + c gives exactly the template `want`.
+function afterA(name, want) {
+  const set = new Set();
   const tmpls = [];
   let cp = 0;
-  for (const line of lines) {
+  for (const line of fs.readFileSync(`${refDir}/${name}.txt`, 'utf8').split('\n')) {
     if (!line || line[0] === '#') continue;
     const sp = line.indexOf(' ');
     const count = parseInt(line.slice(0, sp), 16);
@@ -128,10 +129,18 @@ const bertPunct = new Set();
     } else t = tmpls[parseInt(line.slice(sp + 1), 10)];
     for (let i = 0; i < count; i++, cp++) {
       if (cp === 0xd800) cp = 0xe000;
-      if (t === '61 | X') bertPunct.add(cp);
+      if (t === want) set.add(cp);
     }
   }
+  return set;
 }
+// BertPreTokenizer isolates punctuation: "a" + c is [a] [c]; letters etc. stay [a c]
+const bertPunct = afterA('bert_pre', '61 | X');
+// Digits (Rust char::is_numeric) splits numbers off: [a] [c]
+const numeric = afterA('digits', '61 | X');
+// Whitespace (\w+|[^\w\s]+): a word character joins the "a": [a c] ("aa" is "X X")
+const word = afterA('whitespace', '61 X');
+word.add(0x61);
 
 // regex_gc.txt: runs of one category name per template (ICU's UCharCategory order, as
 // tokenize/regex_unicode.c's gc_names)
@@ -178,10 +187,23 @@ c += rangeTable('marks', marks, 'StripAccents: combining marks (removed)');
 c += rangeTable('bert_mn', bertMn, 'BertNormalizer strip_accents: non-spacing marks (removed after NFD)');
 c += rangeTable('bert_control', bertControl, 'BertNormalizer clean_text: removed code points');
 c += rangeTable('bert_punct', bertPunct, 'BertPreTokenizer / Punctuation: punctuation');
+c += rangeTable('numeric', numeric, 'Digits: numeric characters');
+// \w is Oniguruma's Word: letters, marks, Nd, Pc, Nl and the few other Alphabetic/joiner
+// characters kept here (regex_unicode.c writes \w as [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra])
+const gcOf = new Map();
+for (const [a, b, g] of gcRuns) for (let x = a; x <= b; x++) gcOf.set(x, GC_NAMES[g]);
+const wordExtra = new Set();
+for (let x = 0; x < 0x110000; x++) {
+  const inCats = /^(L.|M.|Nd|Pc|Nl)$/.test(gcOf.get(x) || 'Cn');
+  if (word.has(x) && !inCats) wordExtra.add(x);
+  if (!word.has(x) && inCats) throw new Error(`U+${x.toString(16)} (${gcOf.get(x)}) is not \\w`);
+}
+c += rangeTable('word_extra', wordExtra, 'regex \\w beyond L, M, Nd, Pc, Nl');
 c += `/* General categories of HF's regex engine: ${gcRuns.length} runs of assigned code points */\n` +
   'const hsd_uc_gc_run hsd_uc_regex_gc[] = {\n' +
   pack(gcRuns.map(([a, b, g]) => `{${hex(a)}, ${hex(b)}, ${g}},`), 4) +
   `\n};\nconst size_t hsd_uc_n_regex_gc = ${gcRuns.length};\n`;
 fs.writeFileSync(outPath, c.replace(/\n+$/, '\n'));
 console.error(`${outPath}: lower ${lower.length}+${lowerLong.length}, marks ${marks.size}, ` +
-  `bert_mn ${bertMn.size}, bert_control ${bertControl.size}, bert_punct ${bertPunct.size}`);
+  `bert_mn ${bertMn.size}, bert_control ${bertControl.size}, bert_punct ${bertPunct.size}, ` +
+  `numeric ${numeric.size}, word extra ${wordExtra.size}`);
