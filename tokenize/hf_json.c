@@ -211,6 +211,8 @@ static hsd_status parse_pre(ctx *c, const hj_val *v) {
         if ((s = hsd_regex_compile(WHITESPACE_REGEX, strlen(WHITESPACE_REGEX), 0, c->path, &st.re))) return s;
     } else if (hj_is_str(ty, "WhitespaceSplit")) {
         st.type = HSD_PRE_WHITESPACE_SPLIT;
+    } else if (hj_is_str(ty, "UnicodeScripts")) {
+        st.type = HSD_PRE_UNICODE_SCRIPTS;
     } else if (hj_is_str(ty, "BertPreTokenizer")) {
         st.type = HSD_PRE_BERT;
     } else if (hj_is_str(ty, "Digits")) {

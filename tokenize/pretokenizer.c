@@ -1,6 +1,7 @@
 /* Pre-tokenizers (HF tokenizers semantics): each step splits every not-yet-resolved piece
  * into smaller pieces. Pieces are spans of one working buffer; steps that rewrite text
  * (Metaspace, ByteLevel's prefix space) append the new text to the buffer. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,31 @@ static bool is_ws(uint32_t c) { return hsd_uc_is_whitespace(c); }
 static bool is_bert_punct(uint32_t c) { return hsd_uc_is_bert_punct(c); }
 static bool is_numeric(uint32_t c) { return hsd_uc_is_numeric(c); }
 
+/* UnicodeScripts (HF): a piece starts at every character whose script differs from the
+ * last non-"Any" script seen; "Any" characters (the space) before the first piece are
+ * dropped, and a piece of only "Any" characters yields nothing. */
+static int unicode_scripts(const hsd_buf *b, const hsd_span *sp, hsd_spans *out) {
+    const unsigned char *u = (const unsigned char *)b->p + sp->off;
+    size_t n = sp->len, start = SIZE_MAX;
+    int last = -1;
+    for (size_t i = 0; i < n;) {
+        int k;
+        int s = hsd_uc_script(hsd_utf8_decode(u + i, &k));
+        if (s != 0 && s != last) {
+            if (start != SIZE_MAX &&
+                hsd_spans_push(out, sp->off + (uint32_t)start, (uint32_t)(i - start), -1))
+                return -1;
+            start = i;
+        }
+        if (s != 0) last = s;
+        i += (size_t)k;
+    }
+    if (start != SIZE_MAX &&
+        hsd_spans_push(out, sp->off + (uint32_t)start, (uint32_t)(n - start), -1))
+        return -1;
+    return 0;
+}
+
 /* Metaspace: spaces become the replacement, optional prefix, then split before each
  * replacement (MergedWithNext). */
 static int metaspace(const hsd_pre_step *st, hsd_buf *b, const hsd_span *sp, bool first,
@@ -207,6 +233,7 @@ static hsd_status run_step(const hsd_pre_step *st, hsd_buf *b, const hsd_spans *
                                                          : HSD_SPLIT_CONTIGUOUS,
                                 false, out);
             break;
+        case HSD_PRE_UNICODE_SCRIPTS: bad = unicode_scripts(b, &sp, out); break;
         case HSD_PRE_PUNCTUATION:
             bad = pred_matches(is_bert_punct, b, &sp, m) ||
                   emit_behavior(m, st->behavior, false, out);

@@ -95,6 +95,7 @@ typedef enum {
     HSD_PRE_BERT,
     HSD_PRE_DIGITS,
     HSD_PRE_PUNCTUATION,
+    HSD_PRE_UNICODE_SCRIPTS, /* split where the script changes */
 } hsd_pre_type;
 
 typedef enum {
@@ -313,5 +314,6 @@ bool hsd_uc_is_bert_mn(uint32_t cp);       /* BertNormalizer strip_accents: remo
 bool hsd_uc_is_bert_control(uint32_t cp);  /* BertNormalizer clean_text: removed */
 int hsd_uc_lower(uint32_t cp, uint32_t out[3]); /* Rust char::to_lowercase */
 bool hsd_uc_is_alnum_word(uint32_t cp);    /* regex \w */
+int hsd_uc_script(uint32_t cp);             /* UnicodeScripts class, 0: Any */
 
 #endif

@@ -75,3 +75,15 @@ bool hsd_uc_is_alnum_word(uint32_t c) {
     default: return false;
     }
 }
+
+/* UnicodeScripts: the script class of a code point (0: "Any", which never splits). */
+int hsd_uc_script(uint32_t c) {
+    size_t lo = 0, hi = hsd_uc_n_scripts;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < hsd_uc_scripts[mid].lo) hi = mid;
+        else if (c > hsd_uc_scripts[mid].hi) lo = mid + 1;
+        else return hsd_uc_scripts[mid].gc;
+    }
+    return 0;
+}

@@ -31,8 +31,8 @@ extern const hsd_uc_range hsd_uc_marks[], hsd_uc_bert_mn[], hsd_uc_bert_control[
     hsd_uc_bert_punct[], hsd_uc_numeric[], hsd_uc_word_extra[];
 extern const size_t hsd_uc_n_marks, hsd_uc_n_bert_mn, hsd_uc_n_bert_control, hsd_uc_n_bert_punct,
     hsd_uc_n_numeric, hsd_uc_n_word_extra;
-extern const hsd_uc_gc_run hsd_uc_regex_gc[];
-extern const size_t hsd_uc_n_regex_gc;
+extern const hsd_uc_gc_run hsd_uc_regex_gc[], hsd_uc_scripts[];
+extern const size_t hsd_uc_n_regex_gc, hsd_uc_n_scripts;
 
 /* Binary search of a sorted range table. */
 static inline bool hsd_uc_in(const hsd_uc_range *r, size_t n, uint32_t cp) {

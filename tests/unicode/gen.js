@@ -256,8 +256,49 @@ function runRegexGc() {
   console.error(`regex_gc: ${(Date.now() - t0) / 1000}s`);
 }
 
+// Script classes of HF's UnicodeScripts pre-tokenizer (its own Scripts.txt table, with
+// Hiragana/Katakana/U+30FC counted as Han and ' ' as "Any"). Only "same script or not" can
+// be observed, so: Any = code points that alone give no piece; runs of consecutive other
+// code points of one script from the splits of long strings of them; then each run joins
+// the class of the first earlier run whose representative does not split from it.
+// Written as runs "<count, hex> =<class>" (0: Any; classes numbered in order of appearance).
+function runScripts() {
+  const t0 = Date.now();
+  const pre = makeTok('pre_tokenizer', { type: 'UnicodeScripts' }).getPreTokenizer();
+  const all = [...scalars()];
+  const cls = new Int32Array(all.length).fill(-1);
+  const others = [];
+  for (let i = 0; i < all.length; i++) {
+    if (pre.preTokenizeString(String.fromCodePoint(all[i])).length === 0) cls[i] = 0;
+    else others.push(i);
+  }
+  const reps = []; // [code point] per class 1..
+  const N = 4096;
+  for (let s0 = 0; s0 < others.length; s0 += N) {
+    const idx = others.slice(s0, s0 + N);
+    const pieces = pre.preTokenizeString(String.fromCodePoint(...idx.map((i) => all[i])));
+    for (const [, [a, b]] of pieces) {
+      const cp = all[idx[a]];
+      let k = reps.findIndex((r) => pre.preTokenizeString(String.fromCodePoint(r, cp)).length === 1);
+      if (k < 0) {
+        reps.push(cp);
+        k = reps.length - 1;
+      }
+      for (let q = a; q < b; q++) cls[idx[q]] = k + 1;
+    }
+  }
+  const w = new RunWriter(path.join(outDir, 'scripts.txt'), [
+    'hsd unicode reference v1: UnicodeScripts classes (0: Any, else same number = same script)',
+    `HF tokenizers ${VERSION} (node); runs "<count> =<class>" over the scalar values`,
+  ]);
+  for (const c of cls) w.push(String(c));
+  w.close();
+  console.error(`scripts: ${reps.length} classes, ${(Date.now() - t0) / 1000}s`);
+}
+
 (async () => {
   const want = (n) => !only.length || only.includes(n);
+  if (want('scripts')) runScripts();
   if (want('regex_gc')) runRegexGc();
   for (const comp of conf.components) if (want(comp.name)) runComponent(comp);
   for (const fam of FAMILIES) if (want('rt_' + fam)) await runFamily(fam);

@@ -14,6 +14,7 @@
 //   bert_punct   BertPreTokenizer / Punctuation: the code points split off as punctuation
 //   numeric      Digits: Rust char::is_numeric (std's Unicode version)
 //   word         \w of HF's regex engine (Oniguruma: Alphabetic, marks, Nd, Pc, joiners)
+//   scripts      UnicodeScripts: which code points share a script (HF's own Scripts table)
 //   regex_gc     the general category of every assigned code point as HF's regex engine
 //                (Oniguruma, Unicode 16.0) sees it; tokenize/regex_unicode.c adds the code
 //                points that PCRE2 does not know yet to the \p{..} classes of patterns
@@ -203,6 +204,32 @@ c += `/* General categories of HF's regex engine: ${gcRuns.length} runs of assig
   'const hsd_uc_gc_run hsd_uc_regex_gc[] = {\n' +
   pack(gcRuns.map(([a, b, g]) => `{${hex(a)}, ${hex(b)}, ${g}},`), 4) +
   `\n};\nconst size_t hsd_uc_n_regex_gc = ${gcRuns.length};\n`;
+// scripts.txt: UnicodeScripts classes (0 = Any), as runs
+const scriptRuns = [];
+{
+  const tmpls = [];
+  let cp = 0;
+  for (const line of fs.readFileSync(`${refDir}/scripts.txt`, 'utf8').split('\n')) {
+    if (!line || line[0] === '#') continue;
+    const sp = line.indexOf(' ');
+    const count = parseInt(line.slice(0, sp), 16);
+    let g;
+    if (line[sp + 1] === '=') tmpls.push((g = +line.slice(sp + 2)));
+    else g = tmpls[parseInt(line.slice(sp + 1), 10)];
+    if (g > 255) throw new Error('scripts: more than 255 classes');
+    for (let i = 0; i < count; i++, cp++) {
+      if (cp === 0xd800) cp = 0xe000;
+      const last = scriptRuns[scriptRuns.length - 1];
+      if (last && last[2] === g && last[1] + 1 === cp) last[1] = cp;
+      else scriptRuns.push([cp, cp, g]);
+    }
+  }
+}
+c += `\n/* UnicodeScripts: script class per code point (0: "Any"; equal numbers, same script;
+ * Hiragana and Katakana count as Han, as HF's fixed_script does): ${scriptRuns.length} runs */\n` +
+  'const hsd_uc_gc_run hsd_uc_scripts[] = {\n' +
+  pack(scriptRuns.map(([a, b, g]) => `{${hex(a)}, ${hex(b)}, ${g}},`), 4) +
+  `\n};\nconst size_t hsd_uc_n_scripts = ${scriptRuns.length};\n`;
 fs.writeFileSync(outPath, c.replace(/\n+$/, '\n'));
 console.error(`${outPath}: lower ${lower.length}+${lowerLong.length}, marks ${marks.size}, ` +
   `bert_mn ${bertMn.size}, bert_control ${bertControl.size}, bert_punct ${bertPunct.size}, ` +
