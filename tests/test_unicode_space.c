@@ -39,7 +39,9 @@ typedef struct {
     int n_ctx;
 } ref_file;
 
-static uint32_t index_of(uint32_t cp) { return cp < 0xD800 ? cp : cp - 0x800; }
+static uint32_t index_of(uint32_t cp) {
+    return cp < 0xD800 ? cp : cp - 0x800;
+}
 
 static int push_op(ref_file *r, uint32_t op) {
     if (r->n_ops == r->cap_ops) {
@@ -69,12 +71,18 @@ static int parse_template(ref_file *r, char *s) {
             r->ctx_off[r->n_tmpl * MAX_CTX + (size_t)k] = (uint32_t)r->n_ops;
             continue;
         }
-        if (!strcmp(tok, "|")) op = OP_PIECE;
-        else if (!strcmp(tok, "~")) op = OP_NONE;
-        else if (!strcmp(tok, "^")) op = OP_EMPTY;
-        else if (!strcmp(tok, "X")) op = OP_X;
-        else if (!strcmp(tok, "A")) op = OP_A;
-        else if (!strcmp(tok, "H")) op = OP_H;
+        if (!strcmp(tok, "|"))
+            op = OP_PIECE;
+        else if (!strcmp(tok, "~"))
+            op = OP_NONE;
+        else if (!strcmp(tok, "^"))
+            op = OP_EMPTY;
+        else if (!strcmp(tok, "X"))
+            op = OP_X;
+        else if (!strcmp(tok, "A"))
+            op = OP_A;
+        else if (!strcmp(tok, "H"))
+            op = OP_H;
         else {
             char *end;
             unsigned long v = strtoul(tok, &end, 16);
@@ -171,7 +179,9 @@ static bool selected(const char *name) {
     return false;
 }
 
-static int push_utf8(hsd_buf *b, uint32_t cp) { return hsd_buf_push_cp(b, cp); }
+static int push_utf8(hsd_buf *b, uint32_t cp) {
+    return hsd_buf_push_cp(b, cp);
+}
 
 static int push_x(const job *j, hsd_buf *b, uint32_t cp) {
     if (!j->byte_level) return push_utf8(b, cp);
@@ -193,8 +203,12 @@ static void expand(const job *j, uint32_t tid, int k, uint32_t cp, const hsd_buf
     }
     for (; *op != OP_CTX; op++) {
         switch (*op) {
-        case OP_X: push_x(j, out, cp); break;
-        case OP_A: hsd_buf_append(out, alone->p, alone->n); break;
+        case OP_X:
+            push_x(j, out, cp);
+            break;
+        case OP_A:
+            hsd_buf_append(out, alone->p, alone->n);
+            break;
         case OP_H: {
             uint32_t s = cp - 0xAC00;
             push_utf8(out, 0x1100 + s / 588);
@@ -202,9 +216,13 @@ static void expand(const job *j, uint32_t tid, int k, uint32_t cp, const hsd_buf
             if (s % 28) push_utf8(out, 0x11A7 + s % 28);
             break;
         }
-        case OP_PIECE: hsd_buf_push(out, (char)0xFF); break;
-        case OP_EMPTY: break;
-        default: push_utf8(out, *op);
+        case OP_PIECE:
+            hsd_buf_push(out, (char)0xFF);
+            break;
+        case OP_EMPTY:
+            break;
+        default:
+            push_utf8(out, *op);
         }
     }
     if (!j->is_norm && !j->is_rt) hsd_buf_push(out, (char)0xFF);
@@ -229,7 +247,8 @@ static hsd_status run_hsd(const job *j, hsd_scratch *sc, const char *in, size_t 
         const unsigned char *p = (const unsigned char *)pb->p + pieces->p[i].off;
         if (j->byte_level)
             for (uint32_t q = 0; q < pieces->p[i].len; q++) push_utf8(out, hsd_bytelevel_cp[p[q]]);
-        else hsd_buf_append(out, p, pieces->p[i].len);
+        else
+            hsd_buf_append(out, p, pieces->p[i].len);
         hsd_buf_push(out, (char)0xFF);
     }
     hsd_buf_append(out, "", 0);
@@ -266,8 +285,8 @@ static void report(job *j, uint32_t cp, int k, const hsd_buf *got, const hsd_buf
     if (j->is_rt)
         fprintf(stderr, "  %s U+%04X decode(encode(c)): hsd [%s] HF [%s]\n", j->name, cp, a, b);
     else
-        fprintf(stderr, "  %s U+%04X context \"%s\": hsd [%s] HF [%s]\n", j->name, cp,
-                j->ctx[k], a, b);
+        fprintf(stderr, "  %s U+%04X context \"%s\": hsd [%s] HF [%s]\n", j->name, cp, j->ctx[k], a,
+                b);
     pthread_mutex_unlock(&j->print_lock);
 }
 
@@ -303,7 +322,8 @@ static void *worker(void *arg) {
                 if (hsd_tokenizer_encode(j->tok, u, (size_t)un, false, ids, 64, &nid) == HSD_OK &&
                     hsd_tokenizer_decode_alloc(j->tok, ids, nid, false, &dec, &dl) == HSD_OK)
                     hsd_buf_append(&got, dec, dl);
-                else nid = 0, hsd_buf_append(&got, "<error>", 7);
+                else
+                    nid = 0, hsd_buf_append(&got, "<error>", 7);
                 hsd_free(dec);
                 for (size_t i = 0; i < nid; i++) h = fnv(h, (uint32_t)ids[i]);
                 h = fnv(h, 0xFFFFFFFFu);
@@ -314,8 +334,10 @@ static void *worker(void *arg) {
             for (int k = 0; k < j->n_ctx; k++) {
                 in.n = 0;
                 for (const char *q = j->ctx[k]; *q; q++)
-                    if (*q == '%') hsd_buf_append(&in, u, (size_t)un);
-                    else hsd_buf_push(&in, *q);
+                    if (*q == '%')
+                        hsd_buf_append(&in, u, (size_t)un);
+                    else
+                        hsd_buf_push(&in, *q);
                 if (run_hsd(j, sc, in.p, in.n, &pb, &pieces, &got) != HSD_OK) {
                     got.n = 0;
                     hsd_buf_append(&got, "<error>", 7);
@@ -378,18 +400,18 @@ static bool spec_has_byte_level(json_t *spec) {
         return true;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(spec, "pretokenizers"), i, v) if (spec_has_byte_level(v))
-        return true;
+    json_array_foreach(json_object_get(spec, "pretokenizers"), i,
+                       v) if (spec_has_byte_level(v)) return true;
     return false;
 }
 
 /* A tokenizer.json holding only this normalizer or pre-tokenizer (and a one-token model). */
 static hsd_status load_component(const char *kind, json_t *spec, hsd_tokenizer **tok) {
-    json_t *root = json_pack("{s:s, s:[], s:n, s:n, s:n, s:n, s:{s:s, s:s, s:s, s:i, s:{s:i}}}",
-                             "version", "1.0", "added_tokens", "normalizer", "pre_tokenizer",
-                             "post_processor", "decoder", "model", "type", "WordPiece",
-                             "unk_token", "[UNK]", "continuing_subword_prefix", "##",
-                             "max_input_chars_per_word", 100, "vocab", "[UNK]", 0);
+    json_t *root =
+        json_pack("{s:s, s:[], s:n, s:n, s:n, s:n, s:{s:s, s:s, s:s, s:i, s:{s:i}}}", "version",
+                  "1.0", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder",
+                  "model", "type", "WordPiece", "unk_token", "[UNK]", "continuing_subword_prefix",
+                  "##", "max_input_chars_per_word", 100, "vocab", "[UNK]", 0);
     json_object_set(root, kind, spec);
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
@@ -438,8 +460,8 @@ static void test_components(void **state) {
         j->ref = &ref;
         double t0 = now_s();
         long d = run_job(j);
-        fprintf(stderr, "%-30s %8ld differences  (%u code points x %d contexts, %.1f s)\n", name,
-                d, N_SCALAR, j->n_ctx, now_s() - t0);
+        fprintf(stderr, "%-30s %8ld differences  (%u code points x %d contexts, %.1f s)\n", name, d,
+                N_SCALAR, j->n_ctx, now_s() - t0);
         total += d;
         ref_free(&ref);
         hsd_tokenizer_free(j->tok);
@@ -452,9 +474,18 @@ static void test_components(void **state) {
     assert_int_equal(total, 0);
 }
 
-static const char *families[] = {"claude", "deepseek_v3", "gemma3",  "gpt2",
-                                 "gpt4o",  "gptoss",      "llama2",  "llama3",
-                                 "llama3_1", "mistral",   "qwen3",   "synthetic_unigram",
+static const char *families[] = {"claude",
+                                 "deepseek_v3",
+                                 "gemma3",
+                                 "gpt2",
+                                 "gpt4o",
+                                 "gptoss",
+                                 "llama2",
+                                 "llama3",
+                                 "llama3_1",
+                                 "mistral",
+                                 "qwen3",
+                                 "synthetic_unigram",
                                  "synthetic_wordpiece"};
 
 static void test_round_trip(void **state) {

@@ -167,10 +167,6 @@ static hsd_status behavior(ctx *c, const hj_val *v, hsd_split_behavior *b) {
     return HSD_OK;
 }
 
-/* HF's Whitespace pre-tokenizer pattern (strlen, not a hand count: a count of 13 once made
- * the pattern end in a NUL, and non-word runs never matched) */
-#define WHITESPACE_REGEX "\\w+|[^\\w\\s]+"
-
 static hsd_status parse_pre(ctx *c, const hj_val *v) {
     if (!v || v->type == HJ_NULL) return HSD_OK;
     const hj_val *ty = hj_get(v, "type");
@@ -208,7 +204,13 @@ static hsd_status parse_pre(ctx *c, const hj_val *v) {
         st.split = get_bool(v, "split", true);
     } else if (hj_is_str(ty, "Whitespace")) {
         st.type = HSD_PRE_WHITESPACE;
-        if ((s = hsd_regex_compile(WHITESPACE_REGEX, strlen(WHITESPACE_REGEX), 0, c->path, &st.re))) return s;
+        /* \w+|[^\w\s]+ with the Rust regex crate's \w (a hand-counted length once made
+         * this pattern end in a NUL, so non-word runs never matched) */
+        hsd_buf pat = {0};
+        if (hsd_regex_whitespace_pattern(&pat)) return hsd_error(HSD_ERR_NOMEM, "oom");
+        s = hsd_regex_compile(pat.p, pat.n, 0, c->path, &st.re);
+        hsd_buf_free(&pat);
+        if (s) return s;
     } else if (hj_is_str(ty, "WhitespaceSplit")) {
         st.type = HSD_PRE_WHITESPACE_SPLIT;
     } else if (hj_is_str(ty, "UnicodeScripts")) {

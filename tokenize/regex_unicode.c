@@ -7,7 +7,9 @@
  * Age says which characters PCRE2's Unicode version predates). \s is replaced by Unicode's
  * White_Space list, which is Oniguruma's \s (PCRE2 also counts U+180E as a space), and \w
  * by Oniguruma's word class, [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}] plus the other Alphabetic
- * characters and joiners of the same tables (PCRE2 10.42's \w is only letters, numbers, _). */
+ * characters and joiners of the same tables (PCRE2 10.42's \w is only letters, numbers, _);
+ * \d is written as a widened \p{Nd}. (\S, \W, \D inside a class are left to PCRE2: no
+ * known pattern has them there.) */
 #include <pcre2.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,8 +30,8 @@ static const char *gc_names[N_GC] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "
  * unicode_tables.c uses the same numbering. */
 
 /* White_Space (Oniguruma's \s), as the inside of a character class */
-#define WHITE_SPACE                                                                          \
-    "\\t-\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"   \
+#define WHITE_SPACE                                                                                \
+    "\\t-\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"            \
     "\\x{205F}\\x{3000}"
 
 typedef struct {
@@ -98,6 +100,37 @@ static int append_ranges(hsd_buf *o, const char *name, size_t len, int *added) {
     return 0;
 }
 
+/* The inside of a character class for \w: \p{L}\p{M}\p{Nd}\p{Pc}\p{Nl} (each widened when
+ * `widen`) and the extra ranges of Oniguruma's or the Rust regex crate's word class. */
+static int word_body(hsd_buf *out, bool rust, bool widen) {
+    static const char *const cats[] = {"L", "M", "Nd", "Pc", "Nl"};
+    const hsd_uc_range *x = rust ? hsd_uc_rust_word_extra : hsd_uc_onig_word_extra;
+    size_t nx = rust ? hsd_uc_n_rust_word_extra : hsd_uc_n_onig_word_extra;
+    char tmp[48];
+    for (int c = 0; c < 5; c++) {
+        int added, n = snprintf(tmp, sizeof tmp, "\\p{%s}", cats[c]);
+        if (hsd_buf_append(out, tmp, (size_t)n) ||
+            (widen && append_ranges(out, cats[c], strlen(cats[c]), &added)))
+            return -1;
+    }
+    for (size_t r = 0; r < nx; r++) {
+        int n = snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", x[r].lo, x[r].hi);
+        if (hsd_buf_append(out, tmp, (size_t)n)) return -1;
+    }
+    return 0;
+}
+
+/* HF's Whitespace pre-tokenizer, \w+|[^\w\s]+, runs on the Rust regex crate, whose \w
+ * (UTS #18) differs from Oniguruma's: the pattern is written out with that class. */
+int hsd_regex_whitespace_pattern(hsd_buf *out) {
+    pthread_once(&once, build);
+    out->n = 0;
+    if (hsd_buf_push(out, '[') || word_body(out, true, false) || hsd_buf_append(out, "]+|[^", 5) ||
+        word_body(out, true, false) || hsd_buf_append(out, "\\s]+", 4))
+        return -1;
+    return 0;
+}
+
 /* Rewrites pat into out (NUL-terminated). Returns 0, or -1 on allocation failure. */
 int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
     pthread_once(&once, build);
@@ -108,30 +141,29 @@ int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
         if (c == '\\' && i + 1 < len) {
             char k = pat[i + 1];
             if (k == 's' || (k == 'S' && !in_class)) {
-                const char *w = in_class ? WHITE_SPACE : k == 's' ? "[" WHITE_SPACE "]"
-                                                                  : "[^" WHITE_SPACE "]";
+                const char *w = in_class   ? WHITE_SPACE
+                                : k == 's' ? "[" WHITE_SPACE "]"
+                                           : "[^" WHITE_SPACE "]";
                 if (hsd_buf_append(out, w, strlen(w))) return -1;
+                i += 2;
+                continue;
+            }
+            if (k == 'd' || (k == 'D' && !in_class)) {
+                /* \d is \p{Nd} in both engines; written out so that it gets widened too */
+                int added,
+                    bad = !in_class && hsd_buf_append(out, k == 'd' ? "[" : "[^", k == 'd' ? 1 : 2);
+                bad = bad || hsd_buf_append(out, "\\p{Nd}", 6) ||
+                      append_ranges(out, "Nd", 2, &added) || (!in_class && hsd_buf_push(out, ']'));
+                if (bad) return -1;
                 i += 2;
                 continue;
             }
             if (k == 'w' || (k == 'W' && !in_class)) {
                 /* Oniguruma's \w: [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra], each \p widened */
-                static const char *const cats[] = {"L", "M", "Nd", "Pc", "Nl"};
-                int added, bad = !in_class && hsd_buf_append(out, k == 'w' ? "[" : "[^",
-                                                              k == 'w' ? 1 : 2);
-                for (int c2 = 0; c2 < 5 && !bad; c2++) {
-                    char p3[8];
-                    int pn = snprintf(p3, sizeof p3, "\\p{%s}", cats[c2]);
-                    bad = hsd_buf_append(out, p3, (size_t)pn) ||
-                          append_ranges(out, cats[c2], strlen(cats[c2]), &added);
-                }
-                for (size_t r = 0; r < hsd_uc_n_word_extra && !bad; r++) {
-                    char tmp[48];
-                    int tn = snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", hsd_uc_word_extra[r].lo,
-                                      hsd_uc_word_extra[r].hi);
-                    bad = hsd_buf_append(out, tmp, (size_t)tn);
-                }
-                if (bad || (!in_class && hsd_buf_push(out, ']'))) return -1;
+                int bad =
+                    (!in_class && hsd_buf_append(out, k == 'w' ? "[" : "[^", k == 'w' ? 1 : 2)) ||
+                    word_body(out, false, true) || (!in_class && hsd_buf_push(out, ']'));
+                if (bad) return -1;
                 i += 2;
                 continue;
             }

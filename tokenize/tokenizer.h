@@ -298,6 +298,9 @@ hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name,
 
 /* Widens \p{..} classes of a pattern with characters newer than PCRE2's Unicode tables. */
 int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out);
+/* The pattern of HF's Whitespace pre-tokenizer, \w+|[^\w\s]+, with the Rust regex crate's
+ * \w written out (it is not Oniguruma's). Returns 0 or -1 (no memory). */
+int hsd_regex_whitespace_pattern(hsd_buf *out);
 /* True for code points assigned in Unicode 8.0 or earlier (see regex_unicode.c). */
 bool hsd_uc_assigned_by_v8(uint32_t cp);
 

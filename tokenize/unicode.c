@@ -39,8 +39,10 @@ int hsd_uc_lower(uint32_t c, uint32_t out[3]) {
     size_t lo = 0, hi = hsd_uc_n_lower_map;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (c < hsd_uc_lower_map[mid].cp) hi = mid;
-        else if (c > hsd_uc_lower_map[mid].cp) lo = mid + 1;
+        if (c < hsd_uc_lower_map[mid].cp)
+            hi = mid;
+        else if (c > hsd_uc_lower_map[mid].cp)
+            lo = mid + 1;
         else {
             out[0] = hsd_uc_lower_map[mid].to;
             return 1;
@@ -48,7 +50,8 @@ int hsd_uc_lower(uint32_t c, uint32_t out[3]) {
     }
     for (size_t i = 0; i < hsd_uc_n_lower_long; i++)
         if (hsd_uc_lower_long[i].cp == c) {
-            for (uint32_t k = 0; k < hsd_uc_lower_long[i].n; k++) out[k] = hsd_uc_lower_long[i].to[k];
+            for (uint32_t k = 0; k < hsd_uc_lower_long[i].n; k++)
+                out[k] = hsd_uc_lower_long[i].to[k];
             return (int)hsd_uc_lower_long[i].n;
         }
     out[0] = c;
@@ -71,8 +74,10 @@ bool hsd_uc_is_alnum_word(uint32_t c) {
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
     case UTF8PROC_CATEGORY_NO:
-    case UTF8PROC_CATEGORY_PC: return true;
-    default: return false;
+    case UTF8PROC_CATEGORY_PC:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -81,9 +86,12 @@ int hsd_uc_script(uint32_t c) {
     size_t lo = 0, hi = hsd_uc_n_scripts;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (c < hsd_uc_scripts[mid].lo) hi = mid;
-        else if (c > hsd_uc_scripts[mid].hi) lo = mid + 1;
-        else return hsd_uc_scripts[mid].gc;
+        if (c < hsd_uc_scripts[mid].lo)
+            hi = mid;
+        else if (c > hsd_uc_scripts[mid].hi)
+            lo = mid + 1;
+        else
+            return hsd_uc_scripts[mid].gc;
     }
     return 0;
 }

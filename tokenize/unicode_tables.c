@@ -510,11 +510,18 @@ const hsd_uc_range hsd_uc_numeric[] = {
 };
 const size_t hsd_uc_n_numeric = 146;
 
-/* regex \w beyond L, M, Nd, Pc, Nl: 132 code points */
-const hsd_uc_range hsd_uc_word_extra[] = {
+/* Oniguruma \w beyond L, M, Nd, Pc, Nl: 136 code points */
+const hsd_uc_range hsd_uc_onig_word_extra[] = {
+    {0xB2, 0xB3}, {0xB9, 0xB9}, {0xBC, 0xBE}, {0x24B6, 0x24E9}, {0x1F130, 0x1F149},
+    {0x1F150, 0x1F169}, {0x1F170, 0x1F189},
+};
+const size_t hsd_uc_n_onig_word_extra = 7;
+
+/* Rust regex crate \w (Whitespace) beyond L, M, Nd, Pc, Nl: 132 code points */
+const hsd_uc_range hsd_uc_rust_word_extra[] = {
     {0x200C, 0x200D}, {0x24B6, 0x24E9}, {0x1F130, 0x1F149}, {0x1F150, 0x1F169}, {0x1F170, 0x1F189},
 };
-const size_t hsd_uc_n_word_extra = 5;
+const size_t hsd_uc_n_rust_word_extra = 5;
 
 /* General categories of HF's regex engine: 3367 runs of assigned code points */
 const hsd_uc_gc_run hsd_uc_regex_gc[] = {

@@ -28,9 +28,9 @@ extern const size_t hsd_uc_n_lower_map;
 extern const hsd_uc_long hsd_uc_lower_long[];
 extern const size_t hsd_uc_n_lower_long;
 extern const hsd_uc_range hsd_uc_marks[], hsd_uc_bert_mn[], hsd_uc_bert_control[],
-    hsd_uc_bert_punct[], hsd_uc_numeric[], hsd_uc_word_extra[];
+    hsd_uc_bert_punct[], hsd_uc_numeric[], hsd_uc_onig_word_extra[], hsd_uc_rust_word_extra[];
 extern const size_t hsd_uc_n_marks, hsd_uc_n_bert_mn, hsd_uc_n_bert_control, hsd_uc_n_bert_punct,
-    hsd_uc_n_numeric, hsd_uc_n_word_extra;
+    hsd_uc_n_numeric, hsd_uc_n_onig_word_extra, hsd_uc_n_rust_word_extra;
 extern const hsd_uc_gc_run hsd_uc_regex_gc[], hsd_uc_scripts[];
 extern const size_t hsd_uc_n_regex_gc, hsd_uc_n_scripts;
 
@@ -39,9 +39,12 @@ static inline bool hsd_uc_in(const hsd_uc_range *r, size_t n, uint32_t cp) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return true;
+        if (cp < r[mid].lo)
+            hi = mid;
+        else if (cp > r[mid].hi)
+            lo = mid + 1;
+        else
+            return true;
     }
     return false;
 }

@@ -13,7 +13,7 @@
 //   bert_control BertNormalizer(clean_text): the code points it removes
 //   bert_punct   BertPreTokenizer / Punctuation: the code points split off as punctuation
 //   numeric      Digits: Rust char::is_numeric (std's Unicode version)
-//   word         \w of HF's regex engine (Oniguruma: Alphabetic, marks, Nd, Pc, joiners)
+//   *_word_extra \w of Oniguruma (Split, Replace) and of the Rust regex crate (Whitespace)
 //   scripts      UnicodeScripts: which code points share a script (HF's own Scripts table)
 //   regex_gc     the general category of every assigned code point as HF's regex engine
 //                (Oniguruma, Unicode 16.0) sees it; tokenize/regex_unicode.c adds the code
@@ -189,17 +189,28 @@ c += rangeTable('bert_mn', bertMn, 'BertNormalizer strip_accents: non-spacing ma
 c += rangeTable('bert_control', bertControl, 'BertNormalizer clean_text: removed code points');
 c += rangeTable('bert_punct', bertPunct, 'BertPreTokenizer / Punctuation: punctuation');
 c += rangeTable('numeric', numeric, 'Digits: numeric characters');
-// \w is Oniguruma's Word: letters, marks, Nd, Pc, Nl and the few other Alphabetic/joiner
-// characters kept here (regex_unicode.c writes \w as [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra])
+// \w is written [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra] (regex_unicode.c): the extras (a few
+// Alphabetic symbols, joiners; for Oniguruma also superscript digits and the like) must be
+// all that differs, which is checked here.
 const gcOf = new Map();
 for (const [a, b, g] of gcRuns) for (let x = a; x <= b; x++) gcOf.set(x, GC_NAMES[g]);
-const wordExtra = new Set();
-for (let x = 0; x < 0x110000; x++) {
-  const inCats = /^(L.|M.|Nd|Pc|Nl)$/.test(gcOf.get(x) || 'Cn');
-  if (word.has(x) && !inCats) wordExtra.add(x);
-  if (!word.has(x) && inCats) throw new Error(`U+${x.toString(16)} (${gcOf.get(x)}) is not \\w`);
+function wordExtra(word, what) {
+  const extra = new Set();
+  for (let x = 0; x < 0x110000; x++) {
+    const inCats = /^(L.|M.|Nd|Pc|Nl)$/.test(gcOf.get(x) || 'Cn');
+    if (word.has(x) && !inCats) extra.add(x);
+    if (!word.has(x) && inCats) throw new Error(`${what}: U+${x.toString(16)} (${gcOf.get(x)}) is not \\w`);
+  }
+  return extra;
 }
-c += rangeTable('word_extra', wordExtra, 'regex \\w beyond L, M, Nd, Pc, Nl');
+// Oniguruma's \w (Split / Replace patterns), from a Split on \d+|\w+|\s+|\D|\W|\S
+const onigWord = afterA('split_regex_classes', '61 X');
+onigWord.add(0x61);
+const onigExtra = wordExtra(onigWord, 'Oniguruma');
+// Whitespace's \w is the Rust regex crate's (UTS #18: Alphabetic, M, Nd, Pc, Join_Control)
+const rustExtra = wordExtra(word, 'Whitespace');
+c += rangeTable('onig_word_extra', onigExtra, 'Oniguruma \\w beyond L, M, Nd, Pc, Nl');
+c += rangeTable('rust_word_extra', rustExtra, 'Rust regex crate \\w (Whitespace) beyond L, M, Nd, Pc, Nl');
 c += `/* General categories of HF's regex engine: ${gcRuns.length} runs of assigned code points */\n` +
   'const hsd_uc_gc_run hsd_uc_regex_gc[] = {\n' +
   pack(gcRuns.map(([a, b, g]) => `{${hex(a)}, ${hex(b)}, ${g}},`), 4) +
@@ -233,4 +244,4 @@ c += `\n/* UnicodeScripts: script class per code point (0: "Any"; equal numbers,
 fs.writeFileSync(outPath, c.replace(/\n+$/, '\n'));
 console.error(`${outPath}: lower ${lower.length}+${lowerLong.length}, marks ${marks.size}, ` +
   `bert_mn ${bertMn.size}, bert_control ${bertControl.size}, bert_punct ${bertPunct.size}, ` +
-  `numeric ${numeric.size}, word extra ${wordExtra.size}`);
+  `numeric ${numeric.size}, word extra onig ${onigExtra.size} rust ${rustExtra.size}`);
