@@ -87,30 +87,94 @@ static bool gc_in(uint8_t gc, const char *name, size_t len) {
     return false;
 }
 
-static int append_ranges(hsd_buf *o, const char *name, size_t len, int *added) {
-    char tmp[48];
-    for (size_t i = 0; i < n_extra; i++) {
-        if (!gc_in(extra[i].gc, name, len)) continue;
-        int n = extra[i].lo == extra[i].hi
-                    ? snprintf(tmp, sizeof tmp, "\\x{%X}", extra[i].lo)
-                    : snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", extra[i].lo, extra[i].hi);
-        if (hsd_buf_append(o, tmp, (size_t)n)) return -1;
-        *added = 1;
+/* The extra code points of one pattern atom (a \p, \w, \d or a whole class). */
+typedef struct {
+    range *p;
+    size_t n, cap;
+} rlist;
+
+static int rl_add(rlist *l, uint32_t lo, uint32_t hi) {
+    if (l->n == l->cap) {
+        size_t c = l->cap ? l->cap * 2 : 64;
+        range *r = realloc(l->p, c * sizeof *r);
+        if (!r) return -1;
+        l->p = r;
+        l->cap = c;
     }
+    l->p[l->n++] = (range){lo, hi, 0};
     return 0;
 }
 
-/* The inside of a character class for \w: \p{L}\p{M}\p{Nd}\p{Pc}\p{Nl} (each widened when
- * `widen`) and the extra ranges of Oniguruma's or the Rust regex crate's word class. */
-static int word_body(hsd_buf *out, bool rust, bool widen) {
+static int rl_add_cat(rlist *l, const char *name, size_t len) {
+    for (size_t i = 0; i < n_extra; i++)
+        if (gc_in(extra[i].gc, name, len) && rl_add(l, extra[i].lo, extra[i].hi)) return -1;
+    return 0;
+}
+
+static int by_lo(const void *a, const void *b) {
+    uint32_t x = ((const range *)a)->lo, y = ((const range *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+/* Appends an atom whose native PCRE2 form is `native` and which must also match the code
+ * points of `ex` (or, when negated, must not). The extra ranges sit behind a one-compare
+ * guard on their smallest code point, so that text below it (ASCII, most scripts) costs
+ * what the native atom costs: a long range list in the class itself is checked for every
+ * character that is not in the property, which made matching 2.5x slower. Unguarded
+ * (`guarded` false), the ranges go into the class itself: slower, but a quantifier on a
+ * class needs no backtracking stack, while (?:..)+ needs a frame per repetition and runs
+ * out of JIT stack on words of ~10k letters; regex.c matches with that form then. */
+static int emit_atom(hsd_buf *out, const char *native, size_t nlen, rlist *ex, bool negated,
+                     bool guarded) {
+    if (!ex->n) return hsd_buf_append(out, native, nlen);
+    qsort(ex->p, ex->n, sizeof *ex->p, by_lo);
+    size_t w = 0;
+    for (size_t i = 1; i < ex->n; i++) {
+        if (ex->p[i].lo <= ex->p[w].hi + 1) {
+            if (ex->p[i].hi > ex->p[w].hi) ex->p[w].hi = ex->p[i].hi;
+        } else
+            ex->p[++w] = ex->p[i];
+    }
+    ex->n = w + 1;
+    char tmp[64];
+    int n;
+    if (!guarded) { /* the ranges inside the class: [native ranges] */
+        bool cls = native[0] == '[';
+        bool bare_neg = !cls && native[1] == 'P'; /* \P{X} -> [^\p{X}ranges] */
+        if (!cls && hsd_buf_append(out, bare_neg ? "[^\\p" : "[\\p", bare_neg ? 4 : 3)) return -1;
+        if (hsd_buf_append(out, cls ? native : native + 2, cls ? nlen - 1 : nlen - 2)) return -1;
+        for (size_t i = 0; i < ex->n; i++) {
+            n = snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", ex->p[i].lo, ex->p[i].hi);
+            if (hsd_buf_append(out, tmp, (size_t)n)) return -1;
+        }
+        return hsd_buf_push(out, ']');
+    }
+    n = snprintf(tmp, sizeof tmp, "(?=[\\x{%X}-\\x{10FFFF}])[", ex->p[0].lo);
+    /* positive: (?:native|(?=guard)[extra])   negated: (?:(?!(?=guard)[extra])native) */
+    if (hsd_buf_append(out, negated ? "(?:(?!" : "(?:", negated ? 6 : 3) ||
+        (!negated && (hsd_buf_append(out, native, nlen) || hsd_buf_push(out, '|'))) ||
+        hsd_buf_append(out, tmp, (size_t)n))
+        return -1;
+    for (size_t i = 0; i < ex->n; i++) {
+        n = snprintf(tmp, sizeof tmp, "\\x{%X}-\\x{%X}", ex->p[i].lo, ex->p[i].hi);
+        if (hsd_buf_append(out, tmp, (size_t)n)) return -1;
+    }
+    if (hsd_buf_append(out, "])", 2)) return -1;
+    if (negated && (hsd_buf_append(out, native, nlen) || hsd_buf_push(out, ')'))) return -1;
+    return 0;
+}
+
+/* \w: Oniguruma's word class, or the Rust regex crate's (`rust`): \p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}
+ * (as the inside of a class) plus the extra ranges of unicode_tables.c; the characters PCRE2
+ * does not know go to `ex` (NULL: leave them out). */
+static int word_body(hsd_buf *out, bool rust, rlist *ex) {
     static const char *const cats[] = {"L", "M", "Nd", "Pc", "Nl"};
     const hsd_uc_range *x = rust ? hsd_uc_rust_word_extra : hsd_uc_onig_word_extra;
     size_t nx = rust ? hsd_uc_n_rust_word_extra : hsd_uc_n_onig_word_extra;
     char tmp[48];
     for (int c = 0; c < 5; c++) {
-        int added, n = snprintf(tmp, sizeof tmp, "\\p{%s}", cats[c]);
-        if (hsd_buf_append(out, tmp, (size_t)n) ||
-            (widen && append_ranges(out, cats[c], strlen(cats[c]), &added)))
+        int n = snprintf(tmp, sizeof tmp, "\\p{%s}", cats[c]);
+        if (hsd_buf_append(out, tmp, (size_t)n) || (ex && rl_add_cat(ex, cats[c], strlen(cats[c]))))
             return -1;
     }
     for (size_t r = 0; r < nx; r++) {
@@ -121,124 +185,144 @@ static int word_body(hsd_buf *out, bool rust, bool widen) {
 }
 
 /* HF's Whitespace pre-tokenizer, \w+|[^\w\s]+, runs on the Rust regex crate, whose \w
- * (UTS #18) differs from Oniguruma's: the pattern is written out with that class. */
+ * (UTS #18) differs from Oniguruma's: the pattern is written out with that class (the
+ * \p{..} in it are widened when it is compiled). */
 int hsd_regex_whitespace_pattern(hsd_buf *out) {
     pthread_once(&once, build);
     out->n = 0;
-    if (hsd_buf_push(out, '[') || word_body(out, true, false) || hsd_buf_append(out, "]+|[^", 5) ||
-        word_body(out, true, false) || hsd_buf_append(out, "\\s]+", 4))
+    if (hsd_buf_push(out, '[') || word_body(out, true, NULL) || hsd_buf_append(out, "]+|[^", 5) ||
+        word_body(out, true, NULL) || hsd_buf_append(out, "\\s]+", 4))
         return -1;
     return 0;
 }
 
+/* One escape at pat[i] ('\\'): appends its native form (`in_class`: as the inside of a
+ * class) to `nat` and its extra code points to `ex`; *neg is set for \P \W \D \S outside a
+ * class. Returns the bytes consumed, or 0 when the escape is copied as is, -1 on no memory. */
+static long escape(const char *pat, size_t i, size_t len, bool in_class, hsd_buf *nat, rlist *ex,
+                   bool *neg) {
+    char k = pat[i + 1];
+    bool upper = k == 'P' || k == 'W' || k == 'D' || k == 'S';
+    if (upper && in_class) return 0; /* negated items inside a class: left to PCRE2 */
+    *neg = upper;
+    if (k == 's' || k == 'S') {
+        if (!in_class && hsd_buf_push(nat, '[')) return -1;
+        if (hsd_buf_append(nat, WHITE_SPACE, strlen(WHITE_SPACE))) return -1;
+        if (!in_class && hsd_buf_push(nat, ']')) return -1;
+        *neg = false; /* written as a class, no extras: [^WS] is fine as it is */
+        if (k == 'S') {
+            nat->n -= strlen(WHITE_SPACE) + 1;
+            if (hsd_buf_push(nat, '^') || hsd_buf_append(nat, WHITE_SPACE, strlen(WHITE_SPACE)) ||
+                hsd_buf_push(nat, ']'))
+                return -1;
+        }
+        return 2;
+    }
+    if (k == 'd' || k == 'D') {
+        if (hsd_buf_append(nat, k == 'd' ? "\\p{Nd}" : "\\P{Nd}", 6) || rl_add_cat(ex, "Nd", 2))
+            return -1;
+        return 2;
+    }
+    if (k == 'w' || k == 'W') {
+        if (!in_class && hsd_buf_append(nat, k == 'w' ? "[" : "[^", k == 'w' ? 1 : 2)) return -1;
+        if (word_body(nat, false, ex) || (!in_class && hsd_buf_push(nat, ']'))) return -1;
+        return 2;
+    }
+    if ((k == 'p' || k == 'P') && i + 2 < len) {
+        const char *name;
+        size_t nl, span;
+        if (pat[i + 2] == '{') {
+            const char *close = memchr(pat + i + 3, '}', len - i - 3);
+            if (!close) return 0;
+            name = pat + i + 3;
+            nl = (size_t)(close - name);
+            span = (size_t)(close - (pat + i)) + 1;
+        } else {
+            name = pat + i + 2;
+            nl = 1;
+            span = 3;
+        }
+        if (nl < 1 || nl > 2) return 0; /* scripts etc.: PCRE2's own */
+        if (hsd_buf_append(nat, pat + i, span) || rl_add_cat(ex, name, nl)) return -1;
+        return (long)span;
+    }
+    return 0;
+}
+
 /* Rewrites pat into out (NUL-terminated). Returns 0, or -1 on allocation failure. */
-int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out) {
+int hsd_regex_widen(const char *pat, size_t len, bool guarded, hsd_buf *out) {
     pthread_once(&once, build);
     out->n = 0;
-    bool in_class = false;
+    hsd_buf nat = {0};
+    rlist ex = {0};
+    int rc = -1;
     for (size_t i = 0; i < len;) {
         char c = pat[i];
+        nat.n = 0;
+        ex.n = 0;
+        bool neg = false;
         if (c == '\\' && i + 1 < len) {
-            char k = pat[i + 1];
-            if (k == 's' || (k == 'S' && !in_class)) {
-                const char *w = in_class   ? WHITE_SPACE
-                                : k == 's' ? "[" WHITE_SPACE "]"
-                                           : "[^" WHITE_SPACE "]";
-                if (hsd_buf_append(out, w, strlen(w))) return -1;
+            long used = escape(pat, i, len, false, &nat, &ex, &neg);
+            if (used < 0) goto done;
+            if (used == 0) {
+                if (hsd_buf_append(out, pat + i, 2)) goto done;
                 i += 2;
                 continue;
             }
-            if (k == 'd' || (k == 'D' && !in_class)) {
-                /* \d is \p{Nd} in both engines; written out so that it gets widened too */
-                int added,
-                    bad = !in_class && hsd_buf_append(out, k == 'd' ? "[" : "[^", k == 'd' ? 1 : 2);
-                bad = bad || hsd_buf_append(out, "\\p{Nd}", 6) ||
-                      append_ranges(out, "Nd", 2, &added) || (!in_class && hsd_buf_push(out, ']'));
-                if (bad) return -1;
-                i += 2;
-                continue;
-            }
-            if (k == 'w' || (k == 'W' && !in_class)) {
-                /* Oniguruma's \w: [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}extra], each \p widened */
-                int bad =
-                    (!in_class && hsd_buf_append(out, k == 'w' ? "[" : "[^", k == 'w' ? 1 : 2)) ||
-                    word_body(out, false, true) || (!in_class && hsd_buf_push(out, ']'));
-                if (bad) return -1;
-                i += 2;
-                continue;
-            }
-            if ((k == 'p' || k == 'P') && i + 2 < len) {
-                const char *name;
-                size_t nl, span;
-                if (pat[i + 2] == '{') {
-                    const char *close = memchr(pat + i + 3, '}', len - i - 3);
-                    if (!close) goto plain;
-                    name = pat + i + 3;
-                    nl = (size_t)(close - name);
-                    span = (size_t)(close - (pat + i)) + 1;
-                } else {
-                    name = pat + i + 2;
-                    nl = 1;
-                    span = 3;
-                }
-                if (nl < 1 || nl > 2 || (k == 'P' && in_class)) goto plain;
-                hsd_buf ranges = {0};
-                int added = 0;
-                if (append_ranges(&ranges, name, nl, &added)) return -1;
-                if (!added) {
-                    hsd_buf_free(&ranges);
-                    goto plain;
-                }
-                int bad;
-                if (in_class) {
-                    bad = hsd_buf_append(out, pat + i, span) ||
-                          hsd_buf_append(out, ranges.p, ranges.n);
-                } else {
-                    /* \p{X} -> [\p{X}ranges]   \P{X} -> [^\p{X}ranges] */
-                    bad = hsd_buf_append(out, k == 'P' ? "[^\\p" : "[\\p", k == 'P' ? 4 : 3) ||
-                          hsd_buf_append(out, pat + i + 2, span - 2) ||
-                          hsd_buf_append(out, ranges.p, ranges.n) || hsd_buf_push(out, ']');
-                }
-                hsd_buf_free(&ranges);
-                if (bad) return -1;
-                i += span;
-                continue;
-            }
-        plain:
-            if (hsd_buf_append(out, pat + i, 2)) return -1;
-            i += 2;
+            if (emit_atom(out, nat.p, nat.n, &ex, neg, guarded)) goto done;
+            i += (size_t)used;
             continue;
         }
-        if (!in_class && c == '[') {
-            in_class = true;
-            if (hsd_buf_push(out, c)) return -1;
+        if (c != '[') {
+            if (hsd_buf_push(out, c)) goto done;
             i++;
-            /* a ']' right after '[' or '[^' is a literal */
-            if (i < len && pat[i] == '^') {
-                if (hsd_buf_push(out, '^')) return -1;
-                i++;
-            }
-            if (i < len && pat[i] == ']') {
-                if (hsd_buf_push(out, ']')) return -1;
-                i++;
-            }
             continue;
         }
-        if (in_class && c == '[' && i + 1 < len && pat[i + 1] == ':') {
-            const char *end = strstr(pat + i + 2, ":]");
-            if (end && (size_t)(end - pat) < len) {
-                size_t span = (size_t)(end - (pat + i)) + 2;
-                if (hsd_buf_append(out, pat + i, span)) return -1;
-                i += span;
+        /* a class: its items, natively, and the union of their extras */
+        if (hsd_buf_push(&nat, '[')) goto done;
+        i++;
+        if (i < len && pat[i] == '^') {
+            neg = true;
+            if (hsd_buf_push(&nat, '^')) goto done;
+            i++;
+        }
+        if (i < len && pat[i] == ']') { /* a ']' right after '[' or '[^' is a literal */
+            if (hsd_buf_push(&nat, ']')) goto done;
+            i++;
+        }
+        while (i < len && pat[i] != ']') {
+            if (pat[i] == '\\' && i + 1 < len) {
+                bool dummy;
+                long used = escape(pat, i, len, true, &nat, &ex, &dummy);
+                if (used < 0) goto done;
+                if (used == 0) {
+                    if (hsd_buf_append(&nat, pat + i, 2)) goto done;
+                    used = 2;
+                }
+                i += (size_t)used;
                 continue;
             }
+            if (pat[i] == '[' && i + 1 < len && pat[i + 1] == ':') {
+                const char *end = strstr(pat + i + 2, ":]");
+                if (end && (size_t)(end - pat) < len) {
+                    size_t span = (size_t)(end - (pat + i)) + 2;
+                    if (hsd_buf_append(&nat, pat + i, span)) goto done;
+                    i += span;
+                    continue;
+                }
+            }
+            if (hsd_buf_push(&nat, pat[i])) goto done;
+            i++;
         }
-        if (in_class && c == ']') in_class = false;
-        if (hsd_buf_push(out, c)) return -1;
-        i++;
+        if (i < len) i++; /* the closing ']' (an unclosed class is left to PCRE2's error) */
+        if (hsd_buf_push(&nat, ']') || emit_atom(out, nat.p, nat.n, &ex, neg, guarded)) goto done;
     }
-    if (!out->p && hsd_buf_append(out, "", 0)) return -1;
-    return 0;
+    if (!out->p && hsd_buf_append(out, "", 0)) goto done;
+    rc = 0;
+done:
+    hsd_buf_free(&nat);
+    free(ex.p);
+    return rc;
 }
 
 /* HF's normalization forms (the unicode-normalization-alignments crate) have Unicode 9.0

@@ -296,8 +296,9 @@ hsd_status hsd_tok_load_llama2c(const char *data, size_t len, const char *name,
 hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name,
                              hsd_tokenizer **out);
 
-/* Widens \p{..} classes of a pattern with characters newer than PCRE2's Unicode tables. */
-int hsd_regex_widen(const char *pat, size_t len, hsd_buf *out);
+/* Widens \p{..} classes of a pattern with characters newer than PCRE2's Unicode tables
+ * (see regex_unicode.c): `guarded`, behind a fast guard in a group; else inside the class. */
+int hsd_regex_widen(const char *pat, size_t len, bool guarded, hsd_buf *out);
 /* The pattern of HF's Whitespace pre-tokenizer, \w+|[^\w\s]+, with the Rust regex crate's
  * \w written out (it is not Oniguruma's). Returns 0 or -1 (no memory). */
 int hsd_regex_whitespace_pattern(hsd_buf *out);
