@@ -474,6 +474,85 @@ static void test_components(void **state) {
     assert_int_equal(total, 0);
 }
 
+/* The inputs of gen.js's LONG_INPUTS: runs far longer than any context above, which once
+ * exhausted PCRE2's JIT stack in widened patterns. */
+static void long_input(int k, hsd_buf *b) {
+    b->n = 0;
+    static const uint32_t run_cp[] = {'a', 0x11F04, 0x11F04, '1', ' ', 0x1C89};
+    if (k == 2) hsd_buf_push(b, ' ');
+    for (int i = 0; i < 30000; i++) hsd_buf_push_cp(b, run_cp[k]);
+    if (k == 2) hsd_buf_push(b, '!');
+    if (k == 4) hsd_buf_push(b, 'x');
+}
+
+/* tests/unicode/ref/long.txt: "<component> <input> <piece lengths in code points...>" */
+static void test_long_runs(void **state) {
+    (void)state;
+    json_error_t jerr;
+    json_t *conf = json_load_file(hsd_test_src_path("tests/unicode/components.json"), 0, &jerr);
+    assert_non_null(conf);
+    FILE *f = fopen(hsd_test_src_path("tests/unicode/ref/long.txt"), "r");
+    assert_non_null(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int checked = 0, diffs = 0;
+    hsd_scratch *sc = calloc(1, sizeof *sc);
+    assert_non_null(sc);
+    sc->md = hsd_scratch_md_new();
+    hsd_buf in = {0}, pb = {0};
+    hsd_spans pieces = {0};
+    while (getline(&line, &cap, f) > 0) {
+        if (line[0] == '#') continue;
+        char name[64];
+        int k, off;
+        assert_int_equal(sscanf(line, "%63s %d%n", name, &k, &off), 2);
+        assert_true(k >= 0 && k < 6);
+        json_t *spec = NULL, *c;
+        size_t i;
+        json_array_foreach(json_object_get(conf, "components"), i,
+                           c) if (!strcmp(json_string_value(json_object_get(c, "name")), name))
+            spec = json_object_get(c, "spec");
+        assert_non_null(spec);
+        hsd_tokenizer *tok = NULL;
+        assert_int_equal(load_component("pre_tokenizer", spec, &tok), HSD_OK);
+        long_input(k, &in);
+        pb.n = 0;
+        pieces.n = 0;
+        hsd_buf_append(&pb, in.p, in.n);
+        hsd_spans_push(&pieces, 0, (uint32_t)in.n, -1);
+        sc->cont = false;
+        assert_int_equal(hsd_pre_apply(tok, &pb, &pieces, sc), HSD_OK);
+        char *p = line + off;
+        int bad = 0;
+        for (size_t q = 0; q < pieces.n && !bad; q++) {
+            long want = strtol(p, &p, 10);
+            long got = 0;
+            for (uint32_t b = 0; b < pieces.p[q].len; b++)
+                got += ((unsigned char)pb.p[pieces.p[q].off + b] & 0xC0) != 0x80;
+            bad = want != got;
+        }
+        while (*p == ' ') p++;
+        if (bad || (*p && *p != '\n')) {
+            diffs++;
+            fprintf(stderr, "  %s long input %d: hsd's pieces differ from HF's (%zu pieces)\n",
+                    name, k, pieces.n);
+        }
+        checked++;
+        hsd_tokenizer_free(tok);
+    }
+    fprintf(stderr, "long runs: %d checked, %d differ\n", checked, diffs);
+    free(line);
+    fclose(f);
+    hsd_buf_free(&in), hsd_buf_free(&pb), free(pieces.p);
+    hsd_buf_free(&sc->a), hsd_buf_free(&sc->b), hsd_buf_free(&sc->c);
+    free(sc->s1.p), free(sc->s2.p), free(sc->s3.p);
+    hsd_scratch_md_free(sc->md);
+    free(sc);
+    json_decref(conf);
+    assert_true(checked > 0);
+    assert_int_equal(diffs, 0);
+}
+
 static const char *families[] = {"claude",
                                  "deepseek_v3",
                                  "gemma3",
@@ -528,6 +607,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_components),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_long_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,8 +296,31 @@ function runScripts() {
   console.error(`scripts: ${reps.length} classes, ${(Date.now() - t0) / 1000}s`);
 }
 
+// Long runs (tens of thousands of characters of one class) through the regex-based
+// pre-tokenizers: the piece lengths in code points, from HF's offsets. One line per
+// component and input: "<component> <input index> <length> <length> ...".
+const LONG_INPUTS = ['a'.repeat(30000), '\u{11F04}'.repeat(30000), ' ' + '\u{11F04}'.repeat(30000) + '!',
+  '1'.repeat(30000), ' '.repeat(30000) + 'x', '\u{1C89}'.repeat(30000)];
+const LONG_COMPONENTS = ['bytelevel', 'llama3_pre', 'qwen3_pre', 'gpt4o_pre', 'gptoss_pre',
+  'deepseek_v3_pre', 'whitespace', 'split_regex_classes'];
+function runLong() {
+  let out = `# hsd unicode reference v1: long runs, HF tokenizers ${VERSION}; inputs (JS):\n` +
+    '# ' + JSON.stringify(LONG_INPUTS.map((x) => [x.codePointAt(0).toString(16), [...x].length])) + '\n';
+  for (const comp of conf.components) {
+    if (!LONG_COMPONENTS.includes(comp.name)) continue;
+    const pre = makeTok(comp.kind, comp.spec).getPreTokenizer();
+    LONG_INPUTS.forEach((x, i) => {
+      const lens = pre.preTokenizeString(x).map(([, [a, b]]) => b - a);
+      out += `${comp.name} ${i} ${lens.join(' ')}\n`;
+    });
+  }
+  fs.writeFileSync(path.join(outDir, 'long.txt'), out);
+  console.error('long: done');
+}
+
 (async () => {
   const want = (n) => !only.length || only.includes(n);
+  if (want('long')) runLong();
   if (want('scripts')) runScripts();
   if (want('regex_gc')) runRegexGc();
   for (const comp of conf.components) if (want(comp.name)) runComponent(comp);
