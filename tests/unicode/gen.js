@@ -30,6 +30,9 @@
 // decode(encode(c)) (no special tokens added, none skipped), then lines "B <block> <hash>":
 // FNV-1a 32 over the ids of encode(c) for every c of the 1024-code-point block (each id as
 // 4 little-endian bytes, each code point's ids followed by 0xFFFFFFFF).
+//
+// Also: regex_gc.txt (general category per HF's regex engine), scripts.txt (UnicodeScripts
+// classes), long.txt (30k-character runs through the regex pre-tokenizers); see below.
 'use strict';
 const fs = require('fs');
 const path = require('path');

@@ -6,7 +6,8 @@
 #   tests/unicode/regen.sh [out dir] [component ...]
 #
 # out dir defaults to tests/unicode/ref; components (names in components.json, or
-# rt_<family>) default to all. Takes ~10 minutes of one CPU core. Needs node + npm.
+# rt_<family>, regex_gc, scripts, long) default to all. Takes ~9 minutes of one CPU core.
+# Needs node + npm.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
