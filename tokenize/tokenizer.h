@@ -302,8 +302,6 @@ int hsd_regex_widen(const char *pat, size_t len, bool guarded, hsd_buf *out);
 /* The pattern of HF's Whitespace pre-tokenizer, \w+|[^\w\s]+, with the Rust regex crate's
  * \w written out (it is not Oniguruma's). Returns 0 or -1 (no memory). */
 int hsd_regex_whitespace_pattern(hsd_buf *out);
-/* True for code points assigned in Unicode 8.0 or earlier (see regex_unicode.c). */
-bool hsd_uc_assigned_by_v8(uint32_t cp);
 
 /* True for code points assigned in Unicode 9.0 or earlier: HF's normalization forms
  * (unicode-normalization-alignments) know only those (see regex_unicode.c). */
