@@ -59,11 +59,12 @@ hsd_status hsd_arch_init(hsd_tf_config *c, const char *arch, bool gguf, const ch
 }
 
 const char *hsd_arch_from_hf(const char *model_type, const char *hf_class) {
-    if (model_type && !strcmp(model_type, "gemma3")) return "gemma3"; /* text part of the VLM config */
+    /* the class names the architecture when present, model_type otherwise */
+    if (hf_class && !strcmp(hf_class, "Gemma3ForConditionalGeneration")) return "gemma3";
+    if (!hf_class && model_type && !strcmp(model_type, "gemma3")) return "gemma3";
     for (size_t i = 0; i < N_ARCHS; i++)
-        if ((model_type && !strcmp(archs[i].hf_type, model_type)) ||
-            (!model_type && hf_class && !strcmp(archs[i].hf_class, hf_class)))
-            return archs[i].name;
+        if (hf_class ? !strcmp(archs[i].hf_class, hf_class) : model_type && !strcmp(archs[i].hf_type, model_type))
+            return !strcmp(archs[i].name, "smollm") ? "llama" : archs[i].name;
     return NULL;
 }
 
@@ -83,4 +84,21 @@ const char *hsd_arch_gguf_name(const char *arch) {
 bool hsd_arch_layer_slides(const hsd_tf_config *c, int32_t layer) {
     if (c->swa_window <= 0) return false;
     return c->swa_pattern <= 0 || (layer + 1) % c->swa_pattern != 0;
+}
+
+const char *hsd_arch_hf_tensor_name(const hsd_tf_config *c, hsd_tkind kind, int32_t layer, char *buf,
+                                    size_t cap) {
+    static const char *glob[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", ""};
+    static const char *per[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
+                                "self_attn.k_proj.bias", "self_attn.v_proj.bias", "post_attention_layernorm.weight",
+                                "mlp.gate_proj.weight", "mlp.down_proj.weight", "mlp.up_proj.weight",
+                                "self_attn.q_norm.weight", "self_attn.k_norm.weight", "post_attention_layernorm.weight",
+                                "post_feedforward_layernorm.weight", "self_attn.qkv_proj.weight", "mlp.gate_up_proj.weight"};
+    if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
+    const char *n = per[kind - HSD_T_ATTN_NORM];
+    /* Gemma: post_attention_layernorm is the post-attention norm; the FFN's own is "pre_" */
+    if (c->post_norms && kind == HSD_T_FFN_NORM) n = "pre_feedforward_layernorm.weight";
+    snprintf(buf, cap, "model.layers.%d.%s", layer, n);
+    return buf;
 }

@@ -9,7 +9,7 @@
 
 #include "lib/error.h"
 #include "models/transformer.h"
-#include "tokenize/gguf.h"
+#include "lib/gguf.h"
 #include "tokenize/json.h"
 #include "tokenize/spm.h"
 
@@ -318,6 +318,8 @@ hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v) {
         int k;
         if (id < 3) p = special[id], k = (int)strlen(p), type = id ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_UNKNOWN;
         else if (id < 3 + 256) k = snprintf(buf, sizeof buf, "<0x%02X>", id - 3), type = HSD_GGUF_TOK_BYTE;
+        /* llama.cpp's vocabulary loader looks this token up for files named "phi3" */
+        else if (id == 3 + 256) p = "<|endoftext|>", k = (int)strlen(p), type = HSD_GGUF_TOK_CONTROL;
         else k = snprintf(buf, sizeof buf, "\xe2\x96\x81t%d", id), v->scores[id] = -(float)id;
         if (set_tok(v, id, p, (size_t)k, type)) {
             hsd_gguf_vocab_free(v);

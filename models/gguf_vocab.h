@@ -33,7 +33,7 @@ typedef struct hsd_gguf_vocab {
  * (the model's embedding rows); a tokenizer larger than n_vocab is an error. */
 hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v);
 /* A "llama"-type vocabulary of n_vocab tokens: <unk>, <s>, </s>, the byte tokens <0x00>..
- * <0xFF> as far as they fit, then distinct placeholder pieces. */
+ * <0xFF> as far as they fit, <|endoftext|>, then distinct placeholder pieces. */
 hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v);
 /* Appends the tokenizer.ggml.* pairs to w. */
 void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w);
