@@ -211,6 +211,18 @@ static hsd_status read_config(gguf_file *g, hsd_tf_config *c) {
     c->rope_theta_swa = num_get(g, "rope.freq_base_swa", &v, &err) ? (float)v : 0;
     c->attn_softcap = num_get(g, "attn_logit_softcapping", &v, &err) ? (float)v : 0;
     c->final_softcap = num_get(g, "final_logit_softcapping", &v, &err) ? (float)v : 0;
+    if (num_get(g, "rope.scaling.factor", &v, &err) || num_get(g, "rope.scale_linear", &v, &err))
+        c->rope_linear = v > 0 && v != 1 ? (float)v : 0;
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", g->arch);
+    const hsd_gguf_kv *kv = hsd_gguf_find(&g->meta, key);
+    const char *type = "linear";
+    size_t tlen = 6;
+    if (kv && (s = hsd_gguf_get_str(&g->meta, kv, &type, &tlen))) return s;
+    if (tlen == 4 && !memcmp(type, "none", 4)) c->rope_linear = 0;
+    else if (!(tlen == 6 && !memcmp(type, "linear", 6)))
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: metadata '%s' = '%.*s' (supported: none, linear)", path, key,
+                         (int)(tlen < 32 ? tlen : 32), type);
     if (err) return err;
     if (c->swa_window < 0 || c->swa_pattern < 0)
         return hsd_error(HSD_ERR_PARSE, "%s: bad sliding window metadata (window %d, pattern %d)", path,

@@ -108,6 +108,12 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, 
         kv_u32(&w, arch, "attention.sliding_window", (uint32_t)c->swa_window);
         kv_u32(&w, arch, "attention.sliding_window_pattern", (uint32_t)c->swa_pattern);
     }
+    if (c->rope_linear > 0) {
+        char key[96];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        hsd_gguf_w_str(&w, key, "linear");
+        kv_f32(&w, arch, "rope.scaling.factor", c->rope_linear);
+    }
     if (c->rope_theta_swa > 0) kv_f32(&w, arch, "rope.freq_base_swa", c->rope_theta_swa);
     if (c->final_softcap > 0) kv_f32(&w, arch, "final_logit_softcapping", c->final_softcap);
     if (c->attn_softcap > 0) kv_f32(&w, arch, "attn_logit_softcapping", c->attn_softcap);

@@ -198,8 +198,11 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
             c->rope_low_freq_factor = cfg_num(rs, "low_freq_factor", 1.0f);
             c->rope_high_freq_factor = cfg_num(rs, "high_freq_factor", 4.0f);
             c->rope_orig_ctx = (int32_t)cfg_num(rs, "original_max_position_embeddings", 8192);
+        } else if (type && !strcmp(type, "linear")) {
+            c->rope_linear = cfg_num(rs, "factor", 1.0f);
+            if (c->rope_linear == 1.0f) c->rope_linear = 0;
         } else if (!type || strcmp(type, "default")) {
-            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: rope_scaling type '%s' (supported: llama3, default)", path,
+            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: rope_scaling type '%s' (supported: llama3, linear, default)", path,
                           type ? type : "(none)");
         }
     }
@@ -309,6 +312,9 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
     json_object_set_new(cfg, "hidden_act", json_string(c->act == HSD_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu"));
     json_object_set_new(cfg, "torch_dtype", json_string(m->t[0].type == HSD_DT_F32 ? "float32"
                                                         : m->t[0].type == HSD_DT_F16 ? "float16" : "bfloat16"));
+    if (c->rope_linear > 0)
+        json_object_set_new(cfg, "rope_scaling", json_pack("{s:s, s:f}", "rope_type", "linear", "factor",
+                                                           (double)c->rope_linear));
     if (c->rope_scale_factor > 0)
         json_object_set_new(cfg, "rope_scaling",
                             json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor",

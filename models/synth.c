@@ -18,33 +18,34 @@ typedef struct synth_shape {
     int32_t orig_ctx;
     int32_t swa_window, swa_pattern; /* Gemma 3 */
     float final_softcap;
+    float rope_linear; /* Gemma 3 4B+ */
 } synth_shape;
 
 static const synth_shape shapes[] = {
     /* tiny test shapes: every width a multiple of 32 so Q8_0 applies; "tiny" has Llama 3
      * rope scaling so that rope_freqs round-trips through GGUF */
-    {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, 4.0f, 1.0f, 4.0f, 32, 0, 0, 0},
-    {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, 4.0f, 1.0f, 4.0f, 32, 0, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     /* one tiny shape per architecture for the llama.cpp comparisons: widths multiples of 256
      * so that every k-quant applies; tiny-gemma3 slides over 8 positions on layer 0 and is
-     * global on layer 1, and soft-caps its logits at 30 */
-    {"tiny-llama", "llama", 256, 512, 2, 4, 2, 64, 512, 256, 500000.0f, 1e-5f, false, 8.0f, 1.0f, 4.0f, 64, 0, 0, 0},
-    {"tiny-mistral", "mistral", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-smollm", "smollm", 256, 512, 2, 4, 2, 64, 512, 256, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-qwen3", "qwen3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-gemma3", "gemma3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 8, 2, 30.0f},
-    {"tiny-phi3", "phi3", 256, 512, 2, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+     * global on layer 1 (with linear rope scaling 2), and soft-caps its logits at 30 */
+    {"tiny-llama", "llama", 256, 512, 2, 4, 2, 64, 512, 256, 500000.0f, 1e-5f, false, 8.0f, 1.0f, 4.0f, 64, 0, 0, 0, 0},
+    {"tiny-mistral", "mistral", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-smollm", "smollm", 256, 512, 2, 4, 2, 64, 512, 256, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen3", "qwen3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-gemma3", "gemma3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 8, 2, 30.0f, 2.0f},
+    {"tiny-phi3", "phi3", 256, 512, 2, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
     /* big enough (256 x 256 projections) that f32 multi-token forwards take the sgemm path */
-    {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
-    {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, true, 32.0f, 1.0f, 4.0f, 8192, 0, 0, 0},
-    {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen3-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
-    {"gemma-3-1b", "gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 512, 6, 0},
-    {"phi-3-mini", "phi3", 3072, 8192, 32, 32, 32, 96, 32064, 4096, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
-    {"mistral-7b", "mistral", 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
-    {"smollm2-135m", "smollm", 576, 1536, 30, 9, 3, 64, 49152, 8192, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, true, 32.0f, 1.0f, 4.0f, 8192, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"gemma-3-1b", "gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 512, 6, 0, 0},
+    {"phi-3-mini", "phi3", 3072, 8192, 32, 32, 32, 96, 32064, 4096, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"mistral-7b", "mistral", 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"smollm2-135m", "smollm", 576, 1536, 30, 9, 3, 64, 49152, 8192, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     /* the LM-head cost of a 7B-class drafter over Qwen2's vocabulary: d=4096, V=152064 */
-    {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+    {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 
 const char *hsd_synth_shape_list(void) {
@@ -65,7 +66,7 @@ hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied) {
         cfg->rope_scale_factor = s->scale_factor, cfg->rope_low_freq_factor = s->low;
         cfg->rope_high_freq_factor = s->high, cfg->rope_orig_ctx = s->orig_ctx;
         cfg->swa_window = s->swa_window, cfg->swa_pattern = s->swa_pattern;
-        cfg->final_softcap = s->final_softcap;
+        cfg->final_softcap = s->final_softcap, cfg->rope_linear = s->rope_linear;
         *tied = s->tied;
         return hsd_arch_init(cfg, s->arch, false, "synth");
     }

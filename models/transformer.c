@@ -205,6 +205,7 @@ static void rope_table(hsd_transformer *tf, double theta, bool global, const flo
             }
         }
         if (global && freq_factors) inv /= freq_factors[i];
+        if (global && c->rope_linear > 0) inv /= c->rope_linear;
         for (int32_t p = 0; p < tf->n_ctx; p++) {
             double a = p * inv;
             cos_t[(size_t)p * half + i] = (float)cos(a);

@@ -82,6 +82,7 @@ static void rms(double *o, const double *x, const float *w, int64_t n, double ep
 /* The inverse frequency of rope pair i: HF's default, Llama 3's "llama3" scaling on top. */
 static double inv_freq(const hsd_tf_config *c, double theta, bool llama3, int32_t i) {
     double f = pow(theta, -2.0 * i / c->head_dim);
+    if (llama3 && c->rope_linear > 0) f /= c->rope_linear; /* linear scaling, global layers */
     if (!llama3 || c->rope_scale_factor <= 0) return f;
     double wl = 2 * M_PI / f, lo_wl = c->rope_orig_ctx / c->rope_low_freq_factor,
            hi_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
