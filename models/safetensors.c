@@ -1,6 +1,6 @@
 /* HuggingFace checkpoints: config.json (the architectures of models/arch.c) plus
- * model.safetensors or the shards of model.safetensors.index.json. A .safetensors file is an
- * u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the data. */
+ * model.safetensors or the shards of model.safetensors.index.json, read and written through
+ * lib/safetensors_io.c. */
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
+#include "lib/safetensors_io.h"
 #include "models/arch.h"
 #include "models/loaders.h"
 #include "models/synth.h"
@@ -19,8 +20,7 @@
 typedef struct st_shard {
     char path[PATH_MAX];
     hsd_file_map *map;
-    json_t *header;
-    size_t data_start;
+    hsd_st_file st;
 } st_shard;
 
 typedef struct st_model {
@@ -34,8 +34,8 @@ static void st_release(void *p) {
     st_model *m = p;
     if (!m) return;
     for (int i = 0; i < m->n_shards; i++) {
+        hsd_st_close(&m->shards[i].st);
         hsd_file_map_close(m->shards[i].map);
-        json_decref(m->shards[i].header);
     }
     free(m);
 }
@@ -48,23 +48,7 @@ static hsd_status st_open_shard(st_model *m, const char *path, bool use_mmap) {
     hsd_status s = hsd_file_map_open(path, use_mmap, &sh->map);
     if (s != HSD_OK) return s;
     m->n_shards++;
-    const uint8_t *p = sh->map->data;
-    if (sh->map->size < 8)
-        return hsd_error(HSD_ERR_PARSE, "%s: truncated safetensors file (%zu bytes, no header length)", path,
-                         sh->map->size);
-    uint64_t n;
-    memcpy(&n, p, 8);
-    if (n > sh->map->size - 8)
-        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header length %llu exceeds the file (%zu bytes): truncated or not a safetensors file",
-                         path, (unsigned long long)n, sh->map->size);
-    if (n < 2 || p[8] != '{')
-        return hsd_error(HSD_ERR_PARSE, "%s: bad safetensors header (does not start with '{')", path);
-    json_error_t err;
-    sh->header = json_loadb((const char *)p + 8, n, 0, &err);
-    if (!sh->header || !json_is_object(sh->header))
-        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header JSON: %s at byte %d", path, err.text, 8 + err.position);
-    sh->data_start = 8 + n;
-    return HSD_OK;
+    return hsd_st_open(&sh->st, sh->path, sh->map->data, sh->map->size);
 }
 
 static hsd_status st_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
@@ -74,44 +58,20 @@ static hsd_status st_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor
     if (!*name) return HSD_OK;
     for (int i = 0; i < m->n_shards; i++) {
         st_shard *sh = &m->shards[i];
-        json_t *t = json_object_get(sh->header, name);
-        if (!t) continue;
-        const char *key = json_object_iter_key(json_object_iter_at(sh->header, name)); /* stable name */
-        const char *dtype = json_string_value(json_object_get(t, "dtype"));
-        json_t *shape = json_object_get(t, "shape"), *offs = json_object_get(t, "data_offsets");
-        if (!dtype || !json_is_array(shape) || json_array_size(offs) != 2 || json_array_size(shape) > 4)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets",
-                             sh->path, name);
-        hsd_dtype dt;
-        size_t es;
-        if (!strcmp(dtype, "F32")) dt = HSD_DT_F32, es = 4;
-        else if (!strcmp(dtype, "F16")) dt = HSD_DT_F16, es = 2;
-        else if (!strcmp(dtype, "BF16")) dt = HSD_DT_BF16, es = 2;
-        else
-            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16",
-                             sh->path, name, dtype);
-        uint64_t numel = 1;
-        r->n_dims = (int32_t)json_array_size(shape);
-        for (int32_t d = 0; d < r->n_dims; d++) {
-            json_int_t v = json_integer_value(json_array_get(shape, (size_t)d));
-            if (v <= 0 || v > (1ll << 32))
-                return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': bad dimension %lld", sh->path, name, (long long)v);
-            r->shape[d] = v;
-            numel *= (uint64_t)v;
+        hsd_st_tensor t;
+        hsd_status s = hsd_st_find(&sh->st, name, &t, found);
+        if (s != HSD_OK || !*found) {
+            if (s != HSD_OK) return s;
+            continue;
         }
-        json_int_t b = json_integer_value(json_array_get(offs, 0)), e = json_integer_value(json_array_get(offs, 1));
-        if (b < 0 || e < b || (uint64_t)(e - b) != numel * es)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': data_offsets [%lld, %lld] do not match %llu x %s",
-                             sh->path, name, (long long)b, (long long)e, (unsigned long long)numel, dtype);
-        if ((uint64_t)e > sh->map->size - sh->data_start)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' data ends at byte %llu beyond the end of the file (%zu bytes): truncated?",
-                             sh->path, name, (unsigned long long)(sh->data_start + (uint64_t)e), sh->map->size);
-        if ((sh->data_start + (uint64_t)b) % es)
-            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' data is not %zu-byte aligned", sh->path, name, es);
-        r->name = key;
-        r->type = dt;
-        r->data = (const uint8_t *)sh->map->data + sh->data_start + b;
-        *found = true;
+        if (((uintptr_t)t.data - (uintptr_t)sh->map->data) % t.elem_size)
+            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' data is not %zu-byte aligned", sh->path, name,
+                             t.elem_size);
+        r->name = t.name;
+        r->type = t.dtype == HSD_ST_F32 ? HSD_DT_F32 : t.dtype == HSD_ST_F16 ? HSD_DT_F16 : HSD_DT_BF16;
+        r->n_dims = t.n_dims;
+        for (int32_t d = 0; d < t.n_dims; d++) r->shape[d] = t.shape[d];
+        r->data = t.data;
         return HSD_OK;
     }
     return HSD_OK;
@@ -266,7 +226,7 @@ hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params
     if (s == HSD_OK) {
         if (tied) {
             /* honour tie_word_embeddings even if an lm_head copy is present */
-            for (int i = 0; i < m->n_shards; i++) json_object_del(m->shards[i].header, "lm_head.weight");
+            for (int i = 0; i < m->n_shards; i++) json_object_del(m->shards[i].st.hdr, "lm_head.weight");
         }
         s = hsd_tf_create(&c, st_lookup, m, src, params, st_release, m, out);
     }
@@ -326,33 +286,14 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
     json_decref(cfg);
     if (s != HSD_OK) return s;
 
-    json_t *hdr = json_object();
-    json_object_set_new(hdr, "__metadata__", json_pack("{s:s}", "format", "pt"));
-    uint64_t off = 0;
+    hsd_st_writer w;
+    hsd_st_w_init(&w, "pt");
     for (int32_t i = 0; i < m->n; i++) {
         const hsd_synth_tensor *t = &m->t[i];
-        json_t *shape = t->n_dims == 2 ? json_pack("[I, I]", (json_int_t)t->shape[0], (json_int_t)t->shape[1])
-                                       : json_pack("[I]", (json_int_t)t->shape[0]);
-        json_object_set_new(hdr, t->name,
-                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", hsd_dtype_name(t->type), "shape", shape,
-                                      "data_offsets", (json_int_t)off, (json_int_t)(off + t->nbytes)));
-        off += t->nbytes;
+        hsd_st_w_tensor(&w, t->name, hsd_dtype_name(t->type), t->n_dims, t->shape, t->data, t->nbytes);
     }
-    char *text = json_dumps(hdr, JSON_COMPACT);
-    json_decref(hdr);
-    if (!text) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", dir);
-    size_t n = strlen(text), padded = (n + 7) / 8 * 8;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(text);
-        return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
-    }
-    uint64_t hl = padded;
-    bool ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(text, 1, n, f) == n;
-    for (size_t i = n; i < padded; i++) ok = ok && fputc(' ', f) != EOF;
-    for (int32_t i = 0; i < m->n && ok; i++) ok = fwrite(m->t[i].data, 1, m->t[i].nbytes, f) == m->t[i].nbytes;
-    free(text);
-    if (fclose(f) != 0 || !ok) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
-    return HSD_OK;
+    s = hsd_st_w_write(&w, path);
+    hsd_st_w_free(&w);
+    return s;
 }
