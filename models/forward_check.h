@@ -14,8 +14,8 @@
  * rows (rows NULL: the first n_rows, which must then be 0 or n) into a buffer that exists
  * when has_logits. `who` starts every message ("hsd_model_forward", "forward_batch:
  * sequence 2"). vocab and n_ctx of the model; n_ctx <= 0: no context limit known. */
-hsd_status hsd_forward_check(const char *who, const int32_t *tokens, int32_t n, const int32_t *parents,
-                             const int32_t *rows, int32_t n_rows, bool has_logits, int32_t vocab,
-                             int32_t kv_len, int32_t n_ctx);
+hsd_status hsd_forward_check(const char *who, const int32_t *tokens, int32_t n,
+                             const int32_t *parents, const int32_t *rows, int32_t n_rows,
+                             bool has_logits, int32_t vocab, int32_t kv_len, int32_t n_ctx);
 
 #endif

@@ -13,16 +13,22 @@
 #include "lib/gguf_writer.h"
 
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
-enum { HSD_GGUF_TOK_NORMAL = 1, HSD_GGUF_TOK_UNKNOWN = 2, HSD_GGUF_TOK_CONTROL = 3,
-       HSD_GGUF_TOK_USER_DEFINED = 4, HSD_GGUF_TOK_UNUSED = 5, HSD_GGUF_TOK_BYTE = 6 };
+enum {
+    HSD_GGUF_TOK_NORMAL = 1,
+    HSD_GGUF_TOK_UNKNOWN = 2,
+    HSD_GGUF_TOK_CONTROL = 3,
+    HSD_GGUF_TOK_USER_DEFINED = 4,
+    HSD_GGUF_TOK_UNUSED = 5,
+    HSD_GGUF_TOK_BYTE = 6
+};
 
 typedef struct hsd_gguf_vocab {
     char model[16]; /* "llama" (SentencePiece-style scores) or "gpt2" (byte-level BPE merges) */
     char pre[32];   /* tokenizer.ggml.pre; empty: none written */
     int32_t n;
-    hsd_buf arena;  /* token and merge strings */
+    hsd_buf arena; /* token and merge strings */
     size_t *tok_off, *tok_len;
-    float *scores;  /* NULL: none written */
+    float *scores; /* NULL: none written */
     int32_t *types;
     size_t n_merges, *merge_off, *merge_len;
     int32_t bos, eos, unk; /* -1: not written */

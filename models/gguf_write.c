@@ -20,10 +20,16 @@ enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_BF16 = 30 };
 enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q8_0 = 7, FTYPE_BF16 = 32 };
 
 static uint32_t ggml_type(hsd_dtype t) {
-    return t == HSD_DT_F32 ? GGML_F32 : t == HSD_DT_F16 ? GGML_F16 : t == HSD_DT_BF16 ? GGML_BF16 : GGML_Q8_0;
+    return t == HSD_DT_F32    ? GGML_F32
+           : t == HSD_DT_F16  ? GGML_F16
+           : t == HSD_DT_BF16 ? GGML_BF16
+                              : GGML_Q8_0;
 }
 static uint32_t file_type(hsd_dtype t) {
-    return t == HSD_DT_F32 ? FTYPE_F32 : t == HSD_DT_F16 ? FTYPE_F16 : t == HSD_DT_BF16 ? FTYPE_BF16 : FTYPE_Q8_0;
+    return t == HSD_DT_F32    ? FTYPE_F32
+           : t == HSD_DT_F16  ? FTYPE_F16
+           : t == HSD_DT_BF16 ? FTYPE_BF16
+                              : FTYPE_Q8_0;
 }
 
 static void kv_u32(hsd_gguf_writer *w, const char *arch, const char *k, uint32_t v) {
@@ -46,7 +52,8 @@ static float *rope_freq_factors(const hsd_tf_config *c) {
         double inv = 1.0 / pow(c->rope_theta, 2.0 * i / c->head_dim), wl = 2.0 * M_PI / inv;
         double orig = c->rope_orig_ctx, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
         double scaled = inv;
-        if (wl > orig / lo) scaled = inv / c->rope_scale_factor;
+        if (wl > orig / lo)
+            scaled = inv / c->rope_scale_factor;
         else if (wl >= orig / hi) {
             double sm = (orig / wl - lo) / (hi - lo);
             scaled = (1 - sm) * inv / c->rope_scale_factor + sm * inv;
@@ -57,8 +64,9 @@ static float *rope_freq_factors(const hsd_tf_config *c) {
 }
 
 static bool is_norm(hsd_tkind k) {
-    return k == HSD_T_OUT_NORM || k == HSD_T_ATTN_NORM || k == HSD_T_FFN_NORM || k == HSD_T_Q_NORM ||
-           k == HSD_T_K_NORM || k == HSD_T_ATTN_POST_NORM || k == HSD_T_FFN_POST_NORM;
+    return k == HSD_T_OUT_NORM || k == HSD_T_ATTN_NORM || k == HSD_T_FFN_NORM ||
+           k == HSD_T_Q_NORM || k == HSD_T_K_NORM || k == HSD_T_ATTN_POST_NORM ||
+           k == HSD_T_FFN_POST_NORM;
 }
 
 /* HF row (h, s, i) -> GGUF row (h, i, s): rope pairs (i, i + half) become (2i, 2i + 1). */
@@ -74,7 +82,8 @@ static void *permute_rows(const hsd_synth_tensor *t, int32_t heads, int32_t hd) 
     return p;
 }
 
-hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, const char *tokenizer) {
+hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
+                                    const char *tokenizer) {
     const hsd_tf_config *c = &m->cfg;
     const char *arch = hsd_arch_gguf_name(c->arch);
     bool permute = !strcmp(arch, "llama");
@@ -123,7 +132,8 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, 
         const hsd_synth_tensor *t = &m->t[i];
         char buf[160];
         const char *name = hsd_gguf_tensor_name(t->kind, t->layer, buf, sizeof buf);
-        uint64_t ne[2] = {(uint64_t)(t->n_dims == 2 ? t->shape[1] : t->shape[0]), (uint64_t)t->shape[0]};
+        uint64_t ne[2] = {(uint64_t)(t->n_dims == 2 ? t->shape[1] : t->shape[0]),
+                          (uint64_t)t->shape[0]};
         const void *data = t->data;
         size_t nbytes = t->nbytes;
         uint32_t type = ggml_type(t->type);
@@ -138,7 +148,8 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, 
             data = v, nbytes = ne[0] * sizeof *v, type = GGML_F32;
         }
         if (permute && (t->kind == HSD_T_WQ || t->kind == HSD_T_WK)) {
-            data = owned[i] = permute_rows(t, t->kind == HSD_T_WQ ? c->n_heads : c->n_kv_heads, c->head_dim);
+            data = owned[i] =
+                permute_rows(t, t->kind == HSD_T_WQ ? c->n_heads : c->n_kv_heads, c->head_dim);
             if (!data) goto nomem;
         }
         hsd_gguf_w_tensor(&w, name, (uint32_t)t->n_dims, ne, type, data, nbytes);

@@ -27,14 +27,15 @@
 #define NTOK 64
 
 static const char *shapes[] = {"tiny-llama", "tiny-mistral", "tiny-smollm", "tiny-qwen2",
-                               "tiny-qwen3", "tiny-gemma3", "tiny-phi3"};
+                               "tiny-qwen3", "tiny-gemma3",  "tiny-phi3"};
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
 static char tmpdir[512];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_arch_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_arch_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     return mkdtemp(tmpdir) ? 0 : -1;
 }
 static int teardown(void **state) {
@@ -64,7 +65,8 @@ static const float *W(const hsd_synth_model *m, hsd_tkind kind, int32_t layer) {
 }
 
 /* out[r] = sum_c w[(r0 + r) * cols + c] x[c] */
-static void mv(double *out, const float *w, int64_t r0, int64_t rows, int64_t cols, const double *x) {
+static void mv(double *out, const float *w, int64_t r0, int64_t rows, int64_t cols,
+               const double *x) {
     for (int64_t r = 0; r < rows; r++) {
         double s = 0;
         for (int64_t c = 0; c < cols; c++) s += (double)w[(r0 + r) * cols + c] * x[c];
@@ -72,7 +74,8 @@ static void mv(double *out, const float *w, int64_t r0, int64_t rows, int64_t co
     }
 }
 
-static void rms(double *o, const double *x, const float *w, int64_t n, double eps, bool unit_offset) {
+static void rms(double *o, const double *x, const float *w, int64_t n, double eps,
+                bool unit_offset) {
     double ss = 0;
     for (int64_t i = 0; i < n; i++) ss += x[i] * x[i];
     double sc = 1.0 / sqrt(ss / (double)n + eps);
@@ -88,12 +91,14 @@ static double inv_freq(const hsd_tf_config *c, double theta, bool llama3, int32_
            hi_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
     if (wl < hi_wl) return f;
     if (wl > lo_wl) return f / c->rope_scale_factor;
-    double s = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) / (c->rope_high_freq_factor - c->rope_low_freq_factor);
+    double s = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
+               (c->rope_high_freq_factor - c->rope_low_freq_factor);
     return (1 - s) * f / c->rope_scale_factor + s * f;
 }
 
 /* HF rotate_half: pairs (i, i + hd/2). */
-static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, double theta, bool llama3) {
+static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, double theta,
+                 bool llama3) {
     for (int32_t i = 0; i < hd / 2; i++) {
         double a = pos * inv_freq(c, theta, llama3, i), x1 = v[i], x2 = v[i + hd / 2];
         v[i] = x1 * cos(a) - x2 * sin(a);
@@ -102,28 +107,34 @@ static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, dou
 }
 
 /* Logits [n][V] of tokens 0..n-1 from position 0, every layer written out plainly. */
-static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n, bool no_window) {
+static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n,
+                           bool no_window) {
     const hsd_tf_config *c = &m->cfg;
-    const int64_t d = c->dim, H = c->hidden_dim, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads,
-                  qd = nh * hd, kvd = nkv * hd, V = c->vocab_size;
+    const int64_t d = c->dim, H = c->hidden_dim, hd = c->head_dim, nh = c->n_heads,
+                  nkv = c->n_kv_heads, qd = nh * hd, kvd = nkv * hd, V = c->vocab_size;
     const bool u = c->norm_unit_offset;
     double *x = calloc((size_t)(n * d), 8), *h = malloc((size_t)d * 8), *o = malloc((size_t)d * 8);
-    double *q = malloc((size_t)(n * qd) * 8), *k = malloc((size_t)(n * kvd) * 8), *v = malloc((size_t)(n * kvd) * 8);
-    double *a = malloc((size_t)qd * 8), *g = malloc((size_t)H * 8), *up = malloc((size_t)H * 8), *sc = malloc((size_t)n * 8);
+    double *q = malloc((size_t)(n * qd) * 8), *k = malloc((size_t)(n * kvd) * 8),
+           *v = malloc((size_t)(n * kvd) * 8);
+    double *a = malloc((size_t)qd * 8), *g = malloc((size_t)H * 8), *up = malloc((size_t)H * 8),
+           *sc = malloc((size_t)n * 8);
     double *logits = malloc((size_t)(n * V) * 8);
     const float *emb = W(m, HSD_T_TOK_EMB, -1);
     for (int32_t t = 0; t < n; t++)
         for (int64_t i = 0; i < d; i++)
-            x[t * d + i] = emb[tok[t] * d + i] * (c->act == HSD_ACT_GELU_TANH ? sqrt((double)d) : 1.0);
+            x[t * d + i] =
+                emb[tok[t] * d + i] * (c->act == HSD_ACT_GELU_TANH ? sqrt((double)d) : 1.0);
     for (int32_t l = 0; l < c->n_layers; l++) {
-        bool slides = !no_window && c->swa_window > 0 && (c->swa_pattern <= 0 || (l + 1) % c->swa_pattern);
+        bool slides =
+            !no_window && c->swa_window > 0 && (c->swa_pattern <= 0 || (l + 1) % c->swa_pattern);
         double theta = slides && c->rope_theta_swa > 0 ? c->rope_theta_swa : c->rope_theta;
         const float *qkv = W(m, HSD_T_WQKV, l);
         for (int32_t t = 0; t < n; t++) {
             rms(h, x + t * d, W(m, HSD_T_ATTN_NORM, l), d, c->norm_eps, u);
             double *qt = q + t * qd, *kt = k + t * kvd, *vt = v + t * kvd;
             if (qkv) {
-                mv(qt, qkv, 0, qd, d, h), mv(kt, qkv, qd, kvd, d, h), mv(vt, qkv, qd + kvd, kvd, d, h);
+                mv(qt, qkv, 0, qd, d, h), mv(kt, qkv, qd, kvd, d, h),
+                    mv(vt, qkv, qd + kvd, kvd, d, h);
             } else {
                 mv(qt, W(m, HSD_T_WQ, l), 0, qd, d, h), mv(kt, W(m, HSD_T_WK, l), 0, kvd, d, h);
                 mv(vt, W(m, HSD_T_WV, l), 0, kvd, d, h);
@@ -134,11 +145,13 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
                     if (i < kvd) kt[i] += W(m, HSD_T_BK, l)[i], vt[i] += W(m, HSD_T_BV, l)[i];
                 }
             for (int64_t hh = 0; hh < nh; hh++) {
-                if (c->qk_norm) rms(qt + hh * hd, qt + hh * hd, W(m, HSD_T_Q_NORM, l), hd, c->norm_eps, u);
+                if (c->qk_norm)
+                    rms(qt + hh * hd, qt + hh * hd, W(m, HSD_T_Q_NORM, l), hd, c->norm_eps, u);
                 rope(qt + hh * hd, (int32_t)hd, t, c, theta, !slides);
             }
             for (int64_t hh = 0; hh < nkv; hh++) {
-                if (c->qk_norm) rms(kt + hh * hd, kt + hh * hd, W(m, HSD_T_K_NORM, l), hd, c->norm_eps, u);
+                if (c->qk_norm)
+                    rms(kt + hh * hd, kt + hh * hd, W(m, HSD_T_K_NORM, l), hd, c->norm_eps, u);
                 rope(kt + hh * hd, (int32_t)hd, t, c, theta, !slides);
             }
         }
@@ -150,7 +163,8 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
                 double mx = -1e300, z = 0;
                 for (int32_t j = j0; j <= t; j++) {
                     double s = 0;
-                    for (int64_t i = 0; i < hd; i++) s += q[t * qd + hh * hd + i] * k[j * kvd + kh * hd + i];
+                    for (int64_t i = 0; i < hd; i++)
+                        s += q[t * qd + hh * hd + i] * k[j * kvd + kh * hd + i];
                     s *= scale;
                     if (c->attn_softcap > 0) s = c->attn_softcap * tanh(s / c->attn_softcap);
                     sc[j] = s, mx = fmax(mx, s);
@@ -167,13 +181,16 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
             for (int64_t i = 0; i < d; i++) x[t * d + i] += o[i];
             rms(h, x + t * d, W(m, HSD_T_FFN_NORM, l), d, c->norm_eps, u);
             const float *gu = W(m, HSD_T_W_GATE_UP, l);
-            if (gu) mv(g, gu, 0, H, d, h), mv(up, gu, H, H, d, h);
-            else mv(g, W(m, HSD_T_W_GATE, l), 0, H, d, h), mv(up, W(m, HSD_T_W_UP, l), 0, H, d, h);
+            if (gu)
+                mv(g, gu, 0, H, d, h), mv(up, gu, H, H, d, h);
+            else
+                mv(g, W(m, HSD_T_W_GATE, l), 0, H, d, h), mv(up, W(m, HSD_T_W_UP, l), 0, H, d, h);
             for (int64_t i = 0; i < H; i++) {
                 double y = g[i];
                 g[i] = (c->act == HSD_ACT_GELU_TANH
                             ? 0.5 * y * (1 + tanh(sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)))
-                            : y / (1 + exp(-y))) * up[i];
+                            : y / (1 + exp(-y))) *
+                       up[i];
             }
             mv(o, W(m, HSD_T_W_DOWN, l), 0, d, H, g);
             if (c->post_norms) rms(o, o, W(m, HSD_T_FFN_POST_NORM, l), d, c->norm_eps, u);
@@ -218,7 +235,8 @@ static cmp_stats compare(const float *got, const double *want, int32_t n, int32_
 
 /* hsd's logits of all n tokens: one chunk, or two chunks over the KV cache (the second as a
  * chain-shaped tree when `tree`). */
-static float *hsd_logits(hsd_transformer *tf, const int32_t *tok, int32_t n, int32_t split, bool tree) {
+static float *hsd_logits(hsd_transformer *tf, const int32_t *tok, int32_t n, int32_t split,
+                         bool tree) {
     int32_t V = hsd_tf_get_config(tf)->vocab_size;
     float *lg = malloc((size_t)n * V * sizeof *lg);
     assert_int_equal(hsd_tf_kv_truncate(tf, 0), HSD_OK);
@@ -229,8 +247,8 @@ static float *hsd_logits(hsd_transformer *tf, const int32_t *tok, int32_t n, int
     int32_t parents[NTOK];
     for (int32_t i = 0; i < n - split; i++) parents[i] = i - 1;
     assert_int_equal(hsd_tf_forward(tf, tok, split, NULL, NULL, split, lg), HSD_OK);
-    assert_int_equal(hsd_tf_forward(tf, tok + split, n - split, tree ? parents : NULL, NULL, n - split,
-                                    lg + (size_t)split * V),
+    assert_int_equal(hsd_tf_forward(tf, tok + split, n - split, tree ? parents : NULL, NULL,
+                                    n - split, lg + (size_t)split * V),
                      HSD_OK);
     return lg;
 }
@@ -250,18 +268,20 @@ static void test_float64_reference(void **state) {
         for (int mode = 0; mode < 3; mode++) {
             float *lg = hsd_logits(tf, tok, n, mode ? 30 : 0, mode == 2);
             cmp_stats st = compare(lg, ref, n, V);
-            printf("%-13s %-15s vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n", shapes[s],
-                   how[mode], st.min_cos, st.max_rel, st.agree, n);
+            printf("%-13s %-15s vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
+                   shapes[s], how[mode], st.min_cos, st.max_rel, st.agree, n);
             assert_true(st.min_cos > 0.99999);
             assert_true(st.max_rel < 1e-3);
             assert_int_equal(st.agree, n);
             free(lg);
         }
-        if (sm->cfg.swa_window > 0) { /* the window matters here: without it the reference differs */
+        if (sm->cfg.swa_window >
+            0) { /* the window matters here: without it the reference differs */
             double *full = ref_forward(sm, tok, n, true);
             float *lg = hsd_logits(tf, tok, n, 0, false);
             cmp_stats st = compare(lg, full, n, V);
-            printf("%-13s without the window the reference is off: max rel err %.2e\n", shapes[s], st.max_rel);
+            printf("%-13s without the window the reference is off: max rel err %.2e\n", shapes[s],
+                   st.max_rel);
             assert_true(st.max_rel > 1e-2);
             free(lg), free(full);
         }
@@ -302,8 +322,8 @@ static void test_file_roundtrip(void **state) {
                                     : hsd_arch_from_hf(hsd_arch_hf_model_type(sm->cfg.arch), NULL));
             float *got = hsd_logits(tf, tok, n, 0, false);
             cmp_stats st = compare(got, wd, n, V);
-            printf("%-13s %-11s loaded vs in-memory: max rel err %.2e\n", shapes[s], fmt ? "GGUF" : "safetensors",
-                   st.max_rel);
+            printf("%-13s %-11s loaded vs in-memory: max rel err %.2e\n", shapes[s],
+                   fmt ? "GGUF" : "safetensors", st.max_rel);
             assert_true(st.max_rel < 1e-5);
             free(got);
             hsd_tf_free(tf);
@@ -316,7 +336,9 @@ static void test_file_roundtrip(void **state) {
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len) { return hsd_test_read_file(path, len); }
+static char *slurp(const char *path, size_t *len) {
+    return hsd_test_read_file(path, len);
+}
 static void spit(const char *path, const void *p, size_t len) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -351,12 +373,14 @@ static void test_errors(void **state) {
     assert_int_equal(hsd_synth_write_gguf(sm, good), HSD_OK);
     hsd_synth_free(sm);
     /* general.architecture is the first "gemma3" in the file */
-    expect_edit_fails(good, "gemma3", "gemmaX", HSD_ERR_UNSUPPORTED, "unknown architecture 'gemmaX'", "edited.gguf");
-    expect_edit_fails(good, "gemma3.block_count", "gemma3.block_cnt_", HSD_ERR_PARSE, "missing metadata key",
-                      "'gemma3.block_count'");
-    expect_edit_fails(good, "blk.0.post_ffw_norm", "blk.0.post_ffw_xorm", HSD_ERR_PARSE, "post-FFN norm",
-                      "layer 0");
-    expect_edit_fails(good, "blk.1.attn_q_norm", "blk.1.attn_q_xorm", HSD_ERR_PARSE, "q norm", "layer 1");
+    expect_edit_fails(good, "gemma3", "gemmaX", HSD_ERR_UNSUPPORTED,
+                      "unknown architecture 'gemmaX'", "edited.gguf");
+    expect_edit_fails(good, "gemma3.block_count", "gemma3.block_cnt_", HSD_ERR_PARSE,
+                      "missing metadata key", "'gemma3.block_count'");
+    expect_edit_fails(good, "blk.0.post_ffw_norm", "blk.0.post_ffw_xorm", HSD_ERR_PARSE,
+                      "post-FFN norm", "layer 0");
+    expect_edit_fails(good, "blk.1.attn_q_norm", "blk.1.attn_q_xorm", HSD_ERR_PARSE, "q norm",
+                      "layer 1");
     /* a synth shape of an unknown architecture cannot exist: hsd_arch_init names it */
     hsd_tf_config c = {.dim = 64};
     assert_int_equal(hsd_arch_init(&c, "mamba", true, "x.gguf"), HSD_ERR_UNSUPPORTED);
@@ -387,7 +411,8 @@ static float *llama_cpp_logits(const char *path, const int32_t *tok, int32_t n, 
     b.n_tokens = n;
     assert_int_equal(llama_decode(ctx, b), 0);
     float *lg = malloc((size_t)n * V * sizeof *lg);
-    for (int32_t i = 0; i < n; i++) memcpy(lg + (size_t)i * V, llama_get_logits_ith(ctx, i), (size_t)V * sizeof *lg);
+    for (int32_t i = 0; i < n; i++)
+        memcpy(lg + (size_t)i * V, llama_get_logits_ith(ctx, i), (size_t)V * sizeof *lg);
     llama_batch_free(b);
     llama_free(ctx);
     llama_model_free(model);
@@ -398,7 +423,8 @@ static float *llama_cpp_logits(const char *path, const int32_t *tok, int32_t n, 
 static void test_llama_cpp(void **state) {
     (void)state;
 #ifndef HSD_HAVE_LLAMA_CPP
-    printf("skipped: llama.cpp not installed; run scripts/install_llama_cpp.sh (then re-run cmake)\n");
+    printf(
+        "skipped: llama.cpp not installed; run scripts/install_llama_cpp.sh (then re-run cmake)\n");
     skip();
 #else
     llama_log_set(quiet, NULL);
@@ -424,8 +450,8 @@ static void test_llama_cpp(void **state) {
             double *wd = malloc((size_t)NTOK * V * sizeof *wd);
             for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = want[i];
             cmp_stats st = compare(got, wd, NTOK, V);
-            printf("%-13s %-4s vs llama.cpp: min cosine %.9f, argmax %d/%d, max rel err %.2e\n", shapes[s],
-                   hsd_dtype_name(types[ti]), st.min_cos, st.agree, NTOK, st.max_rel);
+            printf("%-13s %-4s vs llama.cpp: min cosine %.9f, argmax %d/%d, max rel err %.2e\n",
+                   shapes[s], hsd_dtype_name(types[ti]), st.min_cos, st.agree, NTOK, st.max_rel);
             /* the bar is 0.999 and 98%; F32 files must be far tighter */
             assert_true(st.min_cos >= (types[ti] == HSD_DT_F32 ? 0.99999 : 0.999));
             assert_true(st.agree >= (int32_t)ceil(0.98 * NTOK));
