@@ -223,6 +223,14 @@ static hsd_status read_config(gguf_file *g, hsd_tf_config *c) {
     else if (!(tlen == 6 && !memcmp(type, "linear", 6)))
         return hsd_error(HSD_ERR_UNSUPPORTED, "%s: metadata '%s' = '%.*s' (supported: none, linear)", path, key,
                          (int)(tlen < 32 ? tlen : 32), type);
+    /* partial rotary (rope.dimension_count < head_dim) and a value width unlike the key's
+     * are other architectures' */
+    if (num_get(g, "rope.dimension_count", &v, &err) && gguf_i32(v) != c->head_dim)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: metadata '%s.rope.dimension_count' = %g, head_dim %d (partial rope is not supported)",
+                         path, g->arch, v, c->head_dim);
+    if (num_get(g, "attention.value_length", &v, &err) && gguf_i32(v) != c->head_dim)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: metadata '%s.attention.value_length' = %g differs from the key length %d",
+                         path, g->arch, v, c->head_dim);
     if (err) return err;
     if (c->swa_window < 0 || c->swa_pattern < 0)
         return hsd_error(HSD_ERR_PARSE, "%s: bad sliding window metadata (window %d, pattern %d)", path,
