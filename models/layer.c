@@ -90,7 +90,9 @@ static void gelu_tanh_mul(float *gate, const float *up, size_t n) {
 
 void hsd_tf_softcap(const hsd_tf_config *c, float *x, size_t n) {
     if (c->final_softcap <= 0) return;
-    for (size_t i = 0; i < n; i++) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
+    /* -inf stays -inf: a trimmed draft head masks tokens that way */
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i])) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
 }
 
 /* ---- attention ------------------------------------------------------------------------ */
