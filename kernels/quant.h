@@ -50,8 +50,14 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols);
 bool hsd_quant_dequant_avx2(hsd_dtype t, const void *row, int64_t cols, float *out);
 bool hsd_quant_dot_avx2(hsd_dtype t, const void *row, const float *x, int64_t cols, float *dot);
 
+/* Rounds activations x[0..cols) to what llama.cpp's CPU backend multiplies a matrix of type
+ * wt with (8-bit Q8_K blocks for Q2_K..Q6_K, Q8_0 blocks for Q4_0..Q5_1 and Q8_0), as floats, into
+ * out; false (out untouched) for the other types. kernels/quant_act.c. */
+bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out);
+
 /* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
- * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32. */
+ * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with
+ * x rounded by hsd_quant_act_round (fp32 x if that copy cannot be allocated). */
 void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n,
                            const hsd_mat *w, int32_t row0, int32_t count, float *scratch);
 

@@ -5,6 +5,7 @@
  * quant_x86.c repeat these operations lane by lane and must match them bit for bit. */
 #include "kernels/quant.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct qinfo {
@@ -245,6 +246,12 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) 
 void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n,
                            const hsd_mat *w, int32_t row0, int32_t count, float *scratch) {
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
+    float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
+    bool rounded = xr != NULL;
+    for (int32_t t = 0; t < n && rounded; t++)
+        rounded = hsd_quant_act_round(w->type, x + (size_t)t * w->cols, w->cols, xr + (size_t)t * w->cols);
+    if (rounded) x = xr;
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     for (int32_t r = 0; r < count; r += 4) {
         int32_t c = count - r < 4 ? count - r : 4;
@@ -255,4 +262,5 @@ void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n
         /* f32 rows never reach this function again, and need no scratch */
         hsd_matmul_rows(out + r, ld_out, x, n, &f, 0, c, NULL);
     }
+    free(xr);
 }
