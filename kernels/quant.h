@@ -55,6 +55,19 @@ bool hsd_quant_dot_avx2(hsd_dtype t, const void *row, const float *x, int64_t co
  * out; false (out untouched) for the other types. kernels/quant_act.c. */
 bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out);
 
+/* llama.cpp's Q8_K activation block: x ~ d * qs, with the sums of each 16 quants. */
+typedef struct hsd_q8k {
+    float d;
+    int8_t qs[HSD_QK_K];
+    int16_t bsums[HSD_QK_K / 16];
+} hsd_q8k;
+
+/* Quantises x[0..cols) (cols a multiple of 256) to Q8_K blocks by hsd_quant_act_round's rule. */
+void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
+/* Integer dot products of a Q4_K / Q5_K / Q6_K row with Q8_K activations (AVX2, as llama.cpp
+ * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols, float *dot);
+
 /* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
  * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with
  * x rounded by hsd_quant_act_round (fp32 x if that copy cannot be allocated). */

@@ -10,20 +10,32 @@
 #include "kernels/quant.h"
 
 /* Q8_K (ggml's quantize_row_q8_K_ref): scale from the signed element of largest magnitude,
- * q = min(127, round-half-even(-127/max * x)), value q * (1 / (-127/max)). */
-static void round_q8_k(const float *x, float *out) {
+ * q = min(127, round-half-even(-127/max * x)), d = 1 / (-127/max). */
+static void q8_k_block(const float *x, hsd_q8k *b) {
     float max = 0.0f, amax = 0.0f;
     for (int j = 0; j < HSD_QK_K; j++)
         if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
-    if (amax == 0.0f) {
-        for (int j = 0; j < HSD_QK_K; j++) out[j] = 0.0f;
-        return;
-    }
-    float iscale = -127.0f / max, d = 1.0f / iscale;
+    float iscale = amax == 0.0f ? 0.0f : -127.0f / max;
+    b->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
     for (int j = 0; j < HSD_QK_K; j++) {
         float v = rintf(iscale * x[j]);
-        out[j] = (v > 127.0f ? 127.0f : v) * d;
+        b->qs[j] = (int8_t)(v > 127.0f ? 127.0f : v);
     }
+    for (int k = 0; k < HSD_QK_K / 16; k++) {
+        int s = 0;
+        for (int j = 0; j < 16; j++) s += b->qs[16 * k + j];
+        b->bsums[k] = (int16_t)s;
+    }
+}
+
+void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out) {
+    for (int64_t i = 0; i + HSD_QK_K <= cols; i += HSD_QK_K) q8_k_block(x + i, out++);
+}
+
+static void round_q8_k(const float *x, float *out) {
+    hsd_q8k b;
+    q8_k_block(x, &b);
+    for (int j = 0; j < HSD_QK_K; j++) out[j] = (float)b.qs[j] * b.d;
 }
 
 /* Q8_0 / Q8_1 (ggml-cpu's x86 quantize_row_q8_0/1): d = amax/127 stored as fp16, q =
@@ -33,7 +45,7 @@ static void round_q8_0(const float *x, float *out) {
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++) out[j] = rintf(x[j] * id) * d;
+    for (int j = 0; j < 32; j++) out[j] = (float)(int8_t)rintf(x[j] * id) * d; /* int8 as ggml */
 }
 
 bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out) {

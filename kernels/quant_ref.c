@@ -243,9 +243,35 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) 
     return hsd_quant_dot_ref(t, row, x, cols);
 }
 
+/* A few tokens (decode, short verification) against Q4_K/Q5_K/Q6_K rows: activations to
+ * Q8_K once, then integer dot products row by row (kernels/quant_x86_q8k.c). false when the
+ * type or CPU is not covered, or on allocation failure: the caller takes the float path. */
+static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t n,
+                             const hsd_mat *w, int32_t row0, int32_t count) {
+    if (w->type != HSD_DT_Q4_K && w->type != HSD_DT_Q5_K && w->type != HSD_DT_Q6_K) return false;
+    int64_t nb = w->cols / HSD_QK_K;
+    size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
+    hsd_q8k *xq = malloc(sizeof *xq * (size_t)(nb * n));
+    float probe;
+    if (!xq) return false;
+    for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    if (!hsd_quant_dot_q8k_avx2(w->type, base, xq, w->cols, &probe)) {
+        free(xq);
+        return false;
+    }
+    for (int32_t r = 0; r < count; r++)
+        for (int32_t t = 0; t < n; t++)
+            hsd_quant_dot_q8k_avx2(w->type, base + (size_t)r * rb, xq + t * nb, w->cols,
+                                   &out[(size_t)t * ld_out + r]);
+    free(xq);
+    return true;
+}
+
 void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n,
                            const hsd_mat *w, int32_t row0, int32_t count, float *scratch) {
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    if (n <= 4 && quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
     /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
     float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
     bool rounded = xr != NULL;

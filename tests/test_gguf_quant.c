@@ -178,12 +178,12 @@ static void act_round_oracle(hsd_dtype t, const float *x, int64_t n, float *out)
                 continue;
             }
             float is = -127.0f / v[im];
-            for (int j = 0; j < blk; j++) o[j] = fminf(127.0f, nearbyintf(is * v[j])) * (1.0f / is);
+            for (int j = 0; j < blk; j++) o[j] = (float)(int)fminf(127.0f, nearbyintf(is * v[j])) * (1.0f / is);
         } else { /* fp16 scale amax/127, values rounded half to even at 127/amax */
             float amax = 0.0f;
             for (int j = 0; j < blk; j++) amax = fabsf(v[j]) > amax ? fabsf(v[j]) : amax;
             float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f)), id = amax > 0.0f ? 127.0f / amax : 0.0f;
-            for (int j = 0; j < blk; j++) o[j] = nearbyintf(v[j] * id) * d;
+            for (int j = 0; j < blk; j++) o[j] = (float)(int)nearbyintf(v[j] * id) * d;
         }
     }
 }
@@ -268,35 +268,39 @@ static void test_dequant_and_dot(void **state) {
     free(row), free(ref), free(vec), free(x);
 }
 
-/* hsd_matmul_rows with several rows and tokens (the 4-row dequantise-then-f32 path) against
- * float64 over the dequantised rows. */
+/* hsd_matmul_rows with several rows and tokens against float64 over the dequantised rows and
+ * the activations rounded by llama.cpp's rule: n <= 4 takes the integer Q8_K kernels for
+ * Q4_K/Q5_K/Q6_K, n = 5 the dequantise-then-f32 path. */
 static void test_matmul_rows(void **state) {
     (void)state;
-    const int32_t rows = 7, cols = 512, n = 5;
-    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-        hsd_dtype t = qtypes[ti];
-        size_t rb = hsd_dtype_row_bytes(t, cols);
-        uint8_t *w = malloc(rb * rows);
-        float *x = malloc(sizeof(float) * n * cols), *out = malloc(sizeof(float) * n * rows),
-              *scratch = malloc(sizeof(float) * 4 * cols), *deq = malloc(sizeof(float) * cols);
-        for (int32_t r = 0; r < rows; r++) random_row(t, w + r * rb, cols);
-        for (int32_t i = 0; i < n * cols; i++) x[i] = ((float)(rnd() % 2001) - 1000.0f) * 1e-3f;
-        hsd_mat m = {t, rows, cols, w};
-        hsd_matmul_rows(out, rows, x, n, &m, 0, rows, scratch);
-        /* hsd multiplies quantised weights with activations rounded as llama.cpp does */
-        if (t != HSD_DT_Q8_0) /* Q8_0 keeps fp32 activations (kernels/cpu_ops.c) */
-            for (int32_t k = 0; k < n; k++) act_round_oracle(t, x + k * cols, cols, x + k * cols);
-        for (int32_t r = 0; r < rows; r++) {
-            hsd_quant_dequant_ref(t, w + r * rb, cols, deq);
-            for (int32_t k = 0; k < n; k++) {
-                double s = 0, mag = 0;
-                for (int32_t i = 0; i < cols; i++)
-                    s += (double)deq[i] * x[k * cols + i], mag += fabs((double)deq[i] * x[k * cols + i]);
-                assert_true(fabs(out[k * rows + r] - s) <= 2e-6 * mag + 1e-6);
+    const int32_t rows = 7, cols = 512, ns[3] = {1, 3, 5};
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++)
+        for (int ni = 0; ni < 3; ni++) {
+            hsd_dtype t = qtypes[ti];
+            int32_t n = ns[ni];
+            size_t rb = hsd_dtype_row_bytes(t, cols);
+            uint8_t *w = malloc(rb * rows);
+            float *x = malloc(sizeof(float) * n * cols), *out = malloc(sizeof(float) * n * rows),
+                  *scratch = malloc(sizeof(float) * 4 * cols), *deq = malloc(sizeof(float) * cols);
+            for (int32_t r = 0; r < rows; r++) random_row(t, w + r * rb, cols);
+            for (int32_t i = 0; i < n * cols; i++) x[i] = ((float)(rnd() % 2001) - 1000.0f) * 1e-3f;
+            hsd_mat m = {t, rows, cols, w};
+            hsd_matmul_rows(out, rows, x, n, &m, 0, rows, scratch);
+            if (t != HSD_DT_Q8_0) /* Q8_0 keeps fp32 activations (kernels/cpu_ops.c) */
+                for (int32_t k = 0; k < n; k++) act_round_oracle(t, x + k * cols, cols, x + k * cols);
+            for (int32_t r = 0; r < rows; r++) {
+                hsd_quant_dequant_ref(t, w + r * rb, cols, deq);
+                for (int32_t k = 0; k < n; k++) {
+                    double s = 0, mag = 0;
+                    for (int32_t i = 0; i < cols; i++)
+                        s += (double)deq[i] * x[k * cols + i], mag += fabs((double)deq[i] * x[k * cols + i]);
+                    if (fabs(out[k * rows + r] - s) > 2e-6 * mag + 1e-6)
+                        fail_msg("%s n=%d row %d token %d: %.9g, float64 %.9g", hsd_dtype_name(t), n, r, k,
+                                 out[k * rows + r], s);
+                }
             }
+            free(w), free(x), free(out), free(scratch), free(deq);
         }
-        free(w), free(x), free(out), free(scratch), free(deq);
-    }
 }
 
 /* ---- files: temporary directory ------------------------------------------------------- */
