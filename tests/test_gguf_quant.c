@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hsd.h"
@@ -465,6 +466,92 @@ static float *llama_logits(const char *oracle, const char *path, int32_t V, cons
     return ref;
 }
 
+/* ---- llama.cpp's dequantiser: a tensor of a GGUF, located here from the file layout ---- */
+
+static size_t gguf_kv_size(const uint8_t *p, uint32_t type) {
+    static const size_t scalar[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    if (type == 8) return 8 + (size_t)*(const uint64_t *)(const void *)p;
+    if (type != 9) return scalar[type];
+    uint32_t et = *(const uint32_t *)(const void *)p;
+    uint64_t n = *(const uint64_t *)(const void *)(p + 4);
+    size_t off = 12;
+    for (uint64_t i = 0; i < n; i++) off += gguf_kv_size(p + off, et);
+    return off;
+}
+
+/* Type id, row length, row count and data of tensor `name` in a (well-formed) GGUF. */
+static const uint8_t *gguf_tensor(const uint8_t *f, const char *name, uint32_t *type, uint64_t *ne0, uint64_t *rows) {
+    uint64_t nt = *(const uint64_t *)(const void *)(f + 8), nkv = *(const uint64_t *)(const void *)(f + 16);
+    size_t off = 24, align = 32;
+    for (uint64_t i = 0; i < nkv; i++) {
+        uint64_t kl = *(const uint64_t *)(const void *)(f + off);
+        const char *k = (const char *)f + off + 8;
+        off += 8 + kl;
+        uint32_t t = *(const uint32_t *)(const void *)(f + off);
+        if (kl == 17 && !memcmp(k, "general.alignment", 17)) align = *(const uint32_t *)(const void *)(f + off + 4);
+        off += 4 + gguf_kv_size(f + off + 4, t);
+    }
+    const uint8_t *hit = NULL;
+    uint64_t hit_off = 0;
+    for (uint64_t i = 0; i < nt; i++) {
+        uint64_t nl = *(const uint64_t *)(const void *)(f + off);
+        int match = nl == strlen(name) && !memcmp(f + off + 8, name, nl);
+        off += 8 + nl;
+        uint32_t nd = *(const uint32_t *)(const void *)(f + off);
+        const uint64_t *ne = (const uint64_t *)(const void *)(f + off + 4);
+        off += 4 + 8 * nd;
+        if (match) {
+            *ne0 = ne[0], *rows = nd > 1 ? ne[1] : 1;
+            *type = *(const uint32_t *)(const void *)(f + off);
+            hit_off = *(const uint64_t *)(const void *)(f + off + 4), hit = f;
+        }
+        off += 12;
+    }
+    return hit ? f + (off + align - 1) / align * align + hit_off : NULL;
+}
+
+/* hsd's reference dequantiser equals llama.cpp's (ggml type traits) on every element of the
+ * named tensors of a quantised file; returns how many tensors were compared. */
+static int check_dequant_vs_ggml(const char *oracle, const char *path) {
+    static const char *names[] = {"token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_v.weight",
+                                  "blk.1.ffn_down.weight", "output.weight"};
+    size_t len;
+    uint8_t *f = (uint8_t *)hsd_test_read_file(path, &len);
+    assert_non_null(f);
+    int checked = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint32_t type = 0;
+        uint64_t ne0 = 0, rows = 0;
+        const uint8_t *data = gguf_tensor(f, names[i], &type, &ne0, &rows);
+        if (!data) continue; /* tied output */
+        char cmd[2048], out[700], tname[16] = "";
+        snprintf(out, sizeof out, "%s", tmp("deq.f32"));
+        snprintf(cmd, sizeof cmd, "'%s' dequant '%s' %s '%s'", oracle, path, names[i], out);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        assert_int_equal(fscanf(p, "%15s", tname), 1);
+        assert_int_equal(pclose(p), 0);
+        hsd_dtype dt = HSD_DT_COUNT;
+        for (int t = 0; t < HSD_DT_COUNT; t++)
+            if (!strcasecmp(hsd_dtype_name((hsd_dtype)t), tname)) dt = (hsd_dtype)t; /* ggml: "q4_K" */
+        if (dt == HSD_DT_COUNT) fail_msg("%s: ggml type %s has no hsd counterpart", names[i], tname);
+        size_t n;
+        float *ref = (float *)(void *)hsd_test_read_file(out, &n), *mine = malloc(sizeof(float) * ne0);
+        assert_int_equal(n, sizeof(float) * ne0 * rows);
+        size_t rb = hsd_dtype_row_bytes(dt, (int64_t)ne0);
+        for (uint64_t r = 0; r < rows; r++) {
+            hsd_quant_dequant_ref(dt, data + r * rb, (int64_t)ne0, mine);
+            if (memcmp(mine, ref + r * ne0, sizeof(float) * ne0))
+                fail_msg("%s %s row %llu: hsd's %s dequantiser differs from ggml's", path, names[i],
+                         (unsigned long long)r, tname);
+        }
+        free(ref), free(mine);
+        checked++;
+    }
+    free(f);
+    return checked;
+}
+
 typedef struct cell {
     const char *type;
     int required; /* the set: assert cos >= 0.999 and argmax >= 98%; else report */
@@ -509,15 +596,16 @@ static void test_llama_logits(void **state) {
              * that difference is the floor any other implementation can be held to */
             float *ref = llama_logits(oracle, q, V, toks, 1), *ref2 = llama_logits(oracle, q, V, toks, 0);
             float *lg = hsd_logits(q, V, toks);
+            int nd = check_dequant_vs_ggml(oracle, q);
             cell_result self, r;
             compare_logits(ref2, ref, V, 0.0, &self);
             compare_logits(lg, ref, V, 2.0 * self.dmax, &r);
             fprintf(stderr,
                     "%-10s %-6s cos min %.7f mean %.7f  argmax %2d/%d (%.1f%%) +%d near-tied  "
-                    "max|dlogit|/max|logit| %.2g  [llama.cpp vs itself: argmax %d/%d, %.2g]%s\n",
+                    "max|dlogit|/max|logit| %.2g  [llama.cpp vs itself: argmax %d/%d, %.2g]  dequant == ggml (%d tensors)%s\n",
                     shapes[si], cells[ci].type, r.cos_min, r.cos_mean, r.argmax_same, N_POS,
                     100.0 * r.argmax_same / N_POS, r.near_tie, r.rel_max, self.argmax_same, N_POS,
-                    self.rel_max, cells[ci].required ? "" : "  (reported)");
+                    self.rel_max, nd, cells[ci].required ? "" : "  (reported)");
             /* the issue's bar: cosine >= 0.999 at every position and the same argmax at >= 98%
              * of them, where a position whose two candidates llama.cpp itself cannot separate
              * (logits within twice its own path-to-path difference) is not held against hsd */

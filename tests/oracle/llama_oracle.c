@@ -110,7 +110,7 @@ static int cmd_dequant(const char *path, const char *name, const char *out) {
     struct ggml_tensor *t = ggml_get_tensor(ctx, name);
     const struct ggml_type_traits *tr = t ? ggml_get_type_traits(t->type) : NULL;
     int rc = 0;
-    if (!t || !tr->to_float) {
+    if (!t || (!tr->to_float && t->type != GGML_TYPE_F32)) {
         rc = fail(t ? "no dequantiser for the tensor's type" : "no such tensor", name);
     } else {
         int64_t n = ggml_nelements(t);
@@ -118,7 +118,8 @@ static int cmd_dequant(const char *path, const char *name, const char *out) {
         FILE *f = fopen(out, "wb");
         if (!v || !f) rc = fail("cannot create", out);
         else {
-            tr->to_float(t->data, v, n);
+            if (t->type == GGML_TYPE_F32) memcpy(v, t->data, sizeof(float) * (size_t)n);
+            else tr->to_float(t->data, v, n);
             if (fwrite(v, sizeof *v, (size_t)n, f) != (size_t)n) rc = fail("write failed", out);
             printf("%s %lld %lld\n", ggml_type_name(t->type), (long long)t->ne[1], (long long)t->ne[0]);
         }
