@@ -9,6 +9,13 @@
 
 #include "kernels/quant.h"
 
+/* A rounded value as int8; NaN (from NaN or infinite activations: a broken model) becomes 0
+ * instead of an undefined conversion (fuzz_model_gguf). */
+static int8_t to_i8(float v) {
+    if (v >= -127.0f && v <= 127.0f) return (int8_t)v;
+    return v > 127.0f ? 127 : v < -127.0f ? -127 : 0;
+}
+
 /* Q8_K (ggml's quantize_row_q8_K_ref): scale from the signed element of largest magnitude,
  * q = min(127, round-half-even(-127/max * x)), d = 1 / (-127/max). */
 static void q8_k_block(const float *x, hsd_q8k *b) {
@@ -18,8 +25,7 @@ static void q8_k_block(const float *x, hsd_q8k *b) {
     float iscale = amax == 0.0f ? 0.0f : -127.0f / max;
     b->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
     for (int j = 0; j < HSD_QK_K; j++) {
-        float v = rintf(iscale * x[j]);
-        b->qs[j] = (int8_t)(v > 127.0f ? 127.0f : v);
+        b->qs[j] = to_i8(rintf(iscale * x[j]));
     }
     for (int k = 0; k < HSD_QK_K / 16; k++) {
         int s = 0;
@@ -45,7 +51,7 @@ static void round_q8_0(const float *x, float *out) {
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++) out[j] = (float)(int8_t)rintf(x[j] * id) * d; /* int8 as ggml */
+    for (int j = 0; j < 32; j++) out[j] = (float)to_i8(rintf(x[j] * id)) * d; /* int8 as ggml */
 }
 
 bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out) {

@@ -208,6 +208,13 @@ static void test_act_round(void **state) {
                              (long long)i, a[i], b[i]);
         }
     assert_false(hsd_quant_act_round(HSD_DT_BF16, x, n, a));
+    /* NaN / infinite activations (a broken model) round without an undefined float-to-int8
+     * conversion (fuzz_model_gguf found one; the sanitizer build checks this) */
+    for (int64_t i = 0; i < n; i++) x[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -1.0f;
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) hsd_quant_act_round(qtypes[ti], x, n, a);
+    hsd_q8k q[4];
+    hsd_quant_q8k(x, n, q);
+    for (int j = 0; j < 256; j++) assert_true(q[0].qs[j] >= -127 && q[0].qs[j] <= 127);
 }
 
 static void test_dequant_and_dot(void **state) {
