@@ -66,12 +66,13 @@ typedef struct hsd_q8k {
 void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
 /* Integer dot products of a Q4_K / Q5_K / Q6_K row with Q8_K activations (AVX2, as llama.cpp
  * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
-bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols, float *dot);
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot);
 
 /* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
  * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with
  * x rounded by hsd_quant_act_round (fp32 x if that copy cannot be allocated). */
-void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n,
-                           const hsd_mat *w, int32_t row0, int32_t count, float *scratch);
+void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,
+                           int32_t row0, int32_t count, float *scratch);
 
 #endif

@@ -70,6 +70,7 @@ bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out)
     case HSD_DT_Q5_1:
         for (int64_t i = 0; i + 32 <= cols; i += 32) round_q8_0(x + i, out + i);
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }

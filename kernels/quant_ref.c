@@ -15,27 +15,46 @@ typedef struct qinfo {
 
 static qinfo info(hsd_dtype t) {
     switch (t) {
-    case HSD_DT_F32: return (qinfo){1, 4};
+    case HSD_DT_F32:
+        return (qinfo){1, 4};
     case HSD_DT_F16:
-    case HSD_DT_BF16: return (qinfo){1, 2};
-    case HSD_DT_Q8_0: return (qinfo){32, 34};
-    case HSD_DT_Q4_0: return (qinfo){32, 18};
-    case HSD_DT_Q4_1: return (qinfo){32, 20};
-    case HSD_DT_Q5_0: return (qinfo){32, 22};
-    case HSD_DT_Q5_1: return (qinfo){32, 24};
-    case HSD_DT_Q2_K: return (qinfo){HSD_QK_K, 84};
-    case HSD_DT_Q3_K: return (qinfo){HSD_QK_K, 110};
-    case HSD_DT_Q4_K: return (qinfo){HSD_QK_K, 144};
-    case HSD_DT_Q5_K: return (qinfo){HSD_QK_K, 176};
-    case HSD_DT_Q6_K: return (qinfo){HSD_QK_K, 210};
-    case HSD_DT_COUNT: break;
+    case HSD_DT_BF16:
+        return (qinfo){1, 2};
+    case HSD_DT_Q8_0:
+        return (qinfo){32, 34};
+    case HSD_DT_Q4_0:
+        return (qinfo){32, 18};
+    case HSD_DT_Q4_1:
+        return (qinfo){32, 20};
+    case HSD_DT_Q5_0:
+        return (qinfo){32, 22};
+    case HSD_DT_Q5_1:
+        return (qinfo){32, 24};
+    case HSD_DT_Q2_K:
+        return (qinfo){HSD_QK_K, 84};
+    case HSD_DT_Q3_K:
+        return (qinfo){HSD_QK_K, 110};
+    case HSD_DT_Q4_K:
+        return (qinfo){HSD_QK_K, 144};
+    case HSD_DT_Q5_K:
+        return (qinfo){HSD_QK_K, 176};
+    case HSD_DT_Q6_K:
+        return (qinfo){HSD_QK_K, 210};
+    case HSD_DT_COUNT:
+        break;
     }
     return (qinfo){1, 0};
 }
 
-bool hsd_dtype_is_quant(hsd_dtype t) { return t >= HSD_DT_Q8_0 && t < HSD_DT_COUNT; }
-int32_t hsd_dtype_block(hsd_dtype t) { return info(t).block; }
-size_t hsd_dtype_block_bytes(hsd_dtype t) { return info(t).bytes; }
+bool hsd_dtype_is_quant(hsd_dtype t) {
+    return t >= HSD_DT_Q8_0 && t < HSD_DT_COUNT;
+}
+int32_t hsd_dtype_block(hsd_dtype t) {
+    return info(t).block;
+}
+size_t hsd_dtype_block_bytes(hsd_dtype t) {
+    return info(t).bytes;
+}
 
 static float half_at(const uint8_t *p) {
     uint16_t h;
@@ -46,7 +65,9 @@ static float half_at(const uint8_t *p) {
 /* ---- blocks of 32 ------------------------------------------------------------------ */
 
 /* The 4 low bits of element j (< 32) of Q4_x/Q5_x: byte j%16, low nibble for j < 16. */
-static inline int nibble(const uint8_t *qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; }
+static inline int nibble(const uint8_t *qs, int j) {
+    return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+}
 
 static void block_q4_0(const uint8_t *b, float *y) {
     float d = half_at(b);
@@ -62,14 +83,16 @@ static void block_q5_0(const uint8_t *b, float *y) {
     float d = half_at(b);
     uint32_t qh;
     memcpy(&qh, b + 2, 4);
-    for (int j = 0; j < 32; j++) y[j] = (float)((nibble(b + 6, j) | (int)((qh >> j) & 1) << 4) - 16) * d;
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)((nibble(b + 6, j) | (int)((qh >> j) & 1) << 4) - 16) * d;
 }
 
 static void block_q5_1(const uint8_t *b, float *y) {
     float d = half_at(b), m = half_at(b + 2);
     uint32_t qh;
     memcpy(&qh, b + 4, 4);
-    for (int j = 0; j < 32; j++) y[j] = (float)(nibble(b + 8, j) | (int)((qh >> j) & 1) << 4) * d + m;
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)(nibble(b + 8, j) | (int)((qh >> j) & 1) << 4) * d + m;
 }
 
 static void block_q8_0(const uint8_t *b, float *y) {
@@ -176,17 +199,28 @@ typedef void (*block_fn)(const uint8_t *b, float *y);
 
 static block_fn block_of(hsd_dtype t) {
     switch (t) {
-    case HSD_DT_Q8_0: return block_q8_0;
-    case HSD_DT_Q4_0: return block_q4_0;
-    case HSD_DT_Q4_1: return block_q4_1;
-    case HSD_DT_Q5_0: return block_q5_0;
-    case HSD_DT_Q5_1: return block_q5_1;
-    case HSD_DT_Q2_K: return block_q2_k;
-    case HSD_DT_Q3_K: return block_q3_k;
-    case HSD_DT_Q4_K: return block_q4_k;
-    case HSD_DT_Q5_K: return block_q5_k;
-    case HSD_DT_Q6_K: return block_q6_k;
-    default: return NULL;
+    case HSD_DT_Q8_0:
+        return block_q8_0;
+    case HSD_DT_Q4_0:
+        return block_q4_0;
+    case HSD_DT_Q4_1:
+        return block_q4_1;
+    case HSD_DT_Q5_0:
+        return block_q5_0;
+    case HSD_DT_Q5_1:
+        return block_q5_1;
+    case HSD_DT_Q2_K:
+        return block_q2_k;
+    case HSD_DT_Q3_K:
+        return block_q3_k;
+    case HSD_DT_Q4_K:
+        return block_q4_k;
+    case HSD_DT_Q5_K:
+        return block_q5_k;
+    case HSD_DT_Q6_K:
+        return block_q6_k;
+    default:
+        return NULL;
     }
 }
 
@@ -268,15 +302,16 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     return true;
 }
 
-void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n,
-                           const hsd_mat *w, int32_t row0, int32_t count, float *scratch) {
+void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,
+                           int32_t row0, int32_t count, float *scratch) {
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     if (n <= 4 && quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
     /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
     float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
     bool rounded = xr != NULL;
     for (int32_t t = 0; t < n && rounded; t++)
-        rounded = hsd_quant_act_round(w->type, x + (size_t)t * w->cols, w->cols, xr + (size_t)t * w->cols);
+        rounded = hsd_quant_act_round(w->type, x + (size_t)t * w->cols, w->cols,
+                                      xr + (size_t)t * w->cols);
     if (rounded) x = xr;
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     for (int32_t r = 0; r < count; r += 4) {

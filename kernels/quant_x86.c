@@ -96,7 +96,8 @@ HSD_AVX2Q static void blocks32(hsd_dtype t, const uint8_t *b, int64_t nb, float 
             emit32_mul(y, _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)), half_at(b));
             b += 34;
             break;
-        default: return;
+        default:
+            return;
         }
     }
 }
@@ -163,7 +164,8 @@ static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
 
 /* Q4_K (qh NULL) and Q5_K: 64 elements per 32 bytes of qs, low nibbles then high ones; the
  * fifth bit of sub-block j is bit j of qh[l]. */
-HSD_AVX2Q static void block_q45_k(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, float *y) {
+HSD_AVX2Q static void block_q45_k(const uint8_t *b, const uint8_t *qh, const uint8_t *qs,
+                                  float *y) {
     float d = half_at(b), dmin = half_at(b + 2);
     const __m256i low = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
     __m256i h = qh ? _mm256_loadu_si256((const __m256i *)(const void *)qh) : _mm256_setzero_si256();
@@ -186,15 +188,18 @@ HSD_AVX2Q static void block_q45_k(const uint8_t *b, const uint8_t *qh, const uin
 HSD_AVX2Q static void block_q6_k(const uint8_t *b, float *y) {
     const int8_t *sc = (const int8_t *)(b + 192);
     float d = half_at(b + 208);
-    const __m256i low = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+    const __m256i low = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3),
+                  off = _mm256_set1_epi8(32);
     for (int n = 0; n < 2; n++) {
         __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * n));
         __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * n + 32));
         __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * n));
         for (int g = 0; g < 4; g++, y += 32) {
             __m256i lv = g % 2 ? l1 : l0;
-            __m256i lo = g < 2 ? _mm256_and_si256(lv, low) : _mm256_and_si256(_mm256_srli_epi16(lv, 4), low);
-            __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), three), 4);
+            __m256i lo =
+                g < 2 ? _mm256_and_si256(lv, low) : _mm256_and_si256(_mm256_srli_epi16(lv, 4), low);
+            __m256i hi =
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), three), 4);
             __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), off);
             for (int h = 0; h < 2; h++) {
                 float dl = d * (float)sc[n * 8 + 2 * g + h];
@@ -215,7 +220,8 @@ HSD_AVX2Q static void dequant_blocks(hsd_dtype t, const uint8_t *b, int64_t nb, 
         for (int64_t i = 0; i < nb; i++) block_q3_k(b + 110 * i, y + 256 * i);
         return;
     case HSD_DT_Q4_K:
-        for (int64_t i = 0; i < nb; i++) block_q45_k(b + 144 * i, NULL, b + 144 * i + 16, y + 256 * i);
+        for (int64_t i = 0; i < nb; i++)
+            block_q45_k(b + 144 * i, NULL, b + 144 * i + 16, y + 256 * i);
         return;
     case HSD_DT_Q5_K:
         for (int64_t i = 0; i < nb; i++)
@@ -224,11 +230,15 @@ HSD_AVX2Q static void dequant_blocks(hsd_dtype t, const uint8_t *b, int64_t nb, 
     case HSD_DT_Q6_K:
         for (int64_t i = 0; i < nb; i++) block_q6_k(b + 210 * i, y + 256 * i);
         return;
-    default: blocks32(t, b, nb, y); return;
+    default:
+        blocks32(t, b, nb, y);
+        return;
     }
 }
 
-static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+static int has_avx2(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 
 bool hsd_quant_dequant_avx2(hsd_dtype t, const void *row, int64_t cols, float *out) {
     if (!hsd_dtype_is_quant(t) || !has_avx2()) return false;
@@ -250,8 +260,10 @@ HSD_AVX2Q static float dot_avx2(hsd_dtype t, const uint8_t *p, const float *x, i
         for (; j + 32 <= len; j += 32) {
             a0 = _mm256_fmadd_ps(_mm256_loadu_ps(buf + j), _mm256_loadu_ps(x + i + j), a0);
             a1 = _mm256_fmadd_ps(_mm256_loadu_ps(buf + j + 8), _mm256_loadu_ps(x + i + j + 8), a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(buf + j + 16), _mm256_loadu_ps(x + i + j + 16), a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(buf + j + 24), _mm256_loadu_ps(x + i + j + 24), a3);
+            a2 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(buf + j + 16), _mm256_loadu_ps(x + i + j + 16), a2);
+            a3 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(buf + j + 24), _mm256_loadu_ps(x + i + j + 24), a3);
         }
     }
     __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));

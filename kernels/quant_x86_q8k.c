@@ -39,18 +39,21 @@ HSD_AVX2K static inline float hsum(__m256 v) {
 }
 
 /* Q4_K (qh NULL) and Q5_K. */
-HSD_AVX2K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int64_t nb) {
+HSD_AVX2K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x,
+                                int64_t nb) {
     const __m256i low = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
     __m256 acc = _mm256_setzero_ps();
     float acc_min = 0.0f;
     for (int64_t i = 0; i < nb; i++, w += bb, x++) {
         const uint8_t *s = w + 4, *qs = w + (five ? 48 : 16);
-        __m256i h = five ? _mm256_loadu_si256((const __m256i *)(const void *)(w + 16)) : _mm256_setzero_si256();
+        __m256i h = five ? _mm256_loadu_si256((const __m256i *)(const void *)(w + 16))
+                         : _mm256_setzero_si256();
         __m256i sumi = _mm256_setzero_si256();
         int mins = 0;
         for (int c = 0; c < 4; c++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
-            __m256i q[2] = {_mm256_and_si256(v, low), _mm256_and_si256(_mm256_srli_epi16(v, 4), low)};
+            __m256i q[2] = {_mm256_and_si256(v, low),
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), low)};
             for (int k = 0; k < 2; k++) {
                 int j = 2 * c + k, sc, m;
                 k4_scale_min(s, j, &sc, &m);
@@ -85,11 +88,14 @@ HSD_AVX2K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
             __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * n));
             for (int g = 0; g < 4; g++) {
                 __m256i lv = g % 2 ? l1 : l0;
-                __m256i lo = g < 2 ? _mm256_and_si256(lv, low) : _mm256_and_si256(_mm256_srli_epi16(lv, 4), low);
-                __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), three), 4);
+                __m256i lo = g < 2 ? _mm256_and_si256(lv, low)
+                                   : _mm256_and_si256(_mm256_srli_epi16(lv, 4), low);
+                __m256i hi =
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), three), 4);
                 __m256i q = _mm256_or_si256(lo, hi);
                 int k = n * 8 + 2 * g;
-                __m256i q8 = _mm256_loadu_si256((const __m256i *)(const void *)(x->qs + 128 * n + 32 * g));
+                __m256i q8 =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(x->qs + 128 * n + 32 * g));
                 __m256i p = _mm256_maddubs_epi16(q, q8);
                 __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
@@ -103,20 +109,29 @@ HSD_AVX2K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
     return hsum(acc) - acc_corr;
 }
 
-bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols, float *dot) {
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
     int64_t nb = cols / HSD_QK_K;
     switch (t) {
-    case HSD_DT_Q4_K: *dot = dot_q45k(row, 144, 0, x, nb); return true;
-    case HSD_DT_Q5_K: *dot = dot_q45k(row, 176, 1, x, nb); return true;
-    case HSD_DT_Q6_K: *dot = dot_q6k(row, x, nb); return true;
-    default: return false;
+    case HSD_DT_Q4_K:
+        *dot = dot_q45k(row, 144, 0, x, nb);
+        return true;
+    case HSD_DT_Q5_K:
+        *dot = dot_q45k(row, 176, 1, x, nb);
+        return true;
+    case HSD_DT_Q6_K:
+        *dot = dot_q6k(row, x, nb);
+        return true;
+    default:
+        return false;
     }
 }
 
 #else
 
-bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols, float *dot) {
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot) {
     (void)t, (void)row, (void)x, (void)cols, (void)dot;
     return false;
 }

@@ -25,10 +25,14 @@
 
 /* ---- float64 re-derivation of each block type --------------------------------------- */
 
-static double f16(const uint8_t *p) { return (double)hsd_fp16_to_fp32((uint16_t)(p[0] | p[1] << 8)); }
+static double f16(const uint8_t *p) {
+    return (double)hsd_fp16_to_fp32((uint16_t)(p[0] | p[1] << 8));
+}
 
 /* Bit `i` of a little-endian byte string. */
-static int bit(const uint8_t *p, int i) { return p[i / 8] >> (i % 8) & 1; }
+static int bit(const uint8_t *p, int i) {
+    return p[i / 8] >> (i % 8) & 1;
+}
 
 /* Element e = a + c; mg[e] = |a| + |c| bounds what float rounding can lose (a few ulps). */
 #define PUT(e, a, c) (y[e] = (a) + (c), mg[e] = fabs((double)(a)) + fabs((double)(c)))
@@ -44,7 +48,8 @@ static void block_f64(hsd_dtype t, const uint8_t *b, double *y, double *mg) {
     case HSD_DT_Q4_1:
     case HSD_DT_Q5_0:
     case HSD_DT_Q5_1: {
-        int has_min = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1, five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1;
+        int has_min = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1,
+            five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1;
         const uint8_t *qh = b + 2 + 2 * has_min, *qs = qh + 4 * five;
         double d = f16(b), m = has_min ? f16(b + 2) : 0;
         for (int i = 0; i < 16; i++)
@@ -126,13 +131,13 @@ static void block_f64(hsd_dtype t, const uint8_t *b, double *y, double *mg) {
             }
         return;
     }
-    default: fail_msg("no float64 re-derivation for %s", hsd_dtype_name(t));
+    default:
+        fail_msg("no float64 re-derivation for %s", hsd_dtype_name(t));
     }
 }
 
-static const hsd_dtype qtypes[] = {HSD_DT_Q4_0, HSD_DT_Q4_1, HSD_DT_Q5_0, HSD_DT_Q5_1,
-                                   HSD_DT_Q8_0, HSD_DT_Q2_K, HSD_DT_Q3_K, HSD_DT_Q4_K,
-                                   HSD_DT_Q5_K, HSD_DT_Q6_K};
+static const hsd_dtype qtypes[] = {HSD_DT_Q4_0, HSD_DT_Q4_1, HSD_DT_Q5_0, HSD_DT_Q5_1, HSD_DT_Q8_0,
+                                   HSD_DT_Q2_K, HSD_DT_Q3_K, HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) {
@@ -150,14 +155,27 @@ static void random_row(hsd_dtype t, uint8_t *row, int64_t cols) {
     for (size_t i = 0; i < bb * (size_t)nb; i++) row[i] = (uint8_t)rnd();
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *b = row + i * bb;
-        float d = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f, m = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f;
+        float d = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f,
+              m = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f;
         switch (t) {
-        case HSD_DT_Q4_1: case HSD_DT_Q5_1: case HSD_DT_Q4_K: case HSD_DT_Q5_K:
-            put_f16(b, d), put_f16(b + 2, m); break;
-        case HSD_DT_Q2_K: put_f16(b + 80, d), put_f16(b + 82, m); break;
-        case HSD_DT_Q3_K: put_f16(b + 108, d); break;
-        case HSD_DT_Q6_K: put_f16(b + 208, d); break;
-        default: put_f16(b, d); break;
+        case HSD_DT_Q4_1:
+        case HSD_DT_Q5_1:
+        case HSD_DT_Q4_K:
+        case HSD_DT_Q5_K:
+            put_f16(b, d), put_f16(b + 2, m);
+            break;
+        case HSD_DT_Q2_K:
+            put_f16(b + 80, d), put_f16(b + 82, m);
+            break;
+        case HSD_DT_Q3_K:
+            put_f16(b + 108, d);
+            break;
+        case HSD_DT_Q6_K:
+            put_f16(b + 208, d);
+            break;
+        default:
+            put_f16(b, d);
+            break;
         }
     }
 }
@@ -165,7 +183,8 @@ static void random_row(hsd_dtype t, uint8_t *row, int64_t cols) {
 /* llama.cpp's activation rounding before a quantised matmul (ggml quantize_row_q8_K_ref;
  * ggml-cpu x86 quantize_row_q8_0/q8_1), restated here from its description. */
 static void act_round_oracle(hsd_dtype t, const float *x, int64_t n, float *out) {
-    int k_quant = t == HSD_DT_Q2_K || t == HSD_DT_Q3_K || t == HSD_DT_Q4_K || t == HSD_DT_Q5_K || t == HSD_DT_Q6_K;
+    int k_quant = t == HSD_DT_Q2_K || t == HSD_DT_Q3_K || t == HSD_DT_Q4_K || t == HSD_DT_Q5_K ||
+                  t == HSD_DT_Q6_K;
     int blk = k_quant ? 256 : 32;
     for (int64_t b = 0; b < n; b += blk) {
         const float *v = x + b;
@@ -179,11 +198,13 @@ static void act_round_oracle(hsd_dtype t, const float *x, int64_t n, float *out)
                 continue;
             }
             float is = -127.0f / v[im];
-            for (int j = 0; j < blk; j++) o[j] = (float)(int)fminf(127.0f, nearbyintf(is * v[j])) * (1.0f / is);
+            for (int j = 0; j < blk; j++)
+                o[j] = (float)(int)fminf(127.0f, nearbyintf(is * v[j])) * (1.0f / is);
         } else { /* fp16 scale amax/127, values rounded half to even at 127/amax */
             float amax = 0.0f;
             for (int j = 0; j < blk; j++) amax = fabsf(v[j]) > amax ? fabsf(v[j]) : amax;
-            float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f)), id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f)),
+                  id = amax > 0.0f ? 127.0f / amax : 0.0f;
             for (int j = 0; j < blk; j++) o[j] = (float)(int)nearbyintf(v[j] * id) * d;
         }
     }
@@ -199,19 +220,21 @@ static void test_act_round(void **state) {
             if (trial == 1)
                 for (int64_t i = 0; i < 256; i++) x[i] = 0.0f; /* an all-zero block */
             if (trial == 2)
-                for (int64_t i = 0; i < n; i++) x[i] = (float)((int)(rnd() % 255) - 127) * 0.5f; /* ties */
+                for (int64_t i = 0; i < n; i++)
+                    x[i] = (float)((int)(rnd() % 255) - 127) * 0.5f; /* ties */
             assert_true(hsd_quant_act_round(qtypes[ti], x, n, a));
             act_round_oracle(qtypes[ti], x, n, b);
             for (int64_t i = 0; i < n; i++)
                 if (memcmp(&a[i], &b[i], 4))
-                    fail_msg("%s activation %lld: hsd %.9g, llama.cpp's rule %.9g", hsd_dtype_name(qtypes[ti]),
-                             (long long)i, a[i], b[i]);
+                    fail_msg("%s activation %lld: hsd %.9g, llama.cpp's rule %.9g",
+                             hsd_dtype_name(qtypes[ti]), (long long)i, a[i], b[i]);
         }
     assert_false(hsd_quant_act_round(HSD_DT_BF16, x, n, a));
     /* NaN / infinite activations (a broken model) round without an undefined float-to-int8
      * conversion (fuzz_model_gguf found one; the sanitizer build checks this) */
     for (int64_t i = 0; i < n; i++) x[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -1.0f;
-    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) hsd_quant_act_round(qtypes[ti], x, n, a);
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++)
+        hsd_quant_act_round(qtypes[ti], x, n, a);
     hsd_q8k q[4];
     hsd_quant_q8k(x, n, q);
     for (int j = 0; j < 256; j++) assert_true(q[0].qs[j] >= -127 && q[0].qs[j] <= 127);
@@ -221,7 +244,8 @@ static void test_dequant_and_dot(void **state) {
     (void)state;
     const int64_t cols = 1024;
     uint8_t *row = calloc(1, 4096);
-    float *ref = malloc(cols * sizeof *ref), *vec = malloc(cols * sizeof *vec), *x = malloc(cols * sizeof *x);
+    float *ref = malloc(cols * sizeof *ref), *vec = malloc(cols * sizeof *vec),
+          *x = malloc(cols * sizeof *x);
     double y[256], mg[256];
     int have_avx2 = hsd_quant_dequant_avx2(HSD_DT_Q4_0, row, 0, vec);
     if (!have_avx2) fprintf(stderr, "AVX2 versions not checked: this CPU/build has no AVX2+FMA\n");
@@ -229,7 +253,8 @@ static void test_dequant_and_dot(void **state) {
         hsd_dtype t = qtypes[ti];
         int32_t blk = hsd_dtype_block(t);
         assert_true(hsd_dtype_is_quant(t));
-        assert_int_equal(hsd_dtype_row_bytes(t, cols), (size_t)(cols / blk) * hsd_dtype_block_bytes(t));
+        assert_int_equal(hsd_dtype_row_bytes(t, cols),
+                         (size_t)(cols / blk) * hsd_dtype_block_bytes(t));
         double worst_f64 = 0, worst_dot = 0;
         for (int trial = 0; trial < 200; trial++) {
             random_row(t, row, cols);
@@ -244,8 +269,8 @@ static void test_dequant_and_dot(void **state) {
                      * within 2^-24 of a term no larger than mg */
                     double r = ref[b * blk + j], err = fabs(r - y[j]);
                     if (err > 0x1p-22 * mg[j])
-                        fail_msg("%s trial %d element %lld: reference %.9g, float64 %.9g", hsd_dtype_name(t),
-                                 trial, (long long)(b * blk + j), r, y[j]);
+                        fail_msg("%s trial %d element %lld: reference %.9g, float64 %.9g",
+                                 hsd_dtype_name(t), trial, (long long)(b * blk + j), r, y[j]);
                     worst_f64 = fmax(worst_f64, err / (mg[j] + 1e-300));
                     dot64 += y[j] * x[b * blk + j];
                     mag += fabs(y[j] * x[b * blk + j]);
@@ -257,8 +282,8 @@ static void test_dequant_and_dot(void **state) {
                 if (memcmp(vec, ref, cols * sizeof *ref)) {
                     for (int64_t i = 0; i < cols; i++)
                         if (memcmp(&vec[i], &ref[i], 4))
-                            fail_msg("%s trial %d element %lld: AVX2 %.9g != reference %.9g", hsd_dtype_name(t),
-                                     trial, (long long)i, vec[i], ref[i]);
+                            fail_msg("%s trial %d element %lld: AVX2 %.9g != reference %.9g",
+                                     hsd_dtype_name(t), trial, (long long)i, vec[i], ref[i]);
                 }
             }
             /* dot products against the float64 dot */
@@ -269,8 +294,10 @@ static void test_dequant_and_dot(void **state) {
             assert_true(fabs(dv - dot64) <= tol);
             worst_dot = fmax(worst_dot, fabs(dv - dot64) / (mag + 1e-30));
         }
-        fprintf(stderr, "%-5s dequant: AVX2 == reference bit for bit%s; reference vs float64 max err %.2g (of |terms|); "
-                        "dot vs float64 max rel (to sum|w*x|) %.2g\n",
+        fprintf(stderr,
+                "%-5s dequant: AVX2 == reference bit for bit%s; reference vs float64 max err %.2g "
+                "(of |terms|); "
+                "dot vs float64 max rel (to sum|w*x|) %.2g\n",
                 hsd_dtype_name(t), have_avx2 ? "" : " (not run)", worst_f64, worst_dot);
     }
     free(row), free(ref), free(vec), free(x);
@@ -295,16 +322,18 @@ static void test_matmul_rows(void **state) {
             hsd_mat m = {t, rows, cols, w};
             hsd_matmul_rows(out, rows, x, n, &m, 0, rows, scratch);
             if (t != HSD_DT_Q8_0) /* Q8_0 keeps fp32 activations (kernels/cpu_ops.c) */
-                for (int32_t k = 0; k < n; k++) act_round_oracle(t, x + k * cols, cols, x + k * cols);
+                for (int32_t k = 0; k < n; k++)
+                    act_round_oracle(t, x + k * cols, cols, x + k * cols);
             for (int32_t r = 0; r < rows; r++) {
                 hsd_quant_dequant_ref(t, w + r * rb, cols, deq);
                 for (int32_t k = 0; k < n; k++) {
                     double s = 0, mag = 0;
                     for (int32_t i = 0; i < cols; i++)
-                        s += (double)deq[i] * x[k * cols + i], mag += fabs((double)deq[i] * x[k * cols + i]);
+                        s += (double)deq[i] * x[k * cols + i],
+                            mag += fabs((double)deq[i] * x[k * cols + i]);
                     if (fabs(out[k * rows + r] - s) > 2e-6 * mag + 1e-6)
-                        fail_msg("%s n=%d row %d token %d: %.9g, float64 %.9g", hsd_dtype_name(t), n, r, k,
-                                 out[k * rows + r], s);
+                        fail_msg("%s n=%d row %d token %d: %.9g, float64 %.9g", hsd_dtype_name(t),
+                                 n, r, k, out[k * rows + r], s);
                 }
             }
             free(w), free(x), free(out), free(scratch), free(deq);
@@ -317,7 +346,8 @@ static char tmpdir[512];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_gguf_quant_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_gguf_quant_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     return mkdtemp(tmpdir) ? 0 : -1;
 }
 static int teardown(void **state) {
@@ -385,11 +415,13 @@ static void test_malformed(void **state) {
     expect_error("bad-type.gguf", file_len,
                  (const char *const[]){"blk.0.attn_q.weight", "bad tensor type id 99", at, NULL});
     *type = 16; /* IQ2_XXS */
-    expect_error("iq-type.gguf", file_len,
-                 (const char *const[]){"unsupported tensor type IQ2_XXS", "blk.0.attn_q.weight", at, NULL});
+    expect_error(
+        "iq-type.gguf", file_len,
+        (const char *const[]){"unsupported tensor type IQ2_XXS", "blk.0.attn_q.weight", at, NULL});
     *type = 12; /* Q4_K with 64-element rows: not a whole super-block */
     expect_error("q4k-rows.gguf", file_len,
-                 (const char *const[]){"blk.0.attn_q.weight", "not a multiple of Q4_K's block of 256", at, NULL});
+                 (const char *const[]){"blk.0.attn_q.weight",
+                                       "not a multiple of Q4_K's block of 256", at, NULL});
     *type = saved;
 
     expect_error("truncated.gguf", file_len / 2,
@@ -424,7 +456,8 @@ typedef struct cell_result {
 
 /* Logits a against b ([N_POS][V]); a differing argmax counts as a near tie when b's logit of
  * a's argmax is within `eps` of b's maximum. */
-static void compare_logits(const float *a_all, const float *b_all, int32_t V, double eps, cell_result *r) {
+static void compare_logits(const float *a_all, const float *b_all, int32_t V, double eps,
+                           cell_result *r) {
     *r = (cell_result){2.0, 0.0, 0.0, 0.0, 0, 0};
     double bmax = 0;
     for (int p = 0; p < N_POS; p++) {
@@ -433,7 +466,8 @@ static void compare_logits(const float *a_all, const float *b_all, int32_t V, do
         int ia = 0, ib = 0;
         for (int32_t v = 0; v < V; v++) {
             ab += (double)a[v] * b[v], aa += (double)a[v] * a[v], bb += (double)b[v] * b[v];
-            r->dmax = fmax(r->dmax, fabs((double)a[v] - b[v])), bmax = fmax(bmax, fabs((double)b[v]));
+            r->dmax = fmax(r->dmax, fabs((double)a[v] - b[v])),
+            bmax = fmax(bmax, fabs((double)b[v]));
             if (a[v] > a[ia]) ia = v;
             if (b[v] > b[ib]) ib = v;
         }
@@ -458,12 +492,14 @@ static float *hsd_logits(const char *path, int32_t V, const int32_t *toks) {
 }
 
 /* llama.cpp's logits (the oracle tool), with its runtime-repacked kernels or without. */
-static float *llama_logits(const char *oracle, const char *path, int32_t V, const int32_t *toks, int repack) {
+static float *llama_logits(const char *oracle, const char *path, int32_t V, const int32_t *toks,
+                           int repack) {
     char cmd[4096], lf[700];
     snprintf(lf, sizeof lf, "%s", tmp("logits.f32"));
-    int len = snprintf(cmd, sizeof cmd, "%s'%s' logits '%s' '%s'", repack ? "" : "LLAMA_ORACLE_NO_REPACK=1 ",
-                       oracle, path, lf);
-    for (int i = 0; i < N_POS; i++) len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d", toks[i]);
+    int len = snprintf(cmd, sizeof cmd, "%s'%s' logits '%s' '%s'",
+                       repack ? "" : "LLAMA_ORACLE_NO_REPACK=1 ", oracle, path, lf);
+    for (int i = 0; i < N_POS; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d", toks[i]);
     snprintf(cmd + len, sizeof cmd - (size_t)len, " > /dev/null");
     assert_int_equal(sh(cmd), 0);
     size_t n;
@@ -477,7 +513,7 @@ static float *llama_logits(const char *oracle, const char *path, int32_t V, cons
 
 static size_t gguf_kv_size(const uint8_t *p, uint32_t type) {
     static const size_t scalar[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) return 8 + (size_t)*(const uint64_t *)(const void *)p;
+    if (type == 8) return 8 + (size_t) * (const uint64_t *)(const void *)p;
     if (type != 9) return scalar[type];
     uint32_t et = *(const uint32_t *)(const void *)p;
     uint64_t n = *(const uint64_t *)(const void *)(p + 4);
@@ -487,15 +523,18 @@ static size_t gguf_kv_size(const uint8_t *p, uint32_t type) {
 }
 
 /* Type id, row length, row count and data of tensor `name` in a (well-formed) GGUF. */
-static const uint8_t *gguf_tensor(const uint8_t *f, const char *name, uint32_t *type, uint64_t *ne0, uint64_t *rows) {
-    uint64_t nt = *(const uint64_t *)(const void *)(f + 8), nkv = *(const uint64_t *)(const void *)(f + 16);
+static const uint8_t *gguf_tensor(const uint8_t *f, const char *name, uint32_t *type, uint64_t *ne0,
+                                  uint64_t *rows) {
+    uint64_t nt = *(const uint64_t *)(const void *)(f + 8),
+             nkv = *(const uint64_t *)(const void *)(f + 16);
     size_t off = 24, align = 32;
     for (uint64_t i = 0; i < nkv; i++) {
         uint64_t kl = *(const uint64_t *)(const void *)(f + off);
         const char *k = (const char *)f + off + 8;
         off += 8 + kl;
         uint32_t t = *(const uint32_t *)(const void *)(f + off);
-        if (kl == 17 && !memcmp(k, "general.alignment", 17)) align = *(const uint32_t *)(const void *)(f + off + 4);
+        if (kl == 17 && !memcmp(k, "general.alignment", 17))
+            align = *(const uint32_t *)(const void *)(f + off + 4);
         off += 4 + gguf_kv_size(f + off + 4, t);
     }
     const uint8_t *hit = NULL;
@@ -540,10 +579,13 @@ static int check_dequant_vs_ggml(const char *oracle, const char *path) {
         assert_int_equal(pclose(p), 0);
         hsd_dtype dt = HSD_DT_COUNT;
         for (int t = 0; t < HSD_DT_COUNT; t++)
-            if (!strcasecmp(hsd_dtype_name((hsd_dtype)t), tname)) dt = (hsd_dtype)t; /* ggml: "q4_K" */
-        if (dt == HSD_DT_COUNT) fail_msg("%s: ggml type %s has no hsd counterpart", names[i], tname);
+            if (!strcasecmp(hsd_dtype_name((hsd_dtype)t), tname))
+                dt = (hsd_dtype)t; /* ggml: "q4_K" */
+        if (dt == HSD_DT_COUNT)
+            fail_msg("%s: ggml type %s has no hsd counterpart", names[i], tname);
         size_t n;
-        float *ref = (float *)(void *)hsd_test_read_file(out, &n), *mine = malloc(sizeof(float) * ne0);
+        float *ref = (float *)(void *)hsd_test_read_file(out, &n),
+              *mine = malloc(sizeof(float) * ne0);
         assert_int_equal(n, sizeof(float) * ne0 * rows);
         size_t rb = hsd_dtype_row_bytes(dt, (int64_t)ne0);
         for (uint64_t r = 0; r < rows; r++) {
@@ -575,9 +617,9 @@ static void test_llama_logits(void **state) {
     /* "small" is llama with every width a multiple of 256, so the k-quants apply to every
      * matrix; "tiny-qwen2" (widths of 64) makes llama.cpp fall back to its 32-blocks */
     static const char *shapes[] = {"small", "tiny-qwen2"};
-    static const cell cells[] = {{"F32", 1},    {"BF16", 1},   {"Q8_0", 1},   {"Q6_K", 1},
-                                 {"Q5_K_M", 1}, {"Q4_K_M", 1}, {"Q4_0", 1},   {"F16", 0},
-                                 {"Q4_1", 0},   {"Q5_0", 0},   {"Q5_1", 0},   {"Q2_K", 0},
+    static const cell cells[] = {{"F32", 1},    {"BF16", 1},   {"Q8_0", 1},  {"Q6_K", 1},
+                                 {"Q5_K_M", 1}, {"Q4_K_M", 1}, {"Q4_0", 1},  {"F16", 0},
+                                 {"Q4_1", 0},   {"Q5_0", 0},   {"Q5_1", 0},  {"Q2_K", 0},
                                  {"Q3_K_M", 0}, {"Q4_K_S", 0}, {"Q5_K_S", 0}};
     char cmd[4096];
     int failed = 0; /* every cell is run and printed before the verdict */
@@ -596,12 +638,14 @@ static void test_llama_logits(void **state) {
         for (size_t ci = 0; ci < sizeof cells / sizeof cells[0]; ci++) {
             char q[700];
             snprintf(q, sizeof q, "%s", tmp("q.gguf"));
-            snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' %s", oracle, base, q, cells[ci].type);
+            snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' %s", oracle, base, q,
+                     cells[ci].type);
             assert_int_equal(sh(cmd), 0);
             /* llama.cpp's two CPU paths (runtime-repacked weights or not) round activations to
              * 8 bits after different float summation orders, so they differ from each other:
              * that difference is the floor any other implementation can be held to */
-            float *ref = llama_logits(oracle, q, V, toks, 1), *ref2 = llama_logits(oracle, q, V, toks, 0);
+            float *ref = llama_logits(oracle, q, V, toks, 1),
+                  *ref2 = llama_logits(oracle, q, V, toks, 0);
             float *lg = hsd_logits(q, V, toks);
             int nd = check_dequant_vs_ggml(oracle, q);
             cell_result self, r;
@@ -609,14 +653,16 @@ static void test_llama_logits(void **state) {
             compare_logits(lg, ref, V, 2.0 * self.dmax, &r);
             fprintf(stderr,
                     "%-10s %-6s cos min %.7f mean %.7f  argmax %2d/%d (%.1f%%) +%d near-tied  "
-                    "max|dlogit|/max|logit| %.2g  [llama.cpp vs itself: argmax %d/%d, %.2g]  dequant == ggml (%d tensors)%s\n",
+                    "max|dlogit|/max|logit| %.2g  [llama.cpp vs itself: argmax %d/%d, %.2g]  "
+                    "dequant == ggml (%d tensors)%s\n",
                     shapes[si], cells[ci].type, r.cos_min, r.cos_mean, r.argmax_same, N_POS,
                     100.0 * r.argmax_same / N_POS, r.near_tie, r.rel_max, self.argmax_same, N_POS,
                     self.rel_max, nd, cells[ci].required ? "" : "  (reported)");
             /* the issue's bar: cosine >= 0.999 at every position and the same argmax at >= 98%
              * of them, where a position whose two candidates llama.cpp itself cannot separate
              * (logits within twice its own path-to-path difference) is not held against hsd */
-            if (cells[ci].required && (r.cos_min < 0.999 || r.argmax_same + r.near_tie < 0.98 * N_POS))
+            if (cells[ci].required &&
+                (r.cos_min < 0.999 || r.argmax_same + r.near_tie < 0.98 * N_POS))
                 failed++, fprintf(stderr, "  ^ below cosine 0.999 or argmax 98%%\n");
             if (!strcmp(cells[ci].type, "F32") && (r.rel_max > 1e-4 || r.argmax_same != N_POS))
                 failed++, fprintf(stderr, "  ^ F32 differs by more than float rounding\n");

@@ -116,12 +116,16 @@ static int cmd_dequant(const char *path, const char *name, const char *out) {
         int64_t n = ggml_nelements(t);
         float *v = malloc(sizeof(float) * (size_t)n);
         FILE *f = fopen(out, "wb");
-        if (!v || !f) rc = fail("cannot create", out);
+        if (!v || !f)
+            rc = fail("cannot create", out);
         else {
-            if (t->type == GGML_TYPE_F32) memcpy(v, t->data, sizeof(float) * (size_t)n);
-            else tr->to_float(t->data, v, n);
+            if (t->type == GGML_TYPE_F32)
+                memcpy(v, t->data, sizeof(float) * (size_t)n);
+            else
+                tr->to_float(t->data, v, n);
             if (fwrite(v, sizeof *v, (size_t)n, f) != (size_t)n) rc = fail("write failed", out);
-            printf("%s %lld %lld\n", ggml_type_name(t->type), (long long)t->ne[1], (long long)t->ne[0]);
+            printf("%s %lld %lld\n", ggml_type_name(t->type), (long long)t->ne[1],
+                   (long long)t->ne[0]);
         }
         if (f && fclose(f)) rc = fail("write failed", out);
         free(v);
@@ -137,11 +141,11 @@ static const struct {
     const char *name;
     enum llama_ftype ft;
 } ftypes[] = {
-    {"F32", LLAMA_FTYPE_ALL_F32},         {"F16", LLAMA_FTYPE_MOSTLY_F16},
-    {"BF16", LLAMA_FTYPE_MOSTLY_BF16},    {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
-    {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},    {"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
-    {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},    {"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
-    {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},    {"Q3_K_S", LLAMA_FTYPE_MOSTLY_Q3_K_S},
+    {"F32", LLAMA_FTYPE_ALL_F32},          {"F16", LLAMA_FTYPE_MOSTLY_F16},
+    {"BF16", LLAMA_FTYPE_MOSTLY_BF16},     {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+    {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},     {"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+    {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},     {"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
+    {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},     {"Q3_K_S", LLAMA_FTYPE_MOSTLY_Q3_K_S},
     {"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S},
     {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},
     {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},
@@ -266,12 +270,18 @@ int main(int argc, char **argv) {
     ggml_backend_load_all_from_path(LLAMA_ORACLE_LIBDIR);
     llama_backend_init();
     int rc;
-    if (!strcmp(argv[1], "prepare") && argc == 4) rc = cmd_prepare(argv[2], argv[3]);
-    else if (!strcmp(argv[1], "quantize") && argc == 5) rc = cmd_quantize(argv[2], argv[3], argv[4]);
-    else if (!strcmp(argv[1], "logits") && argc >= 5) rc = cmd_logits(argv[2], argv[3], argc - 4, argv + 4);
-    else if (!strcmp(argv[1], "dequant") && argc == 5) rc = cmd_dequant(argv[2], argv[3], argv[4]);
-    else if (!strcmp(argv[1], "bench") && argc == 5) rc = cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
-    else rc = fail("bad arguments", argv[1]);
+    if (!strcmp(argv[1], "prepare") && argc == 4)
+        rc = cmd_prepare(argv[2], argv[3]);
+    else if (!strcmp(argv[1], "quantize") && argc == 5)
+        rc = cmd_quantize(argv[2], argv[3], argv[4]);
+    else if (!strcmp(argv[1], "logits") && argc >= 5)
+        rc = cmd_logits(argv[2], argv[3], argc - 4, argv + 4);
+    else if (!strcmp(argv[1], "dequant") && argc == 5)
+        rc = cmd_dequant(argv[2], argv[3], argv[4]);
+    else if (!strcmp(argv[1], "bench") && argc == 5)
+        rc = cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    else
+        rc = fail("bad arguments", argv[1]);
     llama_backend_free();
     return rc;
 }
