@@ -95,6 +95,7 @@ static void fill(hsd_synth_tensor *t, uint64_t seed, uint64_t stream, float cent
             for (int64_t j = 0; j < cols; j++) ((uint16_t *)(void *)row)[j] = hsd_fp32_to_bf16(tmp[j]);
             break;
         case HSD_DT_Q8_0: hsd_q8_0_quantize_row(tmp, cols, row); break;
+        default: break; /* synth writes F32/F16/BF16/Q8_0; other types come from llama.cpp */
         }
     }
     free(tmp);

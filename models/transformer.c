@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/quant.h"
 #include "lib/error.h"
 #include "lib/timer.h"
 #include "models/arch.h"
@@ -128,9 +129,9 @@ static hsd_status get_matrix(hsd_tensor_lookup_fn lookup, void *ctx, const char 
                          r.name, hsd_tkind_name(kind), (long long)r.shape[0],
                          (long long)(r.n_dims > 1 ? r.shape[1] : 0),
                          r.n_dims != 2 ? " (not a matrix)" : "", rows, cols);
-    if (r.type == HSD_DT_Q8_0 && cols % HSD_Q8_0_BLOCK)
-        return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' is Q8_0 with %d columns (not a multiple of 32)",
-                         src, r.name, cols);
+    if (cols % hsd_dtype_block(r.type))
+        return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' is %s with %d columns (not a multiple of %d)",
+                         src, r.name, hsd_dtype_name(r.type), cols, hsd_dtype_block(r.type));
     m->type = r.type;
     m->rows = rows;
     m->cols = cols;
@@ -151,9 +152,9 @@ static hsd_status get_vector(hsd_tensor_lookup_fn lookup, void *ctx, const char 
         return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' (%s) has shape [%lld%s], expected [%d]",
                          src, r.name, hsd_tkind_name(kind), (long long)r.shape[0],
                          r.n_dims != 1 ? ", ..." : "", len);
-    if (r.type == HSD_DT_Q8_0)
-        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s': Q8_0 is supported for matrices only",
-                         src, r.name);
+    if (hsd_dtype_is_quant(r.type))
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s': %s is supported for matrices only",
+                         src, r.name, hsd_dtype_name(r.type));
     float *v = malloc((size_t)len * sizeof *v);
     if (!v) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", src);
     hsd_mat m = {r.type, 1, len, r.data};
