@@ -498,11 +498,60 @@ static void test_llama_cpp(void **state) {
 #endif
 }
 
+/* GGUF sliding_window_pattern as one flag per layer: the same flags as pattern 2 give the same
+ * logits, the opposite flags do not, and llama.cpp reads the array the same way. */
+static void test_swa_layer_array(void **state) {
+    (void)state;
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("tiny-gemma3", HSD_DT_F32, 9, &sm), HSD_OK);
+    const int32_t V = sm->cfg.vocab_size, n = 40;
+    int32_t tok[NTOK];
+    tokens(tok, n, V);
+    float *lg[3];
+    for (int v = 0; v < 3; v++) {
+        char name[32];
+        snprintf(name, sizeof name, "swa%d.gguf", v);
+        const char *p = tmp(name);
+        sm->cfg.swa_layers_set = v > 0;
+        memset(sm->cfg.swa_layers, 0, sizeof sm->cfg.swa_layers);
+        sm->cfg.swa_layers[0] =
+            v == 1 ? 1 : 2; /* v 1: layer 0 slides (= pattern 2); v 2: layer 1 */
+        assert_int_equal(hsd_synth_write_gguf(sm, p), HSD_OK);
+        hsd_transformer *tf;
+        assert_int_equal(hsd_gguf_load(p, NULL, &tf), HSD_OK);
+        assert_true(hsd_tf_get_config(tf)->swa_layers_set == (v > 0));
+        lg[v] = hsd_logits(tf, tok, n, 0, false);
+        hsd_tf_free(tf);
+    }
+    assert_memory_equal(lg[0], lg[1], (size_t)n * V * sizeof(float));
+#ifdef HSD_HAVE_LLAMA_CPP
+    llama_log_set(quiet, NULL);
+    ggml_backend_load_all_from_path(HSD_LLAMA_CPP_LIB);
+    llama_backend_init();
+    for (int v = 1; v < 3; v++) {
+        char name[32];
+        snprintf(name, sizeof name, "swa%d.gguf", v);
+        float *want = llama_cpp_logits(tmp(name), tok, n, V);
+        double *wd = malloc((size_t)n * V * sizeof *wd);
+        for (size_t i = 0; i < (size_t)n * V; i++) wd[i] = want[i];
+        cmp_stats st = compare(lg[v], wd, n, V);
+        printf("per-layer flags %d: vs llama.cpp min cosine %.9f, argmax %d/%d\n", v, st.min_cos,
+               st.agree, n);
+        assert_true(st.min_cos >= 0.99999);
+        assert_int_equal(st.agree, n);
+        free(want), free(wd);
+    }
+    llama_backend_free();
+#endif
+    assert_memory_not_equal(lg[0], lg[2], (size_t)n * V * sizeof(float));
+    for (int v = 0; v < 3; v++) free(lg[v]);
+    hsd_synth_free(sm);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float64_reference),
-        cmocka_unit_test(test_file_roundtrip),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_float64_reference), cmocka_unit_test(test_file_roundtrip),
+        cmocka_unit_test(test_swa_layer_array),   cmocka_unit_test(test_errors),
         cmocka_unit_test(test_llama_cpp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
