@@ -205,10 +205,8 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
     rmsnorm_rows(tf->xb, tf->x, Ly->ffn_norm, N, dim, c->norm_eps);
     hsd_tf_matmul(tf, tf->hb, H, tf->xb, N, &Ly->w_gate);
     hsd_tf_matmul(tf, tf->hb2, H, tf->xb, N, &Ly->w_up);
-    if (c->act == HSD_ACT_GELU_TANH)
-        gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
-    else
-        hsd_silu_mul(tf->hb, tf->hb2, N * H);
+    if (c->act == HSD_ACT_GELU_TANH) gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
+    else hsd_silu_mul(tf->hb, tf->hb2, N * H);
     hsd_tf_matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
 
     /* 7. Gemma's post-FFN norm, residual */

@@ -44,8 +44,8 @@ struct hsd_transformer {
     float *x, *xb, *q, *hb, *hb2;
     float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
-    float *att;                          /* [n_threads][n_ctx + head_dim] attention scores */
-    float *wscratch;                     /* [n_threads][4*max_cols] row widening */
+    float *att;      /* [n_threads][n_ctx + head_dim] attention scores */
+    float *wscratch; /* [n_threads][4*max_cols] row widening */
     int32_t max_cols;
     int64_t attn_work; /* multiply-adds of this forward's attention (threading threshold) */
 
