@@ -45,7 +45,7 @@ static const synth_shape shapes[] = {
     {"mistral-7b", "mistral", 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
     /* SmolLM-135M (HuggingFaceTB): the realistic-cost drafter shape of hsd inflate, ~9x fewer
      * weight bytes than llama-3.2-1b without their vocabularies */
-    {"smollm-135m", "smollm", 576, 1536, 30, 9, 3, 64, 49152, 2048, 10000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"smollm-135m", "llama", 576, 1536, 30, 9, 3, 64, 49152, 2048, 10000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     {"smollm2-135m", "smollm", 576, 1536, 30, 9, 3, 64, 49152, 8192, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     /* the LM-head cost of a 7B-class drafter over Qwen2's vocabulary: d=4096, V=152064 */
     {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
