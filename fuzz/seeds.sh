@@ -60,6 +60,23 @@ tmp=$(mktemp -d)
 "$cli" synth --shape tiny-qwen2 --format gguf --dtype f16 -o "$tmp/f16" >/dev/null
 cp "$tmp/q8/model.gguf" "$o/tiny_q8.gguf"
 cp "$tmp/f16/model.gguf" "$o/tiny_qwen2_f16.gguf"
+# files quantised by llama.cpp (its oracle tool, from the regular build: the fuzz build has no
+# llama.cpp), so the harness starts from every block type hsd reads: "small" (widths of 256)
+# holds the k-quants, "tiny" (widths of 64) the 32-element blocks llama.cpp falls back to
+oracle=${HSD_LLAMA_ORACLE:-build/llama_oracle}
+if [ -x "$oracle" ]; then
+    "$cli" synth --shape small --format gguf --dtype f32 -o "$tmp/small" >/dev/null
+    "$cli" synth --shape tiny --format gguf --dtype f32 -o "$tmp/tiny" >/dev/null
+    for t in Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
+        LLAMA_ORACLE_PURE=1 "$oracle" quantize "$tmp/small/model.gguf" "$o/small_$t.gguf" $t
+    done
+    for t in Q4_0 Q4_1 Q5_0 Q5_1; do
+        LLAMA_ORACLE_PURE=1 "$oracle" quantize "$tmp/tiny/model.gguf" "$o/tiny_$t.gguf" $t
+    done
+else
+    echo "fuzz/seeds.sh: no llama.cpp oracle ($oracle): GGUF seeds without the block types" \
+        "(run scripts/install_llama_cpp.sh and build)" >&2
+fi
 
 o=$(d fuzz_model_safetensors)
 "$cli" synth --shape tiny --format safetensors --dtype bf16 -o "$tmp/st" >/dev/null

@@ -1,5 +1,7 @@
 #include "kernels/cpu_ops.h"
 
+#include "kernels/quant.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +17,16 @@ const char *hsd_dtype_name(hsd_dtype t) {
     case HSD_DT_F16: return "F16";
     case HSD_DT_BF16: return "BF16";
     case HSD_DT_Q8_0: return "Q8_0";
+    case HSD_DT_Q4_0: return "Q4_0";
+    case HSD_DT_Q4_1: return "Q4_1";
+    case HSD_DT_Q5_0: return "Q5_0";
+    case HSD_DT_Q5_1: return "Q5_1";
+    case HSD_DT_Q2_K: return "Q2_K";
+    case HSD_DT_Q3_K: return "Q3_K";
+    case HSD_DT_Q4_K: return "Q4_K";
+    case HSD_DT_Q5_K: return "Q5_K";
+    case HSD_DT_Q6_K: return "Q6_K";
+    case HSD_DT_COUNT: break;
     }
     return "?";
 }
@@ -25,8 +37,9 @@ size_t hsd_dtype_row_bytes(hsd_dtype t, int64_t cols) {
     case HSD_DT_F16:
     case HSD_DT_BF16: return (size_t)cols * 2;
     case HSD_DT_Q8_0: return (size_t)(cols / HSD_Q8_0_BLOCK) * HSD_Q8_0_BYTES;
+    default: /* the other block types: kernels/quant_ref.c */
+        return (size_t)(cols / hsd_dtype_block(t)) * hsd_dtype_block_bytes(t);
     }
-    return 0;
 }
 
 /* ---- scalar conversions ---------------------------------------------------------- */
@@ -114,6 +127,7 @@ static inline float elem_f32(hsd_dtype t, const uint8_t *row, int32_t i) {
         memcpy(&d, b, 2);
         return hsd_fp16_to_fp32(d) * (float)(int8_t)b[2 + i % HSD_Q8_0_BLOCK];
     }
+    default: break; /* other block types go through kernels/quant.h */
     }
     return 0.0f;
 }
@@ -164,6 +178,7 @@ HSD_AVX2 static inline __m256 load8(hsd_dtype t, const uint8_t *row, int32_t i) 
         __m128i q = _mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + i % HSD_Q8_0_BLOCK));
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
     }
+    default: break; /* other block types go through kernels/quant.h */
     }
     return _mm256_setzero_ps();
 }
@@ -345,6 +360,11 @@ HSD_AVX2 static void attn_accum_avx2(float *out, const float *att, const float *
 void hsd_mat_rows_f32(const hsd_mat *w, int32_t row, int32_t count, float *out) {
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *p = (const uint8_t *)w->data + (size_t)row * rb;
+    if (hsd_dtype_is_quant(w->type) && w->type != HSD_DT_Q8_0) {
+        for (int32_t r = 0; r < count; r++, p += rb)
+            hsd_quant_dequant(w->type, p, w->cols, out + (size_t)r * w->cols);
+        return;
+    }
 #ifdef HSD_X86
     if (cpu_has_avx2()) {
         rows_to_f32_avx2(w->type, p, rb, count, w->cols, out);
@@ -366,6 +386,10 @@ float hsd_dot_f32(const float *a, const float *b, int32_t n) {
 
 void hsd_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,
                      int32_t row0, int32_t count, float *scratch) {
+    if (hsd_dtype_is_quant(w->type) && w->type != HSD_DT_Q8_0) {
+        hsd_quant_matmul_rows(out, ld_out, x, n, w, row0, count, scratch);
+        return;
+    }
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     const int32_t cols = w->cols;
@@ -377,6 +401,7 @@ void hsd_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, cons
             case HSD_DT_F16: matmul_avx2_f16(out, ld_out, x, n, base, rb, cols, count); return;
             case HSD_DT_BF16: matmul_avx2_bf16(out, ld_out, x, n, base, rb, cols, count); return;
             case HSD_DT_Q8_0: matmul_avx2_q8_0(out, ld_out, x, n, base, rb, cols, count); return;
+            default: break;
             }
         }
         /* Several tokens: widen 4 rows once, then reuse them for every token. */

@@ -8,14 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Storage type of a weight matrix. Q8_0 is GGML's: blocks of 32 int8 with one fp16 scale. */
-typedef enum hsd_dtype { HSD_DT_F32 = 0, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0 } hsd_dtype;
+/* Storage type of a weight matrix. Q8_0 is GGML's: blocks of 32 int8 with one fp16 scale.
+ * The other GGML block types (Q4_0 ... Q6_K) are described in kernels/quant.h. */
+typedef enum hsd_dtype {
+    HSD_DT_F32 = 0,
+    HSD_DT_F16,
+    HSD_DT_BF16,
+    HSD_DT_Q8_0,
+    HSD_DT_Q4_0,
+    HSD_DT_Q4_1,
+    HSD_DT_Q5_0,
+    HSD_DT_Q5_1,
+    HSD_DT_Q2_K,
+    HSD_DT_Q3_K,
+    HSD_DT_Q4_K,
+    HSD_DT_Q5_K,
+    HSD_DT_Q6_K,
+    HSD_DT_COUNT
+} hsd_dtype;
 
 #define HSD_Q8_0_BLOCK 32
 #define HSD_Q8_0_BYTES 34 /* fp16 scale + 32 int8 */
 
 const char *hsd_dtype_name(hsd_dtype t);
-/* Bytes of one row of `cols` elements (cols must be a multiple of 32 for Q8_0). */
+/* Bytes of one row of `cols` elements (cols must be a multiple of the type's block:
+ * hsd_dtype_block in kernels/quant.h). */
 size_t hsd_dtype_row_bytes(hsd_dtype t, int64_t cols);
 
 /* A row-major matrix [rows][cols] in any storage type; row r starts at r*row_bytes. */

@@ -1,0 +1,78 @@
+/* GGML's block-quantised weight types (the ones llama.cpp's GGUF files hold): row
+ * dequantisation and dot products with fp32 activations.
+ *
+ * Every type has a scalar reference (kernels/quant_ref.c), written from the block layouts
+ * alone, and vectorised versions (kernels/quant_x86.c, AVX2 picked at run time) whose
+ * dequantisers must equal the reference bit for bit (tests/test_gguf_quant.c). The entry
+ * points hsd_quant_dequant / hsd_quant_dot pick the fastest version this CPU runs.
+ *
+ * Layouts (little endian, "h" = IEEE fp16), value of element e of a block:
+ *   Q4_0  32/18 B: h d, u8 qs[16]               ((nibble) - 8) * d
+ *   Q4_1  32/20 B: h d, h m, u8 qs[16]          nibble * d + m
+ *   Q5_0  32/22 B: h d, u32 qh, u8 qs[16]       ((nibble | bit<<4) - 16) * d
+ *   Q5_1  32/24 B: h d, h m, u32 qh, u8 qs[16]  (nibble | bit<<4) * d + m
+ *   Q8_0  32/34 B: h d, i8 qs[32]               q * d
+ *   Q2_K 256/84 B: u8 scales[16], u8 qs[64], h d, h dmin
+ *   Q3_K 256/110 B: u8 hmask[32], u8 qs[64], u8 scales[12], h d
+ *   Q4_K 256/144 B: h d, h dmin, u8 scales[12], u8 qs[128]
+ *   Q5_K 256/176 B: h d, h dmin, u8 scales[12], u8 qh[32], u8 qs[128]
+ *   Q6_K 256/210 B: u8 ql[128], u8 qh[64], i8 scales[16], h d
+ * (the per-element formulas of the super-block types are in quant_ref.c). */
+#ifndef HSD_KERNELS_QUANT_H
+#define HSD_KERNELS_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu_ops.h"
+
+#define HSD_QK_K 256 /* elements of a k-quant super-block */
+
+/* true for the block-quantised types (Q8_0 included), false for F32/F16/BF16 */
+bool hsd_dtype_is_quant(hsd_dtype t);
+/* Elements per block (1 for F32/F16/BF16) and bytes per block. */
+int32_t hsd_dtype_block(hsd_dtype t);
+size_t hsd_dtype_block_bytes(hsd_dtype t);
+
+/* Scalar reference: out[0..cols) = row dequantised (cols a multiple of the block). */
+void hsd_quant_dequant_ref(hsd_dtype t, const void *row, int64_t cols, float *out);
+/* Scalar reference dot product: sum over e of dequant(e) * x[e], accumulated in order. */
+float hsd_quant_dot_ref(hsd_dtype t, const void *row, const float *x, int64_t cols);
+
+/* Best available version (vectorised when the CPU has it, otherwise the reference). */
+void hsd_quant_dequant(hsd_dtype t, const void *row, int64_t cols, float *out);
+float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols);
+
+/* Vectorised versions (kernels/quant_x86.c); return false (doing nothing) when the CPU or
+ * the build lacks the instructions. Exposed so that the test checks them against the
+ * reference directly. */
+bool hsd_quant_dequant_avx2(hsd_dtype t, const void *row, int64_t cols, float *out);
+bool hsd_quant_dot_avx2(hsd_dtype t, const void *row, const float *x, int64_t cols, float *dot);
+
+/* Rounds activations x[0..cols) to what llama.cpp's CPU backend multiplies a matrix of type
+ * wt with (8-bit Q8_K blocks for Q2_K..Q6_K, Q8_0 blocks for Q4_0..Q5_1 and Q8_0), as floats, into
+ * out; false (out untouched) for the other types. kernels/quant_act.c. */
+bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out);
+
+/* llama.cpp's Q8_K activation block: x ~ d * qs, with the sums of each 16 quants. */
+typedef struct hsd_q8k {
+    float d;
+    int8_t qs[HSD_QK_K];
+    int16_t bsums[HSD_QK_K / 16];
+} hsd_q8k;
+
+/* Quantises x[0..cols) (cols a multiple of 256) to Q8_K blocks by hsd_quant_act_round's rule. */
+void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
+/* Integer dot products of a Q4_K / Q5_K / Q6_K row with Q8_K activations (AVX2, as llama.cpp
+ * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot);
+
+/* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
+ * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with
+ * x rounded by hsd_quant_act_round (fp32 x if that copy cannot be allocated). */
+void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,
+                           int32_t row0, int32_t count, float *scratch);
+
+#endif

@@ -1,0 +1,139 @@
+/* Integer dot products of k-quant weight rows (Q4_K, Q5_K, Q6_K: what Q4_K_M / Q5_K_M / Q6_K
+ * files hold) with Q8_K activations, AVX2: llama.cpp's arithmetic (exact integer sums per
+ * sub-block, one float multiply-add per block), so that a decode step reads the weights once
+ * and spends ~5 instructions per 32 of them instead of widening them to floats.
+ *
+ * Per super-block, with activations x = dx * q8:
+ *   Q4_K/Q5_K: sum = dx*d * sum_j sc_j * <q_j, q8_j>  -  dx*dmin * sum_j m_j * sum(q8_j)
+ *   Q6_K:      sum = dx*d * sum_k sc_k * (<q_k, q8_k> - 32 * sum(q8_k))     (q unsigned 0..63)
+ * _mm256_maddubs_epi16 multiplies the unsigned weight quants (<= 63) by the signed activation
+ * quants (|q8| <= 127): a pair sums to at most 2*63*127 < 2^15, so it never saturates. */
+#include "kernels/quant.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HSD_AVX2K __attribute__((target("avx2,fma")))
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return hsd_fp16_to_fp32(h);
+}
+
+static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63, *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+HSD_AVX2K static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Q4_K (qh NULL) and Q5_K. */
+HSD_AVX2K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x,
+                                int64_t nb) {
+    const __m256i low = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_min = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += bb, x++) {
+        const uint8_t *s = w + 4, *qs = w + (five ? 48 : 16);
+        __m256i h = five ? _mm256_loadu_si256((const __m256i *)(const void *)(w + 16))
+                         : _mm256_setzero_si256();
+        __m256i sumi = _mm256_setzero_si256();
+        int mins = 0;
+        for (int c = 0; c < 4; c++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+            __m256i q[2] = {_mm256_and_si256(v, low),
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), low)};
+            for (int k = 0; k < 2; k++) {
+                int j = 2 * c + k, sc, m;
+                k4_scale_min(s, j, &sc, &m);
+                if (five) {
+                    __m256i bit = _mm256_set1_epi8((char)(1 << j));
+                    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
+                    q[k] = _mm256_or_si256(q[k], _mm256_and_si256(set, sixteen));
+                }
+                __m256i q8 = _mm256_loadu_si256((const __m256i *)(const void *)(x->qs + 32 * j));
+                __m256i p = _mm256_maddubs_epi16(q[k], q8);
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16((short)sc)));
+                mins += m * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(sumi), acc);
+        acc_min += x->d * half_at(w + 2) * (float)mins;
+    }
+    return hsum(acc) - acc_min;
+}
+
+HSD_AVX2K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
+    const __m256i low = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_corr = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += 210, x++) {
+        const int8_t *sc = (const int8_t *)(w + 192);
+        __m256i sumi = _mm256_setzero_si256();
+        int corr = 0;
+        for (int n = 0; n < 2; n++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 64 * n + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * n));
+            for (int g = 0; g < 4; g++) {
+                __m256i lv = g % 2 ? l1 : l0;
+                __m256i lo = g < 2 ? _mm256_and_si256(lv, low)
+                                   : _mm256_and_si256(_mm256_srli_epi16(lv, 4), low);
+                __m256i hi =
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), three), 4);
+                __m256i q = _mm256_or_si256(lo, hi);
+                int k = n * 8 + 2 * g;
+                __m256i q8 =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(x->qs + 128 * n + 32 * g));
+                __m256i p = _mm256_maddubs_epi16(q, q8);
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
+                corr += sc[k] * x->bsums[k] + sc[k + 1] * x->bsums[k + 1];
+            }
+        }
+        float d = x->d * half_at(w + 208);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc_corr += d * (float)(32 * corr);
+    }
+    return hsum(acc) - acc_corr;
+}
+
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+    int64_t nb = cols / HSD_QK_K;
+    switch (t) {
+    case HSD_DT_Q4_K:
+        *dot = dot_q45k(row, 144, 0, x, nb);
+        return true;
+    case HSD_DT_Q5_K:
+        *dot = dot_q45k(row, 176, 1, x, nb);
+        return true;
+    case HSD_DT_Q6_K:
+        *dot = dot_q6k(row, x, nb);
+        return true;
+    default:
+        return false;
+    }
+}
+
+#else
+
+bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                            float *dot) {
+    (void)t, (void)row, (void)x, (void)cols, (void)dot;
+    return false;
+}
+
+#endif
