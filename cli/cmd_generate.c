@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "cli/cli_util.h"
@@ -25,7 +26,8 @@ static void usage(void) {
             "  children per node (default 2, 0.95) and at most N scored nodes per round (16), one\n"
             "  drafter forward per tree level, or one in all with --slrs-one-forward (the nodes to\n"
             "  score then come from walking the target and draft vocabularies' byte tries).\n"
-            "  --model/--tokenizer are aliases of --target/--target-tokenizer. The prompt is used\n"
+            "  --model/--tokenizer are aliases of --target/--target-tokenizer; a .gguf model's own\n"
+            "  tokenizer is the default. The prompt is used\n"
             "  as is; each model gets its tokenizer's BOS first (unless --no-bos).\n"
             "  --draft-head replaces the drafter's LM head (trimmed, T∩D for TLI, SpecVocab,\n"
             "  SlimSpec low-rank; SVD-built unless FILE is given, calibrated on CORPUS if set).\n"
@@ -60,6 +62,12 @@ static int set_backend(const char *v) {
     return 0;
 }
 
+/* A .gguf model carries its tokenizer: it is the default --tokenizer. */
+static const char *gguf_tok(const char *model) {
+    size_t n = model ? strlen(model) : 0;
+    return n > 5 && !strcasecmp(model + n - 5, ".gguf") ? model : NULL;
+}
+
 static int generate_single(int argc, char **argv) {
     const char *model_path = NULL, *tok_path = NULL, *prompt = NULL, *prompt_ids = NULL;
     int32_t n_gen = 128, threads = 0;
@@ -85,6 +93,7 @@ static int generate_single(int argc, char **argv) {
         else if (!strcmp(a, "--backend")) { if (set_backend(v)) return 2; }
         else { fprintf(stderr, "hsd generate: unknown option %s\n", a); usage(); return 2; }
     }
+    if (!tok_path && prompt) tok_path = gguf_tok(model_path);
     if (!model_path || n_gen < 1 || (!tok_path && !prompt_ids) || (tok_path && !prompt && !prompt_ids)) {
         usage();
         return 2;
@@ -346,6 +355,8 @@ int hsd_cmd_generate(int argc, char **argv) {
     }
     /* the model-only path (ids in, ids out) stays as it was */
     if (legacy || (!dm && !algo && !batch_file)) return generate_single(argc, argv);
+    if (!tt) tt = gguf_tok(tm);
+    if (dm && !dt) dt = gguf_tok(dm);
     if (!tm || !tt || !(prompt || batch_file) || (prompt && batch_file) || gp.max_new_tokens < 1 ||
         (dm && !dt)) {
         usage();

@@ -14,8 +14,12 @@ enum { T_U32 = 4, T_I32 = 5, T_F32 = 6, T_BOOL = 7, T_STR = 8, T_ARR = 9 };
 static void put(hsd_gguf_writer *w, hsd_buf *b, const void *p, size_t n) {
     if (hsd_buf_append(b, p, n)) w->oom = true;
 }
-static void put_u32(hsd_gguf_writer *w, hsd_buf *b, uint32_t v) { put(w, b, &v, 4); }
-static void put_u64(hsd_gguf_writer *w, hsd_buf *b, uint64_t v) { put(w, b, &v, 8); }
+static void put_u32(hsd_gguf_writer *w, hsd_buf *b, uint32_t v) {
+    put(w, b, &v, 4);
+}
+static void put_u64(hsd_gguf_writer *w, hsd_buf *b, uint64_t v) {
+    put(w, b, &v, 8);
+}
 static void put_str(hsd_gguf_writer *w, hsd_buf *b, const char *s, size_t n) {
     put_u64(w, b, n);
     put(w, b, s, n);

@@ -42,8 +42,8 @@ void hsd_gguf_w_arr_str(hsd_gguf_writer *w, const char *key, const char *const *
 void hsd_gguf_w_arr_f32(hsd_gguf_writer *w, const char *key, const float *v, size_t n);
 void hsd_gguf_w_arr_i32(hsd_gguf_writer *w, const char *key, const int32_t *v, size_t n);
 /* A tensor of ggml type `type` with dims ne[0..n_dims) innermost first (ne[0] = row length). */
-void hsd_gguf_w_tensor(hsd_gguf_writer *w, const char *name, uint32_t n_dims,
-                       const uint64_t *ne, uint32_t type, const void *data, size_t nbytes);
+void hsd_gguf_w_tensor(hsd_gguf_writer *w, const char *name, uint32_t n_dims, const uint64_t *ne,
+                       uint32_t type, const void *data, size_t nbytes);
 
 hsd_status hsd_gguf_w_write(hsd_gguf_writer *w, const char *path);
 

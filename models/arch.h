@@ -6,6 +6,7 @@
 #define HSD_MODELS_ARCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "models/transformer.h"
 
@@ -24,6 +25,10 @@ const char *hsd_arch_hf_model_type(const char *arch);
 const char *hsd_arch_hf_class(const char *arch);
 /* llama.cpp's general.architecture for it (Mistral and SmolLM GGUFs say "llama"). */
 const char *hsd_arch_gguf_name(const char *arch);
+/* HuggingFace's name of a tensor ("" for one HF checkpoints do not have), written into buf
+ * when per layer. */
+const char *hsd_arch_hf_tensor_name(const hsd_tf_config *c, hsd_tkind kind, int32_t layer,
+                                    char *buf, size_t cap);
 /* Whether layer l attends through the sliding window. */
 bool hsd_arch_layer_slides(const hsd_tf_config *c, int32_t layer);
 

@@ -9,6 +9,7 @@
  * single-token decode step is replayed from a captured CUDA graph, since the kernels read
  * kv_len on the device. */
 #include "models/cuda_model.h"
+#include "models/forward_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,32 +295,9 @@ static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const 
     cuda_model *m = ctx;
     const hsd_tf_config *c = &m->cfg;
     const int32_t L = m->kv_len;
-    /* the same argument checks and messages as hsd_tf_forward */
-    if (n <= 0 || !tokens) return hsd_error(HSD_ERR_INVALID_ARG, "forward: no tokens (n = %d)", n);
-    if (L + n > m->n_ctx)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "forward: %d cached + %d new tokens exceed the context of %d", L, n,
-                         m->n_ctx);
-    if (n_rows < 0 || (n_rows > 0 && !logits) || (!rows && n_rows != 0 && n_rows != n))
-        return hsd_error(HSD_ERR_INVALID_ARG, "forward: n_rows %d with rows %s", n_rows,
-                         rows ? "given" : "NULL (must be 0 or n)");
-    for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "forward: token %d at index %d is outside the vocabulary of %d",
-                             tokens[i], i, c->vocab_size);
-    for (int32_t r = 0; rows && r < n_rows; r++)
-        if (rows[r] < 0 || rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "forward: rows[%d] = %d outside 0..%d", r,
-                             rows[r], n - 1);
+    TRY(hsd_forward_check("forward", tokens, n, parents, rows, n_rows, logits != NULL, c->vocab_size, L,
+                          m->n_ctx));
     int64_t n_anc = 0;
-    if (parents) {
-        for (int32_t i = 0; i < n; i++)
-            if (parents[i] < -1 || parents[i] >= i)
-                return hsd_error(HSD_ERR_INVALID_ARG,
-                                 "forward: parents[%d] = %d (must be -1 or an earlier index)", i,
-                                 parents[i]);
-    }
     TRY(cm_ensure_scratch(m, n, n_rows, 0));
     if (parents) {
         for (int32_t i = 0; i < n; i++) {
@@ -464,6 +442,12 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
 hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_params *params,
                                  hsd_model_iface *iface, char *desc, size_t desc_cap) {
     if (!tf || !iface) return hsd_error(HSD_ERR_INVALID_ARG, "cuda model: NULL argument");
+    /* the device layer is Llama's (with Qwen2's biases): later architectures stay on the CPU */
+    const hsd_tf_config *tc = hsd_tf_get_config(tf);
+    if (tc->qk_norm || tc->post_norms || tc->act != HSD_ACT_SILU || tc->emb_scale > 0 || tc->attn_scale > 0 ||
+        tc->attn_softcap > 0 || tc->final_softcap > 0 || tc->swa_window > 0)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "cuda model: architecture %s is not implemented on the device",
+                         tc->arch);
     hsd_cuda *cu = NULL;
     hsd_status s = hsd_cuda_open(0, &cu);
     if (s != HSD_OK) return s;

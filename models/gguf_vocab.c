@@ -9,7 +9,7 @@
 
 #include "lib/error.h"
 #include "models/transformer.h"
-#include "tokenize/gguf.h"
+#include "lib/gguf.h"
 #include "tokenize/json.h"
 #include "tokenize/spm.h"
 
@@ -35,7 +35,8 @@ static int set_tok(hsd_gguf_vocab *v, int32_t id, const char *s, size_t n, int32
 static int add_merge(hsd_gguf_vocab *v, const char *a, size_t na, const char *b, size_t nb) {
     if ((v->n_merges & (v->n_merges - 1)) == 0) { /* grow at powers of two */
         size_t cap = v->n_merges ? 2 * v->n_merges : 1024;
-        size_t *o = realloc(v->merge_off, cap * sizeof *o), *l = o ? realloc(v->merge_len, cap * sizeof *l) : NULL;
+        size_t *o = realloc(v->merge_off, cap * sizeof *o),
+               *l = o ? realloc(v->merge_len, cap * sizeof *l) : NULL;
         if (o) v->merge_off = o;
         if (!l) return -1;
         v->merge_len = l;
@@ -64,7 +65,8 @@ static int32_t spm_type(const char *s, size_t n) {
 
 /* ---- from a GGUF: the tokenizer.ggml.* pairs are copied ---------------------------- */
 
-static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
+                            hsd_gguf_vocab *v) {
     hsd_gguf g;
     hsd_status s = hsd_gguf_open(&g, d, size, path);
     if (s) return s;
@@ -81,32 +83,38 @@ static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int
                       model ? "tokenizer.ggml.tokens" : "tokenizer.ggml.model");
         goto out;
     }
-    if ((s = hsd_gguf_get_str(&g, model, &str, &len)) || (s = hsd_gguf_expect_array(&g, toks, HSD_GGUF_STRING)) ||
+    if ((s = hsd_gguf_get_str(&g, model, &str, &len)) ||
+        (s = hsd_gguf_expect_array(&g, toks, HSD_GGUF_STRING)) ||
         (scores && (s = hsd_gguf_expect_array(&g, scores, HSD_GGUF_FLOAT32))) ||
         (types && (s = hsd_gguf_expect_array(&g, types, HSD_GGUF_INT32))) ||
         (merges && (s = hsd_gguf_expect_array(&g, merges, HSD_GGUF_STRING))))
         goto out;
     if (toks->arr_n > (uint64_t)n_vocab || (scores && scores->arr_n < toks->arr_n) ||
         (types && types->arr_n < toks->arr_n)) {
-        s = hsd_error(HSD_ERR_INVALID_ARG, "%s: tokenizer has %llu tokens, the model's vocabulary %d", path,
+        s = hsd_error(HSD_ERR_INVALID_ARG,
+                      "%s: tokenizer has %llu tokens, the model's vocabulary %d", path,
                       (unsigned long long)toks->arr_n, n_vocab);
         goto out;
     }
     if ((s = alloc(v, n_vocab, scores != NULL, path))) goto out;
     snprintf(v->model, sizeof v->model, "%.*s", (int)(len < 15 ? len : 15), str);
-    if (pre && !hsd_gguf_get_str(&g, pre, &str, &len)) snprintf(v->pre, sizeof v->pre, "%.*s", (int)(len < 31 ? len : 31), str);
+    if (pre && !hsd_gguf_get_str(&g, pre, &str, &len))
+        snprintf(v->pre, sizeof v->pre, "%.*s", (int)(len < 31 ? len : 31), str);
     size_t off = toks->val_off;
     for (uint64_t i = 0; i < toks->arr_n; i++) {
         hsd_gguf_next_str(&g, &off, &str, &len);
         if (scores) v->scores[i] = hsd_gguf_f32_at(&g, scores, i);
-        if (set_tok(v, (int32_t)i, str, len, types ? hsd_gguf_i32_at(&g, types, i) : HSD_GGUF_TOK_NORMAL)) goto nomem;
+        if (set_tok(v, (int32_t)i, str, len,
+                    types ? hsd_gguf_i32_at(&g, types, i) : HSD_GGUF_TOK_NORMAL))
+            goto nomem;
     }
     off = merges ? merges->val_off : 0;
     for (uint64_t i = 0; merges && i < merges->arr_n; i++) {
         hsd_gguf_next_str(&g, &off, &str, &len);
         const char *sp = memchr(str, ' ', len);
         if (!sp) sp = str + len;
-        if (add_merge(v, str, (size_t)(sp - str), sp + (sp < str + len), len - (size_t)(sp - str) - (sp < str + len)))
+        if (add_merge(v, str, (size_t)(sp - str), sp + (sp < str + len),
+                      len - (size_t)(sp - str) - (sp < str + len)))
             goto nomem;
     }
     static const char *ids[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
@@ -131,7 +139,8 @@ out:
 
 /* ---- from llama2.c's tokenizer.bin: i32 max_len, then per id f32 score, i32 len, bytes --- */
 
-static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
+                               hsd_gguf_vocab *v) {
     hsd_status s = alloc(v, n_vocab, true, path);
     if (s) return s;
     snprintf(v->model, sizeof v->model, "llama");
@@ -146,11 +155,14 @@ static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, 
         memcpy(&len, d + off + 4, 4);
         off += 8;
         if (len < 0 || (size_t)len > size - off) {
-            s = hsd_error(HSD_ERR_PARSE, "%s: token %d: length %d at byte %zu runs past the end", path, id, len, off - 4);
+            s = hsd_error(HSD_ERR_PARSE, "%s: token %d: length %d at byte %zu runs past the end",
+                          path, id, len, off - 4);
             goto out;
         }
         if (id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: tokenizer has more tokens than the model's vocabulary %d", path, n_vocab);
+            s = hsd_error(HSD_ERR_INVALID_ARG,
+                          "%s: tokenizer has more tokens than the model's vocabulary %d", path,
+                          n_vocab);
             goto out;
         }
         const char *p = (const char *)d + off;
@@ -158,17 +170,23 @@ static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, 
         piece.n = 0;
         int32_t type;
         /* llama2.c stores "\n<s>\n" / "\n</s>\n" for BOS/EOS and real spaces for "▁" */
-        if (id == 0) type = HSD_GGUF_TOK_UNKNOWN, hsd_buf_append(&piece, "<unk>", 5);
-        else if (id == 1 || id == 2) type = HSD_GGUF_TOK_CONTROL, hsd_buf_append(&piece, id == 1 ? "<s>" : "</s>", id == 1 ? 3 : 4);
+        if (id == 0)
+            type = HSD_GGUF_TOK_UNKNOWN, hsd_buf_append(&piece, "<unk>", 5);
+        else if (id == 1 || id == 2)
+            type = HSD_GGUF_TOK_CONTROL,
+            hsd_buf_append(&piece, id == 1 ? "<s>" : "</s>", id == 1 ? 3 : 4);
         else {
             for (int32_t i = 0; i < len; i++)
-                if (p[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3) : hsd_buf_push(&piece, p[i])) goto nomem;
+                if (p[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3)
+                                : hsd_buf_push(&piece, p[i]))
+                    goto nomem;
             type = spm_type(piece.p, piece.n);
         }
         v->scores[id] = score;
         if (set_tok(v, id, piece.p ? piece.p : "", piece.n, type)) goto nomem;
     }
-    s = id < 3 ? hsd_error(HSD_ERR_PARSE, "%s: not a llama2.c tokenizer (%d tokens)", path, id) : pad(v);
+    s = id < 3 ? hsd_error(HSD_ERR_PARSE, "%s: not a llama2.c tokenizer (%d tokens)", path, id)
+               : pad(v);
     goto out;
 nomem:
     s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
@@ -194,23 +212,28 @@ static bool has_type(const hj_val *v, const char *type, const char *list) {
 static bool post_adds_bos(const hj_val *pp) {
     if (!pp || pp->type != HJ_OBJ) return false;
     const hj_val *single = hj_get(pp, "single"), *list = hj_get(pp, "processors");
-    if (single && single->type == HJ_ARR && single->n > 0 && hj_get(&single->u.items[0], "SpecialToken"))
+    if (single && single->type == HJ_ARR && single->n > 0 &&
+        hj_get(&single->u.items[0], "SpecialToken"))
         return true;
     for (uint32_t i = 0; list && list->type == HJ_ARR && i < list->n; i++)
         if (post_adds_bos(&list->u.items[i])) return true;
     return false;
 }
 
-static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
+                            hsd_gguf_vocab *v) {
     hj_doc doc;
     hsd_status s = hj_parse((const char *)d, size, path, &doc);
     if (s) return s;
     const hj_val *root = doc.root, *model = hj_get(root, "model"), *vocab = hj_get(model, "vocab"),
                  *merges = hj_get(model, "merges"), *added = hj_get(root, "added_tokens");
     const hj_val *type = hj_get(model, "type");
-    if ((type && !hj_is_str(type, "BPE")) || !vocab || vocab->type != HJ_OBJ || !merges || merges->type != HJ_ARR) {
+    if ((type && !hj_is_str(type, "BPE")) || !vocab || vocab->type != HJ_OBJ || !merges ||
+        merges->type != HJ_ARR) {
         s = hsd_error(HSD_ERR_UNSUPPORTED,
-                      "%s: only BPE tokenizer.json files (model.vocab and model.merges) can be written to GGUF", path);
+                      "%s: only BPE tokenizer.json files (model.vocab and model.merges) can be "
+                      "written to GGUF",
+                      path);
         goto out;
     }
     bool byte_level = has_type(hj_get(root, "pre_tokenizer"), "ByteLevel", "pretokenizers") ||
@@ -221,8 +244,9 @@ static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int
         const hj_val *k = &vocab->u.items[2 * i];
         int32_t id = hj_num_i32(&vocab->u.items[2 * i + 1], -1);
         if (id < 0 || id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: token '%.*s' has id %d outside the model's vocabulary of %d",
-                          path, (int)(k->n < 64 ? k->n : 64), k->u.s, id, n_vocab);
+            s = hsd_error(HSD_ERR_INVALID_ARG,
+                          "%s: token '%.*s' has id %d outside the model's vocabulary of %d", path,
+                          (int)(k->n < 64 ? k->n : 64), k->u.s, id, n_vocab);
             goto out;
         }
         int32_t t = byte_level ? HSD_GGUF_TOK_NORMAL : spm_type(k->u.s, k->n);
@@ -233,12 +257,15 @@ static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int
         const hj_val *a = &added->u.items[i], *c = hj_get(a, "content");
         int32_t id = hj_num_i32(hj_get(a, "id"), -1);
         if (!c || c->type != HJ_STR || id < 0 || id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: added_tokens[%u]: id %d outside the model's vocabulary of %d",
-                          path, i, id, n_vocab);
+            s = hsd_error(HSD_ERR_INVALID_ARG,
+                          "%s: added_tokens[%u]: id %d outside the model's vocabulary of %d", path,
+                          i, id, n_vocab);
             goto out;
         }
         if (v->scores) v->scores[id] = 0.0f;
-        if (set_tok(v, id, c->u.s, c->n, hj_truthy(hj_get(a, "special")) ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_USER_DEFINED))
+        if (set_tok(v, id, c->u.s, c->n,
+                    hj_truthy(hj_get(a, "special")) ? HSD_GGUF_TOK_CONTROL
+                                                    : HSD_GGUF_TOK_USER_DEFINED))
             goto nomem;
     }
     for (uint32_t i = 0; byte_level && i < merges->n; i++) { /* SPM-style: scores, no merges */
@@ -252,10 +279,13 @@ static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int
                 goto out;
             }
             a = m->u.s, na = (size_t)(sp - a), b = sp + 1, nb = m->n - na - 1;
-        } else if (m->type == HJ_ARR && m->n == 2 && m->u.items[0].type == HJ_STR && m->u.items[1].type == HJ_STR) {
-            a = m->u.items[0].u.s, na = m->u.items[0].n, b = m->u.items[1].u.s, nb = m->u.items[1].n;
+        } else if (m->type == HJ_ARR && m->n == 2 && m->u.items[0].type == HJ_STR &&
+                   m->u.items[1].type == HJ_STR) {
+            a = m->u.items[0].u.s, na = m->u.items[0].n, b = m->u.items[1].u.s,
+            nb = m->u.items[1].n;
         } else {
-            s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] is neither \"a b\" nor [a, b]", path, i);
+            s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] is neither \"a b\" nor [a, b]", path,
+                          i);
             goto out;
         }
         if (add_merge(v, a, na, b, nb)) goto nomem;
@@ -264,8 +294,10 @@ static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int
     /* llama.cpp picks its pre-tokenizer regex by name; recognise the two common families */
     if (byte_level) {
         const char *pre = "default";
-        if (memmem(d, size, "\\\\p{N}{1,3}", 11)) pre = "llama-bpe";
-        else if (memmem(d, size, "\\\\p{N}|", 8)) pre = "qwen2";
+        if (memmem(d, size, "\\\\p{N}{1,3}", 11))
+            pre = "llama-bpe";
+        else if (memmem(d, size, "\\\\p{N}|", 8))
+            pre = "qwen2";
         snprintf(v->pre, sizeof v->pre, "%s", pre);
     }
     s = pad(v);
@@ -287,9 +319,12 @@ hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_
     size_t i = 0;
     while (i < m->size && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) i++;
     bool gguf = m->size >= 4 && !memcmp(d, "GGUF", 4), json = i < m->size && d[i] == '{';
-    if (gguf) s = from_gguf(path, d, m->size, n_vocab, v);
-    else if (json) s = from_json(path, d, m->size, n_vocab, v);
-    else s = from_llama2c(path, d, m->size, n_vocab, v);
+    if (gguf)
+        s = from_gguf(path, d, m->size, n_vocab, v);
+    else if (json)
+        s = from_json(path, d, m->size, n_vocab, v);
+    else
+        s = from_llama2c(path, d, m->size, n_vocab, v);
     hsd_file_map_close(m);
     if (s || gguf) return s;
     /* special ids and the BOS rule as hsd's own tokenizer loader reads them */
@@ -316,9 +351,16 @@ hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v) {
         const char *p = buf;
         int32_t type = HSD_GGUF_TOK_NORMAL;
         int k;
-        if (id < 3) p = special[id], k = (int)strlen(p), type = id ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_UNKNOWN;
-        else if (id < 3 + 256) k = snprintf(buf, sizeof buf, "<0x%02X>", id - 3), type = HSD_GGUF_TOK_BYTE;
-        else k = snprintf(buf, sizeof buf, "\xe2\x96\x81t%d", id), v->scores[id] = -(float)id;
+        if (id < 3)
+            p = special[id], k = (int)strlen(p),
+            type = id ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_UNKNOWN;
+        else if (id < 3 + 256)
+            k = snprintf(buf, sizeof buf, "<0x%02X>", id - 3), type = HSD_GGUF_TOK_BYTE;
+        /* llama.cpp's vocabulary loader looks this token up for files named "phi3" */
+        else if (id == 3 + 256)
+            p = "<|endoftext|>", k = (int)strlen(p), type = HSD_GGUF_TOK_CONTROL;
+        else
+            k = snprintf(buf, sizeof buf, "\xe2\x96\x81t%d", id), v->scores[id] = -(float)id;
         if (set_tok(v, id, p, (size_t)k, type)) {
             hsd_gguf_vocab_free(v);
             return hsd_error(HSD_ERR_NOMEM, "placeholder vocabulary: out of memory");

@@ -13,16 +13,22 @@
 #include "lib/gguf_writer.h"
 
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
-enum { HSD_GGUF_TOK_NORMAL = 1, HSD_GGUF_TOK_UNKNOWN = 2, HSD_GGUF_TOK_CONTROL = 3,
-       HSD_GGUF_TOK_USER_DEFINED = 4, HSD_GGUF_TOK_UNUSED = 5, HSD_GGUF_TOK_BYTE = 6 };
+enum {
+    HSD_GGUF_TOK_NORMAL = 1,
+    HSD_GGUF_TOK_UNKNOWN = 2,
+    HSD_GGUF_TOK_CONTROL = 3,
+    HSD_GGUF_TOK_USER_DEFINED = 4,
+    HSD_GGUF_TOK_UNUSED = 5,
+    HSD_GGUF_TOK_BYTE = 6
+};
 
 typedef struct hsd_gguf_vocab {
     char model[16]; /* "llama" (SentencePiece-style scores) or "gpt2" (byte-level BPE merges) */
     char pre[32];   /* tokenizer.ggml.pre; empty: none written */
     int32_t n;
-    hsd_buf arena;  /* token and merge strings */
+    hsd_buf arena; /* token and merge strings */
     size_t *tok_off, *tok_len;
-    float *scores;  /* NULL: none written */
+    float *scores; /* NULL: none written */
     int32_t *types;
     size_t n_merges, *merge_off, *merge_len;
     int32_t bos, eos, unk; /* -1: not written */
@@ -33,7 +39,7 @@ typedef struct hsd_gguf_vocab {
  * (the model's embedding rows); a tokenizer larger than n_vocab is an error. */
 hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v);
 /* A "llama"-type vocabulary of n_vocab tokens: <unk>, <s>, </s>, the byte tokens <0x00>..
- * <0xFF> as far as they fit, then distinct placeholder pieces. */
+ * <0xFF> as far as they fit, <|endoftext|>, then distinct placeholder pieces. */
 hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v);
 /* Appends the tokenizer.ggml.* pairs to w. */
 void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w);

@@ -56,8 +56,8 @@ void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
     static atomic_int no_blas = -1;
     if (no_blas < 0) no_blas = getenv("HSD_NO_BLAS") != NULL;
     if (!no_blas && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
-                    w->cols, (const float *)w->data, w->cols, 0.0f, out, ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x, w->cols,
+                    (const float *)w->data, w->cols, 0.0f, out, ld);
         return;
     }
 #endif
@@ -69,8 +69,10 @@ void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
 
 /* ---- small row operations --------------------------------------------------------------- */
 
-static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t N, int32_t dim, float eps) {
-    for (int32_t t = 0; t < N; t++) hsd_rmsnorm(out + (size_t)t * dim, x + (size_t)t * dim, w, dim, eps);
+static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t N, int32_t dim,
+                         float eps) {
+    for (int32_t t = 0; t < N; t++)
+        hsd_rmsnorm(out + (size_t)t * dim, x + (size_t)t * dim, w, dim, eps);
 }
 
 static void add_rows(float *x, const float *y, int32_t N, int32_t dim) {
@@ -88,7 +90,9 @@ static void gelu_tanh_mul(float *gate, const float *up, size_t n) {
 
 void hsd_tf_softcap(const hsd_tf_config *c, float *x, size_t n) {
     if (c->final_softcap <= 0) return;
-    for (size_t i = 0; i < n; i++) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
+    /* -inf stays -inf: a trimmed draft head masks tokens that way */
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i])) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
 }
 
 /* ---- attention ------------------------------------------------------------------------ */
@@ -175,11 +179,14 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
         }
         /* 2. per-head RMSNorm of q and k (Qwen3, Gemma 3) */
         if (c->qk_norm) {
-            for (int32_t h = 0; h < c->n_heads; h++) hsd_rmsnorm(qt + h * hd, qt + h * hd, Ly->q_norm, hd, c->norm_eps);
-            for (int32_t h = 0; h < c->n_kv_heads; h++) hsd_rmsnorm(kt + h * hd, kt + h * hd, Ly->k_norm, hd, c->norm_eps);
+            for (int32_t h = 0; h < c->n_heads; h++)
+                hsd_rmsnorm(qt + h * hd, qt + h * hd, Ly->q_norm, hd, c->norm_eps);
+            for (int32_t h = 0; h < c->n_kv_heads; h++)
+                hsd_rmsnorm(kt + h * hd, kt + h * hd, Ly->k_norm, hd, c->norm_eps);
         }
         /* 3. rope at the token's position */
-        const float *cs = cos_t + (size_t)tf->pos[t] * half, *sn = sin_t + (size_t)tf->pos[t] * half;
+        const float *cs = cos_t + (size_t)tf->pos[t] * half,
+                    *sn = sin_t + (size_t)tf->pos[t] * half;
         hsd_rope(qt, c->n_heads, hd, cs, sn, c->rope_interleaved);
         hsd_rope(kt, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
     }
@@ -198,8 +205,10 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
     rmsnorm_rows(tf->xb, tf->x, Ly->ffn_norm, N, dim, c->norm_eps);
     hsd_tf_matmul(tf, tf->hb, H, tf->xb, N, &Ly->w_gate);
     hsd_tf_matmul(tf, tf->hb2, H, tf->xb, N, &Ly->w_up);
-    if (c->act == HSD_ACT_GELU_TANH) gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
-    else hsd_silu_mul(tf->hb, tf->hb2, N * H);
+    if (c->act == HSD_ACT_GELU_TANH)
+        gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
+    else
+        hsd_silu_mul(tf->hb, tf->hb2, N * H);
     hsd_tf_matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
 
     /* 7. Gemma's post-FFN norm, residual */

@@ -9,6 +9,7 @@
 #include "lib/error.h"
 #include "lib/log.h"
 #include "models/cuda_model.h"
+#include "models/forward_check.h"
 #include "models/head.h"
 #include "models/loaders.h"
 
@@ -189,33 +190,9 @@ static hsd_status check_forward(const hsd_model *m, const char *who, const int32
                                 int32_t n, const int32_t *parents, const int32_t *rows,
                                 int32_t n_rows, const float *logits) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL model", who);
-    if (n <= 0 || !tokens)
-        return hsd_error(HSD_ERR_INVALID_ARG, "%s: need n > 0 tokens (n = %d%s)", who, n,
-                         tokens ? "" : ", tokens NULL");
-    if (n_rows < 0 || n_rows > n || (n_rows > 0 && !logits) ||
-        (!rows && n_rows != 0 && n_rows != n))
-        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_rows %d (of %d) with rows %s and logits %s",
-                         who, n_rows, n, rows ? "given" : "NULL", logits ? "given" : "NULL");
-    int32_t vocab = m->iface.vocab_size(m->iface.ctx), kv = m->iface.kv_len(m->iface.ctx);
-    for (int32_t i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= vocab)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "%s: token %d at index %d is outside the vocabulary of %d", who,
-                             tokens[i], i, vocab);
-        if (parents && (parents[i] < -1 || parents[i] >= i))
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "%s: parents[%d] = %d (must be -1 or an earlier index)", who, i,
-                             parents[i]);
-    }
-    for (int32_t r = 0; rows && r < n_rows; r++)
-        if (rows[r] < 0 || rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "%s: rows[%d] = %d outside 0..%d", who, r,
-                             rows[r], n - 1);
-    if (m->iface.n_ctx && (int64_t)kv + n > m->iface.n_ctx(m->iface.ctx))
-        return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "%s: %d cached + %d new tokens exceed the context of %d", who, kv, n,
-                         m->iface.n_ctx(m->iface.ctx));
-    return HSD_OK;
+    return hsd_forward_check(who, tokens, n, parents, rows, n_rows, logits != NULL,
+                             m->iface.vocab_size(m->iface.ctx), m->iface.kv_len(m->iface.ctx),
+                             m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0);
 }
 
 hsd_status hsd_model_forward(hsd_model *m, const int32_t *tokens, int32_t n, const int32_t *parents,

@@ -1,6 +1,6 @@
-/* HuggingFace checkpoints: config.json (LlamaForCausalLM, Qwen2ForCausalLM) plus
- * model.safetensors or the shards of model.safetensors.index.json. A .safetensors file is an
- * u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the data. */
+/* HuggingFace checkpoints: config.json (the architectures of models/arch.c) plus
+ * model.safetensors or the shards of model.safetensors.index.json, read and written through
+ * lib/safetensors_io.c. */
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
+#include "lib/safetensors_io.h"
+#include "models/arch.h"
 #include "models/loaders.h"
 #include "models/synth.h"
 
@@ -18,11 +20,11 @@
 typedef struct st_shard {
     char path[PATH_MAX];
     hsd_file_map *map;
-    json_t *header;
-    size_t data_start;
+    hsd_st_file st;
 } st_shard;
 
 typedef struct st_model {
+    hsd_tf_config cfg;
     st_shard shards[ST_MAX_SHARDS];
     int n_shards;
     char name_buf[128];
@@ -32,8 +34,8 @@ static void st_release(void *p) {
     st_model *m = p;
     if (!m) return;
     for (int i = 0; i < m->n_shards; i++) {
+        hsd_st_close(&m->shards[i].st);
         hsd_file_map_close(m->shards[i].map);
-        json_decref(m->shards[i].header);
     }
     free(m);
 }
@@ -46,81 +48,30 @@ static hsd_status st_open_shard(st_model *m, const char *path, bool use_mmap) {
     hsd_status s = hsd_file_map_open(path, use_mmap, &sh->map);
     if (s != HSD_OK) return s;
     m->n_shards++;
-    const uint8_t *p = sh->map->data;
-    if (sh->map->size < 8)
-        return hsd_error(HSD_ERR_PARSE, "%s: truncated safetensors file (%zu bytes, no header length)", path,
-                         sh->map->size);
-    uint64_t n;
-    memcpy(&n, p, 8);
-    if (n > sh->map->size - 8)
-        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header length %llu exceeds the file (%zu bytes): truncated or not a safetensors file",
-                         path, (unsigned long long)n, sh->map->size);
-    if (n < 2 || p[8] != '{')
-        return hsd_error(HSD_ERR_PARSE, "%s: bad safetensors header (does not start with '{')", path);
-    json_error_t err;
-    sh->header = json_loadb((const char *)p + 8, n, 0, &err);
-    if (!sh->header || !json_is_object(sh->header))
-        return hsd_error(HSD_ERR_PARSE, "%s: safetensors header JSON: %s at byte %d", path, err.text, 8 + err.position);
-    sh->data_start = 8 + n;
-    return HSD_OK;
-}
-
-static const char *hf_name(st_model *m, hsd_tkind kind, int32_t layer) {
-    static const char *glob[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", ""};
-    static const char *per[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
-                                "self_attn.k_proj.bias", "self_attn.v_proj.bias", "post_attention_layernorm.weight",
-                                "mlp.gate_proj.weight", "mlp.down_proj.weight", "mlp.up_proj.weight"};
-    if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
-    snprintf(m->name_buf, sizeof m->name_buf, "model.layers.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
-    return m->name_buf;
+    return hsd_st_open(&sh->st, sh->path, sh->map->data, sh->map->size);
 }
 
 static hsd_status st_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
     st_model *m = ctx;
     *found = false;
-    const char *name = hf_name(m, kind, layer);
+    const char *name = hsd_arch_hf_tensor_name(&m->cfg, kind, layer, m->name_buf, sizeof m->name_buf);
     if (!*name) return HSD_OK;
     for (int i = 0; i < m->n_shards; i++) {
         st_shard *sh = &m->shards[i];
-        json_t *t = json_object_get(sh->header, name);
-        if (!t) continue;
-        const char *key = json_object_iter_key(json_object_iter_at(sh->header, name)); /* stable name */
-        const char *dtype = json_string_value(json_object_get(t, "dtype"));
-        json_t *shape = json_object_get(t, "shape"), *offs = json_object_get(t, "data_offsets");
-        if (!dtype || !json_is_array(shape) || json_array_size(offs) != 2 || json_array_size(shape) > 4)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': header entry lacks dtype, shape or data_offsets",
-                             sh->path, name);
-        hsd_dtype dt;
-        size_t es;
-        if (!strcmp(dtype, "F32")) dt = HSD_DT_F32, es = 4;
-        else if (!strcmp(dtype, "F16")) dt = HSD_DT_F16, es = 2;
-        else if (!strcmp(dtype, "BF16")) dt = HSD_DT_BF16, es = 2;
-        else
-            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; supported: F32, F16, BF16",
-                             sh->path, name, dtype);
-        uint64_t numel = 1;
-        r->n_dims = (int32_t)json_array_size(shape);
-        for (int32_t d = 0; d < r->n_dims; d++) {
-            json_int_t v = json_integer_value(json_array_get(shape, (size_t)d));
-            if (v <= 0 || v > (1ll << 32))
-                return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': bad dimension %lld", sh->path, name, (long long)v);
-            r->shape[d] = v;
-            numel *= (uint64_t)v;
+        hsd_st_tensor t;
+        hsd_status s = hsd_st_find(&sh->st, name, &t, found);
+        if (s != HSD_OK || !*found) {
+            if (s != HSD_OK) return s;
+            continue;
         }
-        json_int_t b = json_integer_value(json_array_get(offs, 0)), e = json_integer_value(json_array_get(offs, 1));
-        if (b < 0 || e < b || (uint64_t)(e - b) != numel * es)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s': data_offsets [%lld, %lld] do not match %llu x %s",
-                             sh->path, name, (long long)b, (long long)e, (unsigned long long)numel, dtype);
-        if ((uint64_t)e > sh->map->size - sh->data_start)
-            return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' data ends at byte %llu beyond the end of the file (%zu bytes): truncated?",
-                             sh->path, name, (unsigned long long)(sh->data_start + (uint64_t)e), sh->map->size);
-        if ((sh->data_start + (uint64_t)b) % es)
-            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' data is not %zu-byte aligned", sh->path, name, es);
-        r->name = key;
-        r->type = dt;
-        r->data = (const uint8_t *)sh->map->data + sh->data_start + b;
-        *found = true;
+        if (((uintptr_t)t.data - (uintptr_t)sh->map->data) % t.elem_size)
+            return hsd_error(HSD_ERR_UNSUPPORTED, "%s: tensor '%s' data is not %zu-byte aligned", sh->path, name,
+                             t.elem_size);
+        r->name = t.name;
+        r->type = t.dtype == HSD_ST_F32 ? HSD_DT_F32 : t.dtype == HSD_ST_F16 ? HSD_DT_F16 : HSD_DT_BF16;
+        r->n_dims = t.n_dims;
+        for (int32_t d = 0; d < t.n_dims; d++) r->shape[d] = t.shape[d];
+        r->data = t.data;
         return HSD_OK;
     }
     return HSD_OK;
@@ -154,20 +105,21 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
     }
     hsd_status s = HSD_OK;
     memset(c, 0, sizeof *c);
-    const char *arch = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
+    const char *cls = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
     const char *mt = json_string_value(json_object_get(cfg, "model_type"));
-    if (arch ? !strcmp(arch, "Qwen2ForCausalLM") : (mt && !strcmp(mt, "qwen2"))) {
-        snprintf(c->arch, sizeof c->arch, "qwen2");
-        c->qkv_bias = true;
-    } else if (arch ? !strcmp(arch, "LlamaForCausalLM") : (mt && !strcmp(mt, "llama"))) {
-        snprintf(c->arch, sizeof c->arch, "llama");
-        if (json_is_true(json_object_get(cfg, "attention_bias")) || json_is_true(json_object_get(cfg, "mlp_bias"))) {
-            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: attention_bias/mlp_bias in a Llama model", path);
-            goto done;
-        }
-    } else {
-        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: architecture '%s' (supported: LlamaForCausalLM, Qwen2ForCausalLM)",
-                      path, arch ? arch : mt ? mt : "(none)");
+    const char *arch = hsd_arch_from_hf(mt, cls);
+    if (!arch) {
+        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (supported: %s)", path,
+                      cls ? cls : mt ? mt : "(none)", hsd_arch_list());
+        goto done;
+    }
+    if (json_is_object(json_object_get(cfg, "text_config"))) { /* Gemma 3 VLM: the text part */
+        json_t *tc = json_incref(json_object_get(cfg, "text_config"));
+        json_decref(cfg);
+        cfg = tc;
+    }
+    if (json_is_true(json_object_get(cfg, "attention_bias")) || json_is_true(json_object_get(cfg, "mlp_bias"))) {
+        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: attention_bias/mlp_bias in a %s model", path, arch);
         goto done;
     }
     if ((s = cfg_int(cfg, path, "hidden_size", true, 0, &c->dim)) ||
@@ -181,8 +133,22 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
         goto done;
     c->rope_theta = cfg_num(cfg, "rope_theta", 10000.0f);
     c->norm_eps = cfg_num(cfg, "rms_norm_eps", 1e-6f);
-    c->rope_interleaved = false;
-    *tied = json_is_true(json_object_get(cfg, "tie_word_embeddings"));
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    *tied = json_is_true(tie) || (!tie && !strcmp(arch, "gemma3")); /* Gemma's default */
+    json_t *sw = json_object_get(cfg, "sliding_window");
+    if (json_is_integer(sw) && json_integer_value(sw) > 0 && json_integer_value(sw) < INT32_MAX &&
+        (!strcmp(arch, "gemma3") || !strcmp(arch, "mistral")))
+        c->swa_window = (int32_t)json_integer_value(sw);
+    if (!strcmp(arch, "gemma3")) {
+        c->swa_pattern = (int32_t)cfg_num(cfg, "sliding_window_pattern", 6);
+        c->rope_theta_swa = cfg_num(cfg, "rope_local_base_freq", 10000.0f);
+        c->final_softcap = cfg_num(cfg, "final_logit_softcapping", 0);
+        c->attn_softcap = cfg_num(cfg, "attn_logit_softcapping", 0);
+        float qs = cfg_num(cfg, "query_pre_attn_scalar", 0);
+        if (qs > 0) c->attn_scale = 1.0f / sqrtf(qs);
+    }
+    if ((s = hsd_arch_init(c, arch, false, path))) goto done;
+    if (!strcmp(arch, "mistral")) c->swa_pattern = 0; /* every layer slides */
     json_t *rs = json_object_get(cfg, "rope_scaling");
     if (json_is_object(rs)) {
         const char *type = json_string_value(json_object_get(rs, "rope_type"));
@@ -192,8 +158,11 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
             c->rope_low_freq_factor = cfg_num(rs, "low_freq_factor", 1.0f);
             c->rope_high_freq_factor = cfg_num(rs, "high_freq_factor", 4.0f);
             c->rope_orig_ctx = (int32_t)cfg_num(rs, "original_max_position_embeddings", 8192);
+        } else if (type && !strcmp(type, "linear")) {
+            c->rope_linear = cfg_num(rs, "factor", 1.0f);
+            if (c->rope_linear == 1.0f) c->rope_linear = 0;
         } else if (!type || strcmp(type, "default")) {
-            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: rope_scaling type '%s' (supported: llama3, default)", path,
+            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: rope_scaling type '%s' (supported: llama3, linear, default)", path,
                           type ? type : "(none)");
         }
     }
@@ -221,6 +190,7 @@ hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params
     bool use_mmap = params ? params->use_mmap : true;
     st_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+    m->cfg = c;
     const char *src = path;
     if (!S_ISDIR(st.st_mode) && strstr(path, ".safetensors") && !strstr(path, ".index.json")) {
         s = st_open_shard(m, path, use_mmap);
@@ -256,7 +226,7 @@ hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params
     if (s == HSD_OK) {
         if (tied) {
             /* honour tie_word_embeddings even if an lm_head copy is present */
-            for (int i = 0; i < m->n_shards; i++) json_object_del(m->shards[i].header, "lm_head.weight");
+            for (int i = 0; i < m->n_shards; i++) json_object_del(m->shards[i].st.hdr, "lm_head.weight");
         }
         s = hsd_tf_create(&c, st_lookup, m, src, params, st_release, m, out);
     }
@@ -277,9 +247,17 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
                              m->t[i].name);
     /* config.json */
     json_t *cfg = json_object();
-    bool qwen = c->qkv_bias;
-    json_object_set_new(cfg, "architectures", json_pack("[s]", qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
-    json_object_set_new(cfg, "model_type", json_string(qwen ? "qwen2" : "llama"));
+    json_object_set_new(cfg, "architectures", json_pack("[s]", hsd_arch_hf_class(c->arch)));
+    json_object_set_new(cfg, "model_type", json_string(hsd_arch_hf_model_type(c->arch)));
+    if (c->swa_window > 0) {
+        json_object_set_new(cfg, "sliding_window", json_integer(c->swa_window));
+        json_object_set_new(cfg, "sliding_window_pattern", json_integer(c->swa_pattern));
+    }
+    if (c->rope_theta_swa > 0) json_object_set_new(cfg, "rope_local_base_freq", json_real(c->rope_theta_swa));
+    if (c->final_softcap > 0) json_object_set_new(cfg, "final_logit_softcapping", json_real(c->final_softcap));
+    if (c->attn_softcap > 0) json_object_set_new(cfg, "attn_logit_softcapping", json_real(c->attn_softcap));
+    if (c->attn_scale > 0)
+        json_object_set_new(cfg, "query_pre_attn_scalar", json_real(1.0 / ((double)c->attn_scale * c->attn_scale)));
     json_object_set_new(cfg, "hidden_size", json_integer(c->dim));
     json_object_set_new(cfg, "intermediate_size", json_integer(c->hidden_dim));
     json_object_set_new(cfg, "num_hidden_layers", json_integer(c->n_layers));
@@ -291,9 +269,12 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
     json_object_set_new(cfg, "rms_norm_eps", json_real(c->norm_eps));
     json_object_set_new(cfg, "rope_theta", json_real(c->rope_theta));
     json_object_set_new(cfg, "tie_word_embeddings", json_boolean(m->tied));
-    json_object_set_new(cfg, "hidden_act", json_string("silu"));
+    json_object_set_new(cfg, "hidden_act", json_string(c->act == HSD_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu"));
     json_object_set_new(cfg, "torch_dtype", json_string(m->t[0].type == HSD_DT_F32 ? "float32"
                                                         : m->t[0].type == HSD_DT_F16 ? "float16" : "bfloat16"));
+    if (c->rope_linear > 0)
+        json_object_set_new(cfg, "rope_scaling", json_pack("{s:s, s:f}", "rope_type", "linear", "factor",
+                                                           (double)c->rope_linear));
     if (c->rope_scale_factor > 0)
         json_object_set_new(cfg, "rope_scaling",
                             json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor",
@@ -305,33 +286,14 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
     json_decref(cfg);
     if (s != HSD_OK) return s;
 
-    json_t *hdr = json_object();
-    json_object_set_new(hdr, "__metadata__", json_pack("{s:s}", "format", "pt"));
-    uint64_t off = 0;
+    hsd_st_writer w;
+    hsd_st_w_init(&w, "pt");
     for (int32_t i = 0; i < m->n; i++) {
         const hsd_synth_tensor *t = &m->t[i];
-        json_t *shape = t->n_dims == 2 ? json_pack("[I, I]", (json_int_t)t->shape[0], (json_int_t)t->shape[1])
-                                       : json_pack("[I]", (json_int_t)t->shape[0]);
-        json_object_set_new(hdr, t->name,
-                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", hsd_dtype_name(t->type), "shape", shape,
-                                      "data_offsets", (json_int_t)off, (json_int_t)(off + t->nbytes)));
-        off += t->nbytes;
+        hsd_st_w_tensor(&w, t->name, hsd_dtype_name(t->type), t->n_dims, t->shape, t->data, t->nbytes);
     }
-    char *text = json_dumps(hdr, JSON_COMPACT);
-    json_decref(hdr);
-    if (!text) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", dir);
-    size_t n = strlen(text), padded = (n + 7) / 8 * 8;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(text);
-        return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
-    }
-    uint64_t hl = padded;
-    bool ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(text, 1, n, f) == n;
-    for (size_t i = n; i < padded; i++) ok = ok && fputc(' ', f) != EOF;
-    for (int32_t i = 0; i < m->n && ok; i++) ok = fwrite(m->t[i].data, 1, m->t[i].nbytes, f) == m->t[i].nbytes;
-    free(text);
-    if (fclose(f) != 0 || !ok) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
-    return HSD_OK;
+    s = hsd_st_w_write(&w, path);
+    hsd_st_w_free(&w);
+    return s;
 }

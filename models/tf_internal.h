@@ -31,12 +31,12 @@ struct hsd_transformer {
 
     hsd_pool *pool;
     int32_t n_threads, n_ctx, q_dim, kv_dim;
-    int32_t n_seq, cur;             /* sequence slots; the one forward/kv_* act on */
-    int32_t *kv_lens;               /* [n_seq] */
-    float *key_cache, *value_cache; /* [seq][layer][n_ctx][kv_dim] */
-    float *rope_cos, *rope_sin;     /* [n_ctx][head_dim/2] */
+    int32_t n_seq, cur;                 /* sequence slots; the one forward/kv_* act on */
+    int32_t *kv_lens;                   /* [n_seq] */
+    float *key_cache, *value_cache;     /* [seq][layer][n_ctx][kv_dim] */
+    float *rope_cos, *rope_sin;         /* [n_ctx][head_dim/2] */
     float *rope_cos_swa, *rope_sin_swa; /* sliding layers' own base (NULL: the tables above) */
-    fw_seg *segs;                   /* [n_seq]: the slots of the forward in progress */
+    fw_seg *segs;                       /* [n_seq]: the slots of the forward in progress */
     int32_t n_segs;
 
     /* scratch, grown to the largest n seen */
@@ -44,8 +44,8 @@ struct hsd_transformer {
     float *x, *xb, *q, *hb, *hb2;
     float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
-    float *att;      /* [n_threads][n_ctx + head_dim] attention scores */
-    float *wscratch; /* [n_threads][4*max_cols] row widening */
+    float *att;                          /* [n_threads][n_ctx + head_dim] attention scores */
+    float *wscratch;                     /* [n_threads][4*max_cols] row widening */
     int32_t max_cols;
     int64_t attn_work; /* multiply-adds of this forward's attention (threading threshold) */
 

@@ -19,6 +19,7 @@
 #include "lib/error.h"
 #include "lib/timer.h"
 #include "models/arch.h"
+#include "models/forward_check.h"
 #include "models/tf_internal.h"
 
 #define HSD_DEFAULT_CTX_CAP 4096
@@ -205,6 +206,7 @@ static void rope_table(hsd_transformer *tf, double theta, bool global, const flo
             }
         }
         if (global && freq_factors) inv /= freq_factors[i];
+        if (global && c->rope_linear > 0) inv /= c->rope_linear;
         for (int32_t p = 0; p < tf->n_ctx; p++) {
             double a = p * inv;
             cos_t[(size_t)p * half + i] = (float)cos(a);
@@ -462,22 +464,12 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
  * included, indices within its segment) in increasing index order. anc_off[t] is set for
  * every row (empty lists for chain rows). */
 static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b, int32_t nb,
-                              int32_t N, bool batch) {
+                              int32_t N) {
     int32_t total = 0;
     for (int32_t s = 0; s < nb; s++) {
         const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
         for (int32_t i = 0; parents && i < b[s].n; i++) {
-            int32_t p = parents[i];
-            if (p < -1 || p >= i) {
-                if (batch)
-                    return hsd_error(HSD_ERR_INVALID_ARG,
-                                     "forward_batch: sequence %d: parents[%d] = %d (must be -1 or "
-                                     "an earlier index)",
-                                     b[s].seq, i, p);
-                return hsd_error(HSD_ERR_INVALID_ARG,
-                                 "forward: parents[%d] = %d (must be -1 or an earlier index)", i,
-                                 p);
-            }
+            int32_t p = parents[i]; /* checked by hsd_forward_check */
             tf->pos[t0 + i] = p < 0 ? 0 : tf->pos[t0 + p] + 1; /* depth for now */
             total += tf->pos[t0 + i] + 1;
         }
@@ -501,33 +493,12 @@ static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b,
 }
 
 /* Checks one entry before anything is computed (a failed forward changes no cache). */
-static hsd_status check_entry(const hsd_transformer *tf, const hsd_model_batch_seq *e, bool batch,
-                              char *who, size_t who_cap) {
-    const hsd_tf_config *c = &tf->cfg;
-    if (batch)
-        snprintf(who, who_cap, "forward_batch: sequence %d", e->seq);
-    else
-        snprintf(who, who_cap, "forward");
-    const int32_t L = tf->kv_lens[e->seq], n = e->n;
-    if (n <= 0 || !e->tokens)
-        return hsd_error(HSD_ERR_INVALID_ARG, "%s: no tokens (n = %d)", who, n);
-    if (L + n > tf->n_ctx)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                         "%s: %d cached + %d new tokens exceed the context of %d", who, L, n,
-                         tf->n_ctx);
-    if (e->n_rows < 0 || (!e->rows && e->n_rows != 0 && e->n_rows != n))
-        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_rows %d with rows %s", who, e->n_rows,
-                         e->rows ? "given" : "NULL (must be 0 or n)");
-    for (int32_t i = 0; i < n; i++)
-        if (e->tokens[i] < 0 || e->tokens[i] >= c->vocab_size)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE,
-                             "%s: token %d at index %d is outside the vocabulary of %d", who,
-                             e->tokens[i], i, c->vocab_size);
-    for (int32_t r = 0; e->rows && r < e->n_rows; r++)
-        if (e->rows[r] < 0 || e->rows[r] >= n)
-            return hsd_error(HSD_ERR_OUT_OF_RANGE, "%s: rows[%d] = %d outside 0..%d", who, r,
-                             e->rows[r], n - 1);
-    return HSD_OK;
+static hsd_status check_entry(const hsd_transformer *tf, const hsd_model_batch_seq *e, bool batch) {
+    char who[64];
+    if (batch) snprintf(who, sizeof who, "forward_batch: sequence %d", e->seq);
+    else snprintf(who, sizeof who, "forward");
+    return hsd_forward_check(who, e->tokens, e->n, e->parents, e->rows, e->n_rows, true,
+                             tf->cfg.vocab_size, tf->kv_lens[e->seq], tf->n_ctx);
 }
 
 /* One slot: layer l's new keys and values go straight into its cache; several: into
@@ -560,7 +531,6 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
     if (nb < 1 || !b)
         return hsd_error(HSD_ERR_INVALID_ARG, "forward_batch: no sequences (n_seqs = %d)", nb);
     int32_t N = 0, R = 0;
-    char who[64];
     for (int32_t i = 0; i < nb; i++) {
         if (b[i].seq < 0 || b[i].seq >= tf->n_seq)
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
@@ -571,7 +541,7 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
                 return hsd_error(HSD_ERR_INVALID_ARG,
                                  "forward_batch: sequence %d listed twice (entries %d and %d)",
                                  b[i].seq, k, i);
-        hsd_status s = check_entry(tf, &b[i], batch, who, sizeof who);
+        hsd_status s = check_entry(tf, &b[i], batch);
         if (s != HSD_OK) return s;
         N += b[i].n;
         R += b[i].n_rows;
@@ -588,7 +558,7 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
         for (int32_t t = t0; t < t0 + b[i].n; t++) tf->tseg[t] = i;
         any_tree |= b[i].parents != NULL;
     }
-    if (any_tree && (s = build_trees(tf, b, nb, N, batch)) != HSD_OK) return s;
+    if (any_tree && (s = build_trees(tf, b, nb, N)) != HSD_OK) return s;
     for (int32_t i = 0; i < nb; i++) {
         const fw_seg *sg = &tf->segs[i];
         for (int32_t k = 0; k < sg->n; k++)

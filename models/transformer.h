@@ -44,6 +44,8 @@ typedef struct hsd_tf_config {
     int32_t swa_pattern;     /* with a window: layer l is global when (l + 1) % swa_pattern == 0,
                               * sliding otherwise; 0 = every layer slides */
     float rope_theta_swa;    /* rope base of the sliding layers (Gemma 3: 10000); 0 = rope_theta */
+    float rope_linear;       /* linear rope scaling: positions / factor on the global layers
+                              * (Gemma 3 4B+: 8); 0 = none */
 } hsd_tf_config;
 
 typedef enum hsd_tkind {

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/error.h"
 #include "lib/utf8.h"
@@ -302,6 +305,20 @@ hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_tokenizer_load_file: out is NULL");
     *out = NULL;
     if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_tokenizer_load_file: path is NULL");
+    /* a GGUF is a whole model: map it, so only the metadata pages at its start are read */
+    int fd = open(path, O_RDONLY);
+    char magic[4];
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4 &&
+        pread(fd, magic, 4, 0) == 4 && !memcmp(magic, "GGUF", 4)) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) return hsd_error(HSD_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+        hsd_status s = hsd_tokenizer_load_memory(p, (size_t)st.st_size, HSD_TOKENIZER_GGUF, path, out);
+        munmap(p, (size_t)st.st_size);
+        return s;
+    }
+    if (fd >= 0) close(fd);
     char *data = NULL;
     size_t len = 0;
     hsd_status s = read_file(path, &data, &len);

@@ -1,0 +1,473 @@
+/* Architectures (models/arch.c) checked against two oracles:
+ *  - a float64 forward written here from the architectures' definitions (HF layout weights
+ *    of hsd synth: RMSNorm with Gemma's 1 + w, fused Phi-3 projections, per-head q/k norm,
+ *    half-split rope with Llama 3 scaling and Gemma's local base, causal attention with a
+ *    sliding window, post norms, SwiGLU / GeGLU, embedding scale, logit soft-capping), run
+ *    on each tiny-ARCH shape, in one chunk, in two chunks over the KV cache, and as a tree;
+ *  - llama.cpp itself (when built with it: HSD_LLAMA_CPP), on the synth GGUFs hsd writes:
+ *    logits of 64 positions, cosine and argmax per position.
+ * Plus the errors: unknown architecture, missing metadata key, missing per-arch tensor. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hsd.h"
+#include "models/arch.h"
+#include "models/loaders.h"
+#include "models/synth.h"
+#include "tests/testutil.h"
+
+#ifdef HSD_HAVE_LLAMA_CPP
+#include "ggml-backend.h"
+#include "llama.h"
+#endif
+
+#define NTOK 64
+
+static const char *shapes[] = {"tiny-llama", "tiny-mistral", "tiny-smollm", "tiny-qwen2",
+                               "tiny-qwen3", "tiny-gemma3",  "tiny-phi3"};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static char tmpdir[512];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_arch_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+static int teardown(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+static const char *tmp(const char *name) {
+    static char buf[4][700];
+    static int slot;
+    char *b = buf[slot++ & 3];
+    snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+    return b;
+}
+
+static void tokens(int32_t *t, int32_t n, int32_t V) {
+    for (int32_t i = 0; i < n; i++) t[i] = (int32_t)(((int64_t)i * 7919 + 13) % V);
+}
+
+/* ---- float64 reference ------------------------------------------------------------------ */
+
+static const float *W(const hsd_synth_model *m, hsd_tkind kind, int32_t layer) {
+    for (int32_t i = 0; i < m->n; i++)
+        if (m->t[i].kind == kind && m->t[i].layer == layer) return m->t[i].data;
+    return NULL;
+}
+
+/* out[r] = sum_c w[(r0 + r) * cols + c] x[c] */
+static void mv(double *out, const float *w, int64_t r0, int64_t rows, int64_t cols,
+               const double *x) {
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < cols; c++) s += (double)w[(r0 + r) * cols + c] * x[c];
+        out[r] = s;
+    }
+}
+
+static void rms(double *o, const double *x, const float *w, int64_t n, double eps,
+                bool unit_offset) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / (double)n + eps);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] * sc * ((double)w[i] + (unit_offset ? 1.0 : 0.0));
+}
+
+/* The inverse frequency of rope pair i: HF's default, Llama 3's "llama3" scaling on top. */
+static double inv_freq(const hsd_tf_config *c, double theta, bool llama3, int32_t i) {
+    double f = pow(theta, -2.0 * i / c->head_dim);
+    if (llama3 && c->rope_linear > 0) f /= c->rope_linear; /* linear scaling, global layers */
+    if (!llama3 || c->rope_scale_factor <= 0) return f;
+    double wl = 2 * M_PI / f, lo_wl = c->rope_orig_ctx / c->rope_low_freq_factor,
+           hi_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
+    if (wl < hi_wl) return f;
+    if (wl > lo_wl) return f / c->rope_scale_factor;
+    double s = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
+               (c->rope_high_freq_factor - c->rope_low_freq_factor);
+    return (1 - s) * f / c->rope_scale_factor + s * f;
+}
+
+/* HF rotate_half: pairs (i, i + hd/2). */
+static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, double theta,
+                 bool llama3) {
+    for (int32_t i = 0; i < hd / 2; i++) {
+        double a = pos * inv_freq(c, theta, llama3, i), x1 = v[i], x2 = v[i + hd / 2];
+        v[i] = x1 * cos(a) - x2 * sin(a);
+        v[i + hd / 2] = x2 * cos(a) + x1 * sin(a);
+    }
+}
+
+/* Logits [n][V] of tokens 0..n-1 from position 0, every layer written out plainly. */
+static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n,
+                           bool no_window) {
+    const hsd_tf_config *c = &m->cfg;
+    const int64_t d = c->dim, H = c->hidden_dim, hd = c->head_dim, nh = c->n_heads,
+                  nkv = c->n_kv_heads, qd = nh * hd, kvd = nkv * hd, V = c->vocab_size;
+    const bool u = c->norm_unit_offset;
+    double *x = calloc((size_t)(n * d), 8), *h = malloc((size_t)d * 8), *o = malloc((size_t)d * 8);
+    double *q = malloc((size_t)(n * qd) * 8), *k = malloc((size_t)(n * kvd) * 8),
+           *v = malloc((size_t)(n * kvd) * 8);
+    double *a = malloc((size_t)qd * 8), *g = malloc((size_t)H * 8), *up = malloc((size_t)H * 8),
+           *sc = malloc((size_t)n * 8);
+    double *logits = malloc((size_t)(n * V) * 8);
+    const float *emb = W(m, HSD_T_TOK_EMB, -1);
+    for (int32_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < d; i++)
+            x[t * d + i] =
+                emb[tok[t] * d + i] * (c->act == HSD_ACT_GELU_TANH ? sqrt((double)d) : 1.0);
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        bool slides =
+            !no_window && c->swa_window > 0 && (c->swa_pattern <= 0 || (l + 1) % c->swa_pattern);
+        double theta = slides && c->rope_theta_swa > 0 ? c->rope_theta_swa : c->rope_theta;
+        const float *qkv = W(m, HSD_T_WQKV, l);
+        for (int32_t t = 0; t < n; t++) {
+            rms(h, x + t * d, W(m, HSD_T_ATTN_NORM, l), d, c->norm_eps, u);
+            double *qt = q + t * qd, *kt = k + t * kvd, *vt = v + t * kvd;
+            if (qkv) {
+                mv(qt, qkv, 0, qd, d, h), mv(kt, qkv, qd, kvd, d, h),
+                    mv(vt, qkv, qd + kvd, kvd, d, h);
+            } else {
+                mv(qt, W(m, HSD_T_WQ, l), 0, qd, d, h), mv(kt, W(m, HSD_T_WK, l), 0, kvd, d, h);
+                mv(vt, W(m, HSD_T_WV, l), 0, kvd, d, h);
+            }
+            if (c->qkv_bias)
+                for (int64_t i = 0; i < kvd || i < qd; i++) {
+                    if (i < qd) qt[i] += W(m, HSD_T_BQ, l)[i];
+                    if (i < kvd) kt[i] += W(m, HSD_T_BK, l)[i], vt[i] += W(m, HSD_T_BV, l)[i];
+                }
+            for (int64_t hh = 0; hh < nh; hh++) {
+                if (c->qk_norm)
+                    rms(qt + hh * hd, qt + hh * hd, W(m, HSD_T_Q_NORM, l), hd, c->norm_eps, u);
+                rope(qt + hh * hd, (int32_t)hd, t, c, theta, !slides);
+            }
+            for (int64_t hh = 0; hh < nkv; hh++) {
+                if (c->qk_norm)
+                    rms(kt + hh * hd, kt + hh * hd, W(m, HSD_T_K_NORM, l), hd, c->norm_eps, u);
+                rope(kt + hh * hd, (int32_t)hd, t, c, theta, !slides);
+            }
+        }
+        for (int32_t t = 0; t < n; t++) {
+            double scale = c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)hd);
+            for (int64_t hh = 0; hh < nh; hh++) {
+                int64_t kh = hh / (nh / nkv);
+                int32_t j0 = slides && t - c->swa_window + 1 > 0 ? t - c->swa_window + 1 : 0;
+                double mx = -1e300, z = 0;
+                for (int32_t j = j0; j <= t; j++) {
+                    double s = 0;
+                    for (int64_t i = 0; i < hd; i++)
+                        s += q[t * qd + hh * hd + i] * k[j * kvd + kh * hd + i];
+                    s *= scale;
+                    if (c->attn_softcap > 0) s = c->attn_softcap * tanh(s / c->attn_softcap);
+                    sc[j] = s, mx = fmax(mx, s);
+                }
+                for (int32_t j = j0; j <= t; j++) z += sc[j] = exp(sc[j] - mx);
+                for (int64_t i = 0; i < hd; i++) {
+                    double s = 0;
+                    for (int32_t j = j0; j <= t; j++) s += sc[j] / z * v[j * kvd + kh * hd + i];
+                    a[hh * hd + i] = s;
+                }
+            }
+            mv(o, W(m, HSD_T_WO, l), 0, d, qd, a);
+            if (c->post_norms) rms(o, o, W(m, HSD_T_ATTN_POST_NORM, l), d, c->norm_eps, u);
+            for (int64_t i = 0; i < d; i++) x[t * d + i] += o[i];
+            rms(h, x + t * d, W(m, HSD_T_FFN_NORM, l), d, c->norm_eps, u);
+            const float *gu = W(m, HSD_T_W_GATE_UP, l);
+            if (gu)
+                mv(g, gu, 0, H, d, h), mv(up, gu, H, H, d, h);
+            else
+                mv(g, W(m, HSD_T_W_GATE, l), 0, H, d, h), mv(up, W(m, HSD_T_W_UP, l), 0, H, d, h);
+            for (int64_t i = 0; i < H; i++) {
+                double y = g[i];
+                g[i] = (c->act == HSD_ACT_GELU_TANH
+                            ? 0.5 * y * (1 + tanh(sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)))
+                            : y / (1 + exp(-y))) *
+                       up[i];
+            }
+            mv(o, W(m, HSD_T_W_DOWN, l), 0, d, H, g);
+            if (c->post_norms) rms(o, o, W(m, HSD_T_FFN_POST_NORM, l), d, c->norm_eps, u);
+            for (int64_t i = 0; i < d; i++) x[t * d + i] += o[i];
+        }
+    }
+    const float *cls = W(m, HSD_T_CLS, -1) ? W(m, HSD_T_CLS, -1) : emb;
+    for (int32_t t = 0; t < n; t++) {
+        rms(h, x + t * d, W(m, HSD_T_OUT_NORM, -1), d, c->norm_eps, u);
+        mv(logits + t * V, cls, 0, V, d, h);
+        for (int64_t i = 0; c->final_softcap > 0 && i < V; i++)
+            logits[t * V + i] = c->final_softcap * tanh(logits[t * V + i] / c->final_softcap);
+    }
+    free(x), free(h), free(o), free(q), free(k), free(v), free(a), free(g), free(up), free(sc);
+    return logits;
+}
+
+typedef struct cmp_stats {
+    double min_cos, max_rel;
+    int32_t agree;
+} cmp_stats;
+
+static cmp_stats compare(const float *got, const double *want, int32_t n, int32_t V) {
+    cmp_stats st = {1.0, 0, 0};
+    for (int32_t t = 0; t < n; t++) {
+        const float *a = got + (size_t)t * V;
+        const double *b = want + (size_t)t * V;
+        double ab = 0, aa = 0, bb = 0, mx = 0, scale = 1e-9;
+        int32_t ia = 0, ib = 0;
+        for (int32_t i = 0; i < V; i++) {
+            ab += a[i] * b[i], aa += (double)a[i] * a[i], bb += b[i] * b[i];
+            mx = fmax(mx, fabs(a[i] - b[i])), scale = fmax(scale, fabs(b[i]));
+            if (a[i] > a[ia]) ia = i;
+            if (b[i] > b[ib]) ib = i;
+        }
+        st.min_cos = fmin(st.min_cos, ab / sqrt(aa * bb));
+        st.max_rel = fmax(st.max_rel, mx / scale);
+        st.agree += ia == ib;
+    }
+    return st;
+}
+
+/* hsd's logits of all n tokens: one chunk, or two chunks over the KV cache (the second as a
+ * chain-shaped tree when `tree`). */
+static float *hsd_logits(hsd_transformer *tf, const int32_t *tok, int32_t n, int32_t split,
+                         bool tree) {
+    int32_t V = hsd_tf_get_config(tf)->vocab_size;
+    float *lg = malloc((size_t)n * V * sizeof *lg);
+    assert_int_equal(hsd_tf_kv_truncate(tf, 0), HSD_OK);
+    if (!split) {
+        assert_int_equal(hsd_tf_forward(tf, tok, n, NULL, NULL, n, lg), HSD_OK);
+        return lg;
+    }
+    int32_t parents[NTOK];
+    for (int32_t i = 0; i < n - split; i++) parents[i] = i - 1;
+    assert_int_equal(hsd_tf_forward(tf, tok, split, NULL, NULL, split, lg), HSD_OK);
+    assert_int_equal(hsd_tf_forward(tf, tok + split, n - split, tree ? parents : NULL, NULL,
+                                    n - split, lg + (size_t)split * V),
+                     HSD_OK);
+    return lg;
+}
+
+static void test_float64_reference(void **state) {
+    (void)state;
+    for (size_t s = 0; s < N_SHAPES; s++) {
+        hsd_synth_model *sm;
+        assert_int_equal(hsd_synth_create(shapes[s], HSD_DT_F32, 7, &sm), HSD_OK);
+        const int32_t V = sm->cfg.vocab_size, n = 48;
+        int32_t tok[NTOK];
+        tokens(tok, n, V);
+        double *ref = ref_forward(sm, tok, n, false);
+        hsd_transformer *tf;
+        assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
+        static const char *how[3] = {"one chunk", "30 + 18 cached", "30 + 18 tree"};
+        for (int mode = 0; mode < 3; mode++) {
+            float *lg = hsd_logits(tf, tok, n, mode ? 30 : 0, mode == 2);
+            cmp_stats st = compare(lg, ref, n, V);
+            printf("%-13s %-15s vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
+                   shapes[s], how[mode], st.min_cos, st.max_rel, st.agree, n);
+            assert_true(st.min_cos > 0.99999);
+            assert_true(st.max_rel < 1e-3);
+            assert_int_equal(st.agree, n);
+            free(lg);
+        }
+        if (sm->cfg.swa_window >
+            0) { /* the window matters here: without it the reference differs */
+            double *full = ref_forward(sm, tok, n, true);
+            float *lg = hsd_logits(tf, tok, n, 0, false);
+            cmp_stats st = compare(lg, full, n, V);
+            printf("%-13s without the window the reference is off: max rel err %.2e\n", shapes[s],
+                   st.max_rel);
+            assert_true(st.max_rel > 1e-2);
+            free(lg), free(full);
+        }
+        hsd_tf_free(tf);
+        free(ref);
+        hsd_synth_free(sm);
+    }
+}
+
+/* The GGUF and safetensors files of every architecture load to the in-memory model. */
+static void test_file_roundtrip(void **state) {
+    (void)state;
+    for (size_t s = 0; s < N_SHAPES; s++) {
+        hsd_synth_model *sm;
+        assert_int_equal(hsd_synth_create(shapes[s], HSD_DT_BF16, 3, &sm), HSD_OK);
+        const int32_t V = sm->cfg.vocab_size, n = 20;
+        int32_t tok[NTOK];
+        tokens(tok, n, V);
+        hsd_transformer *mem, *tf;
+        assert_int_equal(hsd_synth_to_transformer(sm, NULL, &mem), HSD_OK);
+        float *want = hsd_logits(mem, tok, n, 0, false);
+        double *wd = malloc((size_t)n * V * sizeof *wd);
+        for (size_t i = 0; i < (size_t)n * V; i++) wd[i] = want[i];
+        for (int fmt = 0; fmt < 2; fmt++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s.%s", shapes[s], fmt ? "gguf" : "st");
+            const char *p = tmp(name);
+            if (fmt) {
+                assert_int_equal(hsd_synth_write_gguf(sm, p), HSD_OK);
+                assert_int_equal(hsd_gguf_load(p, NULL, &tf), HSD_OK);
+            } else {
+                assert_int_equal(hsd_synth_write_safetensors(sm, p), HSD_OK);
+                assert_int_equal(hsd_safetensors_load(p, NULL, &tf), HSD_OK);
+            }
+            /* GGUF knows Mistral and SmolLM as "llama", a HF config SmolLM as llama */
+            assert_string_equal(hsd_tf_get_config(tf)->arch,
+                                fmt ? hsd_arch_gguf_name(sm->cfg.arch)
+                                    : hsd_arch_from_hf(hsd_arch_hf_model_type(sm->cfg.arch), NULL));
+            float *got = hsd_logits(tf, tok, n, 0, false);
+            cmp_stats st = compare(got, wd, n, V);
+            printf("%-13s %-11s loaded vs in-memory: max rel err %.2e\n", shapes[s],
+                   fmt ? "GGUF" : "safetensors", st.max_rel);
+            assert_true(st.max_rel < 1e-5);
+            free(got);
+            hsd_tf_free(tf);
+        }
+        free(want), free(wd);
+        hsd_tf_free(mem);
+        hsd_synth_free(sm);
+    }
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len) {
+    return hsd_test_read_file(path, len);
+}
+static void spit(const char *path, const void *p, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, len, f), len);
+    fclose(f);
+}
+/* Replaces the first `from` in the file by `to` (same length) and loads it. */
+static void expect_edit_fails(const char *good, const char *from, const char *to, hsd_status want,
+                              const char *n1, const char *n2) {
+    size_t len;
+    char *raw = slurp(good, &len);
+    char *at = memmem(raw, len, from, strlen(from));
+    assert_non_null(at);
+    memcpy(at, to, strlen(to));
+    const char *p = tmp("edited.gguf");
+    spit(p, raw, len);
+    hsd_transformer *tf = NULL;
+    hsd_status s = hsd_gguf_load(p, NULL, &tf);
+    printf("  %s -> %s\n", to, hsd_last_error());
+    assert_int_equal(s, want);
+    assert_null(tf);
+    assert_non_null(strstr(hsd_last_error(), n1));
+    if (n2) assert_non_null(strstr(hsd_last_error(), n2));
+    free(raw);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("tiny-gemma3", HSD_DT_F32, 1, &sm), HSD_OK);
+    const char *good = tmp("good.gguf");
+    assert_int_equal(hsd_synth_write_gguf(sm, good), HSD_OK);
+    hsd_synth_free(sm);
+    /* general.architecture is the first "gemma3" in the file */
+    expect_edit_fails(good, "gemma3", "gemmaX", HSD_ERR_UNSUPPORTED,
+                      "unknown architecture 'gemmaX'", "edited.gguf");
+    expect_edit_fails(good, "gemma3.block_count", "gemma3.block_cnt_", HSD_ERR_PARSE,
+                      "missing metadata key", "'gemma3.block_count'");
+    expect_edit_fails(good, "blk.0.post_ffw_norm", "blk.0.post_ffw_xorm", HSD_ERR_PARSE,
+                      "post-FFN norm", "layer 0");
+    expect_edit_fails(good, "blk.1.attn_q_norm", "blk.1.attn_q_xorm", HSD_ERR_PARSE, "q norm",
+                      "layer 1");
+    /* a synth shape of an unknown architecture cannot exist: hsd_arch_init names it */
+    hsd_tf_config c = {.dim = 64};
+    assert_int_equal(hsd_arch_init(&c, "mamba", true, "x.gguf"), HSD_ERR_UNSUPPORTED);
+    assert_non_null(strstr(hsd_last_error(), "'mamba'"));
+}
+
+/* ---- llama.cpp as the oracle --------------------------------------------------------------- */
+
+#ifdef HSD_HAVE_LLAMA_CPP
+static void quiet(enum ggml_log_level level, const char *text, void *ud) {
+    (void)ud;
+    if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+}
+
+static float *llama_cpp_logits(const char *path, const int32_t *tok, int32_t n, int32_t V) {
+    struct llama_model_params mp = llama_model_default_params();
+    struct llama_model *model = llama_model_load_from_file(path, mp);
+    assert_non_null(model);
+    assert_int_equal(llama_vocab_n_tokens(llama_model_get_vocab(model)), V);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 256, cp.n_batch = 256, cp.n_ubatch = 256, cp.n_threads = 2, cp.n_threads_batch = 2;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    assert_non_null(ctx);
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int32_t i = 0; i < n; i++) {
+        b.token[i] = tok[i], b.pos[i] = i, b.n_seq_id[i] = 1, b.seq_id[i][0] = 0, b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    assert_int_equal(llama_decode(ctx, b), 0);
+    float *lg = malloc((size_t)n * V * sizeof *lg);
+    for (int32_t i = 0; i < n; i++)
+        memcpy(lg + (size_t)i * V, llama_get_logits_ith(ctx, i), (size_t)V * sizeof *lg);
+    llama_batch_free(b);
+    llama_free(ctx);
+    llama_model_free(model);
+    return lg;
+}
+#endif
+
+static void test_llama_cpp(void **state) {
+    (void)state;
+#ifndef HSD_HAVE_LLAMA_CPP
+    printf(
+        "skipped: llama.cpp not installed; run scripts/install_llama_cpp.sh (then re-run cmake)\n");
+    skip();
+#else
+    llama_log_set(quiet, NULL);
+    ggml_backend_load_all_from_path(HSD_LLAMA_CPP_LIB);
+    llama_backend_init();
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_BF16};
+    for (size_t s = 0; s < N_SHAPES; s++)
+        for (size_t ti = 0; ti < 2; ti++) {
+            hsd_synth_model *sm;
+            assert_int_equal(hsd_synth_create(shapes[s], types[ti], 5, &sm), HSD_OK);
+            const int32_t V = sm->cfg.vocab_size;
+            int32_t tok[NTOK];
+            tokens(tok, NTOK, V);
+            char name[64];
+            snprintf(name, sizeof name, "%s-%s.gguf", shapes[s], hsd_dtype_name(types[ti]));
+            const char *p = tmp(name);
+            assert_int_equal(hsd_synth_write_gguf(sm, p), HSD_OK);
+            hsd_synth_free(sm);
+            float *want = llama_cpp_logits(p, tok, NTOK, V);
+            hsd_transformer *tf;
+            assert_int_equal(hsd_gguf_load(p, NULL, &tf), HSD_OK);
+            float *got = hsd_logits(tf, tok, NTOK, 0, false);
+            double *wd = malloc((size_t)NTOK * V * sizeof *wd);
+            for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = want[i];
+            cmp_stats st = compare(got, wd, NTOK, V);
+            printf("%-13s %-4s vs llama.cpp: min cosine %.9f, argmax %d/%d, max rel err %.2e\n",
+                   shapes[s], hsd_dtype_name(types[ti]), st.min_cos, st.agree, NTOK, st.max_rel);
+            /* the bar is 0.999 and 98%; F32 files must be far tighter */
+            assert_true(st.min_cos >= (types[ti] == HSD_DT_F32 ? 0.99999 : 0.999));
+            assert_true(st.agree >= (int32_t)ceil(0.98 * NTOK));
+            free(want), free(got), free(wd);
+            hsd_tf_free(tf);
+        }
+    llama_backend_free();
+#endif
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_float64_reference),
+        cmocka_unit_test(test_file_roundtrip),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_llama_cpp),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
