@@ -87,6 +87,8 @@ const char *hsd_arch_gguf_name(const char *arch) {
 
 bool hsd_arch_layer_slides(const hsd_tf_config *c, int32_t layer) {
     if (c->swa_window <= 0) return false;
+    if (c->swa_layers_set)
+        return layer < HSD_TF_MAX_SWA_LAYERS && (c->swa_layers[layer / 64] >> (layer % 64) & 1);
     return c->swa_pattern <= 0 || (layer + 1) % c->swa_pattern != 0;
 }
 

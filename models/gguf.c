@@ -227,7 +227,23 @@ static hsd_status read_config(gguf_file *g, hsd_tf_config *c) {
     c->rope_theta = num_get(g, "rope.freq_base", &v, &err) ? (float)v : 10000.0f;
     c->norm_eps = num_get(g, "attention.layer_norm_rms_epsilon", &v, &err) ? (float)v : 1e-5f;
     c->swa_window = num_get(g, "attention.sliding_window", &v, &err) ? gguf_i32(v) : 0;
-    c->swa_pattern = num_get(g, "attention.sliding_window_pattern", &v, &err) ? gguf_i32(v) : 0;
+    char pkey[96];
+    snprintf(pkey, sizeof pkey, "%s.attention.sliding_window_pattern", g->arch);
+    const hsd_gguf_kv *pat = hsd_gguf_find(&g->meta, pkey);
+    if (pat && pat->type == HSD_GGUF_ARRAY) { /* one flag per layer, as llama.cpp reads it */
+        if ((pat->arr_type != HSD_GGUF_BOOL && pat->arr_type != HSD_GGUF_INT32 && pat->arr_type != HSD_GGUF_UINT32) ||
+            pat->arr_n != (uint64_t)c->n_layers || c->n_layers > HSD_TF_MAX_SWA_LAYERS)
+            return hsd_error(HSD_ERR_PARSE, "%s: metadata '%s' is an array of %llu (need one bool or int per layer, %d)",
+                             path, pkey, (unsigned long long)pat->arr_n, c->n_layers);
+        c->swa_layers_set = true;
+        for (int32_t l = 0; l < c->n_layers; l++) {
+            bool on = pat->arr_type == HSD_GGUF_BOOL ? g->p[pat->val_off + (size_t)l] != 0
+                                                     : hsd_gguf_i32_at(&g->meta, pat, (uint64_t)l) != 0;
+            if (on) c->swa_layers[l / 64] |= 1ull << (l % 64);
+        }
+    } else {
+        c->swa_pattern = num_get(g, "attention.sliding_window_pattern", &v, &err) ? gguf_i32(v) : 0;
+    }
     c->rope_theta_swa = num_get(g, "rope.freq_base_swa", &v, &err) ? (float)v : 0;
     c->attn_softcap = num_get(g, "attn_logit_softcapping", &v, &err) ? (float)v : 0;
     c->final_softcap = num_get(g, "final_logit_softcapping", &v, &err) ? (float)v : 0;

@@ -115,7 +115,17 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
     kv_f32(&w, arch, "attention.layer_norm_rms_epsilon", c->norm_eps);
     if (c->swa_window > 0) {
         kv_u32(&w, arch, "attention.sliding_window", (uint32_t)c->swa_window);
-        kv_u32(&w, arch, "attention.sliding_window_pattern", (uint32_t)c->swa_pattern);
+        if (c->swa_layers_set) { /* one flag per layer */
+            int32_t *flags = malloc((size_t)c->n_layers * sizeof *flags);
+            if (!flags) goto nomem;
+            for (int32_t l = 0; l < c->n_layers; l++) flags[l] = hsd_arch_layer_slides(c, l);
+            char key[96];
+            snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+            hsd_gguf_w_arr_i32(&w, key, flags, (size_t)c->n_layers);
+            free(flags);
+        } else {
+            kv_u32(&w, arch, "attention.sliding_window_pattern", (uint32_t)c->swa_pattern);
+        }
     }
     if (c->rope_linear > 0) {
         char key[96];

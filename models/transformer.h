@@ -12,6 +12,8 @@
 #include "kernels/cpu_ops.h"
 #include "models/head.h"
 
+#define HSD_TF_MAX_SWA_LAYERS 1024
+
 typedef enum hsd_ffn_act {
     HSD_ACT_SILU,      /* SwiGLU: silu(gate) * up (Llama, Qwen, Mistral, Phi-3) */
     HSD_ACT_GELU_TANH, /* GeGLU: gelu_tanh(gate) * up (Gemma) */
@@ -43,6 +45,10 @@ typedef struct hsd_tf_config {
     int32_t swa_window;      /* sliding-window layers see the last swa_window positions; 0 = none */
     int32_t swa_pattern;     /* with a window: layer l is global when (l + 1) % swa_pattern == 0,
                               * sliding otherwise; 0 = every layer slides */
+    /* a per-layer list instead of the pattern (GGUF sliding_window_pattern as an array):
+     * bit l set = layer l slides; used when swa_layers_set */
+    bool swa_layers_set;
+    uint64_t swa_layers[HSD_TF_MAX_SWA_LAYERS / 64];
     float rope_theta_swa;    /* rope base of the sliding layers (Gemma 3: 10000); 0 = rope_theta */
     float rope_linear;       /* linear rope scaling: positions / factor on the global layers
                               * (Gemma 3 4B+: 8); 0 = none */
