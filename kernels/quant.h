@@ -1,10 +1,13 @@
 /* GGML's block-quantised weight types (the ones llama.cpp's GGUF files hold): row
- * dequantisation and dot products with fp32 activations.
+ * dequantisation, dot products, and the quantised matmul of the forward pass.
  *
  * Every type has a scalar reference (kernels/quant_ref.c), written from the block layouts
  * alone, and vectorised versions (kernels/quant_x86.c, AVX2 picked at run time) whose
  * dequantisers must equal the reference bit for bit (tests/test_gguf_quant.c). The entry
  * points hsd_quant_dequant / hsd_quant_dot pick the fastest version this CPU runs.
+ * hsd_quant_matmul_rows multiplies as llama.cpp's CPU backend does: activations rounded to
+ * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows against 1-4 tokens by integer dot
+ * products (kernels/quant_x86_q8k.c), everything else dequantised to fp32 first.
  *
  * Layouts (little endian, "h" = IEEE fp16), value of element e of a block:
  *   Q4_0  32/18 B: h d, u8 qs[16]               ((nibble) - 8) * d

@@ -511,12 +511,24 @@ static float *llama_logits(const char *oracle, const char *path, int32_t V, cons
 
 /* ---- llama.cpp's dequantiser: a tensor of a GGUF, located here from the file layout ---- */
 
+/* GGUF fields are unaligned: read them by memcpy */
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 static size_t gguf_kv_size(const uint8_t *p, uint32_t type) {
     static const size_t scalar[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) return 8 + (size_t) * (const uint64_t *)(const void *)p;
+    if (type == 8) return 8 + (size_t)rd64(p);
     if (type != 9) return scalar[type];
-    uint32_t et = *(const uint32_t *)(const void *)p;
-    uint64_t n = *(const uint64_t *)(const void *)(p + 4);
+    uint32_t et = rd32(p);
+    uint64_t n = rd64(p + 4);
     size_t off = 12;
     for (uint64_t i = 0; i < n; i++) off += gguf_kv_size(p + off, et);
     return off;
@@ -525,31 +537,29 @@ static size_t gguf_kv_size(const uint8_t *p, uint32_t type) {
 /* Type id, row length, row count and data of tensor `name` in a (well-formed) GGUF. */
 static const uint8_t *gguf_tensor(const uint8_t *f, const char *name, uint32_t *type, uint64_t *ne0,
                                   uint64_t *rows) {
-    uint64_t nt = *(const uint64_t *)(const void *)(f + 8),
-             nkv = *(const uint64_t *)(const void *)(f + 16);
+    uint64_t nt = rd64(f + 8), nkv = rd64(f + 16);
     size_t off = 24, align = 32;
     for (uint64_t i = 0; i < nkv; i++) {
-        uint64_t kl = *(const uint64_t *)(const void *)(f + off);
+        uint64_t kl = rd64(f + off);
         const char *k = (const char *)f + off + 8;
         off += 8 + kl;
-        uint32_t t = *(const uint32_t *)(const void *)(f + off);
-        if (kl == 17 && !memcmp(k, "general.alignment", 17))
-            align = *(const uint32_t *)(const void *)(f + off + 4);
+        uint32_t t = rd32(f + off);
+        if (kl == 17 && !memcmp(k, "general.alignment", 17)) align = rd32(f + off + 4);
         off += 4 + gguf_kv_size(f + off + 4, t);
     }
     const uint8_t *hit = NULL;
     uint64_t hit_off = 0;
     for (uint64_t i = 0; i < nt; i++) {
-        uint64_t nl = *(const uint64_t *)(const void *)(f + off);
+        uint64_t nl = rd64(f + off);
         int match = nl == strlen(name) && !memcmp(f + off + 8, name, nl);
         off += 8 + nl;
-        uint32_t nd = *(const uint32_t *)(const void *)(f + off);
-        const uint64_t *ne = (const uint64_t *)(const void *)(f + off + 4);
+        uint32_t nd = rd32(f + off);
+        const uint8_t *ne = f + off + 4; /* ne[d] at ne + 8 d */
         off += 4 + 8 * nd;
         if (match) {
-            *ne0 = ne[0], *rows = nd > 1 ? ne[1] : 1;
-            *type = *(const uint32_t *)(const void *)(f + off);
-            hit_off = *(const uint64_t *)(const void *)(f + off + 4), hit = f;
+            *ne0 = rd64(ne), *rows = nd > 1 ? rd64(ne + 8) : 1;
+            *type = rd32(f + off);
+            hit_off = rd64(f + off + 4), hit = f;
         }
         off += 12;
     }
