@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/matmul.h"
 #include "kernels/threadpool.h"
 #include "lib/error.h"
 #include "lib/timer.h"
@@ -55,7 +56,7 @@ struct hsd_transformer {
     float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
     float *att;     /* [n_threads][n_ctx] attention scores */
-    float *wscratch; /* [n_threads][4*max_cols] row widening */
+    hsd_mm_ws mm; /* products' scratch, reserved for cap_n tokens */
     int32_t max_cols;
 
     hsd_head *head;          /* draft head replacing cls (NULL: cls) */
@@ -317,10 +318,9 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
     tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
-    tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
     tf->pool = hsd_pool_create(tf->n_threads);
     if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
-        !tf->wscratch || !tf->pool || !tf->kv_lens || !tf->segs)
+        !tf->pool || !tf->kv_lens || !tf->segs)
         goto nomem;
     rope_tables(tf, freq_factors);
     free(freq_factors);
@@ -379,7 +379,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->anc);
     free(tf->anc_off);
     free(tf->att);
-    free(tf->wscratch);
+    hsd_mm_ws_free(&tf->mm);
     hsd_head_free(tf->head);
     if (tf->release) tf->release(tf->release_ctx);
     free(tf);
@@ -428,32 +428,14 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (vb) tf->vbuf = vb;
     int32_t *tseg = realloc(tf->tseg, N * sizeof(int32_t));
     if (tseg) tf->tseg = tseg;
-    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg)
+    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg ||
+        hsd_mm_ws_reserve(&tf->mm, tf->n_threads, n, tf->max_cols) != HSD_OK)
         return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
     tf->cap_n = n;
     return HSD_OK;
 }
 
 /* ---- parallel jobs ----------------------------------------------------------------- */
-
-typedef struct matmul_job {
-    hsd_transformer *tf;
-    float *out;
-    int32_t ld;
-    const float *x;
-    int32_t n;
-    const hsd_mat *w;
-} matmul_job;
-
-static void matmul_task(void *arg, int32_t tid, int32_t nth) {
-    matmul_job *j = arg;
-    /* split rows in multiples of 4 so each thread keeps the 4-row kernel */
-    int32_t rows = j->w->rows, per = ((rows + nth - 1) / nth + 3) & ~3;
-    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
-                    j->tf->wscratch + (size_t)tid * 4 * j->tf->max_cols);
-}
 
 /* out[t][0..w.rows) = W · x[t] for t < n (out row stride ld). */
 static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, int32_t n,
@@ -472,10 +454,8 @@ static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
         return;
     }
 #endif
-    matmul_job j = {tf, out, ld, x, n, w};
-    int64_t work = (int64_t)w->rows * w->cols * n;
-    int32_t nth = work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1;
-    hsd_pool_run(tf->pool, matmul_task, &j, nth);
+    /* cannot fail: ensure_scratch reserved the workspace for n tokens of max_cols */
+    (void)hsd_mm_run(&tf->mm, tf->pool, tf->n_threads, out, ld, x, n, w, NULL, 0);
 }
 
 typedef struct attn_job {
@@ -701,7 +681,11 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
             hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->ffn_norm, dim, c->norm_eps);
         matmul(tf, tf->hb, c->hidden_dim, tf->xb, N, &Ly->w_gate);
         matmul(tf, tf->hb2, c->hidden_dim, tf->xb, N, &Ly->w_up);
-        hsd_silu_mul(tf->hb, tf->hb2, N * c->hidden_dim);
+        /* row by row: over all N rows at once, where the vector body ends (exp8) and the
+         * scalar tail (expf) begins would depend on N (batch invariance) */
+        for (int32_t t = 0; t < N; t++)
+            hsd_silu_mul(tf->hb + (size_t)t * c->hidden_dim, tf->hb2 + (size_t)t * c->hidden_dim,
+                         c->hidden_dim);
         matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
         for (int32_t t = 0; t < N; t++)
             hsd_add(tf->x + (size_t)t * dim, tf->xb + (size_t)t * dim, dim);
