@@ -17,7 +17,6 @@
 #ifdef HSD_MM_HAVE_AVX512
 
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define TGT                                                                                   \
@@ -75,7 +74,6 @@ TGT static void prep_q8(const float *x, int32_t nb, uint8_t *q, float *d) {
 
 void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
     size_t N = (size_t)a->n;
-    if (getenv("HSD_MM_EXACT")) return; /* experiment: fp32 activations */
     if (t == HSD_DT_BF16) {
         prep_bf16(a->x, N * a->cols, buf);
         a->xb = buf;
@@ -234,26 +232,22 @@ typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, fl
 #define B_F32(R, T) tile_fp(a, HSD_DT_F32, rows, t0, out, ld, R, T)
 #define B_F16(R, T) tile_fp(a, HSD_DT_F16, rows, t0, out, ld, R, T)
 #define B_Q8(R, T) tile_q8(a, rows, t0, out, ld, R, T)
-#define B_XBF16(R, T) tile_fp(a, HSD_DT_BF16, rows, t0, out, ld, R, T)
-#define B_XQ8(R, T) tile_fp(a, HSD_DT_Q8_0, rows, t0, out, ld, R, T)
+
 DEF_TILES(k_bf16, B_BF16)
 DEF_TILES(k_f32, B_F32)
 DEF_TILES(k_f16, B_F16)
 DEF_TILES(k_q8, B_Q8)
-DEF_TILES(k_xbf16, B_XBF16)
-DEF_TILES(k_xq8, B_XQ8)
 
 static const tile_fn tiles_bf16[TILE_R][TILE_T] = TABLE(k_bf16);
 static const tile_fn tiles_f32[TILE_R][TILE_T] = TABLE(k_f32);
 static const tile_fn tiles_f16[TILE_R][TILE_T] = TABLE(k_f16);
 static const tile_fn tiles_q8[TILE_R][TILE_T] = TABLE(k_q8);
-static const tile_fn tiles_xbf16[TILE_R][TILE_T] = TABLE(k_xbf16);
-static const tile_fn tiles_xq8[TILE_R][TILE_T] = TABLE(k_xq8);
+
 
 void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const *rows,
                         int32_t count, float *out, int32_t ld) {
-    const tile_fn(*tab)[TILE_T] = t == HSD_DT_BF16  ? (a->xb ? tiles_bf16 : tiles_xbf16)
-                                  : t == HSD_DT_Q8_0 ? (a->xq ? tiles_q8 : tiles_xq8)
+    const tile_fn(*tab)[TILE_T] = t == HSD_DT_BF16  ? tiles_bf16
+                                  : t == HSD_DT_Q8_0 ? tiles_q8
                                   : t == HSD_DT_F16  ? tiles_f16
                                                      : tiles_f32;
     /* rows outer, tokens inner: a tile's rows come from memory once and stay in L1/L2 for
