@@ -1,4 +1,4 @@
-/* GGUF (v2, v3) models of architecture llama or qwen2, and the GGUF writer used by synth.
+/* GGUF (v2, v3) models of the architectures in models/arch.c (the writer is gguf_write.c).
  * Layout: "GGUF", u32 version, u64 n_tensors, u64 n_kv, the key/value metadata, the tensor
  * infos (name, dims innermost first, ggml type, offset), then the aligned tensor data. */
 #include <math.h>
@@ -7,11 +7,10 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/gguf.h"
+#include "models/arch.h"
 #include "models/loaders.h"
-#include "models/synth.h"
 
-enum { GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL,
-       GGUF_STRING, GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_NTYPES };
 enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_BF16 = 30 };
 
 static const char *ggml_type_name(uint32_t t) {
@@ -22,8 +21,6 @@ static const char *ggml_type_name(uint32_t t) {
                                   "IQ1_M", "BF16"};
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
-
-#define GGUF_MAX_NUM 64
 
 typedef struct gguf_tensor {
     char *name;
@@ -36,12 +33,8 @@ typedef struct gguf_file {
     const char *path;
     const uint8_t *p;
     size_t size, off;
+    hsd_gguf meta; /* the metadata, read by lib/gguf.c */
     char arch[32];
-    struct {
-        char key[96];
-        double v;
-    } num[GGUF_MAX_NUM];
-    int n_num;
     uint32_t alignment;
     gguf_tensor *tensors;
     uint64_t n_tensors;
@@ -64,146 +57,55 @@ static hsd_status rd(gguf_file *g, void *dst, size_t n, const char *what) {
     return HSD_OK;
 }
 
-/* A string in place: *s points into the file, not NUL-terminated. */
-static hsd_status rd_str(gguf_file *g, const char **s, uint64_t *len, const char *what) {
-    hsd_status st = rd(g, len, 8, what);
-    if (st != HSD_OK) return st;
-    if ((st = need(g, *len, what)) != HSD_OK) return st;
-    *s = (const char *)g->p + g->off;
-    g->off += *len;
-    return HSD_OK;
-}
-
-static size_t scalar_size(uint32_t t) {
-    static const size_t sz[GGUF_NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    return t < GGUF_NTYPES ? sz[t] : 0;
-}
-
-static double scalar_value(uint32_t t, const uint8_t *p) {
-    switch (t) {
-    case GGUF_U8: return *p;
-    case GGUF_I8: return (int8_t)*p;
-    case GGUF_BOOL: return *p != 0;
-    case GGUF_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case GGUF_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case GGUF_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case GGUF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case GGUF_F32: { float v; memcpy(&v, p, 4); return v; }
-    case GGUF_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-    case GGUF_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case GGUF_F64: { double v; memcpy(&v, p, 8); return v; }
-    }
-    return 0;
-}
-
-static hsd_status skip_value(gguf_file *g, uint32_t type, const char *key, int depth) {
-    if (type == GGUF_STRING) {
-        const char *s;
-        uint64_t n;
-        return rd_str(g, &s, &n, key);
-    }
-    if (type == GGUF_ARRAY) {
-        uint32_t et;
-        uint64_t n;
-        hsd_status st;
-        if ((st = rd(g, &et, 4, key)) || (st = rd(g, &n, 8, key))) return st;
-        if (depth > 2 || et >= GGUF_NTYPES)
-            return hsd_error(HSD_ERR_PARSE, "%s: metadata '%s': bad array element type %u", g->path, key, et);
-        if (et != GGUF_STRING && et != GGUF_ARRAY) {
-            size_t sz = scalar_size(et);
-            if (n > g->size / sz) return need(g, g->size + 1, key);
-            if ((st = need(g, n * sz, key))) return st;
-            g->off += n * sz;
-            return HSD_OK;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            if ((st = skip_value(g, et, key, depth + 1))) return st;
-        return HSD_OK;
-    }
-    size_t sz = scalar_size(type);
-    if (!sz) return hsd_error(HSD_ERR_PARSE, "%s: metadata '%s' has unknown type %u at byte %zu",
-                              g->path, key, type, g->off - 4);
-    hsd_status st = need(g, sz, key);
-    if (st) return st;
-    g->off += sz;
-    return HSD_OK;
-}
-
 /* An untrusted metadata number as int32: -1 unless integral and in range. */
 static int32_t gguf_i32(double v) {
     return v >= 0 && v <= (double)INT32_MAX && v == (double)(int64_t)v ? (int32_t)v : -1;
 }
 
-static bool num_get(const gguf_file *g, const char *suffix, double *v) {
+/* The number under "<arch>.<suffix>"; false when absent (a present key of a non-number type
+ * is an error naming it). */
+static bool num_get(gguf_file *g, const char *suffix, double *v, hsd_status *err) {
     char key[96];
     snprintf(key, sizeof key, "%s.%s", g->arch, suffix);
-    for (int i = 0; i < g->n_num; i++)
-        if (!strcmp(g->num[i].key, key)) {
-            *v = g->num[i].v;
-            return true;
-        }
-    return false;
+    const hsd_gguf_kv *kv = hsd_gguf_find(&g->meta, key);
+    if (!kv) return false;
+    hsd_status s = hsd_gguf_get_num(&g->meta, kv, v);
+    if (s != HSD_OK && *err == HSD_OK) *err = s;
+    return s == HSD_OK;
 }
 
 static hsd_status gguf_parse(gguf_file *g) {
-    hsd_status s;
-    char magic[4];
-    if ((s = rd(g, magic, 4, "magic"))) return s;
-    if (memcmp(magic, "GGUF", 4))
-        return hsd_error(HSD_ERR_PARSE, "%s: bad magic %02x %02x %02x %02x (expected \"GGUF\")", g->path,
-                         (uint8_t)magic[0], (uint8_t)magic[1], (uint8_t)magic[2], (uint8_t)magic[3]);
-    uint32_t version;
-    uint64_t n_kv;
-    if ((s = rd(g, &version, 4, "version")) || (s = rd(g, &g->n_tensors, 8, "tensor count")) ||
-        (s = rd(g, &n_kv, 8, "metadata count")))
-        return s;
-    if (version < 2 || version > 3)
-        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: GGUF version %u (supported: 2, 3)", g->path, version);
-    if (g->n_tensors > g->size / 24 || n_kv > g->size / 12)
-        return hsd_error(HSD_ERR_PARSE, "%s: truncated GGUF or corrupt header: it claims %llu tensors and %llu metadata entries, more than %zu bytes can hold",
-                         g->path, (unsigned long long)g->n_tensors, (unsigned long long)n_kv, g->size);
+    hsd_status s = hsd_gguf_open(&g->meta, g->p, g->size, g->path);
+    if (s) return s;
+    g->n_tensors = g->meta.n_tensors;
+    if (g->n_tensors > g->size / 24)
+        return hsd_error(HSD_ERR_PARSE, "%s: truncated GGUF or corrupt header: it claims %llu tensors, more than %zu bytes can hold",
+                         g->path, (unsigned long long)g->n_tensors, g->size);
+    const hsd_gguf_kv *kv = hsd_gguf_find(&g->meta, "general.architecture");
+    const char *arch = "";
+    size_t alen = 0;
+    if (kv && (s = hsd_gguf_get_str(&g->meta, kv, &arch, &alen))) return s;
+    snprintf(g->arch, sizeof g->arch, "%.*s", (int)(alen < 31 ? alen : 31), arch);
     g->alignment = 32;
-    for (uint64_t i = 0; i < n_kv; i++) {
-        const char *k;
-        uint64_t klen;
-        uint32_t type;
-        if ((s = rd_str(g, &k, &klen, "metadata key")) || (s = rd(g, &type, 4, "metadata type"))) return s;
-        char key[96];
-        snprintf(key, sizeof key, "%.*s", (int)(klen < 95 ? klen : 95), k);
-        if (type == GGUF_STRING && !strcmp(key, "general.architecture")) {
-            const char *v;
-            uint64_t vlen;
-            if ((s = rd_str(g, &v, &vlen, key))) return s;
-            snprintf(g->arch, sizeof g->arch, "%.*s", (int)(vlen < 31 ? vlen : 31), v);
-            continue;
-        }
-        if (type < GGUF_NTYPES && scalar_size(type) && type != GGUF_ARRAY) {
-            if ((s = need(g, scalar_size(type), key))) return s;
-            double v = scalar_value(type, g->p + g->off);
-            g->off += scalar_size(type);
-            if (!strcmp(key, "general.alignment")) {
-                if (v < 1 || v > 65536 || ((uint32_t)v & ((uint32_t)v - 1)))
-                    return hsd_error(HSD_ERR_PARSE, "%s: general.alignment %g is not a power of two", g->path, v);
-                g->alignment = (uint32_t)v;
-            } else if (g->n_num < GGUF_MAX_NUM) {
-                snprintf(g->num[g->n_num].key, sizeof g->num[0].key, "%s", key);
-                g->num[g->n_num++].v = v;
-            }
-            continue;
-        }
-        if ((s = skip_value(g, type, key, 0))) return s;
+    if ((kv = hsd_gguf_find(&g->meta, "general.alignment"))) {
+        double v;
+        if ((s = hsd_gguf_get_num(&g->meta, kv, &v))) return s;
+        if (v < 1 || v > 65536 || ((uint32_t)v & ((uint32_t)v - 1)))
+            return hsd_error(HSD_ERR_PARSE, "%s: general.alignment %g is not a power of two", g->path, v);
+        g->alignment = (uint32_t)v;
     }
+    g->off = g->meta.kv_end;
     g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->tensors);
     if (!g->tensors) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", g->path);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
-        const char *name;
         uint64_t nlen;
-        if ((s = rd_str(g, &name, &nlen, "tensor name"))) return s;
+        if ((s = rd(g, &nlen, 8, "tensor name")) || (s = need(g, nlen, "tensor name"))) return s;
         t->name = malloc(nlen + 1);
         if (!t->name) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", g->path);
-        memcpy(t->name, name, nlen);
+        memcpy(t->name, g->p + g->off, nlen);
         t->name[nlen] = 0;
+        g->off += nlen;
         if ((s = rd(g, &t->n_dims, 4, t->name))) return s;
         if (t->n_dims < 1 || t->n_dims > 4)
             return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' has %u dimensions", g->path, t->name, t->n_dims);
@@ -215,19 +117,21 @@ static hsd_status gguf_parse(gguf_file *g) {
     return HSD_OK;
 }
 
-static const char *gguf_name(gguf_file *g, hsd_tkind kind, int32_t layer) {
+const char *hsd_gguf_tensor_name(hsd_tkind kind, int32_t layer, char *buf, size_t cap) {
     static const char *glob[] = {"token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight"};
     static const char *per[] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
                                 "attn_output.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias",
-                                "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight"};
+                                "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight",
+                                "attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight",
+                                "post_ffw_norm.weight", "attn_qkv.weight", "ffn_up.weight"};
     if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
-    snprintf(g->name_buf, sizeof g->name_buf, "blk.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
-    return g->name_buf;
+    snprintf(buf, cap, "blk.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
+    return buf;
 }
 
 static hsd_status gguf_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
     gguf_file *g = ctx;
-    const char *name = gguf_name(g, kind, layer);
+    const char *name = hsd_gguf_tensor_name(kind, layer, g->name_buf, sizeof g->name_buf);
     *found = false;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
@@ -274,9 +178,56 @@ static hsd_status gguf_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tens
 }
 
 static void gguf_free(gguf_file *g) {
+    hsd_gguf_close(&g->meta);
     if (g->tensors)
         for (uint64_t i = 0; i < g->n_tensors; i++) free(g->tensors[i].name);
     free(g->tensors);
+}
+
+/* The architecture's hparams under "<arch>.": shape, rope, norms, sliding window, caps. */
+static hsd_status read_config(gguf_file *g, hsd_tf_config *c) {
+    const char *path = g->path;
+    hsd_status err = HSD_OK;
+    double v;
+    static const char *required[] = {"embedding_length", "feed_forward_length", "block_count", "attention.head_count"};
+    hsd_status s = hsd_arch_init(c, g->arch, true, path); /* an unknown architecture first */
+    if (s) return s;
+    for (int i = 0; i < 4; i++)
+        if (!num_get(g, required[i], &v, &err))
+            return err ? err : hsd_error(HSD_ERR_PARSE, "%s: missing metadata key '%s.%s'", path, g->arch, required[i]);
+    /* metadata numbers are untrusted: out-of-range values become -1, which the shape
+     * checks reject (a raw double-to-int cast of 4294967295 is UB; fuzz_model_gguf) */
+    num_get(g, "embedding_length", &v, &err), c->dim = gguf_i32(v);
+    num_get(g, "feed_forward_length", &v, &err), c->hidden_dim = gguf_i32(v);
+    num_get(g, "block_count", &v, &err), c->n_layers = gguf_i32(v);
+    num_get(g, "attention.head_count", &v, &err), c->n_heads = gguf_i32(v);
+    c->n_kv_heads = num_get(g, "attention.head_count_kv", &v, &err) ? gguf_i32(v) : c->n_heads;
+    c->head_dim = num_get(g, "attention.key_length", &v, &err) ? gguf_i32(v) : (c->n_heads > 0 ? c->dim / c->n_heads : 0);
+    c->seq_len = num_get(g, "context_length", &v, &err) ? gguf_i32(v) : 2048;
+    c->rope_theta = num_get(g, "rope.freq_base", &v, &err) ? (float)v : 10000.0f;
+    c->norm_eps = num_get(g, "attention.layer_norm_rms_epsilon", &v, &err) ? (float)v : 1e-5f;
+    c->swa_window = num_get(g, "attention.sliding_window", &v, &err) ? gguf_i32(v) : 0;
+    c->swa_pattern = num_get(g, "attention.sliding_window_pattern", &v, &err) ? gguf_i32(v) : 0;
+    c->rope_theta_swa = num_get(g, "rope.freq_base_swa", &v, &err) ? (float)v : 0;
+    c->attn_softcap = num_get(g, "attn_logit_softcapping", &v, &err) ? (float)v : 0;
+    c->final_softcap = num_get(g, "final_logit_softcapping", &v, &err) ? (float)v : 0;
+    if (err) return err;
+    if (c->swa_window < 0 || c->swa_pattern < 0)
+        return hsd_error(HSD_ERR_PARSE, "%s: bad sliding window metadata (window %d, pattern %d)", path,
+                         c->swa_window, c->swa_pattern);
+    /* Phi-3's sliding window is off in llama.cpp (its converters wrote it wrongly): do the same */
+    if (!strcmp(g->arch, "phi3")) c->swa_window = 0;
+    if (num_get(g, "vocab_size", &v, &err)) {
+        c->vocab_size = gguf_i32(v);
+    } else {
+        hsd_tensor_ref r;
+        bool found;
+        s = gguf_lookup(g, HSD_T_TOK_EMB, -1, &r, &found);
+        if (s) return s;
+        if (!found) return hsd_error(HSD_ERR_PARSE, "%s: missing tensor 'token_embd.weight'", path);
+        c->vocab_size = r.shape[0] > 0 && r.shape[0] < INT32_MAX ? (int32_t)r.shape[0] : -1;
+    }
+    return hsd_arch_init(c, g->arch, true, path);
 }
 
 hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_transformer **out) {
@@ -286,46 +237,7 @@ hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_t
     if (s != HSD_OK) return s;
     gguf_file g = {.path = path, .p = m->data, .size = m->size};
     hsd_tf_config c = {0};
-    if ((s = gguf_parse(&g))) goto fail;
-    if (strcmp(g.arch, "llama") && strcmp(g.arch, "qwen2")) {
-        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: GGUF architecture '%s' (supported: llama, qwen2)", path,
-                      g.arch[0] ? g.arch : "(none)");
-        goto fail;
-    }
-    snprintf(c.arch, sizeof c.arch, "%.15s", g.arch);
-    double v;
-    static const char *required[] = {"embedding_length", "feed_forward_length", "block_count", "attention.head_count"};
-    for (int i = 0; i < 4; i++)
-        if (!num_get(&g, required[i], &v)) {
-            s = hsd_error(HSD_ERR_PARSE, "%s: missing metadata key '%s.%s'", path, g.arch, required[i]);
-            goto fail;
-        }
-    /* metadata numbers are untrusted: out-of-range values become -1, which the shape
-     * checks reject (a raw double-to-int cast of 4294967295 is UB; fuzz_model_gguf) */
-    num_get(&g, "embedding_length", &v), c.dim = gguf_i32(v);
-    num_get(&g, "feed_forward_length", &v), c.hidden_dim = gguf_i32(v);
-    num_get(&g, "block_count", &v), c.n_layers = gguf_i32(v);
-    num_get(&g, "attention.head_count", &v), c.n_heads = gguf_i32(v);
-    c.n_kv_heads = num_get(&g, "attention.head_count_kv", &v) ? gguf_i32(v) : c.n_heads;
-    c.head_dim = num_get(&g, "attention.key_length", &v) ? gguf_i32(v) : (c.n_heads > 0 ? c.dim / c.n_heads : 0);
-    c.seq_len = num_get(&g, "context_length", &v) ? gguf_i32(v) : 2048;
-    c.rope_theta = num_get(&g, "rope.freq_base", &v) ? (float)v : 10000.0f;
-    c.norm_eps = num_get(&g, "attention.layer_norm_rms_epsilon", &v) ? (float)v : 1e-5f;
-    /* llama.cpp permutes llama's q/k rows for interleaved rope; qwen2 keeps NeoX order */
-    c.rope_interleaved = !strcmp(g.arch, "llama");
-    c.qkv_bias = !strcmp(g.arch, "qwen2");
-    if (num_get(&g, "vocab_size", &v)) {
-        c.vocab_size = gguf_i32(v);
-    } else {
-        hsd_tensor_ref r;
-        bool found;
-        if ((s = gguf_lookup(&g, HSD_T_TOK_EMB, -1, &r, &found))) goto fail;
-        if (!found) {
-            s = hsd_error(HSD_ERR_PARSE, "%s: missing tensor 'token_embd.weight'", path);
-            goto fail;
-        }
-        c.vocab_size = r.shape[0] > 0 && r.shape[0] < INT32_MAX ? (int32_t)r.shape[0] : -1;
-    }
+    if ((s = gguf_parse(&g)) || (s = read_config(&g, &c))) goto fail;
     s = hsd_tf_create(&c, gguf_lookup, &g, path, params, hsd_file_map_close, m, out);
     gguf_free(&g);
     if (s != HSD_OK) hsd_file_map_close(m);
@@ -333,147 +245,5 @@ hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_t
 fail:
     gguf_free(&g);
     hsd_file_map_close(m);
-    return s;
-}
-
-/* ---- writer ------------------------------------------------------------------------ */
-
-typedef struct gguf_writer {
-    FILE *f;
-    bool err;
-} gguf_writer;
-
-static void w_bytes(gguf_writer *w, const void *p, size_t n) {
-    if (n && fwrite(p, 1, n, w->f) != n) w->err = true;
-}
-static void w_u32(gguf_writer *w, uint32_t v) { w_bytes(w, &v, 4); }
-static void w_u64(gguf_writer *w, uint64_t v) { w_bytes(w, &v, 8); }
-static void w_str(gguf_writer *w, const char *s) {
-    w_u64(w, strlen(s));
-    w_bytes(w, s, strlen(s));
-}
-static void kv_u32(gguf_writer *w, const char *arch, const char *k, uint32_t v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", arch, k);
-    w_str(w, key), w_u32(w, GGUF_U32), w_u32(w, v);
-}
-static void kv_f32(gguf_writer *w, const char *arch, const char *k, float v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", arch, k);
-    w_str(w, key), w_u32(w, GGUF_F32), w_bytes(w, &v, 4);
-}
-
-typedef struct out_tensor {
-    char name[160];
-    uint32_t type;
-    int64_t rows, cols; /* rows 0 = vector */
-    const void *data;
-    size_t nbytes;
-    void *owned;
-} out_tensor;
-
-/* HF → llama.cpp name; writes into buf */
-static void gguf_out_name(const hsd_synth_tensor *t, char *buf, size_t cap) {
-    gguf_file tmp;
-    snprintf(buf, cap, "%s", gguf_name(&tmp, t->kind, t->layer));
-}
-
-hsd_status hsd_synth_write_gguf(const hsd_synth_model *m, const char *path) {
-    const hsd_tf_config *c = &m->cfg;
-    const char *arch = c->qkv_bias ? "qwen2" : "llama";
-    bool permute = !strcmp(arch, "llama"); /* to interleaved rope, as llama.cpp's converter */
-    out_tensor *ot = calloc((size_t)m->n + 1, sizeof *ot);
-    if (!ot) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
-    int n = 0;
-    hsd_status s = HSD_OK;
-    for (int32_t i = 0; i < m->n; i++) {
-        const hsd_synth_tensor *t = &m->t[i];
-        out_tensor *o = &ot[n++];
-        gguf_out_name(t, o->name, sizeof o->name);
-        o->rows = t->n_dims == 2 ? t->shape[0] : 0;
-        o->cols = t->n_dims == 2 ? t->shape[1] : t->shape[0];
-        o->data = t->data;
-        o->nbytes = t->nbytes;
-        o->type = t->type == HSD_DT_F32 ? GGML_F32 : t->type == HSD_DT_F16 ? GGML_F16
-                : t->type == HSD_DT_BF16 ? GGML_BF16 : GGML_Q8_0;
-        if (t->n_dims == 1 && t->type != HSD_DT_F32) { /* vectors as F32, like llama.cpp */
-            float *v = malloc((size_t)o->cols * 4);
-            if (!v) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-            hsd_mat mm = {t->type, 1, (int32_t)o->cols, t->data};
-            hsd_mat_rows_f32(&mm, 0, 1, v);
-            o->data = o->owned = v, o->nbytes = (size_t)o->cols * 4, o->type = GGML_F32;
-        }
-        if (permute && (t->kind == HSD_T_WQ || t->kind == HSD_T_WK)) {
-            int32_t heads = t->kind == HSD_T_WQ ? c->n_heads : c->n_kv_heads, hd = c->head_dim, half = hd / 2;
-            size_t rb = hsd_dtype_row_bytes(t->type, o->cols);
-            uint8_t *p = malloc(t->nbytes);
-            if (!p) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-            /* HF row (h, s, i) -> GGUF row (h, i, s): pairs (i, i+half) become (2i, 2i+1) */
-            for (int32_t h = 0; h < heads; h++)
-                for (int32_t sIdx = 0; sIdx < 2; sIdx++)
-                    for (int32_t i = 0; i < half; i++)
-                        memcpy(p + ((size_t)h * hd + 2 * i + sIdx) * rb,
-                               (const uint8_t *)t->data + ((size_t)h * hd + sIdx * half + i) * rb, rb);
-            o->data = o->owned = p;
-        }
-    }
-    if (c->rope_scale_factor > 0) { /* llama.cpp stores Llama 3 scaling as per-pair factors */
-        int32_t half = c->head_dim / 2;
-        float *f = malloc((size_t)half * 4);
-        if (!f) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-        for (int32_t i = 0; i < half; i++) {
-            double inv = 1.0 / pow(c->rope_theta, 2.0 * i / c->head_dim), wl = 2.0 * M_PI / inv;
-            double orig = c->rope_orig_ctx, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
-            double scaled = inv;
-            if (wl > orig / lo) scaled = inv / c->rope_scale_factor;
-            else if (wl >= orig / hi) {
-                double sm = (orig / wl - lo) / (hi - lo);
-                scaled = (1 - sm) * inv / c->rope_scale_factor + sm * inv;
-            }
-            f[i] = (float)(inv / scaled);
-        }
-        out_tensor *o = &ot[n++];
-        snprintf(o->name, sizeof o->name, "rope_freqs.weight");
-        o->rows = 0, o->cols = half, o->type = GGML_F32;
-        o->data = o->owned = f, o->nbytes = (size_t)half * 4;
-    }
-
-    gguf_writer w = {fopen(path, "wb"), false};
-    if (!w.f) { s = hsd_error(HSD_ERR_IO, "%s: cannot create", path); goto done; }
-    const int n_kv = 12;
-    w_bytes(&w, "GGUF", 4), w_u32(&w, 3), w_u64(&w, (uint64_t)n), w_u64(&w, n_kv);
-    w_str(&w, "general.architecture"), w_u32(&w, GGUF_STRING), w_str(&w, arch);
-    w_str(&w, "general.name"), w_u32(&w, GGUF_STRING), w_str(&w, m->shape_name);
-    w_str(&w, "general.alignment"), w_u32(&w, GGUF_U32), w_u32(&w, 32);
-    kv_u32(&w, arch, "context_length", (uint32_t)c->seq_len);
-    kv_u32(&w, arch, "embedding_length", (uint32_t)c->dim);
-    kv_u32(&w, arch, "feed_forward_length", (uint32_t)c->hidden_dim);
-    kv_u32(&w, arch, "block_count", (uint32_t)c->n_layers);
-    kv_u32(&w, arch, "attention.head_count", (uint32_t)c->n_heads);
-    kv_u32(&w, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads);
-    kv_u32(&w, arch, "attention.key_length", (uint32_t)c->head_dim);
-    kv_f32(&w, arch, "rope.freq_base", c->rope_theta);
-    kv_f32(&w, arch, "attention.layer_norm_rms_epsilon", c->norm_eps);
-    uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        w_str(&w, ot[i].name);
-        w_u32(&w, ot[i].rows ? 2 : 1);
-        w_u64(&w, (uint64_t)ot[i].cols);
-        if (ot[i].rows) w_u64(&w, (uint64_t)ot[i].rows);
-        w_u32(&w, ot[i].type);
-        w_u64(&w, off);
-        off += (ot[i].nbytes + 31) / 32 * 32;
-    }
-    static const uint8_t zeros[32];
-    long pos = ftell(w.f);
-    w_bytes(&w, zeros, (size_t)((32 - pos % 32) % 32));
-    for (int i = 0; i < n; i++) {
-        w_bytes(&w, ot[i].data, ot[i].nbytes);
-        w_bytes(&w, zeros, (32 - ot[i].nbytes % 32) % 32);
-    }
-    if (fclose(w.f) != 0 || w.err) s = hsd_error(HSD_ERR_IO, "%s: write failed", path);
-done:
-    for (int i = 0; i < n; i++) free(ot[i].owned);
-    free(ot);
     return s;
 }

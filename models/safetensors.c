@@ -1,4 +1,4 @@
-/* HuggingFace checkpoints: config.json (LlamaForCausalLM, Qwen2ForCausalLM) plus
+/* HuggingFace checkpoints: config.json (the architectures of models/arch.c) plus
  * model.safetensors or the shards of model.safetensors.index.json. A .safetensors file is an
  * u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the data. */
 #include <jansson.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
+#include "models/arch.h"
 #include "models/loaders.h"
 #include "models/synth.h"
 
@@ -23,6 +24,7 @@ typedef struct st_shard {
 } st_shard;
 
 typedef struct st_model {
+    hsd_tf_config cfg;
     st_shard shards[ST_MAX_SHARDS];
     int n_shards;
     char name_buf[128];
@@ -65,21 +67,10 @@ static hsd_status st_open_shard(st_model *m, const char *path, bool use_mmap) {
     return HSD_OK;
 }
 
-static const char *hf_name(st_model *m, hsd_tkind kind, int32_t layer) {
-    static const char *glob[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", ""};
-    static const char *per[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                                "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
-                                "self_attn.k_proj.bias", "self_attn.v_proj.bias", "post_attention_layernorm.weight",
-                                "mlp.gate_proj.weight", "mlp.down_proj.weight", "mlp.up_proj.weight"};
-    if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
-    snprintf(m->name_buf, sizeof m->name_buf, "model.layers.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
-    return m->name_buf;
-}
-
 static hsd_status st_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
     st_model *m = ctx;
     *found = false;
-    const char *name = hf_name(m, kind, layer);
+    const char *name = hsd_arch_hf_tensor_name(&m->cfg, kind, layer, m->name_buf, sizeof m->name_buf);
     if (!*name) return HSD_OK;
     for (int i = 0; i < m->n_shards; i++) {
         st_shard *sh = &m->shards[i];
@@ -154,20 +145,21 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
     }
     hsd_status s = HSD_OK;
     memset(c, 0, sizeof *c);
-    const char *arch = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
+    const char *cls = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
     const char *mt = json_string_value(json_object_get(cfg, "model_type"));
-    if (arch ? !strcmp(arch, "Qwen2ForCausalLM") : (mt && !strcmp(mt, "qwen2"))) {
-        snprintf(c->arch, sizeof c->arch, "qwen2");
-        c->qkv_bias = true;
-    } else if (arch ? !strcmp(arch, "LlamaForCausalLM") : (mt && !strcmp(mt, "llama"))) {
-        snprintf(c->arch, sizeof c->arch, "llama");
-        if (json_is_true(json_object_get(cfg, "attention_bias")) || json_is_true(json_object_get(cfg, "mlp_bias"))) {
-            s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: attention_bias/mlp_bias in a Llama model", path);
-            goto done;
-        }
-    } else {
-        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: architecture '%s' (supported: LlamaForCausalLM, Qwen2ForCausalLM)",
-                      path, arch ? arch : mt ? mt : "(none)");
+    const char *arch = hsd_arch_from_hf(mt, cls);
+    if (!arch) {
+        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (supported: %s)", path,
+                      cls ? cls : mt ? mt : "(none)", hsd_arch_list());
+        goto done;
+    }
+    if (json_is_object(json_object_get(cfg, "text_config"))) { /* Gemma 3 VLM: the text part */
+        json_t *tc = json_incref(json_object_get(cfg, "text_config"));
+        json_decref(cfg);
+        cfg = tc;
+    }
+    if (json_is_true(json_object_get(cfg, "attention_bias")) || json_is_true(json_object_get(cfg, "mlp_bias"))) {
+        s = hsd_error(HSD_ERR_UNSUPPORTED, "%s: attention_bias/mlp_bias in a %s model", path, arch);
         goto done;
     }
     if ((s = cfg_int(cfg, path, "hidden_size", true, 0, &c->dim)) ||
@@ -181,8 +173,22 @@ static hsd_status parse_config(const char *path, hsd_tf_config *c, bool *tied) {
         goto done;
     c->rope_theta = cfg_num(cfg, "rope_theta", 10000.0f);
     c->norm_eps = cfg_num(cfg, "rms_norm_eps", 1e-6f);
-    c->rope_interleaved = false;
-    *tied = json_is_true(json_object_get(cfg, "tie_word_embeddings"));
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    *tied = json_is_true(tie) || (!tie && !strcmp(arch, "gemma3")); /* Gemma's default */
+    json_t *sw = json_object_get(cfg, "sliding_window");
+    if (json_is_integer(sw) && json_integer_value(sw) > 0 && json_integer_value(sw) < INT32_MAX &&
+        (!strcmp(arch, "gemma3") || !strcmp(arch, "mistral")))
+        c->swa_window = (int32_t)json_integer_value(sw);
+    if (!strcmp(arch, "gemma3")) {
+        c->swa_pattern = (int32_t)cfg_num(cfg, "sliding_window_pattern", 6);
+        c->rope_theta_swa = cfg_num(cfg, "rope_local_base_freq", 10000.0f);
+        c->final_softcap = cfg_num(cfg, "final_logit_softcapping", 0);
+        c->attn_softcap = cfg_num(cfg, "attn_logit_softcapping", 0);
+        float qs = cfg_num(cfg, "query_pre_attn_scalar", 0);
+        if (qs > 0) c->attn_scale = 1.0f / sqrtf(qs);
+    }
+    if ((s = hsd_arch_init(c, arch, false, path))) goto done;
+    if (!strcmp(arch, "mistral")) c->swa_pattern = 0; /* every layer slides */
     json_t *rs = json_object_get(cfg, "rope_scaling");
     if (json_is_object(rs)) {
         const char *type = json_string_value(json_object_get(rs, "rope_type"));
@@ -221,6 +227,7 @@ hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params
     bool use_mmap = params ? params->use_mmap : true;
     st_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+    m->cfg = c;
     const char *src = path;
     if (!S_ISDIR(st.st_mode) && strstr(path, ".safetensors") && !strstr(path, ".index.json")) {
         s = st_open_shard(m, path, use_mmap);
@@ -277,9 +284,17 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
                              m->t[i].name);
     /* config.json */
     json_t *cfg = json_object();
-    bool qwen = c->qkv_bias;
-    json_object_set_new(cfg, "architectures", json_pack("[s]", qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
-    json_object_set_new(cfg, "model_type", json_string(qwen ? "qwen2" : "llama"));
+    json_object_set_new(cfg, "architectures", json_pack("[s]", hsd_arch_hf_class(c->arch)));
+    json_object_set_new(cfg, "model_type", json_string(hsd_arch_hf_model_type(c->arch)));
+    if (c->swa_window > 0) {
+        json_object_set_new(cfg, "sliding_window", json_integer(c->swa_window));
+        json_object_set_new(cfg, "sliding_window_pattern", json_integer(c->swa_pattern));
+    }
+    if (c->rope_theta_swa > 0) json_object_set_new(cfg, "rope_local_base_freq", json_real(c->rope_theta_swa));
+    if (c->final_softcap > 0) json_object_set_new(cfg, "final_logit_softcapping", json_real(c->final_softcap));
+    if (c->attn_softcap > 0) json_object_set_new(cfg, "attn_logit_softcapping", json_real(c->attn_softcap));
+    if (c->attn_scale > 0)
+        json_object_set_new(cfg, "query_pre_attn_scalar", json_real(1.0 / ((double)c->attn_scale * c->attn_scale)));
     json_object_set_new(cfg, "hidden_size", json_integer(c->dim));
     json_object_set_new(cfg, "intermediate_size", json_integer(c->hidden_dim));
     json_object_set_new(cfg, "num_hidden_layers", json_integer(c->n_layers));
@@ -291,7 +306,7 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
     json_object_set_new(cfg, "rms_norm_eps", json_real(c->norm_eps));
     json_object_set_new(cfg, "rope_theta", json_real(c->rope_theta));
     json_object_set_new(cfg, "tie_word_embeddings", json_boolean(m->tied));
-    json_object_set_new(cfg, "hidden_act", json_string("silu"));
+    json_object_set_new(cfg, "hidden_act", json_string(c->act == HSD_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu"));
     json_object_set_new(cfg, "torch_dtype", json_string(m->t[0].type == HSD_DT_F32 ? "float32"
                                                         : m->t[0].type == HSD_DT_F16 ? "float16" : "bfloat16"));
     if (c->rope_scale_factor > 0)

@@ -7,31 +7,50 @@
 
 #include "lib/error.h"
 #include "lib/rng.h"
+#include "models/arch.h"
 
 typedef struct synth_shape {
     const char *name, *arch;
     int32_t dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq;
     float theta, eps;
-    bool bias, tied;
-    float scale_factor, low, high;
+    bool tied;
+    float scale_factor, low, high; /* Llama 3 rope scaling */
     int32_t orig_ctx;
+    int32_t swa_window, swa_pattern; /* Gemma 3 */
+    float final_softcap;
 } synth_shape;
 
 static const synth_shape shapes[] = {
     /* tiny test shapes: every width a multiple of 32 so Q8_0 applies; "tiny" has Llama 3
      * rope scaling so that rope_freqs round-trips through GGUF */
-    {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, false, 4.0f, 1.0f, 4.0f, 32},
-    {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"tiny", "llama", 64, 192, 2, 4, 2, 16, 256, 128, 10000.0f, 1e-5f, false, 4.0f, 1.0f, 4.0f, 32, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 64, 192, 2, 4, 2, 16, 320, 128, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
+    /* one tiny shape per architecture for the llama.cpp comparisons: widths multiples of 256
+     * so that every k-quant applies; tiny-gemma3 slides over 8 positions on layer 0 and is
+     * global on layer 1, and soft-caps its logits at 30 */
+    {"tiny-llama", "llama", 256, 512, 2, 4, 2, 64, 512, 256, 500000.0f, 1e-5f, false, 8.0f, 1.0f, 4.0f, 64, 0, 0, 0},
+    {"tiny-mistral", "mistral", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-smollm", "smollm", 256, 512, 2, 4, 2, 64, 512, 256, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen3", "qwen3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-gemma3", "gemma3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 8, 2, 30.0f},
+    {"tiny-phi3", "phi3", 256, 512, 2, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
     /* big enough (256 x 256 projections) that f32 multi-token forwards take the sgemm path */
-    {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, false, 0, 0, 0, 0},
-    {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, false, true, 32.0f, 1.0f, 4.0f, 8192},
-    {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, true, 32.0f, 1.0f, 4.0f, 8192, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0},
+    {"gemma-3-1b", "gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1e6f, 1e-6f, true, 0, 0, 0, 0, 512, 6, 0},
+    {"phi-3-mini", "phi3", 3072, 8192, 32, 32, 32, 96, 32064, 4096, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+    {"mistral-7b", "mistral", 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
+    {"smollm2-135m", "smollm", 576, 1536, 30, 9, 3, 64, 49152, 8192, 100000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0},
     /* the LM-head cost of a 7B-class drafter over Qwen2's vocabulary: d=4096, V=152064 */
-    {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, false, 0, 0, 0, 0},
+    {"drafter-head-152k", "llama", 4096, 14336, 1, 32, 8, 128, 152064, 32768, 1e6f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0},
 };
 
 const char *hsd_synth_shape_list(void) {
-    return "tiny, tiny-qwen2, small, llama-3.2-1b, qwen2.5-0.5b, drafter-head-152k";
+    return "tiny, tiny-qwen2, tiny-llama, tiny-mistral, tiny-smollm, tiny-qwen3, tiny-gemma3, tiny-phi3, "
+           "small, llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b, phi-3-mini, mistral-7b, "
+           "smollm2-135m, drafter-head-152k";
 }
 
 hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied) {
@@ -39,16 +58,16 @@ hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied) {
         const synth_shape *s = &shapes[i];
         if (strcmp(name, s->name)) continue;
         memset(cfg, 0, sizeof *cfg);
-        snprintf(cfg->arch, sizeof cfg->arch, "%s", s->arch);
         cfg->dim = s->dim, cfg->hidden_dim = s->hidden, cfg->n_layers = s->layers;
         cfg->n_heads = s->heads, cfg->n_kv_heads = s->kv_heads, cfg->head_dim = s->head_dim;
         cfg->vocab_size = s->vocab, cfg->seq_len = s->seq;
         cfg->rope_theta = s->theta, cfg->norm_eps = s->eps;
-        cfg->rope_interleaved = false, cfg->qkv_bias = s->bias;
         cfg->rope_scale_factor = s->scale_factor, cfg->rope_low_freq_factor = s->low;
         cfg->rope_high_freq_factor = s->high, cfg->rope_orig_ctx = s->orig_ctx;
+        cfg->swa_window = s->swa_window, cfg->swa_pattern = s->swa_pattern;
+        cfg->final_softcap = s->final_softcap;
         *tied = s->tied;
-        return HSD_OK;
+        return hsd_arch_init(cfg, s->arch, false, "synth");
     }
     return hsd_error(HSD_ERR_INVALID_ARG, "synth: unknown shape '%s' (known: %s)", name,
                      hsd_synth_shape_list());
@@ -107,7 +126,7 @@ hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, h
     }
     snprintf(m->shape_name, sizeof m->shape_name, "%s", shape);
     const hsd_tf_config *c = &m->cfg;
-    m->t = calloc((size_t)c->n_layers * 12 + 4, sizeof *m->t);
+    m->t = calloc((size_t)c->n_layers * HSD_T_COUNT + 4, sizeof *m->t);
     if (!m->t) {
         free(m);
         return hsd_error(HSD_ERR_NOMEM, "synth: out of memory");
@@ -116,32 +135,50 @@ hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, h
      * stores them exactly; Q8_0 is for matrices only */
     hsd_dtype vt = dtype == HSD_DT_Q8_0 ? HSD_DT_F32 : dtype;
     int64_t d = c->dim, H = c->hidden_dim, q = (int64_t)c->n_heads * c->head_dim,
-            kv = (int64_t)c->n_kv_heads * c->head_dim;
+            kv = (int64_t)c->n_kv_heads * c->head_dim, hd = c->head_dim;
     float a_d = sqrtf(3.0f / (float)d), a_q = sqrtf(3.0f / (float)q), a_h = sqrtf(3.0f / (float)H);
+    /* norm weights near 1 as the layer uses them (Gemma's HF convention stores w for 1 + w) */
+    float n1 = c->norm_unit_offset ? 0.0f : 1.0f;
     char name[96];
     if ((s = add(m, HSD_T_TOK_EMB, -1, "model.embed_tokens.weight", dtype, c->vocab_size, d, seed, 0, 1.0f)))
         goto fail;
     for (int32_t l = 0; l < c->n_layers; l++) {
-#define ADD(kind, suffix, type, rows, cols, center, amp)                                         \
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);                              \
-    if ((s = add(m, kind, l, name, type, rows, cols, seed, center, amp))) goto fail;
-        ADD(HSD_T_ATTN_NORM, "input_layernorm.weight", vt, 0, d, 1.0f, 0.2f)
-        ADD(HSD_T_WQ, "self_attn.q_proj.weight", dtype, q, d, 0, a_d)
-        ADD(HSD_T_WK, "self_attn.k_proj.weight", dtype, kv, d, 0, a_d)
-        ADD(HSD_T_WV, "self_attn.v_proj.weight", dtype, kv, d, 0, a_d)
-        if (c->qkv_bias) {
-            ADD(HSD_T_BQ, "self_attn.q_proj.bias", vt, 0, q, 0, 0.5f)
-            ADD(HSD_T_BK, "self_attn.k_proj.bias", vt, 0, kv, 0, 0.5f)
-            ADD(HSD_T_BV, "self_attn.v_proj.bias", vt, 0, kv, 0, 0.5f)
+#define ADD(kind, type, rows, cols, center, amp)                                                 \
+    do {                                                                                       \
+        hsd_arch_hf_tensor_name(c, kind, l, name, sizeof name);                                \
+        if ((s = add(m, kind, l, name, type, rows, cols, seed, center, amp))) goto fail;       \
+    } while (0);
+        ADD(HSD_T_ATTN_NORM, vt, 0, d, n1, 0.2f)
+        if (c->fused_qkv) {
+            ADD(HSD_T_WQKV, dtype, q + 2 * kv, d, 0, a_d)
+        } else {
+            ADD(HSD_T_WQ, dtype, q, d, 0, a_d)
+            ADD(HSD_T_WK, dtype, kv, d, 0, a_d)
+            ADD(HSD_T_WV, dtype, kv, d, 0, a_d)
         }
-        ADD(HSD_T_WO, "self_attn.o_proj.weight", dtype, d, q, 0, a_q)
-        ADD(HSD_T_FFN_NORM, "post_attention_layernorm.weight", vt, 0, d, 1.0f, 0.2f)
-        ADD(HSD_T_W_GATE, "mlp.gate_proj.weight", dtype, H, d, 0, a_d)
-        ADD(HSD_T_W_UP, "mlp.up_proj.weight", dtype, H, d, 0, a_d)
-        ADD(HSD_T_W_DOWN, "mlp.down_proj.weight", dtype, d, H, 0, a_h)
+        if (c->qkv_bias) {
+            ADD(HSD_T_BQ, vt, 0, q, 0, 0.5f)
+            ADD(HSD_T_BK, vt, 0, kv, 0, 0.5f)
+            ADD(HSD_T_BV, vt, 0, kv, 0, 0.5f)
+        }
+        if (c->qk_norm) {
+            ADD(HSD_T_Q_NORM, vt, 0, hd, n1, 0.2f)
+            ADD(HSD_T_K_NORM, vt, 0, hd, n1, 0.2f)
+        }
+        ADD(HSD_T_WO, dtype, d, q, 0, a_q)
+        if (c->post_norms) ADD(HSD_T_ATTN_POST_NORM, vt, 0, d, n1, 0.2f)
+        ADD(HSD_T_FFN_NORM, vt, 0, d, n1, 0.2f)
+        if (c->fused_gate_up) {
+            ADD(HSD_T_W_GATE_UP, dtype, 2 * H, d, 0, a_d)
+        } else {
+            ADD(HSD_T_W_GATE, dtype, H, d, 0, a_d)
+            ADD(HSD_T_W_UP, dtype, H, d, 0, a_d)
+        }
+        ADD(HSD_T_W_DOWN, dtype, d, H, 0, a_h)
+        if (c->post_norms) ADD(HSD_T_FFN_POST_NORM, vt, 0, d, n1, 0.2f)
 #undef ADD
     }
-    if ((s = add(m, HSD_T_OUT_NORM, -1, "model.norm.weight", vt, 0, d, seed, 1.0f, 0.2f))) goto fail;
+    if ((s = add(m, HSD_T_OUT_NORM, -1, "model.norm.weight", vt, 0, d, seed, n1, 0.2f))) goto fail;
     if (!m->tied && (s = add(m, HSD_T_CLS, -1, "lm_head.weight", dtype, c->vocab_size, d, seed, 0, a_d)))
         goto fail;
     *out = m;

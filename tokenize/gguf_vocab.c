@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "tokenize/gguf.h"
+#include "lib/gguf.h"
 #include "tokenize/spm.h"
 #include "tokenize/tokenizer.h"
 

@@ -1,9 +1,11 @@
 /* Bounded reader for the metadata section of GGUF v2/v3 files (header and key/value pairs;
- * tensor infos are not read). hsd_gguf_open walks every pair once and checks every length
+ * tensor infos, which follow at kv_end, are read by the model loader). The one GGUF metadata
+ * parser of hsd: the tokenizer (tokenize/gguf_vocab.c), the model loader (models/gguf.c) and
+ * the writer's tokenizer copy (models/gguf_vocab.c) use it. hsd_gguf_open walks every pair once and checks every length
  * against the bytes that remain, so a truncated or garbled file fails there with
  * HSD_ERR_PARSE naming the key and byte offset; the accessors after it stay in bounds. */
-#ifndef HSD_TOKENIZE_GGUF_H
-#define HSD_TOKENIZE_GGUF_H
+#ifndef HSD_LIB_GGUF_H
+#define HSD_LIB_GGUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,6 +57,8 @@ void hsd_gguf_close(hsd_gguf *g);
 const hsd_gguf_kv *hsd_gguf_find(const hsd_gguf *g, const char *key);
 /* Typed getters: HSD_ERR_PARSE naming the key when the stored type does not fit. */
 hsd_status hsd_gguf_get_int(const hsd_gguf *g, const hsd_gguf_kv *kv, int64_t *out);
+/* Any integer or float type, as a double. */
+hsd_status hsd_gguf_get_num(const hsd_gguf *g, const hsd_gguf_kv *kv, double *out);
 hsd_status hsd_gguf_get_bool(const hsd_gguf *g, const hsd_gguf_kv *kv, bool *out);
 hsd_status hsd_gguf_get_str(const hsd_gguf *g, const hsd_gguf_kv *kv, const char **s, size_t *n);
 /* Checks that kv is an array whose elements have exactly `type`. */

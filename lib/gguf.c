@@ -3,7 +3,7 @@
  *   n_kv × { string key, uint32 type, value },
  * where a string is uint64 length + bytes and an array is uint32 element type, uint64 count,
  * elements. v1 used 32-bit lengths and is not accepted. */
-#include "tokenize/gguf.h"
+#include "lib/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +41,12 @@ typedef struct cursor {
 static hsd_status short_read(const cursor *c, const char *what, uint64_t need) {
     if (c->key)
         return hsd_error(HSD_ERR_PARSE,
-                         "%s: GGUF key '%.*s': %s at byte %zu needs %llu bytes, only %zu left "
-                         "(truncated or corrupt file)",
+                         "%s: truncated GGUF: key '%.*s': %s at byte %zu needs %llu bytes, only "
+                         "%zu left (truncated or corrupt file)",
                          c->g->name, KEY_SHOWN(c->key_len), c->key, what, c->off,
                          (unsigned long long)need, c->g->len - c->off);
     return hsd_error(HSD_ERR_PARSE,
-                     "%s: GGUF %s at byte %zu needs %llu bytes, only %zu left (truncated "
-                     "file)",
+                     "%s: truncated GGUF: %s at byte %zu needs %llu bytes, only %zu left",
                      c->g->name, what, c->off, (unsigned long long)need, c->g->len - c->off);
 }
 
@@ -143,8 +142,8 @@ hsd_status hsd_gguf_open(hsd_gguf *g, const void *data, size_t len, const char *
     /* each pair takes at least 8 (key length) + 4 (type) + 1 bytes */
     if (n_kv > (len - c.off) / 13)
         return hsd_error(HSD_ERR_PARSE,
-                         "%s: GGUF key/value count %llu at byte 16 cannot fit in the %zu bytes "
-                         "left",
+                         "%s: truncated GGUF or corrupt header: key/value count %llu at byte 16 "
+                         "cannot fit in the %zu bytes left",
                          g->name, (unsigned long long)n_kv, len - c.off);
     g->kv = calloc(n_kv ? (size_t)n_kv : 1, sizeof *g->kv);
     if (!g->kv) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", g->name);
@@ -232,6 +231,34 @@ hsd_status hsd_gguf_get_int(const hsd_gguf *g, const hsd_gguf_kv *kv, int64_t *o
         return wrong_type(g, kv, "an integer");
     }
     return HSD_OK;
+}
+
+hsd_status hsd_gguf_get_num(const hsd_gguf *g, const hsd_gguf_kv *kv, double *out) {
+    const unsigned char *p = g->data + kv->val_off;
+    if (kv->type == HSD_GGUF_FLOAT32) {
+        uint32_t v = (uint32_t)le(p, 4);
+        float f;
+        memcpy(&f, &v, 4);
+        *out = f;
+        return HSD_OK;
+    }
+    if (kv->type == HSD_GGUF_FLOAT64) {
+        uint64_t v = le(p, 8);
+        memcpy(out, &v, 8);
+        return HSD_OK;
+    }
+    if (kv->type == HSD_GGUF_BOOL) {
+        *out = p[0] != 0;
+        return HSD_OK;
+    }
+    if (kv->type == HSD_GGUF_UINT64) { /* beyond int64 stays exact enough as a double */
+        *out = (double)le(p, 8);
+        return HSD_OK;
+    }
+    int64_t i;
+    hsd_status s = hsd_gguf_get_int(g, kv, &i);
+    if (s == HSD_OK) *out = (double)i;
+    return s == HSD_OK ? s : wrong_type(g, kv, "a number");
 }
 
 hsd_status hsd_gguf_get_bool(const hsd_gguf *g, const hsd_gguf_kv *kv, bool *out) {
