@@ -74,15 +74,21 @@ int hsd_cmd_bench_bandwidth(int argc, char **argv) {
             return 2;
         }
         i++;
-        if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--mb")) mb = atof(v);
-        else if (!strcmp(a, "--reps")) reps = atoi(v);
-        else if (!strcmp(a, "--weights-mb")) weights_mb = atof(v);
+        if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else if (!strcmp(a, "--mb"))
+            mb = atof(v);
+        else if (!strcmp(a, "--reps"))
+            reps = atoi(v);
+        else if (!strcmp(a, "--weights-mb"))
+            weights_mb = atof(v);
         else {
-            fprintf(stderr,
-                    "usage: hsd bench bandwidth [--threads 2] [--mb 1024] [--reps 15] [--weights-mb W]\n"
-                    "  median read bandwidth of T threads streaming an MB-sized buffer (>> caches);\n"
-                    "  with --weights-mb, the forward(1) floor W / bandwidth\n");
+            fprintf(
+                stderr,
+                "usage: hsd bench bandwidth [--threads 2] [--mb 1024] [--reps 15] [--weights-mb "
+                "W]\n"
+                "  median read bandwidth of T threads streaming an MB-sized buffer (>> caches);\n"
+                "  with --weights-mb, the forward(1) floor W / bandwidth\n");
             return 2;
         }
     }
@@ -124,8 +130,9 @@ int hsd_cmd_bench_bandwidth(int argc, char **argv) {
     qsort(c.ms, (size_t)reps, sizeof *c.ms, cmp_double);
     double bytes = (double)c.slice * threads, med = c.ms[reps / 2], best = c.ms[0];
     double gbs = bytes / med / 1e6;
-    printf("read bandwidth: %d threads, %.0f MB buffer, %d reps: median %.2f GB/s (best %.2f GB/s)\n",
-           threads, bytes / 1e6, reps, gbs, bytes / best / 1e6);
+    printf(
+        "read bandwidth: %d threads, %.0f MB buffer, %d reps: median %.2f GB/s (best %.2f GB/s)\n",
+        threads, bytes / 1e6, reps, gbs, bytes / best / 1e6);
     if (weights_mb > 0)
         printf("forward(1) floor for %.1f MB of weights: %.1f ms (80%%: %.1f ms)\n", weights_mb,
                weights_mb / gbs, weights_mb / gbs / 0.8);

@@ -21,7 +21,8 @@ const char *hsd_mm_isa_name(hsd_mm_isa isa) {
 
 int hsd_mm_isa_available(hsd_mm_isa isa) {
     switch (isa) {
-    case HSD_MM_SCALAR: return 1;
+    case HSD_MM_SCALAR:
+        return 1;
 #if defined(__x86_64__) && defined(__GNUC__)
     case HSD_MM_AVX2:
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -32,7 +33,8 @@ int hsd_mm_isa_available(hsd_mm_isa isa) {
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16") &&
                __builtin_cpu_supports("avx512vnni");
 #endif
-    default: return 0;
+    default:
+        return 0;
     }
 }
 

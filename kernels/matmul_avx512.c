@@ -19,13 +19,17 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define TGT                                                                                   \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,fma,"  \
+#define TGT                                                                                        \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,fma,"          \
                           "f16c")))
 #define INL inline __attribute__((always_inline))
 /* The tile loops must unroll fully (-O2 does not when code grows), or the accumulators
  * live in memory instead of registers. */
+#ifdef __clang__
+#define UNROLL _Pragma("unroll")
+#else
 #define UNROLL _Pragma("GCC unroll 4")
+#endif
 
 #define TILE_R 4 /* rows per tile */
 #define TILE_T 4 /* tokens per tile */
@@ -81,14 +85,15 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
         int32_t nb = a->cols / 32;
         uint8_t *q = buf;
         float *d = (float *)(void *)(q + align64(N * a->cols));
-        for (size_t i = 0; i < N; i++)
-            prep_q8(a->x + i * a->cols, nb, q + i * nb * 32, d + i * nb);
+        for (size_t i = 0; i < N; i++) prep_q8(a->x + i * a->cols, nb, q + i * nb * 32, d + i * nb);
         a->xq = q;
         a->xd = d;
     }
 }
 
 /* ---- tiles ---------------------------------------------------------------------------- */
+/* (clang-format cannot lay out `UNROLL for`, a pragma before each tile loop) */
+/* clang-format off */
 
 /* The accumulators of a tile and how they end: one fixed reduction per (row, token). */
 #define TILE_STORE(R, T)                                                                      \
@@ -211,22 +216,25 @@ TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, in
     TILE_STORE(R, T)
 }
 
+/* clang-format on */
+
 /* One instance per (R, T): constant shapes let the compiler keep the tile in registers. */
 typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, float *, int32_t);
 
-#define DEF_TILE(NAME, BODY, R, T)                                                            \
-    TGT static void NAME##_##R##_##T(const hsd_mm_acts *a, const uint8_t *const *rows,        \
-                                     int32_t t0, float *out, int32_t ld) {                    \
-        BODY;                                                                                 \
+#define DEF_TILE(NAME, BODY, R, T)                                                                 \
+    TGT static void NAME##_##R##_##T(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0, \
+                                     float *out, int32_t ld) {                                     \
+        BODY;                                                                                      \
     }
-#define DEF_TILES_T(NAME, B, R) \
-    DEF_TILE(NAME, B(R, 1), R, 1) DEF_TILE(NAME, B(R, 2), R, 2) DEF_TILE(NAME, B(R, 3), R, 3) \
-    DEF_TILE(NAME, B(R, 4), R, 4)
-#define DEF_TILES(NAME, B) \
+#define DEF_TILES_T(NAME, B, R)                                                                    \
+    DEF_TILE(NAME, B(R, 1), R, 1)                                                                  \
+    DEF_TILE(NAME, B(R, 2), R, 2) DEF_TILE(NAME, B(R, 3), R, 3) DEF_TILE(NAME, B(R, 4), R, 4)
+#define DEF_TILES(NAME, B)                                                                         \
     DEF_TILES_T(NAME, B, 1) DEF_TILES_T(NAME, B, 2) DEF_TILES_T(NAME, B, 3) DEF_TILES_T(NAME, B, 4)
-#define TABLE_T(NAME, R) {NAME##_##R##_1, NAME##_##R##_2, NAME##_##R##_3, NAME##_##R##_4}
-#define TABLE(NAME) \
-    {TABLE_T(NAME, 1), TABLE_T(NAME, 2), TABLE_T(NAME, 3), TABLE_T(NAME, 4)}
+#define TABLE_T(NAME, R)                                                                           \
+    { NAME##_##R##_1, NAME##_##R##_2, NAME##_##R##_3, NAME##_##R##_4 }
+#define TABLE(NAME)                                                                                \
+    { TABLE_T(NAME, 1), TABLE_T(NAME, 2), TABLE_T(NAME, 3), TABLE_T(NAME, 4) }
 
 #define B_BF16(R, T) tile_bf16(a, rows, t0, out, ld, R, T)
 #define B_F32(R, T) tile_fp(a, HSD_DT_F32, rows, t0, out, ld, R, T)
@@ -243,10 +251,9 @@ static const tile_fn tiles_f32[TILE_R][TILE_T] = TABLE(k_f32);
 static const tile_fn tiles_f16[TILE_R][TILE_T] = TABLE(k_f16);
 static const tile_fn tiles_q8[TILE_R][TILE_T] = TABLE(k_q8);
 
-
 void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const *rows,
                         int32_t count, float *out, int32_t ld) {
-    const tile_fn(*tab)[TILE_T] = t == HSD_DT_BF16  ? tiles_bf16
+    const tile_fn(*tab)[TILE_T] = t == HSD_DT_BF16   ? tiles_bf16
                                   : t == HSD_DT_Q8_0 ? tiles_q8
                                   : t == HSD_DT_F16  ? tiles_f16
                                                      : tiles_f32;

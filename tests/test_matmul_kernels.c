@@ -68,7 +68,9 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
             double *v = &a.v[(size_t)r * cols + i];
             float f = nz();
             switch (t) {
-            case HSD_DT_F32: memcpy(row + 4 * i, &f, 4), *v = f; break;
+            case HSD_DT_F32:
+                memcpy(row + 4 * i, &f, 4), *v = f;
+                break;
             case HSD_DT_F16: {
                 uint16_t h = double_to_half(f);
                 memcpy(row + 2 * i, &h, 2), *v = half_to_double(h);
@@ -82,7 +84,8 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
             case HSD_DT_Q8_0: {
                 uint8_t *blk = row + (size_t)(i / 32) * HSD_Q8_0_BYTES;
                 if (i % 32 == 0) { /* a random scale per block, 2^-9..2^-5 */
-                    uint16_t d = double_to_half(ldexp(1.0 + hsd_rng_uniform(&rng), -9 + (int)(hsd_rng_u32(&rng) % 4)));
+                    uint16_t d = double_to_half(
+                        ldexp(1.0 + hsd_rng_uniform(&rng), -9 + (int)(hsd_rng_u32(&rng) % 4)));
                     memcpy(blk, &d, 2);
                 }
                 int q = 1 + (int)(hsd_rng_u32(&rng) % 127); /* ±1..127, and -128 sometimes */
@@ -132,8 +135,11 @@ static double steps(hsd_mm_isa isa, int32_t cols) {
 static int32_t isa_list(hsd_mm_isa *out) {
     int32_t k = 0;
     for (int i = 0; i < HSD_MM_N_ISA; i++)
-        if (hsd_mm_isa_available((hsd_mm_isa)i)) out[k++] = (hsd_mm_isa)i;
-        else fprintf(stderr, "kernel set %s: not on this CPU, skipped\n", hsd_mm_isa_name((hsd_mm_isa)i));
+        if (hsd_mm_isa_available((hsd_mm_isa)i))
+            out[k++] = (hsd_mm_isa)i;
+        else
+            fprintf(stderr, "kernel set %s: not on this CPU, skipped\n",
+                    hsd_mm_isa_name((hsd_mm_isa)i));
     return k;
 }
 
@@ -143,12 +149,16 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
     float *x = malloc((size_t)NMAX * cols * sizeof *x);
     double *xe = malloc((size_t)NMAX * cols * sizeof *xe);
     for (int32_t i = 0; i < NMAX * cols; i++) x[i] = nz() * 4.0f;
-    for (int32_t tk = 0; tk < NMAX; tk++) effective_x(isa, t, x + (size_t)tk * cols, cols, xe + (size_t)tk * cols);
-    float *out = malloc((size_t)NMAX * rows * sizeof *out), *one = malloc((size_t)NMAX * rows * sizeof *one);
+    for (int32_t tk = 0; tk < NMAX; tk++)
+        effective_x(isa, t, x + (size_t)tk * cols, cols, xe + (size_t)tk * cols);
+    float *out = malloc((size_t)NMAX * rows * sizeof *out),
+          *one = malloc((size_t)NMAX * rows * sizeof *one);
     hsd_mm_ws ws = {0};
     /* each token alone (n = 1): the reference for invariance */
     for (int32_t tk = 0; tk < NMAX; tk++)
-        assert_int_equal(hsd_mm_run_isa(&ws, isa, one + (size_t)tk * rows, rows, x + (size_t)tk * cols, 1, &a.m, NULL, 0), HSD_OK);
+        assert_int_equal(hsd_mm_run_isa(&ws, isa, one + (size_t)tk * rows, rows,
+                                        x + (size_t)tk * cols, 1, &a.m, NULL, 0),
+                         HSD_OK);
     double worst = 0;
     for (int32_t n = 1; n <= NMAX; n++) {
         assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
@@ -159,9 +169,11 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
                     double p = a.v[(size_t)r * cols + i] * xe[(size_t)tk * cols + i];
                     s += p, mag += fabs(p);
                 }
-                double err = fabs(out[(size_t)tk * rows + r] - s), tol = steps(isa, cols) * ldexp(mag, -24);
+                double err = fabs(out[(size_t)tk * rows + r] - s),
+                       tol = steps(isa, cols) * ldexp(mag, -24);
                 if (err > tol)
-                    fprintf(stderr, "%s %s %dx%d n=%d token %d row %d: got %.9g want %.9g (tol %.3g)\n",
+                    fprintf(stderr,
+                            "%s %s %dx%d n=%d token %d row %d: got %.9g want %.9g (tol %.3g)\n",
                             hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, n, tk, r,
                             out[(size_t)tk * rows + r], s, tol);
                 assert_true(err <= tol);
@@ -176,9 +188,10 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
     float sub[16 * 8];
     assert_int_equal(hsd_mm_run_isa(&ws, isa, sub, 8, x, NMAX, &a.m, ids, 8), HSD_OK);
     for (int32_t tk = 0; tk < NMAX; tk++)
-        for (int j = 0; j < 8; j++) assert_memory_equal(&sub[tk * 8 + j], &out[(size_t)tk * rows + ids[j]], sizeof(float));
-    fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16: worst error %5.2f ulp-steps (bound %g)\n", hsd_mm_isa_name(isa),
-            hsd_dtype_name(t), rows, cols, worst, steps(isa, cols));
+        for (int j = 0; j < 8; j++)
+            assert_memory_equal(&sub[tk * 8 + j], &out[(size_t)tk * rows + ids[j]], sizeof(float));
+    fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16: worst error %5.2f ulp-steps (bound %g)\n",
+            hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, worst, steps(isa, cols));
     hsd_mm_ws_free(&ws);
     free(x), free(xe), free(out), free(one);
     free_mat(&a);
@@ -192,11 +205,13 @@ static void test_kernels_vs_float64(void **state) {
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
     /* rows not a multiple of the 4-row tile; columns with vector tails (not for Q8_0, whose
      * rows are whole 32-blocks: an odd block count takes the half-width tail) */
-    static const int32_t rows[] = {37, 5, 1}, cols_fp[] = {33, 520, 2048}, cols_q8[] = {32, 96, 2048};
+    static const int32_t rows[] = {37, 5, 1}, cols_fp[] = {33, 520, 2048},
+                         cols_q8[] = {32, 96, 2048};
     for (int32_t i = 0; i < k; i++)
         for (int ty = 0; ty < 4; ty++)
             for (int s = 0; s < 3; s++)
-                check_shape(isas[i], types[ty], rows[s], types[ty] == HSD_DT_Q8_0 ? cols_q8[s] : cols_fp[s]);
+                check_shape(isas[i], types[ty], rows[s],
+                            types[ty] == HSD_DT_Q8_0 ? cols_q8[s] : cols_fp[s]);
 }
 
 /* The pool splits rows over threads: same bits as one thread, for every n. */
@@ -231,25 +246,29 @@ static void check_model_invariance(hsd_model *m, const char *label) {
     enum { P = 7, NMAX = 16 };
     int32_t toks[P + NMAX];
     for (int i = 0; i < P + NMAX; i++) toks[i] = (int32_t)(hsd_rng_u32(&rng) % (uint32_t)V);
-    float *alone = malloc((size_t)NMAX * V * sizeof *alone), *batch = malloc((size_t)NMAX * V * sizeof *batch);
+    float *alone = malloc((size_t)NMAX * V * sizeof *alone),
+          *batch = malloc((size_t)NMAX * V * sizeof *batch);
     assert_int_equal(hsd_model_kv_truncate(m, 0), HSD_OK);
     assert_int_equal(hsd_model_forward(m, toks, P, NULL, NULL, 0, NULL), HSD_OK);
     for (int i = 0; i < NMAX; i++) /* one at a time: how AR decoding sees each token */
-        assert_int_equal(hsd_model_forward(m, toks + P + i, 1, NULL, NULL, 1, alone + (size_t)i * V), HSD_OK);
+        assert_int_equal(
+            hsd_model_forward(m, toks + P + i, 1, NULL, NULL, 1, alone + (size_t)i * V), HSD_OK);
     for (int32_t n = 2; n <= NMAX; n++) {
         assert_int_equal(hsd_model_kv_truncate(m, P), HSD_OK);
         assert_int_equal(hsd_model_forward(m, toks + P, n, NULL, NULL, n, batch), HSD_OK);
         /* memcmp, not a tolerance: greedy verification must see AR's exact logits */
         assert_memory_equal(batch, alone, (size_t)n * V * sizeof *batch);
     }
-    fprintf(stderr, "%-24s logits of each token alone == inside n = 2..16 (bit-identical)\n", label);
+    fprintf(stderr, "%-24s logits of each token alone == inside n = 2..16 (bit-identical)\n",
+            label);
     free(alone), free(batch);
 }
 
 static void test_models_batch_invariant(void **state) {
     (void)state;
     hsd_rng_init(&rng, 23, 1);
-    static const char *files[] = {"models/stories260K/stories260K.bin", "models/babyllama-tok105/model5000.bin"};
+    static const char *files[] = {"models/stories260K/stories260K.bin",
+                                  "models/babyllama-tok105/model5000.bin"};
     for (int f = 0; f < 2; f++) {
         const char *p = hsd_test_path(files[f]);
         if (!hsd_test_require(p)) continue;

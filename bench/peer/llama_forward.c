@@ -60,11 +60,16 @@ int main(int argc, char **argv) {
         }
         if (!v) break;
         i++;
-        if (!strcmp(a, "--n")) ns = v;
-        else if (!strcmp(a, "--prefix")) prefix = atoi(v);
-        else if (!strcmp(a, "--reps")) reps = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else path = NULL, i = argc;
+        if (!strcmp(a, "--n"))
+            ns = v;
+        else if (!strcmp(a, "--prefix"))
+            prefix = atoi(v);
+        else if (!strcmp(a, "--reps"))
+            reps = atoi(v);
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else
+            path = NULL, i = argc;
     }
     int32_t n_list[64], n_n = 0, max_n = 1;
     for (const char *p = ns; *p && n_n < 64;) {
@@ -83,8 +88,10 @@ int main(int argc, char **argv) {
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
     llama_log_set(quiet_log, NULL);
-    if (libdir) ggml_backend_load_all_from_path(libdir);
-    else ggml_backend_load_all();
+    if (libdir)
+        ggml_backend_load_all_from_path(libdir);
+    else
+        ggml_backend_load_all();
     llama_backend_init();
 
     struct llama_model_params mp = llama_model_default_params();
@@ -115,7 +122,8 @@ int main(int argc, char **argv) {
 
     llama_token *toks = malloc((size_t)(prefix + max_n) * sizeof *toks);
     uint64_t s = 5;
-    for (int32_t i = 0; i < prefix + max_n; i++) { /* random ids: the cost does not depend on them */
+    for (int32_t i = 0; i < prefix + max_n;
+         i++) { /* random ids: the cost does not depend on them */
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         toks[i] = (llama_token)((s >> 33) % (uint64_t)V);
     }
