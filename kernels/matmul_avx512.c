@@ -95,20 +95,39 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
 /* (clang-format cannot lay out `UNROLL for`, a pragma before each tile loop) */
 /* clang-format off */
 
+/* Prefetching the next tile's rows. A tile of n > 4 tokens runs in G = ceil(n/4) passes over
+ * its rows: the first streams them from memory, the others compute from L1/L2 and leave the
+ * memory idle, so streaming and arithmetic add up instead of overlapping. Pass g of G fetches
+ * the lines c of the next tile's rows with c % G == g, spreading the next tile's stream over
+ * all passes. With one pass (n <= 4) the hardware prefetcher does it alone. */
+typedef struct pf_plan {
+    const uint8_t *next[TILE_R];
+    int32_t g, G;
+} pf_plan;
+#define PREFETCH(pf, c, off)                                                                  \
+    do {                                                                                      \
+        if ((pf) && (c) % (pf)->G == (pf)->g) {                                               \
+            UNROLL for (int p_ = 0; p_ < TILE_R; p_++)                                        \
+                _mm_prefetch((const char *)((pf)->next[p_] + (off)), _MM_HINT_T0);            \
+        }                                                                                     \
+    } while (0)
+
 /* The accumulators of a tile and how they end: one fixed reduction per (row, token). */
 #define TILE_STORE(R, T)                                                                      \
     UNROLL for (int r = 0; r < R; r++)                                                               \
         UNROLL for (int t = 0; t < T; t++) out[(size_t)t * ld + r] = _mm512_reduce_add_ps(acc[r][t]);
 
 TGT static INL void tile_bf16(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0,
-                              float *out, int32_t ld, const int R, const int T) {
+                              float *out, int32_t ld, const pf_plan *pf, const int R, const int T) {
     __m512 acc[TILE_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     const int32_t cols = a->cols;
     const uint16_t *xb = a->xb + (size_t)t0 * cols;
     int32_t i = 0;
-    for (; i + 32 <= cols; i += 32) {
+    int32_t c = 0;
+    for (; i + 32 <= cols; i += 32, c++) {
+        PREFETCH(pf, c, 2 * (size_t)i);
         __m512bh w[TILE_R];
         UNROLL for (int r = 0; r < R; r++) w[r] = (__m512bh)_mm512_loadu_si512(rows[r] + 2 * (size_t)i);
         UNROLL for (int t = 0; t < T; t++) {
@@ -153,13 +172,15 @@ TGT static INL __m512 load_w16(hsd_dtype ty, const uint8_t *p, int32_t i, __mmas
 }
 
 TGT static INL void tile_fp(const hsd_mm_acts *a, hsd_dtype ty, const uint8_t *const *rows,
-                            int32_t t0, float *out, int32_t ld, const int R, const int T) {
+                            int32_t t0, float *out, int32_t ld, const pf_plan *pf, const int R,
+                            const int T) {
     __m512 acc[TILE_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     const int32_t cols = a->cols;
     const float *x = a->x + (size_t)t0 * cols;
     for (int32_t i = 0; i < cols; i += 16) {
+        PREFETCH(pf, i / 16, (ty == HSD_DT_F32 ? 4 : 2) * (size_t)i);
         __mmask16 m = cols - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - i)) - 1);
         __m512 w[TILE_R];
         UNROLL for (int r = 0; r < R; r++) w[r] = load_w16(ty, rows[r], i, m);
@@ -177,7 +198,7 @@ TGT static INL __m512 scales2(float d0, float d1) {
 }
 
 TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0,
-                            float *out, int32_t ld, const int R, const int T) {
+                            float *out, int32_t ld, const pf_plan *pf, const int R, const int T) {
     __m512 acc[TILE_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
@@ -187,6 +208,8 @@ TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, in
     const float *xd = a->xd + (size_t)t0 * nb;
     const __m512i zero = _mm512_setzero_si512(), u128 = _mm512_set1_epi8((char)0x80);
     for (int32_t b = 0; b < nb; b += 2) {
+        PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES);
+        PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES + 64);
         const int two = b + 1 < nb;
         __m512i w[TILE_R], corr[TILE_R];
         __m512 dw[TILE_R];
@@ -219,11 +242,12 @@ TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, in
 /* clang-format on */
 
 /* One instance per (R, T): constant shapes let the compiler keep the tile in registers. */
-typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, float *, int32_t);
+typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, float *, int32_t,
+                        const pf_plan *);
 
 #define DEF_TILE(NAME, BODY, R, T)                                                                 \
     TGT static void NAME##_##R##_##T(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0, \
-                                     float *out, int32_t ld) {                                     \
+                                     float *out, int32_t ld, const pf_plan *pf) {                  \
         BODY;                                                                                      \
     }
 #define DEF_TILES_T(NAME, B, R)                                                                    \
@@ -236,10 +260,10 @@ typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, fl
 #define TABLE(NAME)                                                                                \
     { TABLE_T(NAME, 1), TABLE_T(NAME, 2), TABLE_T(NAME, 3), TABLE_T(NAME, 4) }
 
-#define B_BF16(R, T) tile_bf16(a, rows, t0, out, ld, R, T)
-#define B_F32(R, T) tile_fp(a, HSD_DT_F32, rows, t0, out, ld, R, T)
-#define B_F16(R, T) tile_fp(a, HSD_DT_F16, rows, t0, out, ld, R, T)
-#define B_Q8(R, T) tile_q8(a, rows, t0, out, ld, R, T)
+#define B_BF16(R, T) tile_bf16(a, rows, t0, out, ld, pf, R, T)
+#define B_F32(R, T) tile_fp(a, HSD_DT_F32, rows, t0, out, ld, pf, R, T)
+#define B_F16(R, T) tile_fp(a, HSD_DT_F16, rows, t0, out, ld, pf, R, T)
+#define B_Q8(R, T) tile_q8(a, rows, t0, out, ld, pf, R, T)
 
 DEF_TILES(k_bf16, B_BF16)
 DEF_TILES(k_f32, B_F32)
@@ -259,11 +283,18 @@ void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const 
                                                      : tiles_f32;
     /* rows outer, tokens inner: a tile's rows come from memory once and stay in L1/L2 for
      * the following token groups */
+    const int32_t G = (a->n + TILE_T - 1) / TILE_T;
     for (int32_t r = 0; r < count; r += TILE_R) {
         int R = count - r < TILE_R ? (int)(count - r) : TILE_R;
+        int32_t nn = count - r - TILE_R; /* rows in the next tile */
+        pf_plan plan = {{NULL}, 0, G};
+        for (int k = 0; k < TILE_R && nn > 0; k++)
+            plan.next[k] = rows[r + TILE_R + (k < nn ? k : nn - 1)];
         for (int32_t t0 = 0; t0 < a->n; t0 += TILE_T) {
             int T = a->n - t0 < TILE_T ? (int)(a->n - t0) : TILE_T;
-            tab[R - 1][T - 1](a, rows + r, t0, out + (size_t)t0 * ld + r, ld);
+            plan.g = t0 / TILE_T;
+            tab[R - 1][T - 1](a, rows + r, t0, out + (size_t)t0 * ld + r, ld,
+                              G > 1 && nn > 0 ? &plan : NULL);
         }
     }
 }
