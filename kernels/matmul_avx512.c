@@ -95,11 +95,13 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
 /* (clang-format cannot lay out `UNROLL for`, a pragma before each tile loop) */
 /* clang-format off */
 
-/* Prefetching the next tile's rows. A tile of n > 4 tokens runs in G = ceil(n/4) passes over
- * its rows: the first streams them from memory, the others compute from L1/L2 and leave the
- * memory idle, so streaming and arithmetic add up instead of overlapping. Pass g of G fetches
- * the lines c of the next tile's rows with c % G == g, spreading the next tile's stream over
- * all passes. With one pass (n <= 4) the hardware prefetcher does it alone. */
+/* Prefetching the next tile's rows, one tile (4 rows) ahead. A tile of n > 4 tokens runs in
+ * G = ceil(n/4) passes over its rows: the first streams them from memory, the others compute
+ * from L1/L2 and leave the memory idle, so streaming and arithmetic would add up instead of
+ * overlapping. Pass g of G fetches the lines c of the next tile's rows with c % G == g,
+ * spreading the next tile's stream over all passes. Even at n = 1 it pays for Q8_0, whose
+ * many instructions per byte keep the out-of-order window from running far enough ahead:
+ * measured single-thread (CPU time, 428 MB of Q8_0 rows) 31 ms -> 15.5 ms; BF16 unchanged. */
 typedef struct pf_plan {
     const uint8_t *next[TILE_R];
     int32_t g, G;
@@ -294,7 +296,7 @@ void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const 
             int T = a->n - t0 < TILE_T ? (int)(a->n - t0) : TILE_T;
             plan.g = t0 / TILE_T;
             tab[R - 1][T - 1](a, rows + r, t0, out + (size_t)t0 * ld + r, ld,
-                              G > 1 && nn > 0 ? &plan : NULL);
+                              nn > 0 ? &plan : NULL);
         }
     }
 }
