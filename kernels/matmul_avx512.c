@@ -31,8 +31,14 @@
 #define UNROLL _Pragma("GCC unroll 4")
 #endif
 
-#define TILE_R 4 /* rows per tile */
+#define TILE_R 4 /* rows per tile (BF16, F16, F32) */
 #define TILE_T 4 /* tokens per tile */
+/* Q8_0's tile, apart so that it can be tuned alone: 2 rows × 8 tokens spilled registers
+ * (GCC 12) and ran slower; 3 × 4 was within the noise of 4 × 4 */
+#define Q8_R 4
+#define Q8_T 4
+#define MAX_R 4 /* table bounds */
+#define MAX_T 4
 
 int hsd_mm_avx512_handles(hsd_dtype t) {
     return t == HSD_DT_F32 || t == HSD_DT_F16 || t == HSD_DT_BF16 || t == HSD_DT_Q8_0;
@@ -42,10 +48,16 @@ static size_t align64(size_t b) {
     return (b + 63) & ~(size_t)63;
 }
 
+/* Q8_0 rows go in chunks of two blocks (64 values, one zmm of u8). */
+static size_t q8_chunks(int32_t cols) {
+    return (size_t)(cols / 32 + 1) / 2;
+}
+
 size_t hsd_mm_avx512_acts_bytes(hsd_dtype t, int32_t n, int32_t cols) {
     size_t N = (size_t)n;
     if (t == HSD_DT_BF16) return align64(N * cols * 2);
-    if (t == HSD_DT_Q8_0) return align64(N * cols) + align64(N * (cols / 32) * sizeof(float));
+    if (t == HSD_DT_Q8_0)
+        return align64(N * cols) + align64(N * q8_chunks(cols) * 16 * sizeof(float));
     return 0;
 }
 
@@ -59,15 +71,18 @@ TGT static void prep_bf16(const float *x, size_t len, uint16_t *o) {
     for (; i < len; i++) o[i] = hsd_fp32_to_bf16(x[i]);
 }
 
-/* One row of n blocks: d = max|x|/127, q = round-to-even(x · (1/d)), stored as q + 128. */
+/* One row of nb blocks: d = max|x|/127, q = round-to-even(x · (1/d)), stored as q + 128;
+ * the scales as 16 lanes per chunk of two blocks (8 each; 0 for a missing second block),
+ * ready for the tile's scale product. */
 TGT static void prep_q8(const float *x, int32_t nb, uint8_t *q, float *d) {
+    memset(d, 0, q8_chunks(nb * 32) * 16 * sizeof *d);
     const __m512 sign = _mm512_set1_ps(-0.0f);
     for (int32_t b = 0; b < nb; b++, x += 32, q += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
         __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1));
         float amax = _mm512_reduce_max_ps(m);
         float db = amax / 127.0f, id = db > 0.0f ? 1.0f / db : 0.0f;
-        d[b] = db;
+        for (int k = 0; k < 8; k++) d[b * 8 + k] = db;
         __m512 s = _mm512_set1_ps(id);
         __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, s)));
         __m128i q1 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, s)));
@@ -85,7 +100,9 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
         int32_t nb = a->cols / 32;
         uint8_t *q = buf;
         float *d = (float *)(void *)(q + align64(N * a->cols));
-        for (size_t i = 0; i < N; i++) prep_q8(a->x + i * a->cols, nb, q + i * nb * 32, d + i * nb);
+        size_t dstride = q8_chunks(a->cols) * 16;
+        for (size_t i = 0; i < N; i++)
+            prep_q8(a->x + i * a->cols, nb, q + i * nb * 32, d + i * dstride);
         a->xq = q;
         a->xd = d;
     }
@@ -103,13 +120,13 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
  * many instructions per byte keep the out-of-order window from running far enough ahead:
  * measured single-thread (CPU time, 428 MB of Q8_0 rows) 31 ms -> 15.5 ms; BF16 unchanged. */
 typedef struct pf_plan {
-    const uint8_t *next[TILE_R];
+    const uint8_t *next[MAX_R];
     int32_t g, G;
 } pf_plan;
 #define PREFETCH(pf, c, off)                                                                  \
     do {                                                                                      \
         if ((pf) && (c) % (pf)->G == (pf)->g) {                                               \
-            UNROLL for (int p_ = 0; p_ < TILE_R; p_++)                                        \
+            UNROLL for (int p_ = 0; p_ < R; p_++)                                        \
                 _mm_prefetch((const char *)((pf)->next[p_] + (off)), _MM_HINT_T0);            \
         }                                                                                     \
     } while (0)
@@ -201,20 +218,21 @@ TGT static INL __m512 scales2(float d0, float d1) {
 
 TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0,
                             float *out, int32_t ld, const pf_plan *pf, const int R, const int T) {
-    __m512 acc[TILE_R][TILE_T];
+    __m512 acc[Q8_R][Q8_T];
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     const int32_t nb = a->cols / 32;
     const size_t xs = (size_t)nb * 32; /* row stride of xq */
     const uint8_t *xq = a->xq + (size_t)t0 * xs;
-    const float *xd = a->xd + (size_t)t0 * nb;
+    const size_t ds = q8_chunks(a->cols) * 16; /* row stride of xd */
+    const float *xd = a->xd + (size_t)t0 * ds;
     const __m512i zero = _mm512_setzero_si512(), u128 = _mm512_set1_epi8((char)0x80);
     for (int32_t b = 0; b < nb; b += 2) {
         PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES);
         PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES + 64);
         const int two = b + 1 < nb;
-        __m512i w[TILE_R], corr[TILE_R];
-        __m512 dw[TILE_R];
+        __m512i w[Q8_R], corr[Q8_R];
+        __m512 dw[Q8_R];
         UNROLL for (int r = 0; r < R; r++) {
             const uint8_t *blk = rows[r] + (size_t)b * HSD_Q8_0_BYTES;
             __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
@@ -230,8 +248,7 @@ TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, in
             __m512i xv = two ? _mm512_loadu_si512(xp)
                              : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)xp));
             if (!two) xv = _mm512_inserti64x4(xv, _mm256_setzero_si256(), 1);
-            const float *d = xd + (size_t)t * nb + b;
-            __m512 dx = scales2(d[0], two ? d[1] : 0.0f);
+            __m512 dx = _mm512_load_ps(xd + (size_t)t * ds + (size_t)b * 8);
             UNROLL for (int r = 0; r < R; r++) {
                 __m512i s = _mm512_dpbusd_epi32(corr[r], xv, w[r]);
                 acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[r], dx), acc[r][t]);
@@ -272,29 +289,29 @@ DEF_TILES(k_f32, B_F32)
 DEF_TILES(k_f16, B_F16)
 DEF_TILES(k_q8, B_Q8)
 
-static const tile_fn tiles_bf16[TILE_R][TILE_T] = TABLE(k_bf16);
-static const tile_fn tiles_f32[TILE_R][TILE_T] = TABLE(k_f32);
-static const tile_fn tiles_f16[TILE_R][TILE_T] = TABLE(k_f16);
-static const tile_fn tiles_q8[TILE_R][TILE_T] = TABLE(k_q8);
+static const tile_fn tiles_bf16[MAX_R][MAX_T] = TABLE(k_bf16);
+static const tile_fn tiles_f32[MAX_R][MAX_T] = TABLE(k_f32);
+static const tile_fn tiles_f16[MAX_R][MAX_T] = TABLE(k_f16);
+static const tile_fn tiles_q8[MAX_R][MAX_T] = TABLE(k_q8);
 
 void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const *rows,
                         int32_t count, float *out, int32_t ld) {
-    const tile_fn(*tab)[TILE_T] = t == HSD_DT_BF16   ? tiles_bf16
-                                  : t == HSD_DT_Q8_0 ? tiles_q8
-                                  : t == HSD_DT_F16  ? tiles_f16
-                                                     : tiles_f32;
+    const tile_fn(*tab)[MAX_T] = t == HSD_DT_BF16   ? tiles_bf16
+                                 : t == HSD_DT_Q8_0 ? tiles_q8
+                                 : t == HSD_DT_F16  ? tiles_f16
+                                                    : tiles_f32;
+    const int32_t tr = t == HSD_DT_Q8_0 ? Q8_R : TILE_R, tt = t == HSD_DT_Q8_0 ? Q8_T : TILE_T;
     /* rows outer, tokens inner: a tile's rows come from memory once and stay in L1/L2 for
      * the following token groups */
-    const int32_t G = (a->n + TILE_T - 1) / TILE_T;
-    for (int32_t r = 0; r < count; r += TILE_R) {
-        int R = count - r < TILE_R ? (int)(count - r) : TILE_R;
-        int32_t nn = count - r - TILE_R; /* rows in the next tile */
+    const int32_t G = (a->n + tt - 1) / tt;
+    for (int32_t r = 0; r < count; r += tr) {
+        int R = count - r < tr ? (int)(count - r) : tr;
+        int32_t nn = count - r - tr; /* rows in the next tile */
         pf_plan plan = {{NULL}, 0, G};
-        for (int k = 0; k < TILE_R && nn > 0; k++)
-            plan.next[k] = rows[r + TILE_R + (k < nn ? k : nn - 1)];
-        for (int32_t t0 = 0; t0 < a->n; t0 += TILE_T) {
-            int T = a->n - t0 < TILE_T ? (int)(a->n - t0) : TILE_T;
-            plan.g = t0 / TILE_T;
+        for (int k = 0; k < tr && nn > 0; k++) plan.next[k] = rows[r + tr + (k < nn ? k : nn - 1)];
+        for (int32_t t0 = 0; t0 < a->n; t0 += tt) {
+            int T = a->n - t0 < tt ? (int)(a->n - t0) : tt;
+            plan.g = t0 / tt;
             tab[R - 1][T - 1](a, rows + r, t0, out + (size_t)t0 * ld + r, ld,
                               nn > 0 ? &plan : NULL);
         }
