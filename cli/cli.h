@@ -11,6 +11,7 @@ int hsd_cmd_bench_generate(int argc, char **argv);
 int hsd_cmd_bench_bridge(int argc, char **argv);
 int hsd_cmd_bench_head(int argc, char **argv);
 int hsd_cmd_bench_heads(int argc, char **argv);
+int hsd_cmd_bench_bandwidth(int argc, char **argv);
 int hsd_cmd_trim(int argc, char **argv);
 int hsd_cmd_generate(int argc, char **argv);
 int hsd_cmd_synth(int argc, char **argv);

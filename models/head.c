@@ -8,10 +8,9 @@
 #include <string.h>
 
 #include "kernels/head_ops.h"
+#include "kernels/matmul.h"
 #include "lib/error.h"
 
-/* Below this many multiply-adds a product runs on one thread (as in the transformer). */
-#define HEAD_PAR_MIN_WORK (1 << 17)
 #define HEAD_CAPTURE 100 /* internal kind: collect rows (calibration) */
 
 struct hsd_head {
@@ -33,7 +32,7 @@ struct hsd_head {
     float *hr;  /* [n][rank] */
     float *tmp; /* [n][n_keep] or [top_k] */
     int32_t *sel, *work;
-    float *wscratch; /* [threads][4 * max(dim, rank)] */
+    hsd_mm_ws mm; /* products' scratch, reserved for cap_n rows on cap_threads threads */
     int32_t cap_n, cap_threads;
     /* capture */
     float *cap;
@@ -70,7 +69,7 @@ void hsd_head_free(hsd_head *h) {
     free(h->tmp);
     free(h->sel);
     free(h->work);
-    free(h->wscratch);
+    hsd_mm_ws_free(&h->mm);
     free(h->cap);
     free(h);
 }
@@ -261,12 +260,12 @@ const float *hsd_head_captured(const hsd_head *h, int32_t *n_rows) {
 /* ---- forward ----------------------------------------------------------------------- */
 
 static hsd_status ensure_scratch(hsd_head *h, int32_t n, int32_t nth) {
-    if (nth > h->cap_threads) {
+    if (nth > h->cap_threads || n > h->cap_n) {
         int32_t cols = h->dim > h->rank ? h->dim : h->rank;
-        float *w = realloc(h->wscratch, (size_t)nth * 4 * cols * sizeof *w);
-        if (!w) return hsd_error(HSD_ERR_NOMEM, "head: out of memory");
-        h->wscratch = w;
-        h->cap_threads = nth;
+        int32_t tn = nth > h->cap_threads ? nth : h->cap_threads;
+        if (hsd_mm_ws_reserve(&h->mm, tn, n > h->cap_n ? n : h->cap_n, cols) != HSD_OK)
+            return hsd_error(HSD_ERR_NOMEM, "head: out of memory");
+        h->cap_threads = tn;
     }
     if (n > h->cap_n) {
         size_t per = (size_t)(h->kind == HSD_HEAD_TRIMMED ? h->n_keep : h->top_k);
@@ -281,38 +280,12 @@ static hsd_status ensure_scratch(hsd_head *h, int32_t n, int32_t nth) {
     return HSD_OK;
 }
 
-typedef struct mm_job {
-    hsd_head *h;
-    float *out;
-    int32_t ld;
-    const float *x;
-    int32_t n;
-    const hsd_mat *w;
-    const int32_t *ids; /* indexed product (n = 1): rows ids[0..count) */
-    int32_t count;
-} mm_job;
-
-static float *thread_scratch(hsd_head *h, int32_t tid) {
-    int32_t cols = h->dim > h->rank ? h->dim : h->rank;
-    return h->wscratch + (size_t)tid * 4 * cols;
-}
-
-static void mm_task(void *arg, int32_t tid, int32_t nth) {
-    mm_job *j = arg;
-    int32_t rows = j->ids ? j->count : j->w->rows;
-    int32_t per = ((rows + nth - 1) / nth + 3) & ~3; /* multiples of 4 keep the 4-row kernel */
-    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    if (j->ids)
-        hsd_matvec_indexed(j->out + r0, j->x, j->w, j->ids + r0, r1 - r0,
-                           thread_scratch(j->h, tid));
-    else
-        hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
-                        thread_scratch(j->h, tid));
-}
-
-static void run_job(hsd_pool *pool, int32_t nth, mm_job *j, int64_t work) {
-    hsd_pool_run(pool, mm_task, j, work >= HEAD_PAR_MIN_WORK ? nth : 1);
+/* The products go through the one threaded matmul job (kernels/matmul.h); ensure_scratch
+ * reserved its workspace, so they cannot fail. ids: rows ids[0..count) of w (n = 1). */
+static void run_job(hsd_head *h, hsd_pool *pool, int32_t nth, float *out, int32_t ld,
+                    const float *x, int32_t n, const hsd_mat *w, const int32_t *ids,
+                    int32_t count) {
+    (void)hsd_mm_run(&h->mm, pool, nth, out, ld, x, n, w, ids, count);
 }
 
 static void fill_neg_inf(float *row, int32_t n) {
@@ -339,13 +312,11 @@ hsd_status hsd_head_forward(hsd_head *h, hsd_pool *pool, int32_t n_threads, cons
     const int32_t V = h->vocab, d = h->dim;
     switch (h->kind) {
     case HSD_HEAD_FULL: {
-        mm_job j = {h, logits, V, x, n, &h->cls, NULL, 0};
-        run_job(pool, nth, &j, (int64_t)V * d * n);
+        run_job(h, pool, nth, logits, V, x, n, &h->cls, NULL, 0);
         break;
     }
     case HSD_HEAD_TRIMMED: {
-        mm_job j = {h, h->tmp, h->n_keep, x, n, &h->packed_m, NULL, 0};
-        run_job(pool, nth, &j, (int64_t)h->n_keep * d * n);
+        run_job(h, pool, nth, h->tmp, h->n_keep, x, n, &h->packed_m, NULL, 0);
         for (int32_t t = 0; t < n; t++) {
             float *row = logits + (size_t)t * V;
             const float *z = h->tmp + (size_t)t * h->n_keep;
@@ -356,18 +327,15 @@ hsd_status hsd_head_forward(hsd_head *h, hsd_pool *pool, int32_t n_threads, cons
     }
     case HSD_HEAD_LOWRANK:
     case HSD_HEAD_SPECULATIVE: {
-        mm_job jd = {h, h->hr, h->rank, x, n, &h->down_m, NULL, 0};
-        run_job(pool, nth, &jd, (int64_t)h->rank * d * n);
+        run_job(h, pool, nth, h->hr, h->rank, x, n, &h->down_m, NULL, 0);
         /* LOWRANK: the logits themselves; SPECULATIVE: the router scores s, kept in the
          * logits rows until the top-k is known */
-        mm_job ju = {h, logits, V, h->hr, n, &h->up_m, NULL, 0};
-        run_job(pool, nth, &ju, (int64_t)V * h->rank * n);
+        run_job(h, pool, nth, logits, V, h->hr, n, &h->up_m, NULL, 0);
         if (h->kind == HSD_HEAD_LOWRANK) break;
         for (int32_t t = 0; t < n; t++) {
             float *row = logits + (size_t)t * V;
             int32_t k = hsd_topk_ids(row, V, h->top_k, h->sel, h->work);
-            mm_job jk = {h, h->tmp, 1, x + (size_t)t * d, 1, &h->cls, h->sel, k};
-            run_job(pool, nth, &jk, (int64_t)k * d);
+            run_job(h, pool, nth, h->tmp, 1, x + (size_t)t * d, 1, &h->cls, h->sel, k);
             fill_neg_inf(row, V);
             for (int32_t i = 0; i < k; i++) row[h->sel[i]] = h->tmp[i];
         }

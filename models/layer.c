@@ -26,25 +26,6 @@
 
 /* ---- matrix products on the thread pool ---------------------------------------------- */
 
-typedef struct matmul_job {
-    hsd_transformer *tf;
-    float *out;
-    int32_t ld;
-    const float *x;
-    int32_t n;
-    const hsd_mat *w;
-} matmul_job;
-
-static void matmul_task(void *arg, int32_t tid, int32_t nth) {
-    matmul_job *j = arg;
-    /* split rows in multiples of 4 so each thread keeps the 4-row kernel */
-    int32_t rows = j->w->rows, per = ((rows + nth - 1) / nth + 3) & ~3;
-    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
-                    j->tf->wscratch + (size_t)tid * 4 * j->tf->max_cols);
-}
-
 void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, int32_t n,
                    const hsd_mat *w) {
 #ifdef HSD_HAVE_OPENBLAS
@@ -61,10 +42,9 @@ void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
         return;
     }
 #endif
-    matmul_job j = {tf, out, ld, x, n, w};
-    int64_t work = (int64_t)w->rows * w->cols * n;
-    int32_t nth = work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1;
-    hsd_pool_run(tf->pool, matmul_task, &j, nth);
+    /* the one threaded product (kernels/matmul.h); cannot fail: ensure_scratch reserved the
+     * workspace for n tokens of max_cols */
+    (void)hsd_mm_run(&tf->mm, tf->pool, tf->n_threads, out, ld, x, n, w, NULL, 0);
 }
 
 /* ---- small row operations --------------------------------------------------------------- */
@@ -206,7 +186,10 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
     hsd_tf_matmul(tf, tf->hb, H, tf->xb, N, &Ly->w_gate);
     hsd_tf_matmul(tf, tf->hb2, H, tf->xb, N, &Ly->w_up);
     if (c->act == HSD_ACT_GELU_TANH) gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
-    else hsd_silu_mul(tf->hb, tf->hb2, N * H);
+    else /* row by row: over all N rows at once, where the vector body (exp8) ends and the
+          * scalar tail (expf) begins would depend on N (batch invariance) */
+        for (int32_t t = 0; t < N; t++)
+            hsd_silu_mul(tf->hb + (size_t)t * H, tf->hb2 + (size_t)t * H, H);
     hsd_tf_matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
 
     /* 7. Gemma's post-FFN norm, residual */

@@ -3,6 +3,7 @@
 #ifndef HSD_MODELS_TF_INTERNAL_H
 #define HSD_MODELS_TF_INTERNAL_H
 
+#include "kernels/matmul.h"
 #include "kernels/threadpool.h"
 #include "models/transformer.h"
 
@@ -45,7 +46,7 @@ struct hsd_transformer {
     float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
     float *att;      /* [n_threads][n_ctx + head_dim] attention scores */
-    float *wscratch; /* [n_threads][4*max_cols] row widening */
+    hsd_mm_ws mm; /* products' scratch, reserved for cap_n tokens of max_cols */
     int32_t max_cols;
     int64_t attn_work; /* multiply-adds of this forward's attention (threading threshold) */
 

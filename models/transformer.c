@@ -326,7 +326,6 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
     tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
-    tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
     tf->pool = hsd_pool_create(tf->n_threads);
     bool swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
     if (swa_rope) {
@@ -334,7 +333,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
         tf->rope_sin_swa = malloc(rope * sizeof(float));
     }
     if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
-        !tf->wscratch || !tf->pool || !tf->kv_lens || !tf->segs ||
+        !tf->pool || !tf->kv_lens || !tf->segs ||
         (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
         goto nomem;
     rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
@@ -403,7 +402,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->anc);
     free(tf->anc_off);
     free(tf->att);
-    free(tf->wscratch);
+    hsd_mm_ws_free(&tf->mm);
     hsd_head_free(tf->head);
     if (tf->release) tf->release(tf->release_ctx);
     free(tf);
@@ -452,7 +451,8 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (vb) tf->vbuf = vb;
     int32_t *tseg = realloc(tf->tseg, N * sizeof(int32_t));
     if (tseg) tf->tseg = tseg;
-    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg)
+    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg ||
+        hsd_mm_ws_reserve(&tf->mm, tf->n_threads, n, tf->max_cols) != HSD_OK)
         return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
     tf->cap_n = n;
     return HSD_OK;

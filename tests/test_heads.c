@@ -144,7 +144,10 @@ static void check_heads(hsd_dtype type) {
     cls_t c = make_cls(V, d, type);
     float *x = malloc((size_t)n * d * sizeof *x), *logits = malloc((size_t)n * V * sizeof *logits);
     double *ref = malloc((size_t)n * V * sizeof *ref);
-    for (int i = 0; i < n * d; i++) x[i] = urand();
+    /* bf16 weights: activations bf16-representable too, since the AVX-512 kernels round
+     * them to bf16 (vdpbf16ps) and the double reference is over the values they multiply */
+    for (int i = 0; i < n * d; i++)
+        x[i] = type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16(urand())) : urand();
     ref_matmul(c.f, V, d, x, n, ref);
     hsd_head *h;
     hsd_head_params p = hsd_head_default_params();
@@ -194,7 +197,9 @@ static void check_heads(hsd_dtype type) {
     float hr[3 * 6];
     double hrd[3 * 6], *lref = malloc((size_t)n * V * sizeof *lref);
     ref_matmul(down, 6, d, x, n, hrd);
-    for (int i = 0; i < n * 6; i++) hr[i] = (float)hrd[i];
+    /* a bf16 W_up multiplies bf16-rounded activations (see x above) */
+    for (int i = 0; i < n * 6; i++)
+        hr[i] = type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
     ref_matmul(up, V, 6, hr, n, lref);
     assert_int_equal(hsd_head_forward(h, NULL, 1, x, n, logits), HSD_OK);
     for (int32_t i = 0; i < n * V; i++)
@@ -210,7 +215,9 @@ static void check_heads(hsd_dtype type) {
     mat_f32(&dm, down);
     mat_f32(&um, up);
     ref_matmul(down, 6, d, x, n, hrd);
-    for (int i = 0; i < n * 6; i++) hr[i] = (float)hrd[i];
+    /* a bf16 W_up multiplies bf16-rounded activations (see x above) */
+    for (int i = 0; i < n * 6; i++)
+        hr[i] = type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
     ref_matmul(up, V, 6, hr, n, lref); /* router scores */
     assert_int_equal(hsd_head_forward(h, NULL, 1, x, n, logits), HSD_OK);
     for (int32_t t = 0; t < n; t++) {

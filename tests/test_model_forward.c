@@ -130,7 +130,10 @@ static void test_tree_equals_paths(void **state) {
                     assert_int_equal(hsd_model_forward(f.m, &path[k], 1, NULL, NULL, k == 0, ref), HSD_OK);
                 double e = rel_err(tree + (size_t)i * V, ref, (size_t)V);
                 worst = fmax(worst, e);
-                assert_true(e < 1e-5);
+                /* Q8_0: activations are quantised per 32-block to int8 (llama.cpp's q8_0 x
+                 * q8_0 dot), so the ~1e-7 differences of tree attention can move one
+                 * quantised activation by a step (1/127 of its block): ~1e-4 in logits */
+                assert_true(e < (f.synth && w == 2 ? 1e-3 : 1e-5));
             }
             free(tree), free(ref);
         }

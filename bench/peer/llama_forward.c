@@ -1,0 +1,170 @@
+/* llama_forward: llama.cpp's cost of one forward over n new tokens after a cached prefix,
+ * measured as `hsd bench forward` measures hsd's (cli/cmd_bench_forward.c): random tokens,
+ * a P-token prefix decoded once, then for each n a warm-up decode, R timed decodes of the
+ * same n tokens with logits for every row, the KV cache truncated back to the prefix after
+ * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
+ *
+ *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32] [--reps R] [--threads 2]
+ *
+ * Output columns match hsd's: n, ms/forward, ms/token, forward(n)/forward(1).
+ * Built by bench/peer/run.sh against llama.cpp v0.5.0 (scripts/install_llama_cpp.sh). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+}
+
+/* Decodes toks[0..n) at positions pos0.. into sequence 0, logits for every row if `all`. */
+static int decode(struct llama_context *ctx, struct llama_batch *b, const llama_token *toks,
+                  int32_t n, int32_t pos0, int all) {
+    b->n_tokens = n;
+    for (int32_t i = 0; i < n; i++) {
+        b->token[i] = toks[i];
+        b->pos[i] = pos0 + i;
+        b->n_seq_id[i] = 1;
+        b->seq_id[i][0] = 0;
+        b->logits[i] = (int8_t)(all || i == n - 1);
+    }
+    int rc = llama_decode(ctx, *b);
+    llama_synchronize(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *path = NULL, *ns = "1,2,4,8,16";
+    int32_t prefix = 32, reps = 0, threads = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-') {
+            path = a;
+            continue;
+        }
+        if (!v) break;
+        i++;
+        if (!strcmp(a, "--n"))
+            ns = v;
+        else if (!strcmp(a, "--prefix"))
+            prefix = atoi(v);
+        else if (!strcmp(a, "--reps"))
+            reps = atoi(v);
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else
+            path = NULL, i = argc;
+    }
+    int32_t n_list[64], n_n = 0, max_n = 1;
+    for (const char *p = ns; *p && n_n < 64;) {
+        n_list[n_n] = atoi(p);
+        if (n_list[n_n] < 1) break;
+        if (n_list[n_n] > max_n) max_n = n_list[n_n];
+        n_n++;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    if (!path || n_n == 0 || prefix < 1 || threads < 1) {
+        fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32] [--reps R] "
+                        "[--threads 2]\n");
+        return 2;
+    }
+    const char *libdir = getenv("LLAMA_LIB_DIR");
+    llama_log_set(quiet_log, NULL);
+    if (libdir)
+        ggml_backend_load_all_from_path(libdir);
+    else
+        ggml_backend_load_all();
+    llama_backend_init();
+
+    struct llama_model_params mp = llama_model_default_params();
+    double tl = now_ms();
+    struct llama_model *model = llama_model_load_from_file(path, mp);
+    if (!model) {
+        fprintf(stderr, "llama_forward: llama.cpp could not load %s\n", path);
+        return 1;
+    }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(prefix + max_n + 16);
+    cp.n_batch = cp.n_ubatch = (uint32_t)(prefix > max_n ? prefix : max_n);
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = threads;
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx) {
+        fprintf(stderr, "llama_forward: could not create a context\n");
+        return 1;
+    }
+    fprintf(stderr, "llama.cpp system info: %s\n", llama_print_system_info());
+    char desc[256];
+    llama_model_desc(model, desc, sizeof desc);
+    int32_t V = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    printf("model: %s (llama.cpp, loaded in %.0f ms, %.1f MB of weights)\nthreads %d, prefix %d "
+           "tokens, logits for all n rows\n",
+           desc, now_ms() - tl, (double)llama_model_size(model) / 1e6, threads, prefix);
+
+    llama_token *toks = malloc((size_t)(prefix + max_n) * sizeof *toks);
+    uint64_t s = 5;
+    for (int32_t i = 0; i < prefix + max_n;
+         i++) { /* random ids: the cost does not depend on them */
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        toks[i] = (llama_token)((s >> 33) % (uint64_t)V);
+    }
+    struct llama_batch b = llama_batch_init(prefix > max_n ? prefix : max_n, 0, 1);
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (decode(ctx, &b, toks, prefix, 0, 0) != 0) {
+        fprintf(stderr, "llama_forward: prefix decode failed\n");
+        return 1;
+    }
+    printf("%4s %12s %12s %10s\n", "n", "ms/forward", "ms/token", "vs n=1");
+    double base = 0;
+    for (int k = 0; k < n_n; k++) {
+        int32_t n = n_list[k];
+        double t = now_ms();
+        if (decode(ctx, &b, toks + prefix, n, prefix, 1) != 0) {
+            fprintf(stderr, "llama_forward: decode of %d tokens failed\n", n);
+            return 1;
+        }
+        llama_memory_seq_rm(mem, 0, prefix, -1);
+        t = now_ms() - t;
+        int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
+        if (R < 3) R = 3;
+        if (R > 2000) R = 2000;
+        double *times = malloc((size_t)R * sizeof *times);
+        for (int i = 0; i < R; i++) {
+            double t0 = now_ms();
+            decode(ctx, &b, toks + prefix, n, prefix, 1);
+            times[i] = now_ms() - t0;
+            llama_memory_seq_rm(mem, 0, prefix, -1);
+        }
+        qsort(times, (size_t)R, sizeof *times, cmp_double);
+        double med = times[R / 2];
+        free(times);
+        if (k == 0 || n == 1) base = med / n;
+        printf("%4d %12.4f %12.4f %9.2fx\n", n, med, med / n, med / (base > 0 ? base : 1));
+        fflush(stdout);
+    }
+    llama_batch_free(b);
+    free(toks);
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return 0;
+}

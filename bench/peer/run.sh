@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# hsd vs llama.cpp (v0.5.0, its C API), side by side on the SAME GGUF: the cost of one forward
+# over n new tokens after a cached prefix (hsd bench forward / bench/peer/llama_forward.c, the
+# same method), alternating the two tools round after round so that both see the same machine
+# state, plus the read-bandwidth floor of forward(1) (hsd bench bandwidth, same threads).
+#
+#   bench/peer/run.sh [--build DIR] [--dir DIR] [--shape S] [--dtypes "bf16 q8_0"]
+#                     [--threads 2] [--rounds 3] [--n 1,2,4,8,16]
+#
+# Installs llama.cpp (scripts/install_llama_cpp.sh, or $HSD_LLAMA_CPP), builds the driver into
+# the build directory, writes `hsd synth --shape S --dtype D` GGUFs under --dir (default
+# /tmp/hsd-big/peer, ~3.8 GB for llama-3.2-1b bf16 + q8_0; reused when present). Prints per
+# dtype the median over rounds of ms/forward for both, forward(n)/forward(1), and hsd/llama.cpp.
+# A bench tool, not part of `make test`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build dir=/tmp/hsd-big/peer shape=llama-3.2-1b dtypes="bf16 q8_0" threads=2 rounds=3 ns=1,2,4,8,16
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) build=$2 ;;
+    --dir) dir=$2 ;;
+    --shape) shape=$2 ;;
+    --dtypes) dtypes=$2 ;;
+    --threads) threads=$2 ;;
+    --rounds) rounds=$2 ;;
+    --n) ns=$2 ;;
+    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+hsd=$build/hsd
+[ -x "$hsd" ] || { echo "run.sh: $hsd not built (make build)" >&2; exit 1; }
+llama=${HSD_LLAMA_CPP:-$root/.deps/llama.cpp}
+[ -f "$llama/VERSION" ] || "$root/scripts/install_llama_cpp.sh" "$llama"
+driver=$build/llama_forward
+cc -O2 -Wall -Wextra -Werror -I"$llama/include" "$root/bench/peer/llama_forward.c" \
+    -L"$llama/lib" -lllama -lggml -lggml-base -Wl,-rpath,"$llama/lib" -o "$driver"
+export LLAMA_LIB_DIR=$llama/lib
+mkdir -p "$dir"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "# hsd vs llama.cpp ($(cat "$llama/VERSION")), shape $shape, $threads threads, $rounds rounds"
+echo "# $(date -u '+%F %T UTC'), $(uname -n), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$hsd" bench bandwidth --threads "$threads" | tee "$out/bw"
+gbs=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s") {print $(i - 1); exit}}' "$out/bw")
+
+for dt in $dtypes; do
+    gguf=$dir/$shape-$dt/model.gguf
+    [ -f "$gguf" ] || "$hsd" synth --shape "$shape" --format gguf --dtype "$dt" -o "$dir/$shape-$dt"
+    : > "$out/hsd.$dt"
+    : > "$out/llama.$dt"
+    for r in $(seq 1 "$rounds"); do
+        # alternate which tool goes first, so neither always runs on a warmer page cache
+        order="hsd llama"
+        [ $((r % 2)) -eq 0 ] && order="llama hsd"
+        for tool in $order; do
+            if [ "$tool" = hsd ]; then
+                "$hsd" bench forward --model "$gguf" --threads "$threads" --n "$ns" > "$out/run"
+            else
+                "$driver" "$gguf" --threads "$threads" --n "$ns" > "$out/run" 2> "$out/err" ||
+                    { echo "llama.cpp failed on $gguf:" >&2; cat "$out/err" >&2; exit 1; }
+            fi
+            # rows of the table: n ms/forward ms/token ratio
+            awk '$1 ~ /^[0-9]+$/ && NF == 4 {print $1, $2}' "$out/run" >> "$out/$tool.$dt"
+        done
+        echo "  $dt round $r done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    done
+    bytes=$(stat -c %s "$gguf")
+    echo
+    echo "## $shape $dt ($(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB file), median over $rounds rounds"
+    awk -v gbs="$gbs" -v mbytes="$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')" '
+        function median(a, k,    i, j, t, m) { # sort a[1..k] in place
+            for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            m = int((k + 1) / 2); return k % 2 ? a[m] : (a[m] + a[m + 1]) / 2 }
+        FNR == 1 { tool = FILENAME ~ /hsd\./ ? "hsd" : "llama" }
+        { k = ++cnt[tool, $1]; v[tool, $1, k] = $2; if (!seen[$1]++) ns[++nn] = $1 }
+        END {
+            for (t = 1; t <= 2; t++) { tool = t == 1 ? "hsd" : "llama"
+                for (i = 1; i <= nn; i++) { n = ns[i]; delete a; for (k = 1; k <= cnt[tool, n]; k++) a[k] = v[tool, n, k]
+                    med[tool, n] = median(a, cnt[tool, n]) } }
+            printf "%4s %12s %12s %10s %10s %12s\n", "n", "hsd ms", "llama ms", "hsd f(n)/f(1)", "llama f(n)/f(1)", "hsd/llama"
+            for (i = 1; i <= nn; i++) { n = ns[i]
+                printf "%4d %12.2f %12.2f %13.2f %15.2f %12.2f\n", n, med["hsd", n], med["llama", n],
+                    med["hsd", n] / med["hsd", ns[1]], med["llama", n] / med["llama", ns[1]], med["hsd", n] / med["llama", n] }
+            floor = mbytes / gbs
+            printf "bandwidth floor: %.1f MB / %.2f GB/s = %.1f ms; hsd forward(1) at %.0f%% of it, llama.cpp at %.0f%%\n",
+                mbytes, gbs, floor, 100 * floor / med["hsd", ns[1]], 100 * floor / med["llama", ns[1]]
+        }' "$out/hsd.$dt" "$out/llama.$dt"
+done
+echo "# end: $(date -u '+%T UTC'), load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,66 @@
+/* The weight × activation products of a forward pass, out[t][r] = W[r] · x[t] for n tokens
+ * (n = 1 decode, n = 2..16 speculative verification), on the CPU.
+ *
+ * Each product reads every weight row once per call for all n tokens: rows go through
+ * micro-kernels that hold a tile of several rows × several tokens in registers, with the
+ * weights' dequantisation fused into the loads. The kernel set is picked once at run time
+ * (AVX-512 with BF16/VNNI, the AVX2 kernels of cpu_ops.c, or plain C); unknown storage types
+ * fall back to hsd_matmul_rows (convert a row to fp32, then dot).
+ *
+ * Batch invariance: the result for a (row, token) pair is the same bits whatever n is, which
+ * tile the pair falls in and which thread computes it — every tile shape runs the same
+ * per-pair sequence of operations. Greedy speculative decoding relies on it: a token verified
+ * among 16 must get the logits it gets alone, or outputs part from AR's at near-ties.
+ *
+ * Activation rounding (the AVX-512 set only, as llama.cpp does): for BF16 weights the
+ * activations are rounded to bf16 once per call (vdpbf16ps multiplies bf16 pairs and adds in
+ * fp32); for Q8_0 weights each block of 32 activations is quantised to int8 with an fp32
+ * scale d = max|x|/127, q = round-to-even(x / d) (vpdpbusd multiplies u8 × s8). */
+#ifndef HSD_KERNELS_MATMUL_H
+#define HSD_KERNELS_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hsd.h"
+#include "kernels/cpu_ops.h"
+#include "kernels/threadpool.h"
+
+typedef enum hsd_mm_isa {
+    HSD_MM_SCALAR = 0, /* plain C, fp32 activations */
+    HSD_MM_AVX2,       /* cpu_ops.c's AVX2+FMA kernels, fp32 activations */
+    HSD_MM_AVX512,     /* AVX-512F/BW/VL + BF16 + VNNI micro-kernels */
+    HSD_MM_N_ISA
+} hsd_mm_isa;
+
+const char *hsd_mm_isa_name(hsd_mm_isa isa);
+/* Whether this CPU runs the kernel set. */
+int hsd_mm_isa_available(hsd_mm_isa isa);
+/* The set used by hsd_mm_run: the best available one, or the one named by the environment
+ * variable HSD_MATMUL=scalar|avx2|avx512 when that is available (benchmarks). */
+hsd_mm_isa hsd_mm_isa_default(void);
+
+/* Per-caller scratch of the products (prepared activations, per-thread row buffers), grown
+ * on demand. Zero-initialise it; one workspace serves one caller at a time. */
+typedef struct hsd_mm_ws {
+    void *buf;
+    size_t cap;
+} hsd_mm_ws;
+void hsd_mm_ws_free(hsd_mm_ws *ws);
+/* Grows the workspace for products of up to n tokens × `cols` columns on up to nth threads,
+ * any storage type, so that hsd_mm_run within those bounds cannot fail. */
+hsd_status hsd_mm_ws_reserve(hsd_mm_ws *ws, int32_t nth, int32_t n, int32_t cols);
+
+/* out[t][i] = W[ids ? ids[i] : i] · x[t] for t < n and i < (ids ? count : W.rows); out has row
+ * stride ld, x row stride w->cols. Rows are split over min(nth, pool size) threads of `pool`
+ * (NULL: the caller alone) when the product is large enough to pay for the hand-off.
+ * Returns HSD_ERR_NOMEM when the workspace cannot grow. */
+hsd_status hsd_mm_run(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, float *out, int32_t ld,
+                      const float *x, int32_t n, const hsd_mat *w, const int32_t *ids,
+                      int32_t count);
+
+/* The same product with a given kernel set on the calling thread (tests compare the sets). */
+hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
+                          int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count);
+
+#endif

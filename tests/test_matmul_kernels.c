@@ -1,0 +1,306 @@
+/* The forward products' kernels (kernels/matmul.h): every kernel set this CPU runs (plain C
+ * always) against a float64 reference, every n in 1..16 and every weight storage type, on
+ * random non-zero inputs and odd shapes; batch invariance (a row's result does not depend on
+ * n, on its position among the n tokens, on the row subset or on the thread split), also on
+ * the real models' logits. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hsd.h"
+#include "kernels/matmul.h"
+#include "lib/rng.h"
+#include "models/synth.h"
+#include "tests/testutil.h"
+
+static hsd_rng rng;
+
+/* uniform in ±[0.05, 1): never zero, so every product contributes */
+static float nz(void) {
+    float v = 0.05f + 0.95f * (float)hsd_rng_uniform(&rng);
+    return hsd_rng_u32(&rng) & 1 ? -v : v;
+}
+
+/* The test's own conversions (the definitions, not the library's code paths). */
+static double half_to_double(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return h & 0x8000 ? -v : v;
+}
+static uint16_t double_to_half(double v) { /* normal range only, round to nearest */
+    int e;
+    double f = frexp(fabs(v), &e); /* v = f·2^e, f in [0.5, 1) */
+    int m = (int)lround(f * 2048.0) - 1024;
+    if (m == 1024) m = 0, e++;
+    return (uint16_t)((v < 0 ? 0x8000 : 0) | ((e + 14) << 10) | m);
+}
+static float bf16_value(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* round to nearest, ties to even, on the top 16 bits (finite inputs) */
+static uint16_t bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t lo = u & 0xffff, hi = u >> 16;
+    if (lo > 0x8000 || (lo == 0x8000 && (hi & 1))) hi++;
+    return (uint16_t)hi;
+}
+
+/* A random matrix in storage type t, and its exact values as double. */
+typedef struct mat {
+    hsd_mat m;
+    void *data;
+    double *v; /* [rows][cols] */
+} mat;
+
+static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
+    mat a;
+    size_t rb = hsd_dtype_row_bytes(t, cols), N = (size_t)rows * cols;
+    a.data = malloc(rb * rows);
+    a.v = malloc(N * sizeof *a.v);
+    for (int32_t r = 0; r < rows; r++) {
+        uint8_t *row = (uint8_t *)a.data + rb * r;
+        for (int32_t i = 0; i < cols; i++) {
+            double *v = &a.v[(size_t)r * cols + i];
+            float f = nz();
+            switch (t) {
+            case HSD_DT_F32:
+                memcpy(row + 4 * i, &f, 4), *v = f;
+                break;
+            case HSD_DT_F16: {
+                uint16_t h = double_to_half(f);
+                memcpy(row + 2 * i, &h, 2), *v = half_to_double(h);
+                break;
+            }
+            case HSD_DT_BF16: {
+                uint16_t h = bf16_round(f);
+                memcpy(row + 2 * i, &h, 2), *v = bf16_value(h);
+                break;
+            }
+            case HSD_DT_Q8_0: {
+                uint8_t *blk = row + (size_t)(i / 32) * HSD_Q8_0_BYTES;
+                if (i % 32 == 0) { /* a random scale per block, 2^-9..2^-5 */
+                    uint16_t d = double_to_half(
+                        ldexp(1.0 + hsd_rng_uniform(&rng), -9 + (int)(hsd_rng_u32(&rng) % 4)));
+                    memcpy(blk, &d, 2);
+                }
+                int q = 1 + (int)(hsd_rng_u32(&rng) % 127); /* ±1..127, and -128 sometimes */
+                q = hsd_rng_u32(&rng) & 1 ? -q : q;
+                if (hsd_rng_u32(&rng) % 50 == 0) q = -128;
+                blk[2 + i % 32] = (uint8_t)(int8_t)q;
+                uint16_t d;
+                memcpy(&d, blk, 2);
+                *v = half_to_double(d) * q;
+                break;
+            }
+            }
+        }
+    }
+    a.m = (hsd_mat){t, rows, cols, a.data};
+    return a;
+}
+static void free_mat(mat *a) {
+    free(a->data), free(a->v);
+}
+
+/* The activations as the kernel set multiplies them: bf16-rounded for BF16 weights under
+ * AVX-512 (vdpbf16ps), int8 per 32-block for Q8_0 weights under AVX-512 (vpdpbusd) with
+ * d = max|x|/127 in float and q = round-to-even(x · (1/d)); fp32 otherwise. */
+static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t cols, double *out) {
+    if (isa == HSD_MM_AVX512 && t == HSD_DT_BF16) {
+        for (int32_t i = 0; i < cols; i++) out[i] = bf16_value(bf16_round(x[i]));
+    } else if (isa == HSD_MM_AVX512 && t == HSD_DT_Q8_0) {
+        for (int32_t b = 0; b < cols / 32; b++) {
+            float amax = 0;
+            for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
+            float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+            for (int i = 0; i < 32; i++) out[b * 32 + i] = (double)d * rintf(x[b * 32 + i] * id);
+        }
+    } else {
+        for (int32_t i = 0; i < cols; i++) out[i] = x[i];
+    }
+}
+
+/* Additions per (row, token) in sequence, a bound on the rounding steps: plain C sums the
+ * row in order; AVX2 in 8 lanes, AVX-512 in 16 (then a tree), +2 for widening products
+ * (Q8_0's d·q) and the scale product. |error| <= steps · 2^-24 · sum|w·x| (Higham's γ_k). */
+static double steps(hsd_mm_isa isa, int32_t cols) {
+    return (isa == HSD_MM_SCALAR ? cols : isa == HSD_MM_AVX2 ? cols / 8 + 8 : cols / 16 + 8) + 2;
+}
+
+static int32_t isa_list(hsd_mm_isa *out) {
+    int32_t k = 0;
+    for (int i = 0; i < HSD_MM_N_ISA; i++)
+        if (hsd_mm_isa_available((hsd_mm_isa)i))
+            out[k++] = (hsd_mm_isa)i;
+        else
+            fprintf(stderr, "kernel set %s: not on this CPU, skipped\n",
+                    hsd_mm_isa_name((hsd_mm_isa)i));
+    return k;
+}
+
+static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols) {
+    enum { NMAX = 16 };
+    mat a = make_mat(t, rows, cols);
+    float *x = malloc((size_t)NMAX * cols * sizeof *x);
+    double *xe = malloc((size_t)NMAX * cols * sizeof *xe);
+    for (int32_t i = 0; i < NMAX * cols; i++) x[i] = nz() * 4.0f;
+    for (int32_t tk = 0; tk < NMAX; tk++)
+        effective_x(isa, t, x + (size_t)tk * cols, cols, xe + (size_t)tk * cols);
+    float *out = malloc((size_t)NMAX * rows * sizeof *out),
+          *one = malloc((size_t)NMAX * rows * sizeof *one);
+    hsd_mm_ws ws = {0};
+    /* each token alone (n = 1): the reference for invariance */
+    for (int32_t tk = 0; tk < NMAX; tk++)
+        assert_int_equal(hsd_mm_run_isa(&ws, isa, one + (size_t)tk * rows, rows,
+                                        x + (size_t)tk * cols, 1, &a.m, NULL, 0),
+                         HSD_OK);
+    double worst = 0;
+    for (int32_t n = 1; n <= NMAX; n++) {
+        assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
+        for (int32_t tk = 0; tk < n; tk++)
+            for (int32_t r = 0; r < rows; r++) {
+                double s = 0, mag = 0;
+                for (int32_t i = 0; i < cols; i++) {
+                    double p = a.v[(size_t)r * cols + i] * xe[(size_t)tk * cols + i];
+                    s += p, mag += fabs(p);
+                }
+                double err = fabs(out[(size_t)tk * rows + r] - s),
+                       tol = steps(isa, cols) * ldexp(mag, -24);
+                if (err > tol)
+                    fprintf(stderr,
+                            "%s %s %dx%d n=%d token %d row %d: got %.9g want %.9g (tol %.3g)\n",
+                            hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, n, tk, r,
+                            out[(size_t)tk * rows + r], s, tol);
+                assert_true(err <= tol);
+                worst = fmax(worst, err / ldexp(mag, -24));
+            }
+        /* batch invariance: bit-identical to the token computed alone */
+        assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
+    }
+    /* row subsets (ids) give the same bits as the same rows of the full product */
+    int32_t ids[8]; /* runs and jumps, repeats when rows < 8 */
+    for (int j = 0; j < 8; j++) ids[j] = (j < 3 ? j : 5 * j + 1) % rows;
+    float sub[16 * 8];
+    assert_int_equal(hsd_mm_run_isa(&ws, isa, sub, 8, x, NMAX, &a.m, ids, 8), HSD_OK);
+    for (int32_t tk = 0; tk < NMAX; tk++)
+        for (int j = 0; j < 8; j++)
+            assert_memory_equal(&sub[tk * 8 + j], &out[(size_t)tk * rows + ids[j]], sizeof(float));
+    fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16: worst error %5.2f ulp-steps (bound %g)\n",
+            hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, worst, steps(isa, cols));
+    hsd_mm_ws_free(&ws);
+    free(x), free(xe), free(out), free(one);
+    free_mat(&a);
+}
+
+static void test_kernels_vs_float64(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 21, 1);
+    hsd_mm_isa isas[HSD_MM_N_ISA];
+    int32_t k = isa_list(isas);
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    /* rows not a multiple of the 4-row tile; columns with vector tails (not for Q8_0, whose
+     * rows are whole 32-blocks: an odd block count takes the half-width tail) */
+    static const int32_t rows[] = {37, 5, 1}, cols_fp[] = {33, 520, 2048},
+                         cols_q8[] = {32, 96, 2048};
+    for (int32_t i = 0; i < k; i++)
+        for (int ty = 0; ty < 4; ty++)
+            for (int s = 0; s < 3; s++)
+                check_shape(isas[i], types[ty], rows[s],
+                            types[ty] == HSD_DT_Q8_0 ? cols_q8[s] : cols_fp[s]);
+}
+
+/* The pool splits rows over threads: same bits as one thread, for every n. */
+static void test_threads_invariant(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 22, 1);
+    hsd_pool *pool = hsd_pool_create(2);
+    assert_non_null(pool);
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    for (int ty = 0; ty < 4; ty++) {
+        mat a = make_mat(types[ty], 1003, 256);
+        float *x = malloc(16 * 256 * sizeof *x), *p = malloc(16 * 1003 * sizeof *p),
+              *q = malloc(16 * 1003 * sizeof *q);
+        for (int i = 0; i < 16 * 256; i++) x[i] = nz();
+        hsd_mm_ws w1 = {0}, w2 = {0};
+        for (int32_t n = 1; n <= 16; n++) {
+            assert_int_equal(hsd_mm_run(&w1, NULL, 1, p, 1003, x, n, &a.m, NULL, 0), HSD_OK);
+            assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
+            assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
+        }
+        hsd_mm_ws_free(&w1), hsd_mm_ws_free(&w2);
+        free(x), free(p), free(q);
+        free_mat(&a);
+    }
+    hsd_pool_free(pool);
+}
+
+/* ---- real models: logits of a token alone vs inside a forward of n = 2..16 ------------ */
+
+static void check_model_invariance(hsd_model *m, const char *label) {
+    int32_t V = hsd_model_vocab_size(m);
+    enum { P = 7, NMAX = 16 };
+    int32_t toks[P + NMAX];
+    for (int i = 0; i < P + NMAX; i++) toks[i] = (int32_t)(hsd_rng_u32(&rng) % (uint32_t)V);
+    float *alone = malloc((size_t)NMAX * V * sizeof *alone),
+          *batch = malloc((size_t)NMAX * V * sizeof *batch);
+    assert_int_equal(hsd_model_kv_truncate(m, 0), HSD_OK);
+    assert_int_equal(hsd_model_forward(m, toks, P, NULL, NULL, 0, NULL), HSD_OK);
+    for (int i = 0; i < NMAX; i++) /* one at a time: how AR decoding sees each token */
+        assert_int_equal(
+            hsd_model_forward(m, toks + P + i, 1, NULL, NULL, 1, alone + (size_t)i * V), HSD_OK);
+    for (int32_t n = 2; n <= NMAX; n++) {
+        assert_int_equal(hsd_model_kv_truncate(m, P), HSD_OK);
+        assert_int_equal(hsd_model_forward(m, toks + P, n, NULL, NULL, n, batch), HSD_OK);
+        /* memcmp, not a tolerance: greedy verification must see AR's exact logits */
+        assert_memory_equal(batch, alone, (size_t)n * V * sizeof *batch);
+    }
+    fprintf(stderr, "%-24s logits of each token alone == inside n = 2..16 (bit-identical)\n",
+            label);
+    free(alone), free(batch);
+}
+
+static void test_models_batch_invariant(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 23, 1);
+    static const char *files[] = {"models/stories260K/stories260K.bin",
+                                  "models/babyllama-tok105/model5000.bin"};
+    for (int f = 0; f < 2; f++) {
+        const char *p = hsd_test_path(files[f]);
+        if (!hsd_test_require(p)) continue;
+        hsd_model *m;
+        assert_int_equal(hsd_model_load(p, NULL, &m), HSD_OK);
+        check_model_invariance(m, files[f] + 7);
+        hsd_model_free(m);
+    }
+    /* synthetic models in the storage types the real ones do not have */
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_F16};
+    for (int ty = 0; ty < 3; ty++) {
+        hsd_synth_model *sm;
+        assert_int_equal(hsd_synth_create("small", types[ty], 31, &sm), HSD_OK);
+        hsd_transformer *tf;
+        assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
+        hsd_model_iface it;
+        hsd_tf_iface(tf, &it);
+        hsd_model *m;
+        assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
+        char label[64];
+        snprintf(label, sizeof label, "synth small %s", hsd_dtype_name(types[ty]));
+        check_model_invariance(m, label);
+        hsd_model_free(m);
+        hsd_synth_free(sm);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels_vs_float64),
+        cmocka_unit_test(test_threads_invariant),
+        cmocka_unit_test(test_models_batch_invariant),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
