@@ -28,7 +28,8 @@ typedef struct hsd_synth_model {
     int32_t n;
 } hsd_synth_model;
 
-/* Known shapes: "tiny", "tiny-qwen2", "llama-3.2-1b", "qwen2.5-0.5b", "drafter-head-152k". */
+/* Known shapes: "tiny", "tiny-qwen2", "llama-3.2-1b", "qwen2.5-0.5b", "smollm-135m",
+ * "drafter-head-152k". */
 hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied);
 /* Writes the list of shape names, one per line, into buf. */
 const char *hsd_synth_shape_list(void);
