@@ -10,13 +10,13 @@
 #include "models/synth.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: hsd synth --shape NAME --format safetensors|gguf -o DIR [--dtype f32|f16|bf16|q8_0] [--seed S]\n"
-                    "  shapes: %s\n  gguf writes DIR/model.gguf; safetensors writes DIR/config.json + DIR/model.safetensors\n",
+    fprintf(stderr, "usage: hsd synth --shape NAME --format safetensors|gguf -o DIR [--dtype f32|f16|bf16|q8_0] [--seed S] [--tokenizer FILE]\n"
+                    "  shapes: %s\n  gguf writes DIR/model.gguf (with the tokenizer FILE in its metadata, else a placeholder vocabulary); safetensors writes DIR/config.json + DIR/model.safetensors\n",
             hsd_synth_shape_list());
 }
 
 int hsd_cmd_synth(int argc, char **argv) {
-    const char *shape = NULL, *format = NULL, *dir = NULL, *dtype = "f32";
+    const char *shape = NULL, *format = NULL, *dir = NULL, *dtype = "f32", *tokenizer = NULL;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -27,6 +27,7 @@ int hsd_cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--format")) format = v;
         else if (!strcmp(a, "-o")) dir = v;
         else if (!strcmp(a, "--dtype")) dtype = v;
+        else if (!strcmp(a, "--tokenizer")) tokenizer = v;
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
         else { fprintf(stderr, "hsd synth: unknown option %s\n", a); usage(); return 2; }
     }
@@ -49,7 +50,7 @@ int hsd_cmd_synth(int argc, char **argv) {
     if (!strcmp(format, "gguf")) {
         mkdir(dir, 0755);
         snprintf(path, sizeof path, "%s/model.gguf", dir);
-        s = hsd_synth_write_gguf(m, path);
+        s = hsd_synth_write_gguf_tok(m, path, tokenizer);
     } else {
         snprintf(path, sizeof path, "%s", dir);
         s = hsd_synth_write_safetensors(m, dir);

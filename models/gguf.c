@@ -1,4 +1,4 @@
-/* GGUF (v2, v3) models of architecture llama or qwen2, and the GGUF writer used by synth.
+/* GGUF (v2, v3) models of architecture llama or qwen2 (the writer is gguf_write.c).
  * Layout: "GGUF", u32 version, u64 n_tensors, u64 n_kv, the key/value metadata, the tensor
  * infos (name, dims innermost first, ggml type, offset), then the aligned tensor data. */
 #include <math.h>
@@ -8,7 +8,6 @@
 
 #include "lib/error.h"
 #include "models/loaders.h"
-#include "models/synth.h"
 
 enum { GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL,
        GGUF_STRING, GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_NTYPES };
@@ -215,19 +214,19 @@ static hsd_status gguf_parse(gguf_file *g) {
     return HSD_OK;
 }
 
-static const char *gguf_name(gguf_file *g, hsd_tkind kind, int32_t layer) {
+const char *hsd_gguf_tensor_name(hsd_tkind kind, int32_t layer, char *buf, size_t cap) {
     static const char *glob[] = {"token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight"};
     static const char *per[] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
                                 "attn_output.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias",
                                 "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight"};
     if (kind <= HSD_T_ROPE_FREQS) return glob[kind];
-    snprintf(g->name_buf, sizeof g->name_buf, "blk.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
-    return g->name_buf;
+    snprintf(buf, cap, "blk.%d.%s", layer, per[kind - HSD_T_ATTN_NORM]);
+    return buf;
 }
 
 static hsd_status gguf_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tensor_ref *r, bool *found) {
     gguf_file *g = ctx;
-    const char *name = gguf_name(g, kind, layer);
+    const char *name = hsd_gguf_tensor_name(kind, layer, g->name_buf, sizeof g->name_buf);
     *found = false;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
@@ -333,147 +332,5 @@ hsd_status hsd_gguf_load(const char *path, const hsd_model_params *params, hsd_t
 fail:
     gguf_free(&g);
     hsd_file_map_close(m);
-    return s;
-}
-
-/* ---- writer ------------------------------------------------------------------------ */
-
-typedef struct gguf_writer {
-    FILE *f;
-    bool err;
-} gguf_writer;
-
-static void w_bytes(gguf_writer *w, const void *p, size_t n) {
-    if (n && fwrite(p, 1, n, w->f) != n) w->err = true;
-}
-static void w_u32(gguf_writer *w, uint32_t v) { w_bytes(w, &v, 4); }
-static void w_u64(gguf_writer *w, uint64_t v) { w_bytes(w, &v, 8); }
-static void w_str(gguf_writer *w, const char *s) {
-    w_u64(w, strlen(s));
-    w_bytes(w, s, strlen(s));
-}
-static void kv_u32(gguf_writer *w, const char *arch, const char *k, uint32_t v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", arch, k);
-    w_str(w, key), w_u32(w, GGUF_U32), w_u32(w, v);
-}
-static void kv_f32(gguf_writer *w, const char *arch, const char *k, float v) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", arch, k);
-    w_str(w, key), w_u32(w, GGUF_F32), w_bytes(w, &v, 4);
-}
-
-typedef struct out_tensor {
-    char name[160];
-    uint32_t type;
-    int64_t rows, cols; /* rows 0 = vector */
-    const void *data;
-    size_t nbytes;
-    void *owned;
-} out_tensor;
-
-/* HF → llama.cpp name; writes into buf */
-static void gguf_out_name(const hsd_synth_tensor *t, char *buf, size_t cap) {
-    gguf_file tmp;
-    snprintf(buf, cap, "%s", gguf_name(&tmp, t->kind, t->layer));
-}
-
-hsd_status hsd_synth_write_gguf(const hsd_synth_model *m, const char *path) {
-    const hsd_tf_config *c = &m->cfg;
-    const char *arch = c->qkv_bias ? "qwen2" : "llama";
-    bool permute = !strcmp(arch, "llama"); /* to interleaved rope, as llama.cpp's converter */
-    out_tensor *ot = calloc((size_t)m->n + 1, sizeof *ot);
-    if (!ot) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
-    int n = 0;
-    hsd_status s = HSD_OK;
-    for (int32_t i = 0; i < m->n; i++) {
-        const hsd_synth_tensor *t = &m->t[i];
-        out_tensor *o = &ot[n++];
-        gguf_out_name(t, o->name, sizeof o->name);
-        o->rows = t->n_dims == 2 ? t->shape[0] : 0;
-        o->cols = t->n_dims == 2 ? t->shape[1] : t->shape[0];
-        o->data = t->data;
-        o->nbytes = t->nbytes;
-        o->type = t->type == HSD_DT_F32 ? GGML_F32 : t->type == HSD_DT_F16 ? GGML_F16
-                : t->type == HSD_DT_BF16 ? GGML_BF16 : GGML_Q8_0;
-        if (t->n_dims == 1 && t->type != HSD_DT_F32) { /* vectors as F32, like llama.cpp */
-            float *v = malloc((size_t)o->cols * 4);
-            if (!v) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-            hsd_mat mm = {t->type, 1, (int32_t)o->cols, t->data};
-            hsd_mat_rows_f32(&mm, 0, 1, v);
-            o->data = o->owned = v, o->nbytes = (size_t)o->cols * 4, o->type = GGML_F32;
-        }
-        if (permute && (t->kind == HSD_T_WQ || t->kind == HSD_T_WK)) {
-            int32_t heads = t->kind == HSD_T_WQ ? c->n_heads : c->n_kv_heads, hd = c->head_dim, half = hd / 2;
-            size_t rb = hsd_dtype_row_bytes(t->type, o->cols);
-            uint8_t *p = malloc(t->nbytes);
-            if (!p) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-            /* HF row (h, s, i) -> GGUF row (h, i, s): pairs (i, i+half) become (2i, 2i+1) */
-            for (int32_t h = 0; h < heads; h++)
-                for (int32_t sIdx = 0; sIdx < 2; sIdx++)
-                    for (int32_t i = 0; i < half; i++)
-                        memcpy(p + ((size_t)h * hd + 2 * i + sIdx) * rb,
-                               (const uint8_t *)t->data + ((size_t)h * hd + sIdx * half + i) * rb, rb);
-            o->data = o->owned = p;
-        }
-    }
-    if (c->rope_scale_factor > 0) { /* llama.cpp stores Llama 3 scaling as per-pair factors */
-        int32_t half = c->head_dim / 2;
-        float *f = malloc((size_t)half * 4);
-        if (!f) { s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path); goto done; }
-        for (int32_t i = 0; i < half; i++) {
-            double inv = 1.0 / pow(c->rope_theta, 2.0 * i / c->head_dim), wl = 2.0 * M_PI / inv;
-            double orig = c->rope_orig_ctx, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
-            double scaled = inv;
-            if (wl > orig / lo) scaled = inv / c->rope_scale_factor;
-            else if (wl >= orig / hi) {
-                double sm = (orig / wl - lo) / (hi - lo);
-                scaled = (1 - sm) * inv / c->rope_scale_factor + sm * inv;
-            }
-            f[i] = (float)(inv / scaled);
-        }
-        out_tensor *o = &ot[n++];
-        snprintf(o->name, sizeof o->name, "rope_freqs.weight");
-        o->rows = 0, o->cols = half, o->type = GGML_F32;
-        o->data = o->owned = f, o->nbytes = (size_t)half * 4;
-    }
-
-    gguf_writer w = {fopen(path, "wb"), false};
-    if (!w.f) { s = hsd_error(HSD_ERR_IO, "%s: cannot create", path); goto done; }
-    const int n_kv = 12;
-    w_bytes(&w, "GGUF", 4), w_u32(&w, 3), w_u64(&w, (uint64_t)n), w_u64(&w, n_kv);
-    w_str(&w, "general.architecture"), w_u32(&w, GGUF_STRING), w_str(&w, arch);
-    w_str(&w, "general.name"), w_u32(&w, GGUF_STRING), w_str(&w, m->shape_name);
-    w_str(&w, "general.alignment"), w_u32(&w, GGUF_U32), w_u32(&w, 32);
-    kv_u32(&w, arch, "context_length", (uint32_t)c->seq_len);
-    kv_u32(&w, arch, "embedding_length", (uint32_t)c->dim);
-    kv_u32(&w, arch, "feed_forward_length", (uint32_t)c->hidden_dim);
-    kv_u32(&w, arch, "block_count", (uint32_t)c->n_layers);
-    kv_u32(&w, arch, "attention.head_count", (uint32_t)c->n_heads);
-    kv_u32(&w, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads);
-    kv_u32(&w, arch, "attention.key_length", (uint32_t)c->head_dim);
-    kv_f32(&w, arch, "rope.freq_base", c->rope_theta);
-    kv_f32(&w, arch, "attention.layer_norm_rms_epsilon", c->norm_eps);
-    uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        w_str(&w, ot[i].name);
-        w_u32(&w, ot[i].rows ? 2 : 1);
-        w_u64(&w, (uint64_t)ot[i].cols);
-        if (ot[i].rows) w_u64(&w, (uint64_t)ot[i].rows);
-        w_u32(&w, ot[i].type);
-        w_u64(&w, off);
-        off += (ot[i].nbytes + 31) / 32 * 32;
-    }
-    static const uint8_t zeros[32];
-    long pos = ftell(w.f);
-    w_bytes(&w, zeros, (size_t)((32 - pos % 32) % 32));
-    for (int i = 0; i < n; i++) {
-        w_bytes(&w, ot[i].data, ot[i].nbytes);
-        w_bytes(&w, zeros, (32 - ot[i].nbytes % 32) % 32);
-    }
-    if (fclose(w.f) != 0 || w.err) s = hsd_error(HSD_ERR_IO, "%s: write failed", path);
-done:
-    for (int i = 0; i < n; i++) free(ot[i].owned);
-    free(ot);
     return s;
 }

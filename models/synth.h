@@ -40,7 +40,10 @@ hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_pa
                                     hsd_transformer **out);
 /* dir/config.json + dir/model.safetensors (F32, F16, BF16). */
 hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir);
-/* One GGUF v3 file (architecture llama or qwen2). */
+/* One GGUF v3 file that llama.cpp loads, with the tokenizer at `tokenizer` (GGUF, llama2.c
+ * tokenizer.bin or BPE tokenizer.json; its vocabulary may not exceed the model's) in its
+ * metadata, or a placeholder vocabulary when `tokenizer` is NULL. */
+hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, const char *tokenizer);
 hsd_status hsd_synth_write_gguf(const hsd_synth_model *m, const char *path);
 
 #endif

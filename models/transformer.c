@@ -1,8 +1,8 @@
-/* Forward pass of a Llama-family decoder over n new tokens (a chain or a token tree) on top
- * of a KV cache, after llama2.c's run.c, batched so that each weight row is read once for
- * all n tokens. A model holds n_seq sequence slots, each with its own KV cache; one forward
- * may cover new tokens of several slots (their rows go through every matrix product
- * together, attention stays per slot). */
+/* The transformer's bookkeeping: construction from a loader's tensors, sequence slots and
+ * their KV caches, and the forward over n new tokens (a chain or a token tree) of one or
+ * several slots stacked as rows, which runs layer_forward (models/layer.c, the math) once
+ * per layer. A model holds n_seq sequence slots, each with its own KV cache; rows of several
+ * slots go through every matrix product together, attention stays per slot. */
 #include "models/transformer.h"
 
 #include <fcntl.h>
@@ -15,68 +15,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernels/threadpool.h"
 #include "lib/error.h"
 #include "lib/timer.h"
+#include "models/arch.h"
+#include "models/tf_internal.h"
 
-#ifdef HSD_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
-
-/* Below this many multiply-adds a job runs on one thread: waking the second costs more. */
-#define HSD_PAR_MIN_WORK (1 << 17)
 #define HSD_DEFAULT_CTX_CAP 4096
 
-typedef struct hsd_tf_layer {
-    hsd_mat wq, wk, wv, wo, w_gate, w_down, w_up;
-    float *attn_norm, *ffn_norm, *bq, *bk, *bv; /* owned fp32 copies (small) */
-} hsd_tf_layer;
-
-struct hsd_transformer {
-    hsd_tf_config cfg;
-    char desc[320];
-    hsd_mat tok_emb, cls;
-    float *out_norm;
-    hsd_tf_layer *layers;
-    void (*release)(void *);
-    void *release_ctx;
-
-    hsd_pool *pool;
-    int32_t n_threads, n_ctx, q_dim, kv_dim;
-    int32_t n_seq, cur;             /* sequence slots; the one forward/kv_* act on */
-    int32_t *kv_lens;               /* [n_seq] */
-    float *key_cache, *value_cache; /* [seq][layer][n_ctx][kv_dim] */
-    float *rope_cos, *rope_sin;     /* [n_ctx][head_dim/2] */
-    struct fw_seg *segs;            /* [n_seq]: the slots of the forward in progress */
-
-    /* scratch, grown to the largest n seen */
-    int32_t cap_n;
-    float *x, *xb, *q, *hb, *hb2;
-    float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
-    int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
-    float *att;     /* [n_threads][n_ctx] attention scores */
-    float *wscratch; /* [n_threads][4*max_cols] row widening */
-    int32_t max_cols;
-
-    hsd_head *head;          /* draft head replacing cls (NULL: cls) */
-    hsd_model_timing timing; /* cumulative head / backbone split */
-};
-
-/* One slot's new tokens within a forward: rows t0..t0+n of the stacked activations. */
-typedef struct fw_seg {
-    int32_t seq, t0, n, L; /* L: the slot's cached length before this forward */
-    bool chain;
-} fw_seg;
-
 static size_t cache_off(const hsd_transformer *tf, int32_t seq, int32_t layer) {
-    return ((size_t)seq * tf->cfg.n_layers + (size_t)layer) * tf->n_ctx * tf->kv_dim;
+    return hsd_tf_cache_off(tf, seq, layer);
 }
 
 const char *hsd_tkind_name(hsd_tkind kind) {
     static const char *names[HSD_T_COUNT] = {
         "token embedding", "output norm", "classifier", "rope frequency factors",
         "attention norm", "q projection", "k projection", "v projection", "output projection",
-        "q bias", "k bias", "v bias", "ffn norm", "ffn gate", "ffn down", "ffn up"};
+        "q bias", "k bias", "v bias", "ffn norm", "ffn gate", "ffn down", "ffn up",
+        "q norm", "k norm", "post-attention norm", "post-FFN norm", "fused qkv projection",
+        "fused gate/up projection"};
     return kind < HSD_T_COUNT ? names[kind] : "?";
 }
 
@@ -226,12 +182,15 @@ static hsd_status check_config(const hsd_tf_config *c, const char *src) {
     return HSD_OK;
 }
 
-static void rope_tables(hsd_transformer *tf, const float *freq_factors) {
+/* cos/sin of position x frequency for rope base `theta`; the global layers also get Llama 3
+ * scaling and a file's per-pair frequency factors, Gemma's sliding layers neither. */
+static void rope_table(hsd_transformer *tf, double theta, bool global, const float *freq_factors,
+                       float *cos_t, float *sin_t) {
     const hsd_tf_config *c = &tf->cfg;
     int32_t half = c->head_dim / 2;
     for (int32_t i = 0; i < half; i++) {
-        double inv = 1.0 / pow((double)c->rope_theta, 2.0 * i / (double)c->head_dim);
-        if (c->rope_scale_factor > 0.0f) {
+        double inv = 1.0 / pow(theta, 2.0 * i / (double)c->head_dim);
+        if (global && c->rope_scale_factor > 0.0f) {
             /* Llama 3.1+: long wavelengths are slowed by `factor`, short ones kept, and the
              * band between is interpolated smoothly. */
             double lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
@@ -244,13 +203,76 @@ static void rope_tables(hsd_transformer *tf, const float *freq_factors) {
                 inv = (1.0 - smooth) * inv / c->rope_scale_factor + smooth * inv;
             }
         }
-        if (freq_factors) inv /= freq_factors[i];
+        if (global && freq_factors) inv /= freq_factors[i];
         for (int32_t p = 0; p < tf->n_ctx; p++) {
             double a = p * inv;
-            tf->rope_cos[(size_t)p * half + i] = (float)cos(a);
-            tf->rope_sin[(size_t)p * half + i] = (float)sin(a);
+            cos_t[(size_t)p * half + i] = (float)cos(a);
+            sin_t[(size_t)p * half + i] = (float)sin(a);
         }
     }
+}
+
+/* A norm weight: HF Gemma stores w for a norm that scales by 1 + w. */
+static hsd_status get_norm(hsd_tensor_lookup_fn lookup, void *ctx, const char *src, const hsd_tf_config *c,
+                           hsd_tkind kind, int32_t layer, int32_t len, bool required, float **out) {
+    hsd_status s = get_vector(lookup, ctx, src, kind, layer, len, required, out);
+    if (s == HSD_OK && *out && c->norm_unit_offset)
+        for (int32_t i = 0; i < len; i++) (*out)[i] += 1.0f;
+    return s;
+}
+
+/* Rows [r0, r0 + rows) of a matrix, as a matrix of its own (rows are contiguous). */
+static hsd_mat row_view(const hsd_mat *m, int32_t r0, int32_t rows) {
+    hsd_mat v = *m;
+    v.rows = rows;
+    v.data = (const uint8_t *)m->data + (size_t)r0 * hsd_dtype_row_bytes(m->type, m->cols);
+    return v;
+}
+
+static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, void *lctx, const char *src,
+                             int32_t l) {
+    const hsd_tf_config *c = &tf->cfg;
+    hsd_tf_layer *L = &tf->layers[l];
+    const int32_t d = c->dim, H = c->hidden_dim, q = tf->q_dim, kv = tf->kv_dim;
+    hsd_status s;
+    if ((s = get_norm(lookup, lctx, src, c, HSD_T_ATTN_NORM, l, d, true, &L->attn_norm))) return s;
+    if (c->fused_qkv) { /* Phi-3: [q; k; v] in one matrix */
+        hsd_mat qkv;
+        if ((s = get_matrix(lookup, lctx, src, HSD_T_WQKV, l, q + 2 * kv, d, true, &qkv, NULL))) return s;
+        L->wq = row_view(&qkv, 0, q), L->wk = row_view(&qkv, q, kv), L->wv = row_view(&qkv, q + kv, kv);
+    } else if ((s = get_matrix(lookup, lctx, src, HSD_T_WQ, l, q, d, true, &L->wq, NULL)) ||
+               (s = get_matrix(lookup, lctx, src, HSD_T_WK, l, kv, d, true, &L->wk, NULL)) ||
+               (s = get_matrix(lookup, lctx, src, HSD_T_WV, l, kv, d, true, &L->wv, NULL))) {
+        return s;
+    }
+    if ((s = get_matrix(lookup, lctx, src, HSD_T_WO, l, d, q, true, &L->wo, NULL)) ||
+        (s = get_norm(lookup, lctx, src, c, HSD_T_FFN_NORM, l, d, true, &L->ffn_norm)))
+        return s;
+    if (c->fused_gate_up) { /* Phi-3: [gate; up] in one matrix */
+        hsd_mat gu;
+        if ((s = get_matrix(lookup, lctx, src, HSD_T_W_GATE_UP, l, 2 * H, d, true, &gu, NULL))) return s;
+        L->w_gate = row_view(&gu, 0, H), L->w_up = row_view(&gu, H, H);
+    } else if ((s = get_matrix(lookup, lctx, src, HSD_T_W_GATE, l, H, d, true, &L->w_gate, NULL))) {
+        return s;
+    }
+    if ((s = get_matrix(lookup, lctx, src, HSD_T_W_DOWN, l, d, H, true, &L->w_down, NULL))) return s;
+    if (!c->fused_gate_up && (s = get_matrix(lookup, lctx, src, HSD_T_W_UP, l, H, d, true, &L->w_up, NULL)))
+        return s;
+    if (c->qkv_bias &&
+        ((s = get_vector(lookup, lctx, src, HSD_T_BQ, l, q, true, &L->bq)) ||
+         (s = get_vector(lookup, lctx, src, HSD_T_BK, l, kv, true, &L->bk)) ||
+         (s = get_vector(lookup, lctx, src, HSD_T_BV, l, kv, true, &L->bv))))
+        return s;
+    if (c->qk_norm &&
+        ((s = get_norm(lookup, lctx, src, c, HSD_T_Q_NORM, l, c->head_dim, true, &L->q_norm)) ||
+         (s = get_norm(lookup, lctx, src, c, HSD_T_K_NORM, l, c->head_dim, true, &L->k_norm))))
+        return s;
+    if (c->post_norms &&
+        ((s = get_norm(lookup, lctx, src, c, HSD_T_ATTN_POST_NORM, l, d, true, &L->attn_post_norm)) ||
+         (s = get_norm(lookup, lctx, src, c, HSD_T_FFN_POST_NORM, l, d, true, &L->ffn_post_norm))))
+        return s;
+    L->slides = hsd_arch_layer_slides(c, l);
+    return HSD_OK;
 }
 
 hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, void *lctx,
@@ -280,31 +302,15 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     bool found;
     if ((s = get_matrix(lookup, lctx, src, HSD_T_TOK_EMB, -1, c->vocab_size, c->dim, true,
                         &tf->tok_emb, NULL)) ||
-        (s = get_vector(lookup, lctx, src, HSD_T_OUT_NORM, -1, c->dim, true, &tf->out_norm)) ||
+        (s = get_norm(lookup, lctx, src, c, HSD_T_OUT_NORM, -1, c->dim, true, &tf->out_norm)) ||
         (s = get_matrix(lookup, lctx, src, HSD_T_CLS, -1, c->vocab_size, c->dim, false, &tf->cls,
                         &found)) ||
         (s = get_vector(lookup, lctx, src, HSD_T_ROPE_FREQS, -1, c->head_dim / 2, false,
                         &freq_factors)))
         goto fail;
     if (!found) tf->cls = tf->tok_emb; /* tied embeddings */
-    for (int32_t l = 0; l < c->n_layers; l++) {
-        hsd_tf_layer *L = &tf->layers[l];
-        if ((s = get_vector(lookup, lctx, src, HSD_T_ATTN_NORM, l, c->dim, true, &L->attn_norm)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_WQ, l, tf->q_dim, c->dim, true, &L->wq, NULL)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_WK, l, tf->kv_dim, c->dim, true, &L->wk, NULL)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_WV, l, tf->kv_dim, c->dim, true, &L->wv, NULL)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_WO, l, c->dim, tf->q_dim, true, &L->wo, NULL)) ||
-            (s = get_vector(lookup, lctx, src, HSD_T_FFN_NORM, l, c->dim, true, &L->ffn_norm)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_W_GATE, l, c->hidden_dim, c->dim, true, &L->w_gate, NULL)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_W_DOWN, l, c->dim, c->hidden_dim, true, &L->w_down, NULL)) ||
-            (s = get_matrix(lookup, lctx, src, HSD_T_W_UP, l, c->hidden_dim, c->dim, true, &L->w_up, NULL)))
-            goto fail;
-        if (c->qkv_bias &&
-            ((s = get_vector(lookup, lctx, src, HSD_T_BQ, l, tf->q_dim, true, &L->bq)) ||
-             (s = get_vector(lookup, lctx, src, HSD_T_BK, l, tf->kv_dim, true, &L->bk)) ||
-             (s = get_vector(lookup, lctx, src, HSD_T_BV, l, tf->kv_dim, true, &L->bv))))
-            goto fail;
-    }
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if ((s = load_layer(tf, lookup, lctx, src, l))) goto fail;
 
     size_t kv = (size_t)tf->n_seq * c->n_layers * tf->n_ctx * tf->kv_dim;
     tf->kv_lens = calloc((size_t)tf->n_seq, sizeof *tf->kv_lens);
@@ -319,17 +325,26 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
     tf->wscratch = malloc((size_t)tf->n_threads * 4 * tf->max_cols * sizeof(float));
     tf->pool = hsd_pool_create(tf->n_threads);
+    bool swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
+    if (swa_rope) {
+        tf->rope_cos_swa = malloc(rope * sizeof(float));
+        tf->rope_sin_swa = malloc(rope * sizeof(float));
+    }
     if (!tf->key_cache || !tf->value_cache || !tf->rope_cos || !tf->rope_sin || !tf->att ||
-        !tf->wscratch || !tf->pool || !tf->kv_lens || !tf->segs)
+        !tf->wscratch || !tf->pool || !tf->kv_lens || !tf->segs ||
+        (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
         goto nomem;
-    rope_tables(tf, freq_factors);
+    rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
+    if (swa_rope) rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa);
     free(freq_factors);
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
-             "ctx %d/%d, %s weights%s%s",
+             "ctx %d/%d, %s weights%s%s%s%s%s",
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
              c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
-             c->qkv_bias ? ", qkv bias" : "", tf->cls.data == tf->tok_emb.data ? ", tied" : "");
+             c->qkv_bias ? ", qkv bias" : "", c->qk_norm ? ", qk norm" : "",
+             c->post_norms ? ", post norms" : "", c->swa_window > 0 ? ", sliding window" : "",
+             tf->cls.data == tf->tok_emb.data ? ", tied" : "");
     if (tf->n_seq > 1) {
         size_t dl = strlen(tf->desc);
         snprintf(tf->desc + dl, sizeof tf->desc - dl, ", %d sequences", tf->n_seq);
@@ -357,6 +372,10 @@ void hsd_tf_free(hsd_transformer *tf) {
             free(L->bq);
             free(L->bk);
             free(L->bv);
+            free(L->q_norm);
+            free(L->k_norm);
+            free(L->attn_post_norm);
+            free(L->ffn_post_norm);
         }
     free(tf->layers);
     free(tf->out_norm);
@@ -370,6 +389,8 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->tseg);
     free(tf->rope_cos);
     free(tf->rope_sin);
+    free(tf->rope_cos_swa);
+    free(tf->rope_sin_swa);
     free(tf->x);
     free(tf->xb);
     free(tf->q);
@@ -432,99 +453,6 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
         return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
     tf->cap_n = n;
     return HSD_OK;
-}
-
-/* ---- parallel jobs ----------------------------------------------------------------- */
-
-typedef struct matmul_job {
-    hsd_transformer *tf;
-    float *out;
-    int32_t ld;
-    const float *x;
-    int32_t n;
-    const hsd_mat *w;
-} matmul_job;
-
-static void matmul_task(void *arg, int32_t tid, int32_t nth) {
-    matmul_job *j = arg;
-    /* split rows in multiples of 4 so each thread keeps the 4-row kernel */
-    int32_t rows = j->w->rows, per = ((rows + nth - 1) / nth + 3) & ~3;
-    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
-                    j->tf->wscratch + (size_t)tid * 4 * j->tf->max_cols);
-}
-
-/* out[t][0..w.rows) = W · x[t] for t < n (out row stride ld). */
-static void matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, int32_t n,
-                   const hsd_mat *w) {
-#ifdef HSD_HAVE_OPENBLAS
-    /* sgemm's blocking beats the row kernel for f32 weights only from a few dozen tokens on
-     * (prefill): measured on synth qwen2.5-0.5b f32, sgemm is 1.9x slower at n = 8, equal at
-     * n = 16 and 1.9x faster at n = 64 (bench/RESULTS.md). HSD_NO_BLAS=1 turns it off. */
-    /* process-wide switch read once from the environment; atomic so concurrent first reads
-     * are not a data race (every thread computes the same value) */
-    static atomic_int no_blas = -1;
-    if (no_blas < 0) no_blas = getenv("HSD_NO_BLAS") != NULL;
-    if (!no_blas && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
-                    w->cols, (const float *)w->data, w->cols, 0.0f, out, ld);
-        return;
-    }
-#endif
-    matmul_job j = {tf, out, ld, x, n, w};
-    int64_t work = (int64_t)w->rows * w->cols * n;
-    int32_t nth = work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1;
-    hsd_pool_run(tf->pool, matmul_task, &j, nth);
-}
-
-typedef struct attn_job {
-    hsd_transformer *tf;
-    int32_t layer, n;
-} attn_job;
-
-static void attn_task(void *arg, int32_t tid, int32_t nth) {
-    attn_job *j = arg;
-    hsd_transformer *tf = j->tf;
-    const hsd_tf_config *c = &tf->cfg;
-    const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
-    const float scale = 1.0f / sqrtf((float)hd);
-    float *att = tf->att + (size_t)tid * (tf->n_ctx + hd);
-    int32_t total = j->n * c->n_heads;
-    for (int32_t w = tid; w < total; w += nth) {
-        int32_t t = w / c->n_heads, h = w % c->n_heads;
-        /* each token attends within its own slot's cache */
-        const fw_seg *sg = &tf->segs[tf->tseg[t]];
-        const int32_t L = sg->L;
-        const size_t loff = cache_off(tf, sg->seq, j->layer);
-        const float *kc = tf->key_cache + loff, *vc = tf->value_cache + loff;
-        const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
-        const size_t koff = (size_t)(h / kv_mul) * hd;
-        /* visible: cache 0..L-1 and the new tokens that are t's ancestors (chain: all of
-         * the slot's new tokens up to t, contiguous after the cache; tree: the slot list
-         * built by build_trees) */
-        const float *kb = kc + koff, *vb = vc + koff;
-        float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
-        int32_t nv;
-        if (sg->chain) {
-            nv = L + (t - sg->t0) + 1;
-            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, nv, hd, scale);
-            hsd_softmax(att, nv);
-            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, nv, hd);
-        } else {
-            int32_t n_new = tf->anc_off[t + 1] - tf->anc_off[t];
-            const int32_t *slots = tf->anc + tf->anc_off[t];
-            nv = L + n_new;
-            hsd_attn_scores(att, qv, kb, tf->kv_dim, NULL, L, hd, scale);
-            hsd_attn_scores(att + L, qv, kb + (size_t)L * tf->kv_dim, tf->kv_dim, slots, n_new, hd,
-                            scale);
-            hsd_softmax(att, nv);
-            float *tmp = att + nv; /* room: att holds n_ctx floats, nv + hd <= n_ctx + hd */
-            hsd_attn_accum(o, att, vb, tf->kv_dim, NULL, L, hd);
-            hsd_attn_accum(tmp, att + L, vb + (size_t)L * tf->kv_dim, tf->kv_dim, slots, n_new, hd);
-            hsd_add(o, tmp, hd);
-        }
-    }
 }
 
 /* ---- forward ----------------------------------------------------------------------- */
@@ -601,6 +529,27 @@ static hsd_status check_entry(const hsd_transformer *tf, const hsd_model_batch_s
     return HSD_OK;
 }
 
+/* One slot: layer l's new keys and values go straight into its cache; several: into
+ * kbuf/vbuf, from where hsd_tf_kv_commit copies each slot's rows to its cache. */
+void hsd_tf_kv_dest(hsd_transformer *tf, int32_t l, float **k, float **v) {
+    *k = tf->kbuf, *v = tf->vbuf;
+    if (tf->n_segs == 1) {
+        size_t at = cache_off(tf, tf->segs[0].seq, l) + (size_t)tf->segs[0].L * tf->kv_dim;
+        *k = tf->key_cache + at, *v = tf->value_cache + at;
+    }
+}
+
+void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const float *v) {
+    if (tf->n_segs == 1) return;
+    for (int32_t i = 0; i < tf->n_segs; i++) {
+        const fw_seg *sg = &tf->segs[i];
+        size_t at = cache_off(tf, sg->seq, l) + (size_t)sg->L * tf->kv_dim;
+        size_t bytes = (size_t)sg->n * tf->kv_dim * sizeof(float);
+        memcpy(tf->key_cache + at, k + (size_t)sg->t0 * tf->kv_dim, bytes);
+        memcpy(tf->value_cache + at, v + (size_t)sg->t0 * tf->kv_dim, bytes);
+    }
+}
+
 /* The forward over nb slots' new tokens, stacked as rows 0..N: every matrix product runs
  * once over all N rows; attention runs per slot against that slot's cache. */
 static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b, int32_t nb,
@@ -649,63 +598,15 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
             hsd_mat_rows_f32(&tf->tok_emb, b[i].tokens[k], 1,
                              tf->x + (size_t)(tf->segs[i].t0 + k) * dim);
 
-    const int32_t half = hd / 2;
-    int64_t attn_work = 0;
+    if (c->emb_scale > 0) /* Gemma */
+        for (size_t i = 0; i < (size_t)N * dim; i++) tf->x[i] *= c->emb_scale;
+    tf->n_segs = nb;
+    tf->attn_work = 0;
     for (int32_t i = 0; i < nb; i++)
-        attn_work += (int64_t)b[i].n * c->n_heads * (tf->segs[i].L + b[i].n) * hd;
-    for (int32_t l = 0; l < c->n_layers; l++) {
-        const hsd_tf_layer *Ly = &tf->layers[l];
-        /* one slot: k, v go straight into its cache; several: into kbuf/vbuf, then each
-         * slot's rows are copied to its cache */
-        float *kdst = tf->kbuf, *vdst = tf->vbuf;
-        if (nb == 1) {
-            size_t at = cache_off(tf, tf->segs[0].seq, l) + (size_t)tf->segs[0].L * tf->kv_dim;
-            kdst = tf->key_cache + at;
-            vdst = tf->value_cache + at;
-        }
+        tf->attn_work += (int64_t)b[i].n * c->n_heads * (tf->segs[i].L + b[i].n) * hd;
 
-        for (int32_t t = 0; t < N; t++)
-            hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->attn_norm, dim, c->norm_eps);
-        matmul(tf, tf->q, tf->q_dim, tf->xb, N, &Ly->wq);
-        matmul(tf, kdst, tf->kv_dim, tf->xb, N, &Ly->wk);
-        matmul(tf, vdst, tf->kv_dim, tf->xb, N, &Ly->wv);
-        for (int32_t t = 0; t < N; t++) {
-            float *q = tf->q + (size_t)t * tf->q_dim, *k = kdst + (size_t)t * tf->kv_dim;
-            if (Ly->bq) {
-                hsd_add(q, Ly->bq, tf->q_dim);
-                hsd_add(k, Ly->bk, tf->kv_dim);
-                hsd_add(vdst + (size_t)t * tf->kv_dim, Ly->bv, tf->kv_dim);
-            }
-            const float *cs = tf->rope_cos + (size_t)tf->pos[t] * half;
-            const float *sn = tf->rope_sin + (size_t)tf->pos[t] * half;
-            hsd_rope(q, c->n_heads, hd, cs, sn, c->rope_interleaved);
-            hsd_rope(k, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
-        }
-        if (nb > 1)
-            for (int32_t i = 0; i < nb; i++) {
-                const fw_seg *sg = &tf->segs[i];
-                size_t at = cache_off(tf, sg->seq, l) + (size_t)sg->L * tf->kv_dim;
-                size_t bytes = (size_t)sg->n * tf->kv_dim * sizeof(float);
-                memcpy(tf->key_cache + at, kdst + (size_t)sg->t0 * tf->kv_dim, bytes);
-                memcpy(tf->value_cache + at, vdst + (size_t)sg->t0 * tf->kv_dim, bytes);
-            }
+    for (int32_t l = 0; l < c->n_layers; l++) hsd_tf_layer_forward(tf, l, N);
 
-        attn_job aj = {tf, l, N};
-        hsd_pool_run(tf->pool, attn_task, &aj, attn_work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
-        /* attention output (in xb, q_dim wide) through wo; hb as the temporary */
-        matmul(tf, tf->hb, dim, tf->xb, N, &Ly->wo);
-        for (int32_t t = 0; t < N; t++)
-            hsd_add(tf->x + (size_t)t * dim, tf->hb + (size_t)t * dim, dim);
-
-        for (int32_t t = 0; t < N; t++)
-            hsd_rmsnorm(tf->xb + (size_t)t * dim, tf->x + (size_t)t * dim, Ly->ffn_norm, dim, c->norm_eps);
-        matmul(tf, tf->hb, c->hidden_dim, tf->xb, N, &Ly->w_gate);
-        matmul(tf, tf->hb2, c->hidden_dim, tf->xb, N, &Ly->w_up);
-        hsd_silu_mul(tf->hb, tf->hb2, N * c->hidden_dim);
-        matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
-        for (int32_t t = 0; t < N; t++)
-            hsd_add(tf->x + (size_t)t * dim, tf->xb + (size_t)t * dim, dim);
-    }
     for (int32_t i = 0; i < nb; i++) tf->kv_lens[tf->segs[i].seq] = tf->segs[i].L + b[i].n;
 
     /* final norm and classifier only for the rows asked for, entry after entry */
@@ -719,7 +620,8 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
     if (R > 0 && tf->head)
         s = hsd_head_forward(tf->head, tf->pool, tf->n_threads, tf->xb, R, logits);
     else if (R > 0)
-        matmul(tf, logits, c->vocab_size, tf->xb, R, &tf->cls);
+        hsd_tf_matmul(tf, logits, c->vocab_size, tf->xb, R, &tf->cls);
+    if (R > 0 && s == HSD_OK) hsd_tf_softcap(c, logits, (size_t)R * c->vocab_size);
     double t_end = hsd_timer_ms();
     tf->timing.head_ms += t_end - t_head;
     tf->timing.backbone_ms += t_head - t_start;

@@ -1,4 +1,4 @@
-/* The Llama-family decoder (Llama 1/2/3, llama2.c, Qwen2) shared by every loader: a loader
+/* The decoder (Llama 1/2/3, llama2.c, Mistral, SmolLM, Qwen2/3, Gemma 3, Phi-3) shared by every loader: a loader
  * fills an hsd_tf_config and answers tensor look-ups; hsd_tf_create checks every shape,
  * builds the weights view (matrices stay where the loader put them, e.g. in an mmap) and
  * allocates the KV cache. */
@@ -12,21 +12,46 @@
 #include "kernels/cpu_ops.h"
 #include "models/head.h"
 
+typedef enum hsd_ffn_act {
+    HSD_ACT_SILU,      /* SwiGLU: silu(gate) * up (Llama, Qwen, Mistral, Phi-3) */
+    HSD_ACT_GELU_TANH, /* GeGLU: gelu_tanh(gate) * up (Gemma) */
+} hsd_ffn_act;
+
+/* What a decoder layer computes. models/arch.c fills the per-architecture fields from the
+ * architecture's name; loaders fill the shape from the file. */
 typedef struct hsd_tf_config {
-    char arch[16];           /* "llama", "qwen2" (for descriptions) */
+    char arch[16];           /* "llama", "qwen2", "qwen3", "gemma3", "phi3", ... */
     int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, seq_len;
     float rope_theta, norm_eps;
-    bool rope_interleaved;   /* llama2.c / GGUF llama: true; HF / GGUF qwen2: false */
+    bool rope_interleaved;   /* llama2.c / GGUF llama: true; HF and the other GGUF archs: false */
     bool qkv_bias;           /* Qwen2 */
     /* Llama 3 rope scaling ("rope_type": "llama3"); factor 0 = none. */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     int32_t rope_orig_ctx;
+    /* later architectures (all off / 0 for Llama) */
+    bool qk_norm;            /* Qwen3, Gemma 3: RMSNorm of each q and k head before rope */
+    bool post_norms;         /* Gemma 3: RMSNorm of the attention and FFN outputs before each residual add */
+    bool norm_unit_offset;   /* Gemma HF checkpoints store w for a norm that multiplies by 1 + w
+                              * (GGUF stores 1 + w): the loader adds 1 to every norm weight */
+    bool fused_qkv;          /* Phi-3: one [q; k; v] projection (split into views at load) */
+    bool fused_gate_up;      /* Phi-3: one [gate; up] projection */
+    hsd_ffn_act act;
+    float emb_scale;         /* Gemma: embeddings times sqrt(dim); 0 = none */
+    float attn_scale;        /* query scale; 0 = 1/sqrt(head_dim) */
+    float attn_softcap;      /* scores = c * tanh(scores / c) before softmax; 0 = none */
+    float final_softcap;     /* the same on the logits; 0 = none */
+    int32_t swa_window;      /* sliding-window layers see the last swa_window positions; 0 = none */
+    int32_t swa_pattern;     /* with a window: layer l is global when (l + 1) % swa_pattern == 0,
+                              * sliding otherwise; 0 = every layer slides */
+    float rope_theta_swa;    /* rope base of the sliding layers (Gemma 3: 10000); 0 = rope_theta */
 } hsd_tf_config;
 
 typedef enum hsd_tkind {
     HSD_T_TOK_EMB, HSD_T_OUT_NORM, HSD_T_CLS, HSD_T_ROPE_FREQS, /* globals */
     HSD_T_ATTN_NORM, HSD_T_WQ, HSD_T_WK, HSD_T_WV, HSD_T_WO, HSD_T_BQ, HSD_T_BK, HSD_T_BV,
     HSD_T_FFN_NORM, HSD_T_W_GATE, HSD_T_W_DOWN, HSD_T_W_UP, /* per layer */
+    HSD_T_Q_NORM, HSD_T_K_NORM, HSD_T_ATTN_POST_NORM, HSD_T_FFN_POST_NORM, /* per layer, optional */
+    HSD_T_WQKV, HSD_T_W_GATE_UP,                                          /* fused (Phi-3) */
     HSD_T_COUNT
 } hsd_tkind;
 

@@ -1,0 +1,86 @@
+/* Architectures by name (see arch.h). Everything one of them changes in the layer is a named
+ * field of hsd_tf_config that layer_forward (models/layer.c) reads in one place. */
+#include "models/arch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/error.h"
+
+typedef struct arch_info {
+    const char *name, *gguf, *hf_type, *hf_class;
+    bool gguf_interleaved; /* llama.cpp's converter permutes q/k rows for interleaved rope */
+    bool qkv_bias, qk_norm, post_norms, fused, gemma;
+} arch_info;
+
+static const arch_info archs[] = {
+    {"llama", "llama", "llama", "LlamaForCausalLM", true, false, false, false, false, false},
+    {"mistral", "llama", "mistral", "MistralForCausalLM", true, false, false, false, false, false},
+    {"smollm", "llama", "llama", "LlamaForCausalLM", true, false, false, false, false, false},
+    {"qwen2", "qwen2", "qwen2", "Qwen2ForCausalLM", false, true, false, false, false, false},
+    {"qwen3", "qwen3", "qwen3", "Qwen3ForCausalLM", false, false, true, false, false, false},
+    {"gemma3", "gemma3", "gemma3_text", "Gemma3ForCausalLM", false, false, true, true, false, true},
+    {"phi3", "phi3", "phi3", "Phi3ForCausalLM", false, false, false, false, true, false},
+};
+#define N_ARCHS (sizeof archs / sizeof archs[0])
+
+static const arch_info *find(const char *name) {
+    for (size_t i = 0; name && i < N_ARCHS; i++)
+        if (!strcmp(archs[i].name, name)) return &archs[i];
+    return NULL;
+}
+
+const char *hsd_arch_list(void) { return "llama, mistral, smollm, qwen2, qwen3, gemma3, phi3"; }
+
+hsd_status hsd_arch_init(hsd_tf_config *c, const char *arch, bool gguf, const char *src) {
+    const arch_info *a = find(arch);
+    if (!a)
+        return hsd_error(HSD_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (supported: %s)", src,
+                         arch && *arch ? arch : "(none)", hsd_arch_list());
+    snprintf(c->arch, sizeof c->arch, "%s", a->name);
+    c->rope_interleaved = gguf && a->gguf_interleaved;
+    c->qkv_bias = a->qkv_bias;
+    c->qk_norm = a->qk_norm;
+    c->post_norms = a->post_norms;
+    c->fused_qkv = c->fused_gate_up = a->fused;
+    c->act = HSD_ACT_SILU;
+    if (a->gemma) {
+        c->act = HSD_ACT_GELU_TANH;
+        c->norm_unit_offset = !gguf;
+        c->emb_scale = sqrtf((float)c->dim);
+        /* Gemma's query_pre_attn_scalar: head_dim, but dim / n_heads for the 27B (62 layers),
+         * which llama.cpp recognises by its layer count */
+        if (c->n_layers == 62 && c->n_heads > 0) c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+        if (c->swa_window > 0 && c->swa_pattern == 0) c->swa_pattern = 6;
+        if (c->rope_theta_swa == 0) c->rope_theta_swa = 10000.0f;
+    }
+    return HSD_OK;
+}
+
+const char *hsd_arch_from_hf(const char *model_type, const char *hf_class) {
+    if (model_type && !strcmp(model_type, "gemma3")) return "gemma3"; /* text part of the VLM config */
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if ((model_type && !strcmp(archs[i].hf_type, model_type)) ||
+            (!model_type && hf_class && !strcmp(archs[i].hf_class, hf_class)))
+            return archs[i].name;
+    return NULL;
+}
+
+const char *hsd_arch_hf_model_type(const char *arch) {
+    const arch_info *a = find(arch);
+    return a ? a->hf_type : "llama";
+}
+const char *hsd_arch_hf_class(const char *arch) {
+    const arch_info *a = find(arch);
+    return a ? a->hf_class : "LlamaForCausalLM";
+}
+const char *hsd_arch_gguf_name(const char *arch) {
+    const arch_info *a = find(arch);
+    return a ? a->gguf : "llama";
+}
+
+bool hsd_arch_layer_slides(const hsd_tf_config *c, int32_t layer) {
+    if (c->swa_window <= 0) return false;
+    return c->swa_pattern <= 0 || (layer + 1) % c->swa_pattern != 0;
+}

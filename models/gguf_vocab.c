@@ -1,0 +1,363 @@
+/* Tokenizer metadata for GGUF files hsd writes (see gguf_vocab.h). llama.cpp refuses a GGUF
+ * without tokenizer.ggml.model and tokens, and sizes its vocabulary by the token list, which
+ * must match the embedding rows: every vocabulary here has exactly the model's n_vocab
+ * entries, padded with distinct unused tokens. */
+#include "models/gguf_vocab.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "models/transformer.h"
+#include "tokenize/gguf.h"
+#include "tokenize/json.h"
+#include "tokenize/spm.h"
+
+static hsd_status alloc(hsd_gguf_vocab *v, int32_t n, bool scores, const char *what) {
+    memset(v, 0, sizeof *v);
+    v->n = n, v->bos = v->eos = v->unk = -1, v->add_bos = -1;
+    v->tok_off = calloc((size_t)n + 1, sizeof *v->tok_off);
+    v->tok_len = calloc((size_t)n + 1, sizeof *v->tok_len);
+    v->types = calloc((size_t)n + 1, sizeof *v->types);
+    if (scores) v->scores = calloc((size_t)n + 1, sizeof *v->scores);
+    if (!v->tok_off || !v->tok_len || !v->types || (scores && !v->scores)) {
+        hsd_gguf_vocab_free(v);
+        return hsd_error(HSD_ERR_NOMEM, "%s: out of memory for a vocabulary of %d tokens", what, n);
+    }
+    return HSD_OK;
+}
+
+static int set_tok(hsd_gguf_vocab *v, int32_t id, const char *s, size_t n, int32_t type) {
+    v->tok_off[id] = v->arena.n, v->tok_len[id] = n, v->types[id] = type;
+    return hsd_buf_append(&v->arena, s, n);
+}
+
+static int add_merge(hsd_gguf_vocab *v, const char *a, size_t na, const char *b, size_t nb) {
+    if ((v->n_merges & (v->n_merges - 1)) == 0) { /* grow at powers of two */
+        size_t cap = v->n_merges ? 2 * v->n_merges : 1024;
+        size_t *o = realloc(v->merge_off, cap * sizeof *o), *l = o ? realloc(v->merge_len, cap * sizeof *l) : NULL;
+        if (o) v->merge_off = o;
+        if (!l) return -1;
+        v->merge_len = l;
+    }
+    v->merge_off[v->n_merges] = v->arena.n;
+    v->merge_len[v->n_merges++] = na + 1 + nb;
+    return hsd_buf_append(&v->arena, a, na) || hsd_buf_push(&v->arena, ' ') ||
+           hsd_buf_append(&v->arena, b, nb);
+}
+
+/* Ids no token claimed become distinct unused placeholders. */
+static hsd_status pad(hsd_gguf_vocab *v) {
+    for (int32_t id = 0; id < v->n; id++) {
+        if (v->types[id]) continue;
+        char s[32];
+        int k = snprintf(s, sizeof s, "[PAD%d]", id);
+        if (set_tok(v, id, s, (size_t)k, HSD_GGUF_TOK_UNUSED))
+            return hsd_error(HSD_ERR_NOMEM, "vocabulary: out of memory");
+    }
+    return HSD_OK;
+}
+
+static int32_t spm_type(const char *s, size_t n) {
+    return hsd_spm_byte_token(s, n) >= 0 ? HSD_GGUF_TOK_BYTE : HSD_GGUF_TOK_NORMAL;
+}
+
+/* ---- from a GGUF: the tokenizer.ggml.* pairs are copied ---------------------------- */
+
+static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+    hsd_gguf g;
+    hsd_status s = hsd_gguf_open(&g, d, size, path);
+    if (s) return s;
+    const hsd_gguf_kv *model = hsd_gguf_find(&g, "tokenizer.ggml.model"),
+                      *toks = hsd_gguf_find(&g, "tokenizer.ggml.tokens"),
+                      *scores = hsd_gguf_find(&g, "tokenizer.ggml.scores"),
+                      *types = hsd_gguf_find(&g, "tokenizer.ggml.token_type"),
+                      *merges = hsd_gguf_find(&g, "tokenizer.ggml.merges"),
+                      *pre = hsd_gguf_find(&g, "tokenizer.ggml.pre");
+    const char *str;
+    size_t len;
+    if (!model || !toks) {
+        s = hsd_error(HSD_ERR_PARSE, "%s: missing metadata key '%s'", path,
+                      model ? "tokenizer.ggml.tokens" : "tokenizer.ggml.model");
+        goto out;
+    }
+    if ((s = hsd_gguf_get_str(&g, model, &str, &len)) || (s = hsd_gguf_expect_array(&g, toks, HSD_GGUF_STRING)) ||
+        (scores && (s = hsd_gguf_expect_array(&g, scores, HSD_GGUF_FLOAT32))) ||
+        (types && (s = hsd_gguf_expect_array(&g, types, HSD_GGUF_INT32))) ||
+        (merges && (s = hsd_gguf_expect_array(&g, merges, HSD_GGUF_STRING))))
+        goto out;
+    if (toks->arr_n > (uint64_t)n_vocab || (scores && scores->arr_n < toks->arr_n) ||
+        (types && types->arr_n < toks->arr_n)) {
+        s = hsd_error(HSD_ERR_INVALID_ARG, "%s: tokenizer has %llu tokens, the model's vocabulary %d", path,
+                      (unsigned long long)toks->arr_n, n_vocab);
+        goto out;
+    }
+    if ((s = alloc(v, n_vocab, scores != NULL, path))) goto out;
+    snprintf(v->model, sizeof v->model, "%.*s", (int)(len < 15 ? len : 15), str);
+    if (pre && !hsd_gguf_get_str(&g, pre, &str, &len)) snprintf(v->pre, sizeof v->pre, "%.*s", (int)(len < 31 ? len : 31), str);
+    size_t off = toks->val_off;
+    for (uint64_t i = 0; i < toks->arr_n; i++) {
+        hsd_gguf_next_str(&g, &off, &str, &len);
+        if (scores) v->scores[i] = hsd_gguf_f32_at(&g, scores, i);
+        if (set_tok(v, (int32_t)i, str, len, types ? hsd_gguf_i32_at(&g, types, i) : HSD_GGUF_TOK_NORMAL)) goto nomem;
+    }
+    off = merges ? merges->val_off : 0;
+    for (uint64_t i = 0; merges && i < merges->arr_n; i++) {
+        hsd_gguf_next_str(&g, &off, &str, &len);
+        const char *sp = memchr(str, ' ', len);
+        if (!sp) sp = str + len;
+        if (add_merge(v, str, (size_t)(sp - str), sp + (sp < str + len), len - (size_t)(sp - str) - (sp < str + len)))
+            goto nomem;
+    }
+    static const char *ids[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                 "tokenizer.ggml.unknown_token_id"};
+    int32_t *dst[3] = {&v->bos, &v->eos, &v->unk};
+    for (int i = 0; i < 3; i++) {
+        const hsd_gguf_kv *kv = hsd_gguf_find(&g, ids[i]);
+        int64_t x;
+        if (kv && !hsd_gguf_get_int(&g, kv, &x) && x >= 0 && x < n_vocab) *dst[i] = (int32_t)x;
+    }
+    const hsd_gguf_kv *ab = hsd_gguf_find(&g, "tokenizer.ggml.add_bos_token");
+    bool b;
+    if (ab && !hsd_gguf_get_bool(&g, ab, &b)) v->add_bos = b;
+    s = pad(v);
+    goto out;
+nomem:
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+out:
+    hsd_gguf_close(&g);
+    return s;
+}
+
+/* ---- from llama2.c's tokenizer.bin: i32 max_len, then per id f32 score, i32 len, bytes --- */
+
+static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+    hsd_status s = alloc(v, n_vocab, true, path);
+    if (s) return s;
+    snprintf(v->model, sizeof v->model, "llama");
+    v->bos = 1, v->eos = 2, v->unk = 0, v->add_bos = 1;
+    size_t off = 4;
+    hsd_buf piece = {0};
+    int32_t id = 0;
+    for (; off + 8 <= size; id++) {
+        float score;
+        int32_t len;
+        memcpy(&score, d + off, 4);
+        memcpy(&len, d + off + 4, 4);
+        off += 8;
+        if (len < 0 || (size_t)len > size - off) {
+            s = hsd_error(HSD_ERR_PARSE, "%s: token %d: length %d at byte %zu runs past the end", path, id, len, off - 4);
+            goto out;
+        }
+        if (id >= n_vocab) {
+            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: tokenizer has more tokens than the model's vocabulary %d", path, n_vocab);
+            goto out;
+        }
+        const char *p = (const char *)d + off;
+        off += (size_t)len;
+        piece.n = 0;
+        int32_t type;
+        /* llama2.c stores "\n<s>\n" / "\n</s>\n" for BOS/EOS and real spaces for "▁" */
+        if (id == 0) type = HSD_GGUF_TOK_UNKNOWN, hsd_buf_append(&piece, "<unk>", 5);
+        else if (id == 1 || id == 2) type = HSD_GGUF_TOK_CONTROL, hsd_buf_append(&piece, id == 1 ? "<s>" : "</s>", id == 1 ? 3 : 4);
+        else {
+            for (int32_t i = 0; i < len; i++)
+                if (p[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3) : hsd_buf_push(&piece, p[i])) goto nomem;
+            type = spm_type(piece.p, piece.n);
+        }
+        v->scores[id] = score;
+        if (set_tok(v, id, piece.p ? piece.p : "", piece.n, type)) goto nomem;
+    }
+    s = id < 3 ? hsd_error(HSD_ERR_PARSE, "%s: not a llama2.c tokenizer (%d tokens)", path, id) : pad(v);
+    goto out;
+nomem:
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+out:
+    hsd_buf_free(&piece);
+    if (s) hsd_gguf_vocab_free(v);
+    return s;
+}
+
+/* ---- from tokenizer.json (BPE) ----------------------------------------------------- */
+
+static bool has_type(const hj_val *v, const char *type, const char *list) {
+    if (!v || v->type != HJ_OBJ) return false;
+    if (hj_is_str(hj_get(v, "type"), type)) return true;
+    const hj_val *items = hj_get(v, list);
+    for (uint32_t i = 0; items && items->type == HJ_ARR && i < items->n; i++)
+        if (has_type(&items->u.items[i], type, list)) return true;
+    return false;
+}
+
+/* Whether the post-processor puts a special token before the text (TemplateProcessing
+ * "single": [{"SpecialToken": ...}, ...], possibly inside a Sequence). */
+static bool post_adds_bos(const hj_val *pp) {
+    if (!pp || pp->type != HJ_OBJ) return false;
+    const hj_val *single = hj_get(pp, "single"), *list = hj_get(pp, "processors");
+    if (single && single->type == HJ_ARR && single->n > 0 && hj_get(&single->u.items[0], "SpecialToken"))
+        return true;
+    for (uint32_t i = 0; list && list->type == HJ_ARR && i < list->n; i++)
+        if (post_adds_bos(&list->u.items[i])) return true;
+    return false;
+}
+
+static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int32_t n_vocab, hsd_gguf_vocab *v) {
+    hj_doc doc;
+    hsd_status s = hj_parse((const char *)d, size, path, &doc);
+    if (s) return s;
+    const hj_val *root = doc.root, *model = hj_get(root, "model"), *vocab = hj_get(model, "vocab"),
+                 *merges = hj_get(model, "merges"), *added = hj_get(root, "added_tokens");
+    const hj_val *type = hj_get(model, "type");
+    if ((type && !hj_is_str(type, "BPE")) || !vocab || vocab->type != HJ_OBJ || !merges || merges->type != HJ_ARR) {
+        s = hsd_error(HSD_ERR_UNSUPPORTED,
+                      "%s: only BPE tokenizer.json files (model.vocab and model.merges) can be written to GGUF", path);
+        goto out;
+    }
+    bool byte_level = has_type(hj_get(root, "pre_tokenizer"), "ByteLevel", "pretokenizers") ||
+                      has_type(hj_get(root, "decoder"), "ByteLevel", "decoders");
+    if ((s = alloc(v, n_vocab, !byte_level, path))) goto out;
+    snprintf(v->model, sizeof v->model, "%s", byte_level ? "gpt2" : "llama");
+    for (uint32_t i = 0; i < vocab->n; i++) {
+        const hj_val *k = &vocab->u.items[2 * i];
+        int32_t id = hj_num_i32(&vocab->u.items[2 * i + 1], -1);
+        if (id < 0 || id >= n_vocab) {
+            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: token '%.*s' has id %d outside the model's vocabulary of %d",
+                          path, (int)(k->n < 64 ? k->n : 64), k->u.s, id, n_vocab);
+            goto out;
+        }
+        int32_t t = byte_level ? HSD_GGUF_TOK_NORMAL : spm_type(k->u.s, k->n);
+        if (v->scores) v->scores[id] = t == HSD_GGUF_TOK_NORMAL ? -(float)id : 0.0f;
+        if (set_tok(v, id, k->u.s, k->n, t)) goto nomem;
+    }
+    for (uint32_t i = 0; added && added->type == HJ_ARR && i < added->n; i++) {
+        const hj_val *a = &added->u.items[i], *c = hj_get(a, "content");
+        int32_t id = hj_num_i32(hj_get(a, "id"), -1);
+        if (!c || c->type != HJ_STR || id < 0 || id >= n_vocab) {
+            s = hsd_error(HSD_ERR_INVALID_ARG, "%s: added_tokens[%u]: id %d outside the model's vocabulary of %d",
+                          path, i, id, n_vocab);
+            goto out;
+        }
+        if (v->scores) v->scores[id] = 0.0f;
+        if (set_tok(v, id, c->u.s, c->n, hj_truthy(hj_get(a, "special")) ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_USER_DEFINED))
+            goto nomem;
+    }
+    for (uint32_t i = 0; byte_level && i < merges->n; i++) { /* SPM-style: scores, no merges */
+        const hj_val *m = &merges->u.items[i];
+        const char *a, *b;
+        size_t na, nb;
+        if (m->type == HJ_STR) {
+            const char *sp = memchr(m->u.s, ' ', m->n);
+            if (!sp) {
+                s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] has no space", path, i);
+                goto out;
+            }
+            a = m->u.s, na = (size_t)(sp - a), b = sp + 1, nb = m->n - na - 1;
+        } else if (m->type == HJ_ARR && m->n == 2 && m->u.items[0].type == HJ_STR && m->u.items[1].type == HJ_STR) {
+            a = m->u.items[0].u.s, na = m->u.items[0].n, b = m->u.items[1].u.s, nb = m->u.items[1].n;
+        } else {
+            s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] is neither \"a b\" nor [a, b]", path, i);
+            goto out;
+        }
+        if (add_merge(v, a, na, b, nb)) goto nomem;
+    }
+    v->add_bos = post_adds_bos(hj_get(root, "post_processor"));
+    /* llama.cpp picks its pre-tokenizer regex by name; recognise the two common families */
+    if (byte_level) {
+        const char *pre = "default";
+        if (memmem(d, size, "\\\\p{N}{1,3}", 11)) pre = "llama-bpe";
+        else if (memmem(d, size, "\\\\p{N}|", 8)) pre = "qwen2";
+        snprintf(v->pre, sizeof v->pre, "%s", pre);
+    }
+    s = pad(v);
+    goto out;
+nomem:
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+out:
+    hj_free(&doc);
+    if (s) hsd_gguf_vocab_free(v);
+    return s;
+}
+
+hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v) {
+    memset(v, 0, sizeof *v);
+    hsd_file_map *m;
+    hsd_status s = hsd_file_map_open(path, true, &m);
+    if (s) return s;
+    const uint8_t *d = m->data;
+    size_t i = 0;
+    while (i < m->size && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) i++;
+    bool gguf = m->size >= 4 && !memcmp(d, "GGUF", 4), json = i < m->size && d[i] == '{';
+    if (gguf) s = from_gguf(path, d, m->size, n_vocab, v);
+    else if (json) s = from_json(path, d, m->size, n_vocab, v);
+    else s = from_llama2c(path, d, m->size, n_vocab, v);
+    hsd_file_map_close(m);
+    if (s || gguf) return s;
+    /* special ids and the BOS rule as hsd's own tokenizer loader reads them */
+    hsd_tokenizer *t;
+    if ((s = hsd_tokenizer_load_file(path, &t))) {
+        hsd_gguf_vocab_free(v);
+        return s;
+    }
+    if (hsd_tokenizer_bos_id(t) >= 0) v->bos = hsd_tokenizer_bos_id(t);
+    if (hsd_tokenizer_eos_id(t) >= 0) v->eos = hsd_tokenizer_eos_id(t);
+    if (hsd_tokenizer_unk_id(t) >= 0) v->unk = hsd_tokenizer_unk_id(t);
+    hsd_tokenizer_free(t);
+    return HSD_OK;
+}
+
+hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v) {
+    hsd_status s = alloc(v, n_vocab, true, "placeholder vocabulary");
+    if (s) return s;
+    snprintf(v->model, sizeof v->model, "llama");
+    v->unk = 0, v->bos = n_vocab > 1 ? 1 : -1, v->eos = n_vocab > 2 ? 2 : -1, v->add_bos = 1;
+    static const char *special[3] = {"<unk>", "<s>", "</s>"};
+    for (int32_t id = 0; id < n_vocab; id++) {
+        char buf[32];
+        const char *p = buf;
+        int32_t type = HSD_GGUF_TOK_NORMAL;
+        int k;
+        if (id < 3) p = special[id], k = (int)strlen(p), type = id ? HSD_GGUF_TOK_CONTROL : HSD_GGUF_TOK_UNKNOWN;
+        else if (id < 3 + 256) k = snprintf(buf, sizeof buf, "<0x%02X>", id - 3), type = HSD_GGUF_TOK_BYTE;
+        else k = snprintf(buf, sizeof buf, "\xe2\x96\x81t%d", id), v->scores[id] = -(float)id;
+        if (set_tok(v, id, p, (size_t)k, type)) {
+            hsd_gguf_vocab_free(v);
+            return hsd_error(HSD_ERR_NOMEM, "placeholder vocabulary: out of memory");
+        }
+    }
+    return HSD_OK;
+}
+
+void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w) {
+    size_t n = v->n_merges > (size_t)v->n ? v->n_merges : (size_t)v->n;
+    const char **p = malloc((n ? n : 1) * sizeof *p);
+    if (!p) {
+        w->oom = true;
+        return;
+    }
+    hsd_gguf_w_str(w, "tokenizer.ggml.model", v->model);
+    if (v->pre[0]) hsd_gguf_w_str(w, "tokenizer.ggml.pre", v->pre);
+    for (int32_t i = 0; i < v->n; i++) p[i] = v->arena.p + v->tok_off[i];
+    hsd_gguf_w_arr_str(w, "tokenizer.ggml.tokens", p, v->tok_len, (size_t)v->n);
+    if (v->scores) hsd_gguf_w_arr_f32(w, "tokenizer.ggml.scores", v->scores, (size_t)v->n);
+    hsd_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", v->types, (size_t)v->n);
+    if (v->n_merges || !strcmp(v->model, "gpt2")) {
+        for (size_t i = 0; i < v->n_merges; i++) p[i] = v->arena.p + v->merge_off[i];
+        hsd_gguf_w_arr_str(w, "tokenizer.ggml.merges", p, v->merge_len, v->n_merges);
+    }
+    free(p);
+    if (v->bos >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos);
+    if (v->eos >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
+    if (v->unk >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
+    if (v->add_bos >= 0) hsd_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+}
+
+void hsd_gguf_vocab_free(hsd_gguf_vocab *v) {
+    hsd_buf_free(&v->arena);
+    free(v->tok_off);
+    free(v->tok_len);
+    free(v->types);
+    free(v->scores);
+    free(v->merge_off);
+    free(v->merge_len);
+    memset(v, 0, sizeof *v);
+}

@@ -1,0 +1,42 @@
+/* The tokenizer metadata (tokenizer.ggml.*) that llama.cpp needs to load a GGUF, built from a
+ * tokenizer file (GGUF, llama2.c tokenizer.bin, HuggingFace tokenizer.json with a BPE model)
+ * or, without one, a placeholder vocabulary of the model's size. */
+#ifndef HSD_MODELS_GGUF_VOCAB_H
+#define HSD_MODELS_GGUF_VOCAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hsd.h"
+#include "lib/buf.h"
+#include "lib/gguf_writer.h"
+
+/* llama.cpp's token types (tokenizer.ggml.token_type). */
+enum { HSD_GGUF_TOK_NORMAL = 1, HSD_GGUF_TOK_UNKNOWN = 2, HSD_GGUF_TOK_CONTROL = 3,
+       HSD_GGUF_TOK_USER_DEFINED = 4, HSD_GGUF_TOK_UNUSED = 5, HSD_GGUF_TOK_BYTE = 6 };
+
+typedef struct hsd_gguf_vocab {
+    char model[16]; /* "llama" (SentencePiece-style scores) or "gpt2" (byte-level BPE merges) */
+    char pre[32];   /* tokenizer.ggml.pre; empty: none written */
+    int32_t n;
+    hsd_buf arena;  /* token and merge strings */
+    size_t *tok_off, *tok_len;
+    float *scores;  /* NULL: none written */
+    int32_t *types;
+    size_t n_merges, *merge_off, *merge_len;
+    int32_t bos, eos, unk; /* -1: not written */
+    int8_t add_bos;        /* -1: not written */
+} hsd_gguf_vocab;
+
+/* The vocabulary of the tokenizer at `path`, padded with unused tokens to n_vocab entries
+ * (the model's embedding rows); a tokenizer larger than n_vocab is an error. */
+hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v);
+/* A "llama"-type vocabulary of n_vocab tokens: <unk>, <s>, </s>, the byte tokens <0x00>..
+ * <0xFF> as far as they fit, then distinct placeholder pieces. */
+hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v);
+/* Appends the tokenizer.ggml.* pairs to w. */
+void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w);
+void hsd_gguf_vocab_free(hsd_gguf_vocab *v);
+
+#endif

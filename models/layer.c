@@ -1,0 +1,208 @@
+/* One decoder layer, the math of the forward (after llama2.c's run.c). The N new token rows
+ * of a forward are stacked, so every weight row is read once for all of them; attention runs
+ * per token against its own sequence slot's cache (transformer.c keeps that bookkeeping).
+ *
+ *   h = norm(x)                                     attention norm
+ *   q, k, v = Wq h (+ bq), Wk h (+ bk), Wv h (+ bv)  projections (Qwen2: biases)
+ *   q, k = norm_head(q), norm_head(k)               Qwen3, Gemma 3
+ *   q, k = rope(q, pos), rope(k, pos)
+ *   a = softmax(scale q·K / softcap) V              causal, sliding window on some layers
+ *   x = x + post_norm(Wo a)                         Gemma 3: post-attention norm
+ *   h = norm(x)                                     FFN norm
+ *   x = x + post_norm(W_down (act(W_gate h) * W_up h))   SwiGLU, or GeGLU for Gemma */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/tf_internal.h"
+
+#ifdef HSD_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* Below this many multiply-adds a job runs on one thread: waking the second costs more. */
+#define HSD_PAR_MIN_WORK (1 << 17)
+
+/* ---- matrix products on the thread pool ---------------------------------------------- */
+
+typedef struct matmul_job {
+    hsd_transformer *tf;
+    float *out;
+    int32_t ld;
+    const float *x;
+    int32_t n;
+    const hsd_mat *w;
+} matmul_job;
+
+static void matmul_task(void *arg, int32_t tid, int32_t nth) {
+    matmul_job *j = arg;
+    /* split rows in multiples of 4 so each thread keeps the 4-row kernel */
+    int32_t rows = j->w->rows, per = ((rows + nth - 1) / nth + 3) & ~3;
+    int32_t r0 = tid * per, r1 = r0 + per < rows ? r0 + per : rows;
+    if (r0 >= r1) return;
+    hsd_matmul_rows(j->out + r0, j->ld, j->x, j->n, j->w, r0, r1 - r0,
+                    j->tf->wscratch + (size_t)tid * 4 * j->tf->max_cols);
+}
+
+void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, int32_t n,
+                   const hsd_mat *w) {
+#ifdef HSD_HAVE_OPENBLAS
+    /* sgemm's blocking beats the row kernel for f32 weights only from a few dozen tokens on
+     * (prefill): measured on synth qwen2.5-0.5b f32, sgemm is 1.9x slower at n = 8, equal at
+     * n = 16 and 1.9x faster at n = 64 (bench/RESULTS.md). HSD_NO_BLAS=1 turns it off. */
+    /* process-wide switch read once from the environment; atomic so concurrent first reads
+     * are not a data race (every thread computes the same value) */
+    static atomic_int no_blas = -1;
+    if (no_blas < 0) no_blas = getenv("HSD_NO_BLAS") != NULL;
+    if (!no_blas && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
+                    w->cols, (const float *)w->data, w->cols, 0.0f, out, ld);
+        return;
+    }
+#endif
+    matmul_job j = {tf, out, ld, x, n, w};
+    int64_t work = (int64_t)w->rows * w->cols * n;
+    int32_t nth = work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1;
+    hsd_pool_run(tf->pool, matmul_task, &j, nth);
+}
+
+/* ---- small row operations --------------------------------------------------------------- */
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t N, int32_t dim, float eps) {
+    for (int32_t t = 0; t < N; t++) hsd_rmsnorm(out + (size_t)t * dim, x + (size_t)t * dim, w, dim, eps);
+}
+
+static void add_rows(float *x, const float *y, int32_t N, int32_t dim) {
+    for (int32_t t = 0; t < N; t++) hsd_add(x + (size_t)t * dim, y + (size_t)t * dim, dim);
+}
+
+/* gate[i] = gelu_tanh(gate[i]) * up[i], GELU's tanh approximation as Gemma (and ggml_gelu) use */
+static void gelu_tanh_mul(float *gate, const float *up, size_t n) {
+    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (size_t i = 0; i < n; i++) {
+        float x = gate[i];
+        gate[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * up[i];
+    }
+}
+
+void hsd_tf_softcap(const hsd_tf_config *c, float *x, size_t n) {
+    if (c->final_softcap <= 0) return;
+    for (size_t i = 0; i < n; i++) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
+}
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+typedef struct attn_job {
+    hsd_transformer *tf;
+    int32_t layer, n;
+} attn_job;
+
+/* Gemma 2 style attention soft-capping; a no-op without it. */
+static void softcap_scores(const hsd_tf_config *c, float *att, int32_t n) {
+    if (c->attn_softcap > 0)
+        for (int32_t i = 0; i < n; i++) att[i] = c->attn_softcap * tanhf(att[i] / c->attn_softcap);
+}
+
+/* Attention of token t, head h: the keys it sees are its slot's cache and its own new
+ * predecessors (a chain) or ancestors (a tree); a sliding layer drops those swa_window or
+ * more positions back. */
+static void attn_token(hsd_transformer *tf, int32_t layer, int32_t t, int32_t h, float *att) {
+    const hsd_tf_config *c = &tf->cfg;
+    const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
+    const float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
+    const fw_seg *sg = &tf->segs[tf->tseg[t]];
+    const int32_t L = sg->L, pos = tf->pos[t];
+    const size_t loff = hsd_tf_cache_off(tf, sg->seq, layer), koff = (size_t)(h / kv_mul) * hd;
+    const float *kb = tf->key_cache + loff + koff, *vb = tf->value_cache + loff + koff;
+    const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
+    float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
+    const size_t st = (size_t)tf->kv_dim;
+    int32_t first = 0; /* oldest visible position */
+    if (tf->layers[layer].slides && pos - c->swa_window + 1 > 0) first = pos - c->swa_window + 1;
+    if (sg->chain) { /* the slot's new keys follow its cache: positions first..pos in a row */
+        int32_t nv = pos + 1 - first;
+        hsd_attn_scores(att, qv, kb + (size_t)first * st, st, NULL, nv, hd, scale);
+        softcap_scores(c, att, nv);
+        hsd_softmax(att, nv);
+        hsd_attn_accum(o, att, vb + (size_t)first * st, st, NULL, nv, hd);
+        return;
+    }
+    /* a tree token sees the cache and its ancestors (anc list, at positions L + 0..depth) */
+    const int32_t *slots = tf->anc + tf->anc_off[t];
+    int32_t c0 = first < L ? first : L, a0 = first > L ? first - L : 0;
+    int32_t nc = L - c0, nn = tf->anc_off[t + 1] - tf->anc_off[t] - a0, nv = nc + nn;
+    hsd_attn_scores(att, qv, kb + (size_t)c0 * st, st, NULL, nc, hd, scale);
+    hsd_attn_scores(att + nc, qv, kb + (size_t)L * st, st, slots + a0, nn, hd, scale);
+    softcap_scores(c, att, nv);
+    hsd_softmax(att, nv);
+    float *tmp = att + nv; /* room: att holds n_ctx + hd floats, nv <= n_ctx */
+    hsd_attn_accum(o, att, vb + (size_t)c0 * st, st, NULL, nc, hd);
+    hsd_attn_accum(tmp, att + nc, vb + (size_t)L * st, st, slots + a0, nn, hd);
+    hsd_add(o, tmp, hd);
+}
+
+static void attn_task(void *arg, int32_t tid, int32_t nth) {
+    attn_job *j = arg;
+    hsd_transformer *tf = j->tf;
+    float *att = tf->att + (size_t)tid * (tf->n_ctx + tf->cfg.head_dim);
+    for (int32_t w = tid; w < j->n * tf->cfg.n_heads; w += nth)
+        attn_token(tf, j->layer, w / tf->cfg.n_heads, w % tf->cfg.n_heads, att);
+}
+
+/* ---- the layer ------------------------------------------------------------------------- */
+
+void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
+    const hsd_tf_config *c = &tf->cfg;
+    const hsd_tf_layer *Ly = &tf->layers[l];
+    const int32_t dim = c->dim, hd = c->head_dim, half = hd / 2, H = c->hidden_dim;
+    float *k, *v; /* this layer's new keys and values: in the slot's cache or staged */
+    hsd_tf_kv_dest(tf, l, &k, &v);
+
+    /* 1. attention norm, then the q, k, v projections */
+    rmsnorm_rows(tf->xb, tf->x, Ly->attn_norm, N, dim, c->norm_eps);
+    hsd_tf_matmul(tf, tf->q, tf->q_dim, tf->xb, N, &Ly->wq);
+    hsd_tf_matmul(tf, k, tf->kv_dim, tf->xb, N, &Ly->wk);
+    hsd_tf_matmul(tf, v, tf->kv_dim, tf->xb, N, &Ly->wv);
+    const float *cos_t = Ly->slides && tf->rope_cos_swa ? tf->rope_cos_swa : tf->rope_cos;
+    const float *sin_t = Ly->slides && tf->rope_sin_swa ? tf->rope_sin_swa : tf->rope_sin;
+    for (int32_t t = 0; t < N; t++) {
+        float *qt = tf->q + (size_t)t * tf->q_dim, *kt = k + (size_t)t * tf->kv_dim;
+        if (Ly->bq) { /* Qwen2 */
+            hsd_add(qt, Ly->bq, tf->q_dim);
+            hsd_add(kt, Ly->bk, tf->kv_dim);
+            hsd_add(v + (size_t)t * tf->kv_dim, Ly->bv, tf->kv_dim);
+        }
+        /* 2. per-head RMSNorm of q and k (Qwen3, Gemma 3) */
+        if (c->qk_norm) {
+            for (int32_t h = 0; h < c->n_heads; h++) hsd_rmsnorm(qt + h * hd, qt + h * hd, Ly->q_norm, hd, c->norm_eps);
+            for (int32_t h = 0; h < c->n_kv_heads; h++) hsd_rmsnorm(kt + h * hd, kt + h * hd, Ly->k_norm, hd, c->norm_eps);
+        }
+        /* 3. rope at the token's position */
+        const float *cs = cos_t + (size_t)tf->pos[t] * half, *sn = sin_t + (size_t)tf->pos[t] * half;
+        hsd_rope(qt, c->n_heads, hd, cs, sn, c->rope_interleaved);
+        hsd_rope(kt, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
+    }
+    hsd_tf_kv_commit(tf, l, k, v); /* the new keys and values join their slots' caches */
+
+    /* 4. attention of every token and head, into xb (q_dim wide) */
+    attn_job aj = {tf, l, N};
+    hsd_pool_run(tf->pool, attn_task, &aj, tf->attn_work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
+
+    /* 5. output projection (hb as the temporary), Gemma's post-attention norm, residual */
+    hsd_tf_matmul(tf, tf->hb, dim, tf->xb, N, &Ly->wo);
+    if (Ly->attn_post_norm) rmsnorm_rows(tf->hb, tf->hb, Ly->attn_post_norm, N, dim, c->norm_eps);
+    add_rows(tf->x, tf->hb, N, dim);
+
+    /* 6. FFN norm, gate and up projections, SwiGLU or GeGLU, down projection */
+    rmsnorm_rows(tf->xb, tf->x, Ly->ffn_norm, N, dim, c->norm_eps);
+    hsd_tf_matmul(tf, tf->hb, H, tf->xb, N, &Ly->w_gate);
+    hsd_tf_matmul(tf, tf->hb2, H, tf->xb, N, &Ly->w_up);
+    if (c->act == HSD_ACT_GELU_TANH) gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
+    else hsd_silu_mul(tf->hb, tf->hb2, N * H);
+    hsd_tf_matmul(tf, tf->xb, dim, tf->hb, N, &Ly->w_down);
+
+    /* 7. Gemma's post-FFN norm, residual */
+    if (Ly->ffn_post_norm) rmsnorm_rows(tf->xb, tf->xb, Ly->ffn_post_norm, N, dim, c->norm_eps);
+    add_rows(tf->x, tf->xb, N, dim);
+}
