@@ -12,16 +12,17 @@ int hsd_cmd_inflate(int argc, char **argv);
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: hsd inflate --model IN --shape NAME -o OUT.gguf [--dtype f32|f16|bf16|q8_0] "
-            "[--layers N]\n"
+            "usage: hsd inflate --model IN [--tokenizer T] --shape NAME -o OUT.gguf\n"
+            "                   [--dtype f32|f16|bf16|q8_0] [--layers N]\n"
             "  IN: llama2.c .bin, GGUF or safetensors (llama or qwen2); shapes: %s\n"
             "  the output computes IN's logits at the cost of the shape; vocabulary and context\n"
-            "  stay IN's (use IN's tokenizer with it)\n",
+            "  stay IN's; T (GGUF, llama2.c tokenizer.bin, tokenizer.json) goes into the GGUF's\n"
+            "  metadata (default: IN's own when IN is a GGUF, else a placeholder vocabulary)\n",
             hsd_synth_shape_list());
 }
 
 int hsd_cmd_inflate(int argc, char **argv) {
-    const char *in = NULL, *shape = NULL, *out = NULL, *dtype = "f32";
+    const char *in = NULL, *tok = NULL, *shape = NULL, *out = NULL, *dtype = "f32";
     int32_t layers = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -29,6 +30,7 @@ int hsd_cmd_inflate(int argc, char **argv) {
         if (!v) { fprintf(stderr, "hsd inflate: %s needs a value\n", a); usage(); return 2; }
         i++;
         if (!strcmp(a, "--model") || !strcmp(a, "-m")) in = v;
+        else if (!strcmp(a, "--tokenizer") || !strcmp(a, "-t")) tok = v;
         else if (!strcmp(a, "--shape")) shape = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--dtype")) dtype = v;
@@ -56,7 +58,7 @@ int hsd_cmd_inflate(int argc, char **argv) {
     double t0 = hsd_cli_now_ms();
     hsd_tf_config c;
     size_t bytes = 0;
-    if (hsd_inflate_file(in, shape, layers, dt, out, &c, &bytes) != HSD_OK) {
+    if (hsd_inflate_file(in, tok, shape, layers, dt, out, &c, &bytes) != HSD_OK) {
         fprintf(stderr, "hsd %s\n", hsd_last_error());
         return 1;
     }

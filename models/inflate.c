@@ -464,7 +464,7 @@ done:
     return st;
 }
 
-hsd_status hsd_inflate_file(const char *in, const char *shape, int32_t n_layers,
+hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape, int32_t n_layers,
                             hsd_dtype dtype, const char *out_path, hsd_tf_config *out_cfg,
                             size_t *bytes) {
     char tmp[4096];
@@ -489,7 +489,13 @@ hsd_status hsd_inflate_file(const char *in, const char *shape, int32_t n_layers,
     }
     hsd_tf_free(src);
     src = NULL;
-    st = hsd_synth_write_gguf(m, tmp);
+    if (!tokenizer) { /* a GGUF source carries its tokenizer: keep it */
+        char magic[4] = {0};
+        FILE *g = fopen(in, "rb");
+        if (g && fread(magic, 1, 4, g) == 4 && !memcmp(magic, "GGUF", 4)) tokenizer = in;
+        if (g) fclose(g);
+    }
+    st = hsd_synth_write_gguf_tok(m, tmp, tokenizer);
     hsd_synth_free(m);
     if (st == HSD_OK && rename(tmp, out_path) != 0)
         st = hsd_error(HSD_ERR_IO, "inflate: cannot rename %s to %s", tmp, out_path);

@@ -214,7 +214,7 @@ static void test_gguf_round_trip(void **state) {
     for (int i = 0; i < 2; i++) {
         hsd_tf_config c;
         size_t bytes;
-        if (hsd_inflate_file(stories_model(), shapes[i], layers[i], HSD_DT_F32, out, &c, &bytes))
+        if (hsd_inflate_file(stories_model(), stories_tok(), shapes[i], layers[i], HSD_DT_F32, out, &c, &bytes))
             fail_msg("%s", hsd_last_error());
         assert_int_equal(access(tmp, F_OK), -1);
         assert_true(bytes > (size_t)c.dim * c.hidden_dim * 3 * 4 * layers[i]);
@@ -274,7 +274,7 @@ static void test_bad_inputs_leave_no_file(void **state) {
         {stories_model(), "tiny", out, "layer count", 0, HSD_DT_Q8_0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        hsd_status s = hsd_inflate_file(cases[i].in, cases[i].shape, cases[i].layers, cases[i].dt,
+        hsd_status s = hsd_inflate_file(cases[i].in, NULL, cases[i].shape, cases[i].layers, cases[i].dt,
                                         cases[i].out, NULL, NULL);
         assert_int_not_equal(s, HSD_OK);
         if (!strstr(hsd_last_error(), cases[i].names))
