@@ -14,6 +14,11 @@ static void quiet(enum ggml_log_level level, const char *text, void *ud) {
     if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
 }
 
+static bool no_progress(float progress, void *ud) { /* llama.cpp prints dots otherwise */
+    (void)progress, (void)ud;
+    return true;
+}
+
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: %s LLAMA_LIB_DIR MODEL.gguf ID,ID,... N\n", argv[0]);
@@ -28,6 +33,7 @@ int main(int argc, char **argv) {
         if (*p == ',') p++;
     }
     struct llama_model_params mp = llama_model_default_params();
+    mp.progress_callback = no_progress;
     struct llama_model *model = llama_model_load_from_file(argv[2], mp);
     if (!model) {
         fprintf(stderr, "llama.cpp could not load %s\n", argv[2]);

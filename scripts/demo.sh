@@ -22,11 +22,11 @@ DRAFT_BIG=$DIR/stories260K-smollm-135m-bf16.gguf
 mkdir -p "$DIR"
 if [ ! -f "$TARGET" ]; then
     echo "== first run: inflating babyllama to the llama-3.2-1b shape (1.9 GB in $DIR)"
-    "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --shape llama-3.2-1b --dtype bf16 -o "$TARGET"
+    "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --tokenizer "$M/babyllama-tok105/tok105.bin" --shape llama-3.2-1b --dtype bf16 -o "$TARGET"
 fi
 if [ ! -f "$DRAFT_BIG" ]; then
     echo "== first run: inflating stories260K to the smollm-135m shape (213 MB in $DIR)"
-    "$HSD" inflate --model "$M/stories260K/stories260K.bin" --shape smollm-135m --dtype bf16 -o "$DRAFT_BIG"
+    "$HSD" inflate --model "$M/stories260K/stories260K.bin" --tokenizer "$M/stories260K/tok512.bin" --shape smollm-135m --dtype bf16 -o "$DRAFT_BIG"
 fi
 PROMPT=${PROMPT:-"Once upon a time, there was a little dog named Max. Max liked to"}
 echo
