@@ -76,7 +76,8 @@ hsd_status hsd_inflate_load(const char *path, hsd_transformer **out) {
     hsd_model_params p = hsd_model_default_params();
     p.backend = HSD_BACKEND_CPU;
     size_t n = strlen(path);
-    if (S_ISDIR(st.st_mode) || (n > 12 && !strcmp(path + n - 12, ".safetensors")))
+    if (S_ISDIR(st.st_mode) || (n > 12 && !strcmp(path + n - 12, ".safetensors")) ||
+        (n > 5 && !strcmp(path + n - 5, ".json")))
         return hsd_safetensors_load(path, &p, out);
     char magic[4] = {0};
     FILE *f = fopen(path, "rb");
