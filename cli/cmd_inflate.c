@@ -26,14 +26,26 @@ int hsd_cmd_inflate(int argc, char **argv) {
     int32_t layers = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
-        if (!v) { fprintf(stderr, "hsd inflate: %s needs a value\n", a); usage(); return 2; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "hsd inflate: %s needs a value\n", a);
+            usage();
+            return 2;
+        }
         i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) in = v;
-        else if (!strcmp(a, "--tokenizer") || !strcmp(a, "-t")) tok = v;
-        else if (!strcmp(a, "--shape")) shape = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--dtype")) dtype = v;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
+            in = v;
+        else if (!strcmp(a, "--tokenizer") || !strcmp(a, "-t"))
+            tok = v;
+        else if (!strcmp(a, "--shape"))
+            shape = v;
+        else if (!strcmp(a, "-o"))
+            out = v;
+        else if (!strcmp(a, "--dtype"))
+            dtype = v;
         else if (!strcmp(a, "--layers")) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -42,7 +54,11 @@ int hsd_cmd_inflate(int argc, char **argv) {
                 return 2;
             }
             layers = (int32_t)n;
-        } else { fprintf(stderr, "hsd inflate: unknown option %s\n", a); usage(); return 2; }
+        } else {
+            fprintf(stderr, "hsd inflate: unknown option %s\n", a);
+            usage();
+            return 2;
+        }
     }
     if (!in || !shape || !out) {
         fprintf(stderr, "hsd inflate: --model, --shape and -o are required\n");
@@ -50,11 +66,18 @@ int hsd_cmd_inflate(int argc, char **argv) {
         return 2;
     }
     hsd_dtype dt;
-    if (!strcmp(dtype, "f32")) dt = HSD_DT_F32;
-    else if (!strcmp(dtype, "f16")) dt = HSD_DT_F16;
-    else if (!strcmp(dtype, "bf16")) dt = HSD_DT_BF16;
-    else if (!strcmp(dtype, "q8_0")) dt = HSD_DT_Q8_0;
-    else { fprintf(stderr, "hsd inflate: unknown dtype %s (f32, f16, bf16, q8_0)\n", dtype); return 2; }
+    if (!strcmp(dtype, "f32"))
+        dt = HSD_DT_F32;
+    else if (!strcmp(dtype, "f16"))
+        dt = HSD_DT_F16;
+    else if (!strcmp(dtype, "bf16"))
+        dt = HSD_DT_BF16;
+    else if (!strcmp(dtype, "q8_0"))
+        dt = HSD_DT_Q8_0;
+    else {
+        fprintf(stderr, "hsd inflate: unknown dtype %s (f32, f16, bf16, q8_0)\n", dtype);
+        return 2;
+    }
     double t0 = hsd_cli_now_ms();
     hsd_tf_config c;
     size_t bytes = 0;

@@ -126,7 +126,8 @@ static double src_inv_freq(const hsd_transformer *src, const hsd_tf_config *c, i
     if (c->rope_scale_factor > 0.0f) {
         double lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
         double orig = c->rope_orig_ctx, wavelen = 2.0 * M_PI / inv;
-        if (wavelen > orig / lo) inv /= c->rope_scale_factor;
+        if (wavelen > orig / lo)
+            inv /= c->rope_scale_factor;
         else if (wavelen >= orig / hi) {
             double sm = (orig / wavelen - lo) / (hi - lo);
             inv = (1.0 - sm) * inv / c->rope_scale_factor + sm * inv;
@@ -159,8 +160,10 @@ static hsd_status rope_plan(plan *p, const hsd_transformer *src) {
         if (q < p->blocks * hs) f[q] = (float)(base / src_inv_freq(src, s, q % hs));
         if (fabs(f[q] - 1.0) > 1e-6) needed = true;
     }
-    if (needed) p->freq_factors = f;
-    else free(f);
+    if (needed)
+        p->freq_factors = f;
+    else
+        free(f);
     return HSD_OK;
 }
 
@@ -174,11 +177,13 @@ static hsd_status make_plan(const hsd_transformer *src, const char *shape, int32
     hsd_status st = hsd_synth_shape(shape, t, &shape_tied);
     if (st != HSD_OK) return st;
     if (strcmp(s->arch, "llama") && strcmp(s->arch, "llama2c") && strcmp(s->arch, "qwen2"))
-        return hsd_error(HSD_ERR_UNSUPPORTED,
-                         "inflate: cannot inflate architecture '%s' (supported: llama, llama2c, qwen2)",
-                         s->arch);
+        return hsd_error(
+            HSD_ERR_UNSUPPORTED,
+            "inflate: cannot inflate architecture '%s' (supported: llama, llama2c, qwen2)",
+            s->arch);
     if (n_layers < 0 || n_layers > 4096)
-        return hsd_error(HSD_ERR_INVALID_ARG, "inflate: --layers %d out of range 1..4096", n_layers);
+        return hsd_error(HSD_ERR_INVALID_ARG, "inflate: --layers %d out of range 1..4096",
+                         n_layers);
     if (n_layers > 0) t->n_layers = n_layers;
     struct {
         const char *what;
@@ -190,32 +195,37 @@ static hsd_status make_plan(const hsd_transformer *src, const char *shape, int32
                 {"head dimension", s->head_dim, t->head_dim}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i].shape < dims[i].model)
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "inflate: shape %s%s is smaller than the model in %s: model %d, shape %d",
-                             shape, n_layers > 0 && i == 2 ? " (--layers)" : "", dims[i].what,
-                             dims[i].model, dims[i].shape);
+            return hsd_error(
+                HSD_ERR_INVALID_ARG,
+                "inflate: shape %s%s is smaller than the model in %s: model %d, shape %d", shape,
+                n_layers > 0 && i == 2 ? " (--layers)" : "", dims[i].what, dims[i].model,
+                dims[i].shape);
     if (dtype == HSD_DT_Q8_0 &&
         (t->dim % 32 || t->hidden_dim % 32 || (t->n_heads * t->head_dim) % 32))
-        return hsd_error(HSD_ERR_INVALID_ARG,
-                         "inflate: q8_0 needs widths that are multiples of 32 (shape %s: %d, %d, %d)",
-                         shape, t->dim, t->hidden_dim, t->n_heads * t->head_dim);
+        return hsd_error(
+            HSD_ERR_INVALID_ARG,
+            "inflate: q8_0 needs widths that are multiples of 32 (shape %s: %d, %d, %d)", shape,
+            t->dim, t->hidden_dim, t->n_heads * t->head_dim);
     /* vocabulary, context and architecture stay the model's */
     snprintf(t->arch, sizeof t->arch, "%s", s->qkv_bias ? "qwen2" : "llama");
     t->vocab_size = s->vocab_size, t->seq_len = s->seq_len;
     t->qkv_bias = s->qkv_bias, t->rope_interleaved = false; /* built half-split (HF) */
     t->norm_eps = (float)((double)s->norm_eps * s->dim / t->dim);
-    p->tied = hsd_tf_matrix(src, HSD_T_CLS, -1)->data == hsd_tf_matrix(src, HSD_T_TOK_EMB, -1)->data;
+    p->tied =
+        hsd_tf_matrix(src, HSD_T_CLS, -1)->data == hsd_tf_matrix(src, HSD_T_TOK_EMB, -1)->data;
     int32_t pack = t->head_dim / s->head_dim;
     p->q_head = malloc((size_t)s->n_heads * sizeof *p->q_head);
     p->q_block = malloc((size_t)s->n_heads * sizeof *p->q_block);
     p->kv_src = malloc((size_t)t->n_kv_heads * pack * sizeof *p->kv_src);
-    if (!p->q_head || !p->q_block || !p->kv_src) return hsd_error(HSD_ERR_NOMEM, "inflate: out of memory");
+    if (!p->q_head || !p->q_block || !p->kv_src)
+        return hsd_error(HSD_ERR_NOMEM, "inflate: out of memory");
     if (!place_heads(p, 1) && !place_heads(p, pack))
-        return hsd_error(HSD_ERR_INVALID_ARG,
-                         "inflate: the model's %d heads over %d KV heads (head dimension %d) do not fit "
-                         "shape %s's %d heads over %d KV heads (head dimension %d, %d KV heads per block)",
-                         s->n_heads, s->n_kv_heads, s->head_dim, shape, t->n_heads, t->n_kv_heads,
-                         t->head_dim, pack);
+        return hsd_error(
+            HSD_ERR_INVALID_ARG,
+            "inflate: the model's %d heads over %d KV heads (head dimension %d) do not fit "
+            "shape %s's %d heads over %d KV heads (head dimension %d, %d KV heads per block)",
+            s->n_heads, s->n_kv_heads, s->head_dim, shape, t->n_heads, t->n_kv_heads, t->head_dim,
+            pack);
     return rope_plan(p, src);
 }
 
@@ -232,23 +242,40 @@ hsd_status hsd_inflate_check(const hsd_transformer *src, const char *shape, int3
 
 static const char *hf_suffix(hsd_tkind k) {
     switch (k) {
-    case HSD_T_ATTN_NORM: return "input_layernorm.weight";
-    case HSD_T_WQ: return "self_attn.q_proj.weight";
-    case HSD_T_WK: return "self_attn.k_proj.weight";
-    case HSD_T_WV: return "self_attn.v_proj.weight";
-    case HSD_T_WO: return "self_attn.o_proj.weight";
-    case HSD_T_BQ: return "self_attn.q_proj.bias";
-    case HSD_T_BK: return "self_attn.k_proj.bias";
-    case HSD_T_BV: return "self_attn.v_proj.bias";
-    case HSD_T_FFN_NORM: return "post_attention_layernorm.weight";
-    case HSD_T_W_GATE: return "mlp.gate_proj.weight";
-    case HSD_T_W_DOWN: return "mlp.down_proj.weight";
-    case HSD_T_W_UP: return "mlp.up_proj.weight";
-    case HSD_T_TOK_EMB: return "model.embed_tokens.weight";
-    case HSD_T_OUT_NORM: return "model.norm.weight";
-    case HSD_T_CLS: return "lm_head.weight";
-    case HSD_T_ROPE_FREQS: return "rope_freqs.weight";
-    default: return "?";
+    case HSD_T_ATTN_NORM:
+        return "input_layernorm.weight";
+    case HSD_T_WQ:
+        return "self_attn.q_proj.weight";
+    case HSD_T_WK:
+        return "self_attn.k_proj.weight";
+    case HSD_T_WV:
+        return "self_attn.v_proj.weight";
+    case HSD_T_WO:
+        return "self_attn.o_proj.weight";
+    case HSD_T_BQ:
+        return "self_attn.q_proj.bias";
+    case HSD_T_BK:
+        return "self_attn.k_proj.bias";
+    case HSD_T_BV:
+        return "self_attn.v_proj.bias";
+    case HSD_T_FFN_NORM:
+        return "post_attention_layernorm.weight";
+    case HSD_T_W_GATE:
+        return "mlp.gate_proj.weight";
+    case HSD_T_W_DOWN:
+        return "mlp.down_proj.weight";
+    case HSD_T_W_UP:
+        return "mlp.up_proj.weight";
+    case HSD_T_TOK_EMB:
+        return "model.embed_tokens.weight";
+    case HSD_T_OUT_NORM:
+        return "model.norm.weight";
+    case HSD_T_CLS:
+        return "lm_head.weight";
+    case HSD_T_ROPE_FREQS:
+        return "rope_freqs.weight";
+    default:
+        return "?";
     }
 }
 
@@ -257,8 +284,10 @@ static hsd_status push(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hsd_dt
                        int64_t rows, int64_t cols, void *data, size_t nbytes) {
     if (!data) return hsd_error(HSD_ERR_NOMEM, "inflate: out of memory (%zu bytes)", nbytes);
     hsd_synth_tensor *t = &m->t[m->n++];
-    if (layer >= 0) snprintf(t->name, sizeof t->name, "model.layers.%d.%s", layer, hf_suffix(kind));
-    else snprintf(t->name, sizeof t->name, "%s", hf_suffix(kind));
+    if (layer >= 0)
+        snprintf(t->name, sizeof t->name, "model.layers.%d.%s", layer, hf_suffix(kind));
+    else
+        snprintf(t->name, sizeof t->name, "%s", hf_suffix(kind));
     t->kind = kind, t->layer = layer, t->type = type;
     t->n_dims = rows > 0 ? 2 : 1;
     t->shape[0] = rows > 0 ? rows : cols;
@@ -286,11 +315,12 @@ static hsd_status push_f32(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hs
         for (int64_t r = 0; r < n_rows; r++) {
             const float *xr = x + r * cols;
             uint8_t *o = out + (size_t)r * rb;
-            if (type == HSD_DT_Q8_0) hsd_q8_0_quantize_row(xr, cols, o);
+            if (type == HSD_DT_Q8_0)
+                hsd_q8_0_quantize_row(xr, cols, o);
             else
                 for (int64_t j = 0; j < cols; j++)
-                    ((uint16_t *)(void *)o)[j] = type == HSD_DT_F16 ? hsd_fp32_to_fp16(xr[j])
-                                                                    : hsd_fp32_to_bf16(xr[j]);
+                    ((uint16_t *)(void *)o)[j] =
+                        type == HSD_DT_F16 ? hsd_fp32_to_fp16(xr[j]) : hsd_fp32_to_bf16(xr[j]);
         }
     free(x);
     return push(m, kind, layer, type, rows, cols, out, nb);
@@ -306,8 +336,10 @@ static float *src_f32(const hsd_mat *w) {
 /* Row of coordinate j of an original head in the new head (half-split layout), block b. */
 static int32_t head_row(const plan *p, int32_t j, int32_t b) {
     int32_t hs = p->s.head_dim / 2, i, side;
-    if (p->s.rope_interleaved) i = j / 2, side = j % 2;
-    else i = j % hs, side = j / hs;
+    if (p->s.rope_interleaved)
+        i = j / 2, side = j % 2;
+    else
+        i = j % hs, side = j / hs;
     return side * (p->t.head_dim / 2) + b * hs + i;
 }
 
@@ -331,9 +363,12 @@ static float *place_rows(const plan *p, const float *x, int64_t cols, int64_t C,
     int32_t hd = s->head_dim, n = q ? s->n_heads : t->n_kv_heads * p->blocks;
     for (int32_t u = 0; u < n; u++) {
         int32_t src_h, dst_h, b;
-        if (q) src_h = u, dst_h = p->q_head[u], b = p->q_block[u];
-        else if ((src_h = p->kv_src[u]) < 0) continue;
-        else dst_h = u / p->blocks, b = u % p->blocks;
+        if (q)
+            src_h = u, dst_h = p->q_head[u], b = p->q_block[u];
+        else if ((src_h = p->kv_src[u]) < 0)
+            continue;
+        else
+            dst_h = u / p->blocks, b = u % p->blocks;
         for (int32_t j = 0; j < hd; j++) {
             /* values are not rotated: a plain block offset, matching wo's columns */
             int64_t dr = (int64_t)dst_h * t->head_dim + (v ? b * hd + j : head_row(p, j, b));
@@ -366,28 +401,31 @@ static float *norm_vec(const float *w, int32_t d, int32_t D) {
     return y;
 }
 
-static hsd_status build_layer(const plan *p, const hsd_transformer *src, int32_t l,
-                              hsd_dtype dt, hsd_synth_model *m) {
+static hsd_status build_layer(const plan *p, const hsd_transformer *src, int32_t l, hsd_dtype dt,
+                              hsd_synth_model *m) {
     const hsd_tf_config *s = &p->s, *t = &p->t;
     int64_t D = t->dim, F = t->hidden_dim, Q = (int64_t)t->n_heads * t->head_dim,
             KV = (int64_t)t->n_kv_heads * t->head_dim;
     hsd_status st;
     if (l >= s->n_layers) { /* identity layer */
         if ((st = push_zero(m, HSD_T_ATTN_NORM, l, HSD_DT_F32, 0, D)) ||
-            (st = push_zero(m, HSD_T_WQ, l, dt, Q, D)) || (st = push_zero(m, HSD_T_WK, l, dt, KV, D)) ||
-            (st = push_zero(m, HSD_T_WV, l, dt, KV, D)) || (st = push_zero(m, HSD_T_WO, l, dt, D, Q)) ||
+            (st = push_zero(m, HSD_T_WQ, l, dt, Q, D)) ||
+            (st = push_zero(m, HSD_T_WK, l, dt, KV, D)) ||
+            (st = push_zero(m, HSD_T_WV, l, dt, KV, D)) ||
+            (st = push_zero(m, HSD_T_WO, l, dt, D, Q)) ||
             (st = push_zero(m, HSD_T_FFN_NORM, l, HSD_DT_F32, 0, D)) ||
-            (st = push_zero(m, HSD_T_W_GATE, l, dt, F, D)) || (st = push_zero(m, HSD_T_W_UP, l, dt, F, D)) ||
+            (st = push_zero(m, HSD_T_W_GATE, l, dt, F, D)) ||
+            (st = push_zero(m, HSD_T_W_UP, l, dt, F, D)) ||
             (st = push_zero(m, HSD_T_W_DOWN, l, dt, D, F)))
             return st;
-        if (t->qkv_bias &&
-            ((st = push_zero(m, HSD_T_BQ, l, HSD_DT_F32, 0, Q)) ||
-             (st = push_zero(m, HSD_T_BK, l, HSD_DT_F32, 0, KV)) ||
-             (st = push_zero(m, HSD_T_BV, l, HSD_DT_F32, 0, KV))))
+        if (t->qkv_bias && ((st = push_zero(m, HSD_T_BQ, l, HSD_DT_F32, 0, Q)) ||
+                            (st = push_zero(m, HSD_T_BK, l, HSD_DT_F32, 0, KV)) ||
+                            (st = push_zero(m, HSD_T_BV, l, HSD_DT_F32, 0, KV))))
             return st;
         return HSD_OK;
     }
-    static const hsd_tkind qkv[3] = {HSD_T_WQ, HSD_T_WK, HSD_T_WV}, bias[3] = {HSD_T_BQ, HSD_T_BK, HSD_T_BV};
+    static const hsd_tkind qkv[3] = {HSD_T_WQ, HSD_T_WK, HSD_T_WV},
+                           bias[3] = {HSD_T_BQ, HSD_T_BK, HSD_T_BV};
     if ((st = push_f32(m, HSD_T_ATTN_NORM, l, HSD_DT_F32, 0, D,
                        norm_vec(hsd_tf_vector(src, HSD_T_ATTN_NORM, l), s->dim, t->dim))))
         return st;
@@ -412,7 +450,8 @@ static hsd_status build_layer(const plan *p, const hsd_transformer *src, int32_t
     for (int i = 0; i < 3; i++) {
         bool down = ffn[i] == HSD_T_W_DOWN;
         x = src_f32(hsd_tf_matrix(src, ffn[i], l));
-        y = down ? pad(x, s->dim, s->hidden_dim, D, F, 1.0f) : pad(x, s->hidden_dim, s->dim, F, D, 1.0f);
+        y = down ? pad(x, s->dim, s->hidden_dim, D, F, 1.0f)
+                 : pad(x, s->hidden_dim, s->dim, F, D, 1.0f);
         free(x);
         if ((st = push_f32(m, ffn[i], l, dt, down ? D : F, down ? F : D, y))) return st;
     }
@@ -465,9 +504,9 @@ done:
     return st;
 }
 
-hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape, int32_t n_layers,
-                            hsd_dtype dtype, const char *out_path, hsd_tf_config *out_cfg,
-                            size_t *bytes) {
+hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape,
+                            int32_t n_layers, hsd_dtype dtype, const char *out_path,
+                            hsd_tf_config *out_cfg, size_t *bytes) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= (int)sizeof tmp)
         return hsd_error(HSD_ERR_INVALID_ARG, "inflate: output path too long: %s", out_path);
@@ -478,7 +517,8 @@ hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *s
     if ((st = hsd_inflate_check(src, shape, n_layers, dtype, out_cfg))) goto done;
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        st = hsd_error(HSD_ERR_IO, "inflate: cannot write output %s (creating %s failed)", out_path, tmp);
+        st = hsd_error(HSD_ERR_IO, "inflate: cannot write output %s (creating %s failed)", out_path,
+                       tmp);
         goto done;
     }
     fclose(f);

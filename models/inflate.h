@@ -32,8 +32,8 @@ hsd_status hsd_inflate_build(const hsd_transformer *src, const char *shape, int3
  * metadata comes from `tokenizer` (GGUF, llama2.c tokenizer.bin or tokenizer.json), else from
  * `in` when it is a GGUF, else a placeholder vocabulary. *bytes (may be NULL) receives the
  * weight bytes written. */
-hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape, int32_t n_layers,
-                            hsd_dtype dtype, const char *out_path, hsd_tf_config *out_cfg,
-                            size_t *bytes);
+hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape,
+                            int32_t n_layers, hsd_dtype dtype, const char *out_path,
+                            hsd_tf_config *out_cfg, size_t *bytes);
 
 #endif

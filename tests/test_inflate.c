@@ -23,10 +23,18 @@
 static char *prompts[128];
 static int n_prompts;
 
-static const char *baby_model(void) { return hsd_test_path("models/babyllama-tok105/model5000.bin"); }
-static const char *baby_tok(void) { return hsd_test_path("models/babyllama-tok105/tok105.bin"); }
-static const char *stories_model(void) { return hsd_test_path("models/stories260K/stories260K.bin"); }
-static const char *stories_tok(void) { return hsd_test_path("models/stories260K/tok512.bin"); }
+static const char *baby_model(void) {
+    return hsd_test_path("models/babyllama-tok105/model5000.bin");
+}
+static const char *baby_tok(void) {
+    return hsd_test_path("models/babyllama-tok105/tok105.bin");
+}
+static const char *stories_model(void) {
+    return hsd_test_path("models/stories260K/stories260K.bin");
+}
+static const char *stories_tok(void) {
+    return hsd_test_path("models/stories260K/tok512.bin");
+}
 
 static int setup(void **state) {
     (void)state;
@@ -97,8 +105,9 @@ static void compare_prompts(hsd_transformer *a, hsd_transformer *b, const char *
     for (int i = 0; i < np; i++) {
         int32_t *ids;
         size_t n;
-        assert_int_equal(hsd_tokenizer_encode_alloc(tok, prompts[i], strlen(prompts[i]), false, &ids, &n),
-                         HSD_OK);
+        assert_int_equal(
+            hsd_tokenizer_encode_alloc(tok, prompts[i], strlen(prompts[i]), false, &ids, &n),
+            HSD_OK);
         int32_t *seq = malloc((n + 1) * sizeof *seq);
         seq[0] = hsd_tokenizer_bos_id(tok) >= 0 ? hsd_tokenizer_bos_id(tok) : 1;
         memcpy(seq + 1, ids, n * sizeof *ids);
@@ -145,7 +154,8 @@ static void one_shape(hsd_transformer *src, const char *tok, const char *shape, 
     assert_int_equal(c->n_layers, layers > 0 ? layers : want.n_layers);
     hsd_transformer *big = to_tf(m);
     char what[96];
-    snprintf(what, sizeof what, "%s -> %s, %d layers", hsd_tf_get_config(src)->arch, shape, c->n_layers);
+    snprintf(what, sizeof what, "%s -> %s, %d layers", hsd_tf_get_config(src)->arch, shape,
+             c->n_layers);
     compare_prompts(src, big, tok, max_prompts, what);
     hsd_tf_free(big);
     hsd_synth_free(m);
@@ -214,7 +224,8 @@ static void test_gguf_round_trip(void **state) {
     for (int i = 0; i < 2; i++) {
         hsd_tf_config c;
         size_t bytes;
-        if (hsd_inflate_file(stories_model(), stories_tok(), shapes[i], layers[i], HSD_DT_F32, out, &c, &bytes))
+        if (hsd_inflate_file(stories_model(), stories_tok(), shapes[i], layers[i], HSD_DT_F32, out,
+                             &c, &bytes))
             fail_msg("%s", hsd_last_error());
         assert_int_equal(access(tmp, F_OK), -1);
         assert_true(bytes > (size_t)c.dim * c.hidden_dim * 3 * 4 * layers[i]);
@@ -274,11 +285,12 @@ static void test_bad_inputs_leave_no_file(void **state) {
         {stories_model(), "tiny", out, "layer count", 0, HSD_DT_Q8_0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        hsd_status s = hsd_inflate_file(cases[i].in, NULL, cases[i].shape, cases[i].layers, cases[i].dt,
-                                        cases[i].out, NULL, NULL);
+        hsd_status s = hsd_inflate_file(cases[i].in, NULL, cases[i].shape, cases[i].layers,
+                                        cases[i].dt, cases[i].out, NULL, NULL);
         assert_int_not_equal(s, HSD_OK);
         if (!strstr(hsd_last_error(), cases[i].names))
-            fail_msg("case %zu: error '%s' does not name '%s'", i, hsd_last_error(), cases[i].names);
+            fail_msg("case %zu: error '%s' does not name '%s'", i, hsd_last_error(),
+                     cases[i].names);
         assert_int_equal(access(tmp, F_OK), -1);
         size_t len;
         char *old = hsd_test_read_file(out, &len);
@@ -290,8 +302,8 @@ static void test_bad_inputs_leave_no_file(void **state) {
     unlink(out);
     /* the CLI: a refused shape exits non-zero with the message */
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s inflate --model %s --shape tiny -o %s 2>&1; echo rc=$?", hsd_test_cli(),
-             stories_model(), out);
+    snprintf(cmd, sizeof cmd, "%s inflate --model %s --shape tiny -o %s 2>&1; echo rc=$?",
+             hsd_test_cli(), stories_model(), out);
     char *res = hsd_test_run(cmd);
     assert_non_null(strstr(res, "smaller than the model in layer count"));
     assert_non_null(strstr(res, "rc=1"));
@@ -301,10 +313,8 @@ static void test_bad_inputs_leave_no_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_babyllama_every_shape),
-        cmocka_unit_test(test_stories_every_shape),
-        cmocka_unit_test(test_gguf_round_trip),
-        cmocka_unit_test(test_synth_sources),
+        cmocka_unit_test(test_babyllama_every_shape),    cmocka_unit_test(test_stories_every_shape),
+        cmocka_unit_test(test_gguf_round_trip),          cmocka_unit_test(test_synth_sources),
         cmocka_unit_test(test_bad_inputs_leave_no_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
