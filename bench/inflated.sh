@@ -9,8 +9,10 @@
 # llama.cpp is installed (scripts/install_llama_cpp.sh, or HSD_LLAMA_CPP=dir), that llama.cpp
 # loads the inflated GGUFs and its greedy ids equal hsd's.
 #   usage: bench/inflated.sh [HSD]   (env: N tokens (64), PROMPTS per set (1), K (4), OUT,
-#          THREADS (2), CLIP characters of each prompt (100), PARTS "check a b c")
-# About 5-8 minutes on 2 quiet cores with the fast kernels; files go to build/inflated.
+#          THREADS (2), CLIP characters of each prompt (100), PARTS "check a r b c")
+# Files go to build/inflated. Under a load of ~9 on 2 cores with the pre-issue-12 kernels,
+# N=32 took 27 min (10 min of CPU); on a quiet machine with the fast kernels expect ~5-8 min
+# at N=64 (N=32 to halve the decoding part).
 set -euo pipefail
 HSD=${1:-build/hsd}
 SHARED=${HSD_SHARED:-../shared}
@@ -20,7 +22,7 @@ PROMPTS=${PROMPTS:-1}
 K=${K:-4}
 THREADS=${THREADS:-2}
 CLIP=${CLIP:-100}
-PARTS=${PARTS:-"check a b c"}
+PARTS=${PARTS:-"check a r b c"}
 DIR=${INFLATED_DIR:-$(dirname "$HSD")/inflated}
 OUT=${OUT:-$DIR/bench}
 TARGET=$DIR/babyllama-llama-3.2-1b-bf16.gguf
@@ -63,13 +65,23 @@ fi
 common=(--target-tokenizer "$BT" --prompts bench/prompts/summarization.jsonl
         --prompts bench/prompts/code.jsonl --max-prompts "$PROMPTS" --clip "$CLIP" -n "$N" -k "$K"
         --threads "$THREADS" --temps 0,1)
-# --- a: trained drafter, both directions, every algorithm, fixed k ----------------------------
+# --- a: trained drafter, every algorithm, fixed k ---------------------------------------------
 if [[ " $PARTS " == *" a "* ]]; then
     echo
-    echo "== a: target inflated babyllama (1B cost), drafter stories260K, k = $K, both directions"
+    echo "== a: target inflated babyllama (1B cost), drafter stories260K, k = $K"
     "$HSD" bench generate --target "$TARGET" --draft "$S/stories260K.bin" --draft-tokenizer "$S/tok512.bin" \
-        "${common[@]}" --algos ar,union,tli,slem,slrs --both \
+        "${common[@]}" --algos ar,union,tli,slem,slrs \
         --results-md "$OUT/a_trained_drafter.md" --svg "$OUT/a_trained_drafter.svg"
+fi
+# --- r: the other direction (stories260K as target, the 1B-cost model drafting: no speedup
+# is possible, it checks the algorithms both ways); a run of its own so that each SVG has one
+# scale (one plot over both would flatten the 1B target's bars against stories260K's AR)
+if [[ " $PARTS " == *" r "* ]]; then
+    echo
+    echo "== r: reverse direction: target stories260K, drafter the inflated babyllama, k = $K"
+    "$HSD" bench generate --target "$S/stories260K.bin" --target-tokenizer "$S/tok512.bin" \
+        --draft "$TARGET" --draft-tokenizer "$BT" "${common[@]:2}" --algos ar,union,tli,slem,slrs \
+        --results-md "$OUT/r_reverse.md" --svg "$OUT/r_reverse.svg"
 fi
 # --- b: the same pair with adaptive k -----------------------------------------------------------
 if [[ " $PARTS " == *" b "* ]]; then
