@@ -181,6 +181,14 @@ static hsd_status make_plan(const hsd_transformer *src, const char *shape, int32
             HSD_ERR_UNSUPPORTED,
             "inflate: cannot inflate architecture '%s' (supported: llama, llama2c, qwen2)",
             s->arch);
+    /* options of later architectures (set only by their loaders) would need their own
+     * construction (q/k norms, softcaps, embedding scale, sliding windows) */
+    if (s->qk_norm || s->post_norms || s->fused_qkv || s->fused_gate_up || s->emb_scale != 0 ||
+        s->attn_scale != 0 || s->attn_softcap != 0 || s->final_softcap != 0 || s->swa_window != 0)
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "inflate: model '%s' uses q/k norms, post-norms, fused projections, "
+                         "scales, softcaps or sliding windows, which inflate does not handle",
+                         s->arch);
     if (n_layers < 0 || n_layers > 4096)
         return hsd_error(HSD_ERR_INVALID_ARG, "inflate: --layers %d out of range 1..4096",
                          n_layers);
@@ -210,6 +218,7 @@ static hsd_status make_plan(const hsd_transformer *src, const char *shape, int32
     snprintf(t->arch, sizeof t->arch, "%s", s->qkv_bias ? "qwen2" : "llama");
     t->vocab_size = s->vocab_size, t->seq_len = s->seq_len;
     t->qkv_bias = s->qkv_bias, t->rope_interleaved = false; /* built half-split (HF) */
+    t->act = s->act; /* any activation: act(gate) * 0 = 0 on the padded FFN units */
     t->norm_eps = (float)((double)s->norm_eps * s->dim / t->dim);
     p->tied =
         hsd_tf_matrix(src, HSD_T_CLS, -1)->data == hsd_tf_matrix(src, HSD_T_TOK_EMB, -1)->data;

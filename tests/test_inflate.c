@@ -311,11 +311,35 @@ static void test_bad_inputs_leave_no_file(void **state) {
     free(res);
 }
 
+/* Architectures and options inflate has no construction for are refused by name. */
+static void test_other_architectures_refused(void **state) {
+    (void)state;
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("tiny", HSD_DT_F32, 7, &sm), HSD_OK);
+    hsd_synth_model *big = NULL;
+    snprintf(sm->cfg.arch, sizeof sm->cfg.arch, "qwen3");
+    hsd_transformer *src = to_tf(sm);
+    assert_int_equal(hsd_inflate_build(src, "small", 3, HSD_DT_F32, &big), HSD_ERR_UNSUPPORTED);
+    assert_null(big);
+    assert_non_null(strstr(hsd_last_error(), "cannot inflate architecture 'qwen3'"));
+    hsd_tf_free(src);
+    snprintf(sm->cfg.arch, sizeof sm->cfg.arch, "llama");
+    sm->cfg.final_softcap = 30.0f; /* a Gemma-style option on a llama */
+    src = to_tf(sm);
+    assert_int_equal(hsd_inflate_build(src, "small", 3, HSD_DT_F32, &big), HSD_ERR_UNSUPPORTED);
+    assert_non_null(strstr(hsd_last_error(), "softcaps"));
+    hsd_tf_free(src);
+    hsd_synth_free(sm);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_babyllama_every_shape),    cmocka_unit_test(test_stories_every_shape),
-        cmocka_unit_test(test_gguf_round_trip),          cmocka_unit_test(test_synth_sources),
+        cmocka_unit_test(test_babyllama_every_shape),
+        cmocka_unit_test(test_stories_every_shape),
+        cmocka_unit_test(test_gguf_round_trip),
+        cmocka_unit_test(test_synth_sources),
         cmocka_unit_test(test_bad_inputs_leave_no_file),
+        cmocka_unit_test(test_other_architectures_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
