@@ -179,7 +179,7 @@ static void usage(void) {
             "usage: hsd bench generate --target M --target-tokenizer T --draft M2 --draft-tokenizer D\n"
             "         [--prompts FILE ...] [--max-prompts P] [--algos ar,sd,union,tli,slem(,slrs)]\n"
             "         [--temps 0,1] [-k K] [-n N] [--seed S] [--both] [--threads T] [--clip C]\n"
-            "         [--json] [--svg FILE] [--results-md FILE] [--batch 1,2,4,8]\n"
+            "         [--json] [--svg FILE] [--results-md FILE] [--batch 1,2,4,8] [--adaptive-k]\n"
             "         [--slrs-k K] [--slrs-top-k K] [--slrs-nodes N]   (slrs tree: depth 8, top-2, 16)\n"
             "         [--slrs-lookahead determined|fixed|nmax] [--slrs-one-forward]\n"
             "  Runs every algorithm on every prompt (default: bench/prompts/{summarization,code,\n"
@@ -202,7 +202,7 @@ typedef struct bench {
     int algos[MAX_ALGOS];
     float temps[MAX_TEMPS];
     int32_t k, n_gen, threads, clip;
-    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule, slrs_one;
+    int32_t slrs_k, slrs_top_k, slrs_nodes, slrs_rule, slrs_one, adaptive_k;
     uint64_t seed;
     const char *svg, *md;
     direction dirs[2];
@@ -226,6 +226,7 @@ static int parse_args(bench *b, int argc, char **argv) {
         if (!strcmp(a, "--json")) { b->json = 1; continue; }
         if (!strcmp(a, "--both")) { b->both = 1; continue; }
         if (!strcmp(a, "--slrs-one-forward")) { b->slrs_one = 1; continue; }
+        if (!strcmp(a, "--adaptive-k")) { b->adaptive_k = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
         if (!v) { fprintf(stderr, "hsd bench generate: %s needs a value\n", a); return 1; }
         i++;
@@ -306,6 +307,7 @@ static int run_one(bench *b, direction *d, int algo, float temp, const char *pro
     gp.slrs_max_nodes = b->slrs_nodes;
     gp.slrs_lookahead = b->slrs_rule;
     gp.slrs_single_forward = b->slrs_one != 0;
+    gp.adaptive_k = b->adaptive_k != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r;
     counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;

@@ -5,6 +5,8 @@
 #include "cli/cli.h"
 #include "hsd.h"
 
+int hsd_cmd_inflate(int argc, char **argv); /* cli/cmd_inflate.c */
+
 typedef struct {
     const char *name;
     int (*fn)(int, char **);
@@ -16,6 +18,7 @@ static const hsd_cli_cmd cmds[] = {
     {"detokenize", hsd_cmd_detokenize, "decode ids (-t TOKENIZER [--skip-special] IDS...)"},
     {"generate", hsd_cmd_generate, "generate text (--model M --tokenizer T -p PROMPT -n N)"},
     {"synth", hsd_cmd_synth, "write a random-weight model of a real shape"},
+    {"inflate", hsd_cmd_inflate, "widen/deepen a trained model to a real shape, same outputs (--model M --shape S -o OUT.gguf)"},
     {"pair", hsd_cmd_pair, "target/drafter fit and algorithm advice (--target-tokenizer T --draft-tokenizer D)"},
     {"psi-stats", hsd_cmd_psi_stats, "SLRS cost: decompositions of target tokens into drafter tokens, n_max (--draft-tokenizer D --target-tokenizer T)"},
     {"injectivity", hsd_cmd_injectivity, "find strings a tokenizer does not give back (-t T [--corpus C] [--fuzz S])"},
