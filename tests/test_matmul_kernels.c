@@ -97,6 +97,8 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
                 *v = half_to_double(d) * q;
                 break;
             }
+            default: /* the GGUF block types are the quant tests' (test_gguf_quant) */
+                fail_msg("make_mat: dtype %s is not covered here", hsd_dtype_name(t));
             }
         }
     }
