@@ -275,6 +275,10 @@ HSD_API void hsd_model_free(hsd_model *model);
  * handle against a concurrent forward (kv_len changes). */
 HSD_API int32_t hsd_model_vocab_size(const hsd_model *model);
 HSD_API int32_t hsd_model_n_ctx(const hsd_model *model);
+/* The context the model was trained for (its file's context length / seq_len), which may be
+ * smaller or larger than the KV capacity hsd_model_n_ctx; 0 for a caller-provided model or
+ * NULL (unknown). The engine generates no further than it (hsd_gen_params.n_ctx). */
+HSD_API int32_t hsd_model_n_ctx_train(const hsd_model *model);
 /* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). Owned
  * by the model, valid until hsd_model_free. */
 HSD_API const char *hsd_model_desc(const hsd_model *model);
@@ -366,6 +370,31 @@ typedef enum hsd_algo {
 HSD_API const char *hsd_algo_name(hsd_algo a);
 HSD_API int hsd_algo_parse(const char *name);
 
+/* Why a sequence stopped (hsd_gen_result.stop_reason). */
+typedef enum hsd_stop_reason {
+    HSD_STOP_MAX_TOKENS = 0, /* max_new_tokens generated */
+    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos) */
+    HSD_STOP_STRING,         /* a stop string occurred */
+    HSD_STOP_CONTEXT,        /* the context is full (see hsd_gen_params.n_ctx) */
+    HSD_STOP_CALLBACK,       /* the streaming callback returned false */
+} hsd_stop_reason;
+
+/* "max_tokens", "eos", "stop_string", "context", "callback" ("?" outside the enum); static.
+ * Thread-safe. */
+HSD_API const char *hsd_stop_reason_name(hsd_stop_reason r);
+
+/* Streaming (hsd_gen_params.on_text): called after each round of sequence `seq` (0 for
+ * hsd_engine_generate, the prompt's index for hsd_engine_generate_batch) with the text that
+ * became final in that round, text[0..len) (UTF-8, not NUL-terminated; may be empty while a
+ * character or a decoder's look-ahead is incomplete), and the target ids committed in that
+ * round, ids[0..n_ids). Concatenated over the calls of one sequence, the pieces equal the
+ * result's text and the ids its ids. Both arrays are valid during the call only. Return true
+ * to go on, false to stop this sequence: it ends after the current round with stop_reason
+ * HSD_STOP_CALLBACK (the other sequences of a batch go on). The callback runs on the calling
+ * thread and must not call the engine. */
+typedef bool (*hsd_stream_fn)(void *user_data, int32_t seq, const char *text, size_t len,
+                              const int32_t *ids, int32_t n_ids);
+
 typedef struct hsd_gen_params {
     hsd_algo algo;
     int32_t max_new_tokens; /* default 128 */
@@ -390,6 +419,15 @@ typedef struct hsd_gen_params {
     bool slrs_single_forward; /* score the whole tree in one drafter forward, its shape chosen
                                  from the vocabularies (target and draft byte tries walked
                                  together) instead of one forward per level (default false) */
+    /* Context: positions (prompt + generated) the target may use. 0 (default): its trained
+     * context (hsd_model_n_ctx_train), capped by its KV capacity (hsd_model_n_ctx); larger
+     * values run past what the model was trained for (quality degrades) and send a warning
+     * to the log. Generation that reaches the limit stops with HSD_STOP_CONTEXT; a prompt
+     * that does not fit is an error (HSD_ERR_OUT_OF_RANGE). The drafter is always kept
+     * within its own trained context (rounds then fall back to target-only steps). */
+    int32_t n_ctx;
+    hsd_stream_fn on_text; /* streaming callback (NULL: none) */
+    void *user_data;       /* passed to on_text */
 } hsd_gen_params;
 
 typedef struct hsd_gen_result {
@@ -411,6 +449,7 @@ typedef struct hsd_gen_result {
      * sum_t p * psi for the same proposal (Thm 3.1: the first is never smaller) */
     double psi_ms, tree_nodes, tree_forwards;
     double expected_accept, expected_accept_em;
+    hsd_stop_reason stop_reason; /* why generation ended */
 } hsd_gen_result;
 
 typedef struct hsd_engine hsd_engine;

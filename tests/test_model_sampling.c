@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lib/rng.h"
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 #include "tests/testutil.h"
 
 static void test_philox_known_answers(void **state) {

@@ -1,16 +1,16 @@
 /* Pair advisor: vocabulary overlap by surface bytes, expressibility (T → D*, D → T*), corpus
  * token usage, injectivity, and the Table 4 recommendation. See lib/pair.h for the rules. */
-#include "lib/pair.h"
+#include "lib/analysis/pair.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 #include "lib/error.h"
-#include "lib/injectivity.h"
+#include "lib/analysis/injectivity.h"
 #include "lib/map.h"
-#include "lib/psi_stats.h"
+#include "lib/analysis/psi_stats.h"
 
 const char *hsd_pair_algo_name(hsd_pair_algo a) {
     switch (a) {

@@ -1,5 +1,5 @@
 /* Byte tries over target and draft surfaces, walked together (see slrs_shape.h). */
-#include "lib/slrs_shape.h"
+#include "lib/engine/slrs_shape.h"
 
 #include <stdlib.h>
 #include <string.h>

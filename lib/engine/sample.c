@@ -1,4 +1,4 @@
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 
 #include <math.h>
 #include <stdlib.h>
