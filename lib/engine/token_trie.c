@@ -320,6 +320,17 @@ const int32_t *hsd_token_trie_ids(const hsd_token_trie *t, int32_t node, size_t 
     return t->ids + t->node[node].id_off;
 }
 
+int32_t hsd_token_trie_children(const hsd_token_trie *t, int32_t node, int32_t *first) {
+    *first = 0;
+    if (!t || node < 0 || node >= t->n_nodes) return 0;
+    *first = t->node[node].first;
+    return t->node[node].nchild;
+}
+
+uint8_t hsd_token_trie_byte(const hsd_token_trie *t, int32_t node) {
+    return t && node > 0 && node < t->n_nodes ? t->byte[node] : 0;
+}
+
 bool hsd_token_trie_has_children(const hsd_token_trie *t, int32_t node) {
     return t && node >= 0 && node < t->n_nodes && t->node[node].nchild > 0;
 }
