@@ -601,6 +601,16 @@ HSD_API void hsd_model_reset_timing(hsd_model *model);
  * without a drafter. Read-only on the engine. */
 HSD_API hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap,
                                           int32_t *n);
+/* Installs the TLI draft head on the engine's drafter: a TRIMMED head (hsd_model_set_head)
+ * that scores only the drafter ids TLI can propose (hsd_engine_overlap_ids), intersected with
+ * keep_ids[0..n_keep) when keep_ids is given (e.g. the frequency-ranked ids of `hsd trim`);
+ * TLI's output is unchanged (those ids are all it can draft; with keep_ids the drafts are
+ * restricted further, verification stays lossless). keep_ids is borrowed for the call.
+ * Errors: INVALID_ARG (NULL engine, no drafter, keep_ids NULL with n_keep > 0 or n_keep < 0,
+ * an empty intersection), UNSUPPORTED (a caller-provided drafter), NOMEM, and
+ * hsd_model_set_head's. Not thread-safe per handle. */
+HSD_API hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids,
+                                           int32_t n_keep);
 /* ====================================================================================
  * End of Draft heads
  * ==================================================================================== */

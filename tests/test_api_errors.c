@@ -856,6 +856,19 @@ static void row_hsd_engine_overlap_ids(void **state) {
     for (int i = 0; i < 4; i++) assert_int_equal(ids[i], 2 + i);
 }
 
+static void row_hsd_engine_set_tli_head(void **state) {
+    (void)state;
+    const int32_t some[2] = {2, 3};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(NULL, NULL, 0));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_ar, NULL, 0)); /* no drafter */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, NULL, 2));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, some, -1));
+    const int32_t outside[1] = {0}; /* not in T ∩ D (the toy pair's overlap is 2..5) */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, outside, 1));
+    /* the toy drafter is caller-provided: it has no head to replace */
+    EXPECT(HSD_ERR_UNSUPPORTED, hsd_engine_set_tli_head(eng_pair, some, 2));
+}
+
 typedef struct row {
     const char *name;
     CMUnitTestFunction fn;
@@ -917,6 +930,7 @@ static const row rows[] = {
     ROW(hsd_model_get_timing),
     ROW(hsd_model_reset_timing),
     ROW(hsd_engine_overlap_ids),
+    ROW(hsd_engine_set_tli_head),
     ROW(hsd_model_n_seq),
     ROW(hsd_model_seq_current),
     ROW(hsd_model_seq_select),

@@ -170,6 +170,50 @@ hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap
                    : HSD_OK;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids, int32_t n_keep) {
+    if (!e || n_keep < 0 || (n_keep > 0 && !keep_ids))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_set_tli_head: %s",
+                         !e ? "NULL engine" : "keep_ids NULL or n_keep < 0");
+    if (!e->dm)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_set_tli_head: the engine has no drafter");
+    int32_t *keep = malloc((size_t)(e->vd > 0 ? e->vd : 1) * sizeof *keep), n = 0;
+    int32_t *sorted = n_keep ? malloc((size_t)n_keep * sizeof *sorted) : NULL;
+    if (!keep || (n_keep && !sorted)) {
+        free(keep), free(sorted);
+        return hsd_error(HSD_ERR_NOMEM, "hsd_engine_set_tli_head: out of memory");
+    }
+    if (n_keep) {
+        memcpy(sorted, keep_ids, (size_t)n_keep * sizeof *sorted);
+        qsort(sorted, (size_t)n_keep, sizeof *sorted, cmp_i32);
+    }
+    /* T ∩ D (ids in increasing order), within keep_ids when given */
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0 &&
+            (!n_keep || bsearch(&d, sorted, (size_t)n_keep, sizeof *sorted, cmp_i32)))
+            keep[n++] = d;
+    free(sorted);
+    hsd_status s;
+    if (!n) {
+        s = hsd_error(HSD_ERR_INVALID_ARG,
+                      "hsd_engine_set_tli_head: no drafter id is both in T ∩ D and in the %d "
+                      "ids given",
+                      (int)n_keep);
+    } else {
+        hsd_head_params p = hsd_head_default_params();
+        p.kind = HSD_HEAD_TRIMMED;
+        p.keep_ids = keep;
+        p.n_keep = n;
+        s = hsd_model_set_head(e->dm, &p);
+    }
+    free(keep);
+    return s;
+}
+
 hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
     char tmp[160];
     if (!reason) reason = tmp, cap = sizeof tmp;
