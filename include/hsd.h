@@ -478,16 +478,21 @@ HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
 /* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
  * no-op. Not thread-safe per handle. */
 HSD_API void hsd_engine_reset(hsd_engine *e);
-/* Generates from `prompt` (len bytes of UTF-8). The engine keeps what it left in the models'
- * KV caches and reuses the prefix a new prompt shares with it (prefix caching); if the models
- * are used outside the engine between calls, call hsd_engine_reset first. params may be NULL
+/* Generates from `prompt` (len bytes of UTF-8): a request of one sequence, run by the same
+ * driver as hsd_engine_generate_batch (on the models' selected slots). The engine keeps what
+ * it left in the models' KV caches and reuses the prefix a new prompt shares with it (prefix
+ * caching); if the models are used outside the engine between calls, call hsd_engine_reset
+ * first. params may be NULL
  * (defaults); params, its stop strings and prompt are borrowed for the call. *res is
  * overwritten (not freed: free a previous result first); on success the caller owns its ids
  * and text (release with hsd_gen_result_free); on failure it holds nothing. Errors:
  * INVALID_ARG (NULL e/res, prompt NULL with len > 0, max_new_tokens < 0, n_draft or k_max
- * outside 1..63, temp or top_p NaN, n_stop < 0, stop NULL with n_stop > 0, an algorithm outside the enum,
- * or one that needs a drafter the engine lacks, SD on different vocabularies), INVALID_UTF8,
- * and any error of the models. Not thread-safe per handle (nor per borrowed model). */
+ * outside 1..63, temp or top_p NaN, n_stop < 0, stop NULL with n_stop > 0, slrs_lookahead
+ * outside 0..2, n_ctx < 0, an algorithm outside the enum, or one that needs a drafter the
+ * engine lacks, SD on different vocabularies), OUT_OF_RANGE (the prompt does not fit the
+ * context, see hsd_gen_params.n_ctx), INVALID_UTF8, and any error of the models. The result's
+ * stop_reason tells why generation ended; params->on_text streams the text as it becomes
+ * final. Not thread-safe per handle (nor per borrowed model). */
 HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                        const hsd_gen_params *params, hsd_gen_result *res);
 /* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
@@ -501,11 +506,13 @@ HSD_API void hsd_gen_result_free(hsd_gen_result *r);
  * used), else HSD_ERR_INVALID_ARG. Each round every live sequence drafts (the drafter's
  * forwards are batched across sequences, one per draft position), then ONE target forward
  * (hsd_model_forward_batch) verifies the candidates of all sequences; sequences finish
- * independently (EOS, stop strings, max_new_tokens, a full context). Each sequence's output
+ * independently (EOS, stop strings, max_new_tokens, a full context, the streaming callback,
+ * which receives the sequence's index). Each sequence's output
  * equals hsd_engine_generate's with seed + i (greedy: identical to AR), up to float
  * summation order where the larger batched product takes another kernel (BLAS).
- *   Algorithms: AR, SD, UNION, TLI, SLEM and AUTO (resolved once for the batch); any other
- * gives HSD_ERR_UNSUPPORTED. A model without forward_batch in its iface is run one forward
+ *   Every algorithm (AUTO resolved once for the batch). SLRS drafts each sequence's tree on
+ * its own (the drafter's tree forwards are not shared across sequences); its target forward
+ * is shared like the others'. A model without forward_batch in its iface is run one forward
  * per sequence (same results, no sharing of the weight reads); one without sequence slots
  * supports n_prompts == 1 only.
  *   prompts[i] holds lens[i] bytes (lens NULL: NUL-terminated prompts; a prompt may be NULL
@@ -515,8 +522,10 @@ HSD_API void hsd_gen_result_free(hsd_gen_result *r);
  * token; draft_ms and verify_ms include the shared batched forwards of its rounds (they do
  * not add up across sequences). No prefix is reused; the single-sequence prefix cache is
  * forgotten (hsd_engine_generate prefills again afterwards) and the models' selected slots
- * are restored. Errors: HSD_ERR_INVALID_ARG for NULL arguments, n_prompts < 1, bad params,
- * too few slots. */
+ * are restored. Arguments are checked as hsd_engine_generate's (one check for both).
+ * Errors: HSD_ERR_INVALID_ARG for NULL arguments, n_prompts < 1, bad params (stop NULL with
+ * n_stop > 0 included), too few slots; OUT_OF_RANGE for a prompt that does not fit (named by
+ * its index). */
 HSD_API hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts,
                                              const size_t *lens, int32_t n_prompts,
                                              const hsd_gen_params *params,

@@ -43,8 +43,8 @@ static int load_lm(lm *x, const char *model, const char *tok, int32_t n_ctx, int
 
 static int setup(void **state) {
     (void)state;
-    if (load_lm(&small, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin",
-                1024, 3) ||
+    if (load_lm(&small, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin", 1024,
+                3) ||
         load_lm(&small2, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin",
                 1024, 3) ||
         load_lm(&baby, "models/babyllama-tok105/model5000.bin",
@@ -83,7 +83,8 @@ static bool collect(void *user, int32_t seq, const char *text, size_t len, const
     }
     if (s->len[seq] + len < sizeof s->text[seq]) memcpy(s->text[seq] + s->len[seq], text, len);
     s->len[seq] += len;
-    for (int32_t i = 0; i < n_ids && s->n_ids[seq] < 1024; i++) s->ids[seq][s->n_ids[seq]++] = ids[i];
+    for (int32_t i = 0; i < n_ids && s->n_ids[seq] < 1024; i++)
+        s->ids[seq][s->n_ids[seq]++] = ids[i];
     s->calls[seq]++;
     return !(seq == s->stop_seq && s->n_ids[seq] >= s->stop_after);
 }
@@ -194,7 +195,8 @@ static void test_callback_stops_within_a_round(void **state) {
 static int32_t prompt_tokens(const hsd_tokenizer *t, const char *prompt) {
     int32_t *ids = NULL;
     size_t n = 0;
-    assert_int_equal(hsd_tokenizer_encode_alloc(t, prompt, strlen(prompt), false, &ids, &n), HSD_OK);
+    assert_int_equal(hsd_tokenizer_encode_alloc(t, prompt, strlen(prompt), false, &ids, &n),
+                     HSD_OK);
     hsd_free(ids);
     return (int32_t)n + (hsd_tokenizer_bos_id(t) >= 0);
 }

@@ -69,9 +69,10 @@ static hsd_status check_args(const request *rq, const char *const *prompts, cons
             return hsd_error(HSD_ERR_INVALID_ARG, "%s: prompt %d is NULL", fn, i);
     if (p->max_new_tokens < 0 || p->n_draft < 1 || p->n_draft > HSD_ENG_MAX_K ||
         (p->adaptive_k && (p->k_max < 1 || p->k_max > HSD_ENG_MAX_K)))
-        return hsd_error(HSD_ERR_INVALID_ARG,
-                         "%s: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= %d (got %d, %d, %d)",
-                         fn, HSD_ENG_MAX_K, (int)p->max_new_tokens, (int)p->n_draft, (int)p->k_max);
+        return hsd_error(
+            HSD_ERR_INVALID_ARG,
+            "%s: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= %d (got %d, %d, %d)", fn,
+            HSD_ENG_MAX_K, (int)p->max_new_tokens, (int)p->n_draft, (int)p->k_max);
     if (isnan(p->temp) || isnan(p->top_p))
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: temp and top_p must be numbers", fn);
     if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop))
@@ -181,11 +182,12 @@ static hsd_status draft_all(request *rq) {
                 continue;
             }
             int32_t n;
-            if ((s = hsd_eng_seq_select(g)) || (s = hsd_eng_feed_prepare(e->dm, &g->D, &g->d_kv, &n)))
+            if ((s = hsd_eng_seq_select(g)) ||
+                (s = hsd_eng_feed_prepare(e->dm, &g->D, &g->d_kv, &n)))
                 break;
             rq->last_row[nb] = n - 1;
-            rq->ent[nb] = (hsd_model_batch_seq){g->d_slot, g->D.ids.p + g->d_kv, n, NULL,
-                                                &rq->last_row[nb], 1};
+            rq->ent[nb] = (hsd_model_batch_seq){g->d_slot, g->D.ids.p + g->d_kv, n,
+                                                NULL,      &rq->last_row[nb],    1};
             rq->idx[nb++] = i;
         }
         if (s || nb == 0) break;
@@ -224,8 +226,8 @@ static hsd_status verify_all(request *rq) {
         if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
             (s = hsd_eng_target_request(g, cand, g->m)))
             break;
-        rq->ent[nb] = (hsd_model_batch_seq){g->t_slot, g->rd.toks, g->rd.n_toks, NULL, g->rd.rows,
-                                            g->m + 1};
+        rq->ent[nb] =
+            (hsd_model_batch_seq){g->t_slot, g->rd.toks, g->rd.n_toks, NULL, g->rd.rows, g->m + 1};
         rq->idx[nb++] = i;
         rows += (size_t)g->m + 1;
     }
@@ -387,7 +389,8 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
         s = remember_cache(&e->t_cached, &g->T.ids, g->t_kv);
         if (!s && g->round->drafts) s = remember_cache(&e->d_cached, &g->D.ids, g->d_kv);
     }
-    for (int32_t i = 0; i < B && !s; i++) s = fill_result(e, &rq->sq[i], reason, t_start, &results[i]);
+    for (int32_t i = 0; i < B && !s; i++)
+        s = fill_result(e, &rq->sq[i], reason, t_start, &results[i]);
     for (int32_t i = 0; rq->sq && i < B; i++) hsd_eng_seq_free(&rq->sq[i]);
     /* the caller's slot selection is restored */
     hsd_model_seq_select(e->tm, t_sel);
@@ -404,7 +407,9 @@ hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
     if (res) memset(res, 0, sizeof *res); /* a failed call leaves nothing to free */
     if (!e || !res || (!prompt && len))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: NULL %s",
-                         !e ? "engine" : !res ? "result" : "prompt with len > 0");
+                         !e     ? "engine"
+                         : !res ? "result"
+                                : "prompt with len > 0");
     const char *ps[1] = {prompt ? prompt : ""};
     request rq = {.e = e, .fn = "hsd_engine_generate", .single = true, .B = 1};
     return run(&rq, ps, &len, params, res);

@@ -77,11 +77,11 @@ extern const hsd_eng_round hsd_eng_round_ar, hsd_eng_round_token, hsd_eng_round_
 /* The round in progress, between its phases. */
 typedef struct hsd_eng_round_data {
     int32_t d[HSD_ENG_MAX_K + 1], vtok[HSD_ENG_MAX_K + 1]; /* drafts and their verification ids */
-    int32_t kd;     /* drafts taken */
-    int32_t m;      /* candidates fed to the target */
-    int32_t n_old;  /* committed target ids before the round */
-    hsd_ids cand;   /* SLEM's target candidates */
-    double t1, t2;  /* end of drafting, end of the bridge */
+    int32_t kd;                                            /* drafts taken */
+    int32_t m;                                             /* candidates fed to the target */
+    int32_t n_old; /* committed target ids before the round */
+    hsd_ids cand;  /* SLEM's target candidates */
+    double t1, t2; /* end of drafting, end of the bridge */
     /* the target forward: pending ids + candidates, and the rows whose logits it needs */
     int32_t *toks, *rows;
     int32_t n_toks, toks_cap, rows_cap;
@@ -90,7 +90,7 @@ typedef struct hsd_eng_round_data {
 struct hsd_eng_seq {
     hsd_engine *e;
     const hsd_gen_params *prm;
-    int32_t index;         /* in the request (the streaming callback's seq) */
+    int32_t index;          /* in the request (the streaming callback's seq) */
     int32_t t_slot, d_slot; /* sequence slots of the target and the drafter */
     hsd_algo algo;
     const hsd_eng_round *round; /* the algorithm's round */

@@ -22,9 +22,9 @@ static hsd_status slem_candidates(hsd_eng_seq *g, const int32_t **cand, int32_t 
         }
     }
     int32_t room = g->t_limit - (int32_t)g->T.ids.n - 1;
-    hsd_status s = hsd_bridge_candidates(
-        &g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &rd->cand,
-        room < HSD_ENG_MAX_CAND ? (room > 0 ? room : 0) : HSD_ENG_MAX_CAND);
+    hsd_status s =
+        hsd_bridge_candidates(&g->T, &g->text, dtext.p ? dtext.p : "", dtext.n, &rd->cand,
+                              room < HSD_ENG_MAX_CAND ? (room > 0 ? room : 0) : HSD_ENG_MAX_CAND);
     hsd_buf_free(&dtext);
     /* candidates must be ids the target model knows */
     size_t n = 0;

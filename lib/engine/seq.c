@@ -15,7 +15,9 @@
 #include "lib/timer.h"
 #include "tokenize/tokenizer.h"
 
-hsd_status hsd_eng_oom(void) { return hsd_error(HSD_ERR_NOMEM, "out of memory"); }
+hsd_status hsd_eng_oom(void) {
+    return hsd_error(HSD_ERR_NOMEM, "out of memory");
+}
 
 int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override) {
     int32_t kv = hsd_model_n_ctx(m), train = hsd_model_n_ctx_train(m);
@@ -30,8 +32,8 @@ hsd_status hsd_eng_seq_select(hsd_eng_seq *g) {
 }
 
 /* Encodes the prompt for one side: optional BOS, then the text without post-processor. */
-static hsd_status prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
-                             bool add_bos, hsd_ids *ids) {
+static hsd_status prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len, bool add_bos,
+                             hsd_ids *ids) {
     int32_t *v = NULL;
     size_t n = 0;
     hsd_status s = hsd_tokenizer_encode_alloc(tok, prompt, len, false, &v, &n);
@@ -97,7 +99,8 @@ static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
             finish_with(g, HSD_STOP_MAX_TOKENS);
             break;
         }
-        if (hsd_ids_push(&g->out, toks[k]) || hsd_ids_push(&g->T.ids, toks[k])) return hsd_eng_oom();
+        if (hsd_ids_push(&g->out, toks[k]) || hsd_ids_push(&g->T.ids, toks[k]))
+            return hsd_eng_oom();
         hsd_status s = commit_text(g, &toks[k], 1);
         if (s) return s;
         for (int32_t j = 0; j < g->prm->n_stop; j++) {
@@ -107,7 +110,8 @@ static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
                 finish_with(g, HSD_STOP_STRING);
         }
     }
-    if (!g->done && (int32_t)g->out.n >= g->prm->max_new_tokens) finish_with(g, HSD_STOP_MAX_TOKENS);
+    if (!g->done && (int32_t)g->out.n >= g->prm->max_new_tokens)
+        finish_with(g, HSD_STOP_MAX_TOKENS);
     return HSD_OK;
 }
 
@@ -214,8 +218,7 @@ hsd_status hsd_eng_stream(hsd_eng_seq *g, bool final) {
      * pieces add up to it exactly (decoders may look back across ids, e.g. byte fallback) */
     char *text = NULL;
     size_t n = 0;
-    hsd_status s =
-        hsd_tokenizer_decode_alloc(g->e->tt, g->out.p, g->out.n, true, &text, &n);
+    hsd_status s = hsd_tokenizer_decode_alloc(g->e->tt, g->out.p, g->out.n, true, &text, &n);
     if (s) return s;
     size_t end = final ? n : n - unsettled_tail(text, n);
     size_t from = g->streamed_bytes < end ? g->streamed_bytes : end;
@@ -250,7 +253,8 @@ void hsd_eng_seq_free(hsd_eng_seq *g) {
 
 /* Keeps the longest prefix of the cache that the new ids share (at least one id stays
  * pending so the first forward yields logits). */
-static hsd_status reuse_cache(hsd_model *m, const hsd_ids *cached, const hsd_ids *ids, int32_t *kv) {
+static hsd_status reuse_cache(hsd_model *m, const hsd_ids *cached, const hsd_ids *ids,
+                              int32_t *kv) {
     size_t c = 0, kvl = (size_t)hsd_model_kv_len(m);
     while (c < cached->n && c < kvl && c + 1 < ids->n && cached->p[c] == ids->p[c]) c++;
     *kv = (int32_t)c;
@@ -302,7 +306,8 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
         if (g->algo == HSD_ALGO_UNION) {
             g->d2u = malloc((size_t)e->vd * sizeof *g->d2u);
             if (!g->d2u) return hsd_eng_oom();
-            for (int32_t i = 0; i < e->vd; i++) g->d2u[i] = e->d2t[i] >= 0 ? e->d2t[i] : g->n_union++;
+            for (int32_t i = 0; i < e->vd; i++)
+                g->d2u[i] = e->d2t[i] >= 0 ? e->d2t[i] : g->n_union++;
         }
         int32_t width = g->n_union > e->vd ? g->n_union : e->vd;
         g->dlog = malloc((size_t)e->vd * sizeof *g->dlog);
