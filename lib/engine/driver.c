@@ -301,7 +301,7 @@ static hsd_status fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason,
     res->draft_ms = g->t_draft;
     res->verify_ms = g->t_verify;
     res->bridge_ms = g->t_bridge;
-    hsd_eng_slrs_stats(g, res);
+    if (g->round->stats) g->round->stats(g, res);
     return HSD_OK;
 }
 

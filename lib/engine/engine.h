@@ -69,6 +69,11 @@ typedef struct hsd_eng_round {
     hsd_status (*candidates)(hsd_eng_seq *g, const int32_t **cand, int32_t *m, int32_t *width);
     /* After the target forward (g->p holds m + 1 rows): verify, keep, emit, resync. */
     hsd_status (*finish)(hsd_eng_seq *g);
+    /* Optional: the round's own statistics into the result, and the release of its
+     * per-sequence state (g->slrs). Through the table, so that the shared steps (seq.c)
+     * never call up into a round file. */
+    void (*stats)(const hsd_eng_seq *g, hsd_gen_result *res);
+    void (*seq_free)(hsd_eng_seq *g);
 } hsd_eng_round;
 
 extern const hsd_eng_round hsd_eng_round_ar, hsd_eng_round_token, hsd_eng_round_slem,
@@ -157,9 +162,7 @@ int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override);
 /* ---- round_token.c: one chain draft (token-level rounds and SLEM) ---- */
 hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits);
 
-/* ---- round_slrs.c ---- */
-void hsd_eng_slrs_stats(const hsd_eng_seq *g, hsd_gen_result *res);
-void hsd_eng_slrs_free(hsd_eng_seq *g);
+/* ---- round_slrs.c: the engine's share of SLRS (its first-token rule), for hsd_engine_free ---- */
 void hsd_eng_slrs_release(hsd_engine *e);
 
 #endif

@@ -1,4 +1,8 @@
-/* The SLRS round (Alg 3 with the multi-token extension) on top of the decoding loop.
+/* The SLRS round (Alg 3 with the multi-token extension), one of the driver's rounds
+ * (lib/engine/engine.h): steps 1-3 are its draft phase, run for one sequence at a time (each
+ * sequence's tree forwards go to its own drafter slot); the target forward over the sampled
+ * leaf's candidates is the driver's, shared with the other sequences of a batch; step 4 is
+ * its finish.
  *
  * One round:
  *   1. the drafter's pending ids are fed; its distribution at the root, cut to the sparse
@@ -6,9 +10,9 @@
  *   2. the tree grows one level per drafter forward: every frontier node and its ancestors
  *      go into one tree-masked batch (parents = tree edges) and only the frontier rows come
  *      back; the cache is cut back to the root afterwards. Branches stop by the lookahead
- *      rule (lib/slrs_tree.h), so depth and the node budget bound the work. With
+ *      rule (lib/engine/slrs_tree.h), so depth and the node budget bound the work. With
  *      slrs_single_forward the nodes to score are chosen from the vocabularies instead
- *      (lib/slrs_shape.h) and all of them go into one forward;
+ *      (lib/engine/slrs_shape.h) and all of them go into one forward;
  *   3. a leaf is sampled from q~ with the draft stream; its target candidates c_1..c_m are
  *      scored by one target forward (as SLEM's candidates are);
  *   4. position j accepts c_j with min(1, p_j/psi_j) where psi_j = law of c_j given the
@@ -54,7 +58,7 @@ static hsd_status oom(void) {
     return hsd_error(HSD_ERR_NOMEM, "out of memory");
 }
 
-void hsd_eng_slrs_free(hsd_eng_seq *g) {
+static void slrs_seq_free(hsd_eng_seq *g) {
     struct hsd_eng_slrs *st = g->slrs;
     if (!st) return;
     hsd_slrs_tree_free(&st->tree);
@@ -86,7 +90,7 @@ void hsd_eng_slrs_release(hsd_engine *e) {
     e->slrs_ft = NULL;
 }
 
-void hsd_eng_slrs_stats(const hsd_eng_seq *g, hsd_gen_result *res) {
+static void slrs_stats(const hsd_eng_seq *g, hsd_gen_result *res) {
     const struct hsd_eng_slrs *st = g->slrs;
     if (!st || !g->rounds) return;
     res->psi_ms = st->t_psi / g->rounds;
@@ -464,4 +468,6 @@ const hsd_eng_round hsd_eng_round_slrs = {
     .draft = slrs_draft,
     .candidates = slrs_candidates,
     .finish = slrs_finish,
+    .stats = slrs_stats,
+    .seq_free = slrs_seq_free,
 };

@@ -248,7 +248,7 @@ void hsd_eng_seq_free(hsd_eng_seq *g) {
     hsd_ids_free(&g->rd.cand);
     free(g->rd.toks);
     free(g->rd.rows);
-    hsd_eng_slrs_free(g);
+    if (g->round && g->round->seq_free) g->round->seq_free(g);
 }
 
 /* Keeps the longest prefix of the cache that the new ids share (at least one id stays
