@@ -128,6 +128,8 @@ static void check_pieces(lm *target, lm *draft, const hsd_algo *algos, int n_alg
             hsd_gen_result r;
             assert_int_equal(hsd_engine_generate(e, ps[0], strlen(ps[0]), &p, &r), HSD_OK);
             check_seq(s, 0, &r, what);
+            /* nothing stops it but EOS or the budget */
+            assert_int_equal(r.stop_reason, r.n_ids < 120 ? HSD_STOP_EOS : HSD_STOP_MAX_TOKENS);
             streamed_many += s->calls[0] > 3;
             hsd_gen_result_free(&r);
             memset(s, 0, sizeof *s);
@@ -236,6 +238,28 @@ static void test_context_limit(void **state) {
         assert_true(np + r.n_ids <= 512 && np + r.n_ids >= 511 - 4);
         hsd_gen_result_free(&r);
     }
+    /* the pieces add up to the text when the context ends the sequence too */
+    sink *sk = calloc(1, sizeof *sk);
+    sk->stop_seq = -1;
+    hsd_gen_params ps_ = params(HSD_ALGO_SD, 1.0f, 5, 2000, sk);
+    ps_.stop_at_eos = false;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &ps_, &r), HSD_OK);
+    assert_int_equal(r.stop_reason, HSD_STOP_CONTEXT);
+    assert_int_equal(sk->len[0], r.text_len);
+    assert_memory_equal(sk->text[0], r.text, r.text_len);
+    hsd_gen_result_free(&r);
+    free(sk);
+    /* a stop string */
+    hsd_gen_params pst = hsd_gen_default_params();
+    const char *dot[1] = {"."};
+    pst.algo = HSD_ALGO_SD;
+    pst.stop = dot;
+    pst.n_stop = 1;
+    pst.max_new_tokens = 300;
+    assert_int_equal(hsd_engine_generate(e, "Once", 4, &pst, &r), HSD_OK);
+    assert_int_equal(r.stop_reason, HSD_STOP_STRING);
+    assert_non_null(strchr(r.text, '.'));
+    hsd_gen_result_free(&r);
     /* asking for more: it goes on, with a warning */
     warnings = 0;
     hsd_log_set(count_warnings, NULL);

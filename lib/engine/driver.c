@@ -120,15 +120,17 @@ static void end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t) {
 }
 
 /* Plans the round of every live sequence: its draft length and its round (AR once the
- * drafter's context is full). Returns whether any sequence is live. */
-static bool plan(request *rq) {
-    bool any = false;
+ * drafter's context is full). *any: whether a sequence is live. */
+static hsd_status plan(request *rq, bool *any) {
+    *any = false;
     for (int32_t i = 0; i < rq->B; i++) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
         int32_t room = g->t_limit - (int32_t)g->T.ids.n - 1;
         if (room <= 0) { /* the context is full: a clean stop */
             end_seq(g, HSD_STOP_CONTEXT, hsd_timer_ms());
+            hsd_status s = hsd_eng_stream(g, true);
+            if (s) return s;
             continue;
         }
         g->kk = g->k < room ? g->k : room;
@@ -148,9 +150,9 @@ static bool plan(request *rq) {
         g->acc_before = g->accepted;
         g->rd.kd = 0;
         g->t0 = hsd_timer_ms();
-        any = true;
+        *any = true;
     }
-    return any;
+    return HSD_OK;
 }
 
 /* Drafting: rounds with their own drafting run it one sequence at a time; chain rounds are
@@ -378,7 +380,7 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
         s = start_seq(rq, i, p, algo, pr, lens ? lens[i] : strlen(pr));
         if (!s && !rq->sq[i].live) rq->sq[i].t_end = t_start;
     }
-    while (!s && plan(rq)) {
+    for (bool any = true; !s && !(s = plan(rq, &any)) && any;) {
         if ((s = draft_all(rq)) || (s = verify_all(rq))) break;
         s = after_round(rq, p);
     }
