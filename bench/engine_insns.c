@@ -11,6 +11,10 @@
 #include <string.h>
 #include "hsd.h"
 int main(int argc, char **argv) {
+    if (argc < 2 || hsd_algo_parse(argv[1]) < 0) {
+        fprintf(stderr, "usage: engine_insns ALGO [REPETITIONS [BATCH]]\n");
+        return 2;
+    }
     char M[400];
     snprintf(M, sizeof M, "%s/models",
              getenv("HSD_SHARED") ? getenv("HSD_SHARED") : "/work/shared");
