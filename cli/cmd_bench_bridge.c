@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "hsd.h"
-#include "lib/bridge.h"
+#include "lib/engine/bridge.h"
 #include "lib/rng.h"
 
 #define BLOCK 25 /* rounds per block; each block starts again from the same context */

@@ -9,7 +9,7 @@
 #include "cli/cli_util.h"
 #include "cli/head_spec.h"
 #include "hsd.h"
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 
 static void usage(void) {
     fprintf(stderr,

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "hsd.h"
-#include "lib/injectivity.h"
+#include "lib/analysis/injectivity.h"
 
 static void usage_injectivity(void) {
     fprintf(stderr,

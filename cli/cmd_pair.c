@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "hsd.h"
-#include "lib/pair.h"
+#include "lib/analysis/pair.h"
 
 static void usage_pair(void) {
     fprintf(stderr,

@@ -12,7 +12,7 @@
 #include "cli/cli_util.h"
 #include "cli/svg.h"
 #include "hsd.h"
-#include "lib/psi_stats.h"
+#include "lib/analysis/psi_stats.h"
 
 #define DEFAULT_SHORTEST 150000
 

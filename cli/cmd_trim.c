@@ -12,9 +12,9 @@
 #include "cli/head_spec.h"
 #include "cli/svg.h"
 #include "hsd.h"
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 #include "lib/map.h"
-#include "lib/trim.h"
+#include "lib/analysis/trim.h"
 
 static void usage(void) {
     fprintf(

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 
 int hsd_cli_read_ids(const char *path, int32_t **ids, int32_t *n) {
     *ids = NULL;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz/fuzz_util.h"
-#include "lib/bridge.h"
+#include "lib/engine/bridge.h"
 #include "tokenize/tokenizer.h"
 
 static const char *names[] = {"qwen3", "llama2", "gpt2", "gemma3"};

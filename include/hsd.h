@@ -275,6 +275,10 @@ HSD_API void hsd_model_free(hsd_model *model);
  * handle against a concurrent forward (kv_len changes). */
 HSD_API int32_t hsd_model_vocab_size(const hsd_model *model);
 HSD_API int32_t hsd_model_n_ctx(const hsd_model *model);
+/* The context the model was trained for (its file's context length / seq_len), which may be
+ * smaller or larger than the KV capacity hsd_model_n_ctx; 0 for a caller-provided model or
+ * NULL (unknown). The engine generates no further than it (hsd_gen_params.n_ctx). */
+HSD_API int32_t hsd_model_n_ctx_train(const hsd_model *model);
 /* One line describing the model ("llama2c stories260K.bin: dim 64, 5 layers, ... f32"). Owned
  * by the model, valid until hsd_model_free. */
 HSD_API const char *hsd_model_desc(const hsd_model *model);
@@ -366,6 +370,31 @@ typedef enum hsd_algo {
 HSD_API const char *hsd_algo_name(hsd_algo a);
 HSD_API int hsd_algo_parse(const char *name);
 
+/* Why a sequence stopped (hsd_gen_result.stop_reason). */
+typedef enum hsd_stop_reason {
+    HSD_STOP_MAX_TOKENS = 0, /* max_new_tokens generated */
+    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos) */
+    HSD_STOP_STRING,         /* a stop string occurred */
+    HSD_STOP_CONTEXT,        /* the context is full (see hsd_gen_params.n_ctx) */
+    HSD_STOP_CALLBACK,       /* the streaming callback returned false */
+} hsd_stop_reason;
+
+/* "max_tokens", "eos", "stop_string", "context", "callback" ("?" outside the enum); static.
+ * Thread-safe. */
+HSD_API const char *hsd_stop_reason_name(hsd_stop_reason r);
+
+/* Streaming (hsd_gen_params.on_text): called after each round of sequence `seq` (0 for
+ * hsd_engine_generate, the prompt's index for hsd_engine_generate_batch) with the text that
+ * became final in that round, text[0..len) (UTF-8, not NUL-terminated; may be empty while a
+ * character or a decoder's look-ahead is incomplete), and the target ids committed in that
+ * round, ids[0..n_ids). Concatenated over the calls of one sequence, the pieces equal the
+ * result's text and the ids its ids. Both arrays are valid during the call only. Return true
+ * to go on, false to stop this sequence: it ends after the current round with stop_reason
+ * HSD_STOP_CALLBACK (the other sequences of a batch go on). The callback runs on the calling
+ * thread and must not call the engine. */
+typedef bool (*hsd_stream_fn)(void *user_data, int32_t seq, const char *text, size_t len,
+                              const int32_t *ids, int32_t n_ids);
+
 typedef struct hsd_gen_params {
     hsd_algo algo;
     int32_t max_new_tokens; /* default 128 */
@@ -390,6 +419,15 @@ typedef struct hsd_gen_params {
     bool slrs_single_forward; /* score the whole tree in one drafter forward, its shape chosen
                                  from the vocabularies (target and draft byte tries walked
                                  together) instead of one forward per level (default false) */
+    /* Context: positions (prompt + generated) the target may use. 0 (default): its trained
+     * context (hsd_model_n_ctx_train), capped by its KV capacity (hsd_model_n_ctx); larger
+     * values run past what the model was trained for (quality degrades) and send a warning
+     * to the log. Generation that reaches the limit stops with HSD_STOP_CONTEXT; a prompt
+     * that does not fit is an error (HSD_ERR_OUT_OF_RANGE). The drafter is always kept
+     * within its own trained context (rounds then fall back to target-only steps). */
+    int32_t n_ctx;
+    hsd_stream_fn on_text; /* streaming callback (NULL: none) */
+    void *user_data;       /* passed to on_text */
 } hsd_gen_params;
 
 typedef struct hsd_gen_result {
@@ -411,6 +449,7 @@ typedef struct hsd_gen_result {
      * sum_t p * psi for the same proposal (Thm 3.1: the first is never smaller) */
     double psi_ms, tree_nodes, tree_forwards;
     double expected_accept, expected_accept_em;
+    hsd_stop_reason stop_reason; /* why generation ended */
 } hsd_gen_result;
 
 typedef struct hsd_engine hsd_engine;
@@ -439,16 +478,21 @@ HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
 /* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
  * no-op. Not thread-safe per handle. */
 HSD_API void hsd_engine_reset(hsd_engine *e);
-/* Generates from `prompt` (len bytes of UTF-8). The engine keeps what it left in the models'
- * KV caches and reuses the prefix a new prompt shares with it (prefix caching); if the models
- * are used outside the engine between calls, call hsd_engine_reset first. params may be NULL
+/* Generates from `prompt` (len bytes of UTF-8): a request of one sequence, run by the same
+ * driver as hsd_engine_generate_batch (on the models' selected slots). The engine keeps what
+ * it left in the models' KV caches and reuses the prefix a new prompt shares with it (prefix
+ * caching); if the models are used outside the engine between calls, call hsd_engine_reset
+ * first. params may be NULL
  * (defaults); params, its stop strings and prompt are borrowed for the call. *res is
  * overwritten (not freed: free a previous result first); on success the caller owns its ids
  * and text (release with hsd_gen_result_free); on failure it holds nothing. Errors:
  * INVALID_ARG (NULL e/res, prompt NULL with len > 0, max_new_tokens < 0, n_draft or k_max
- * outside 1..63, temp or top_p NaN, n_stop < 0, stop NULL with n_stop > 0, an algorithm outside the enum,
- * or one that needs a drafter the engine lacks, SD on different vocabularies), INVALID_UTF8,
- * and any error of the models. Not thread-safe per handle (nor per borrowed model). */
+ * outside 1..63, temp or top_p NaN, n_stop < 0, stop NULL with n_stop > 0, slrs_lookahead
+ * outside 0..2, n_ctx < 0, an algorithm outside the enum, or one that needs a drafter the
+ * engine lacks, SD on different vocabularies), OUT_OF_RANGE (the prompt does not fit the
+ * context, see hsd_gen_params.n_ctx), INVALID_UTF8, and any error of the models. The result's
+ * stop_reason tells why generation ended; params->on_text streams the text as it becomes
+ * final. Not thread-safe per handle (nor per borrowed model). */
 HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                        const hsd_gen_params *params, hsd_gen_result *res);
 /* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
@@ -462,11 +506,13 @@ HSD_API void hsd_gen_result_free(hsd_gen_result *r);
  * used), else HSD_ERR_INVALID_ARG. Each round every live sequence drafts (the drafter's
  * forwards are batched across sequences, one per draft position), then ONE target forward
  * (hsd_model_forward_batch) verifies the candidates of all sequences; sequences finish
- * independently (EOS, stop strings, max_new_tokens, a full context). Each sequence's output
+ * independently (EOS, stop strings, max_new_tokens, a full context, the streaming callback,
+ * which receives the sequence's index). Each sequence's output
  * equals hsd_engine_generate's with seed + i (greedy: identical to AR), up to float
  * summation order where the larger batched product takes another kernel (BLAS).
- *   Algorithms: AR, SD, UNION, TLI, SLEM and AUTO (resolved once for the batch); any other
- * gives HSD_ERR_UNSUPPORTED. A model without forward_batch in its iface is run one forward
+ *   Every algorithm (AUTO resolved once for the batch). SLRS drafts each sequence's tree on
+ * its own (the drafter's tree forwards are not shared across sequences); its target forward
+ * is shared like the others'. A model without forward_batch in its iface is run one forward
  * per sequence (same results, no sharing of the weight reads); one without sequence slots
  * supports n_prompts == 1 only.
  *   prompts[i] holds lens[i] bytes (lens NULL: NUL-terminated prompts; a prompt may be NULL
@@ -476,8 +522,10 @@ HSD_API void hsd_gen_result_free(hsd_gen_result *r);
  * token; draft_ms and verify_ms include the shared batched forwards of its rounds (they do
  * not add up across sequences). No prefix is reused; the single-sequence prefix cache is
  * forgotten (hsd_engine_generate prefills again afterwards) and the models' selected slots
- * are restored. Errors: HSD_ERR_INVALID_ARG for NULL arguments, n_prompts < 1, bad params,
- * too few slots. */
+ * are restored. Arguments are checked as hsd_engine_generate's (one check for both).
+ * Errors: HSD_ERR_INVALID_ARG for NULL arguments, n_prompts < 1, bad params (stop NULL with
+ * n_stop > 0 included), too few slots; OUT_OF_RANGE for a prompt that does not fit (named by
+ * its index). */
 HSD_API hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts,
                                              const size_t *lens, int32_t n_prompts,
                                              const hsd_gen_params *params,
@@ -562,6 +610,16 @@ HSD_API void hsd_model_reset_timing(hsd_model *model);
  * without a drafter. Read-only on the engine. */
 HSD_API hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap,
                                           int32_t *n);
+/* Installs the TLI draft head on the engine's drafter: a TRIMMED head (hsd_model_set_head)
+ * that scores only the drafter ids TLI can propose (hsd_engine_overlap_ids), intersected with
+ * keep_ids[0..n_keep) when keep_ids is given (e.g. the frequency-ranked ids of `hsd trim`);
+ * TLI's output is unchanged (those ids are all it can draft; with keep_ids the drafts are
+ * restricted further, verification stays lossless). keep_ids is borrowed for the call.
+ * Errors: INVALID_ARG (NULL engine, no drafter, keep_ids NULL with n_keep > 0 or n_keep < 0,
+ * an empty intersection), UNSUPPORTED (a caller-provided drafter), NOMEM, and
+ * hsd_model_set_head's. Not thread-safe per handle. */
+HSD_API hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids,
+                                           int32_t n_keep);
 /* ====================================================================================
  * End of Draft heads
  * ==================================================================================== */

@@ -24,6 +24,7 @@ struct hsd_model {
     hsd_transformer
         *tf;     /* the built-in CPU transformer behind iface, NULL for caller and CUDA models */
     int32_t cur; /* selected sequence slot */
+    int32_t n_ctx_train; /* the context the model was trained for (0: unknown) */
 };
 
 hsd_model_params hsd_model_default_params(void) {
@@ -103,6 +104,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
             s = hsd_llama2c_load(path, params, &tf);
     }
     if (s != HSD_OK) return s;
+    const int32_t n_ctx_train = hsd_tf_get_config(tf)->seq_len;
     hsd_model_iface iface;
     memset(&iface, 0, sizeof iface);
     hsd_model_params p = params ? *params : hsd_model_default_params();
@@ -129,6 +131,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
                 return s;
             }
             (*out)->backend = HSD_BACKEND_CUDA;
+            (*out)->n_ctx_train = n_ctx_train;
             return HSD_OK;
         }
         if (s != HSD_ERR_UNSUPPORTED) {
@@ -144,7 +147,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     if (s != HSD_OK)
         hsd_tf_free(tf);
     else
-        (*out)->tf = tf;
+        (*out)->tf = tf, (*out)->n_ctx_train = n_ctx_train;
     return s;
 }
 
@@ -171,6 +174,8 @@ void hsd_model_free(hsd_model *m) {
 int32_t hsd_model_vocab_size(const hsd_model *m) {
     return m ? m->iface.vocab_size(m->iface.ctx) : 0;
 }
+int32_t hsd_model_n_ctx_train(const hsd_model *m) { return m ? m->n_ctx_train : 0; }
+
 int32_t hsd_model_n_ctx(const hsd_model *m) {
     return m && m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0;
 }

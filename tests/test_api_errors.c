@@ -428,6 +428,12 @@ static void row_hsd_model_n_ctx(void **state) {
     assert_int_equal(hsd_model_n_ctx(NULL), 0);
     assert_int_equal(hsd_model_n_ctx(model_t), 64);
 }
+static void row_hsd_model_n_ctx_train(void **state) {
+    (void)state;
+    assert_int_equal(hsd_model_n_ctx_train(NULL), 0);
+    /* a caller-provided model does not say what it was trained for */
+    assert_int_equal(hsd_model_n_ctx_train(model_t), 0);
+}
 static void row_hsd_model_desc(void **state) {
     (void)state;
     assert_string_equal(hsd_model_desc(NULL), "");
@@ -512,8 +518,25 @@ static void row_hsd_engine_generate_batch(void **state) {
     EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
     assert_null(r[0].ids);
     p.max_new_tokens = 4;
+    /* the checks hsd_engine_generate makes, made once for both (issue 14: the batch copy
+     * skipped these and dereferenced the NULL stop list) */
+    p.n_stop = 2;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
+    p.n_stop = 0;
+    p.temp = NAN;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
+    p.temp = 0;
+    p.n_ctx = -1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
+    p.n_ctx = 0;
+    p.slrs_lookahead = 3;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r));
+    p.slrs_lookahead = 0;
+    assert_null(r[0].ids);
     p.algo = HSD_ALGO_AR;
     assert_int_equal(hsd_engine_generate_batch(eng_pair, prompts, NULL, 1, &p, r), HSD_OK);
+    assert_int_equal(r[0].n_ids, 4);
+    assert_int_equal(r[0].stop_reason, HSD_STOP_MAX_TOKENS);
     hsd_gen_result_free(&r[0]);
 }
 
@@ -598,6 +621,14 @@ static void row_hsd_algo_name(void **state) {
     assert_string_equal(hsd_algo_name(HSD_ALGO_SLEM), "slem");
     assert_string_equal(hsd_algo_name((hsd_algo)-1), "?");
     assert_string_equal(hsd_algo_name((hsd_algo)(HSD_ALGO_AUTO + 1)), "?");
+}
+
+static void row_hsd_stop_reason_name(void **state) {
+    (void)state;
+    assert_string_equal(hsd_stop_reason_name(HSD_STOP_EOS), "eos");
+    assert_string_equal(hsd_stop_reason_name(HSD_STOP_CALLBACK), "callback");
+    assert_string_equal(hsd_stop_reason_name((hsd_stop_reason)-1), "?");
+    assert_string_equal(hsd_stop_reason_name((hsd_stop_reason)(HSD_STOP_CALLBACK + 1)), "?");
 }
 
 static void row_hsd_algo_parse(void **state) {
@@ -709,11 +740,21 @@ static void row_hsd_engine_generate(void **state) {
     bad[nb].what = "n_stop -1", bad[nb++].p.n_stop = -1;
     bad[nb].what = "stop NULL", bad[nb++].p.n_stop = 2;
     bad[nb].what = "SD across vocabularies", bad[nb++].p.algo = HSD_ALGO_SD;
+    bad[nb].what = "n_ctx -1", bad[nb++].p.n_ctx = -1;
+    bad[nb].what = "slrs_lookahead 3", bad[nb++].p.slrs_lookahead = 3;
+    const char *one[1] = {"ab"};
     for (int i = 0; i < nb; i++) {
         hsd_error_clear();
         hsd_status s = hsd_engine_generate(eng_pair, "ab", 2, &bad[i].p, &r);
         if (s != HSD_ERR_INVALID_ARG)
             fail_msg("%s: got %s (%s)", bad[i].what, hsd_status_str(s), hsd_last_error());
+        assert_true(hsd_last_error()[0] != 0);
+        assert_null(r.ids);
+        /* the batch entry point checks the same (one check for both) */
+        hsd_error_clear();
+        s = hsd_engine_generate_batch(eng_pair, one, NULL, 1, &bad[i].p, &r);
+        if (s != HSD_ERR_INVALID_ARG)
+            fail_msg("batch, %s: got %s (%s)", bad[i].what, hsd_status_str(s), hsd_last_error());
         assert_true(hsd_last_error()[0] != 0);
         assert_null(r.ids);
     }
@@ -815,6 +856,19 @@ static void row_hsd_engine_overlap_ids(void **state) {
     for (int i = 0; i < 4; i++) assert_int_equal(ids[i], 2 + i);
 }
 
+static void row_hsd_engine_set_tli_head(void **state) {
+    (void)state;
+    const int32_t some[2] = {2, 3};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(NULL, NULL, 0));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_ar, NULL, 0)); /* no drafter */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, NULL, 2));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, some, -1));
+    const int32_t outside[1] = {0}; /* not in T ∩ D (the toy pair's overlap is 2..5) */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_tli_head(eng_pair, outside, 1));
+    /* the toy drafter is caller-provided: it has no head to replace */
+    EXPECT(HSD_ERR_UNSUPPORTED, hsd_engine_set_tli_head(eng_pair, some, 2));
+}
+
 typedef struct row {
     const char *name;
     CMUnitTestFunction fn;
@@ -848,6 +902,7 @@ static const row rows[] = {
     ROW(hsd_model_free),
     ROW(hsd_model_vocab_size),
     ROW(hsd_model_n_ctx),
+    ROW(hsd_model_n_ctx_train),
     ROW(hsd_model_desc),
     ROW(hsd_model_backend),
     ROW(hsd_backend_name),
@@ -858,6 +913,7 @@ static const row rows[] = {
     ROW(hsd_model_kv_keep),
     ROW(hsd_algo_name),
     ROW(hsd_algo_parse),
+    ROW(hsd_stop_reason_name),
     ROW(hsd_gen_default_params),
     ROW(hsd_engine_init),
     ROW(hsd_engine_free),
@@ -874,6 +930,7 @@ static const row rows[] = {
     ROW(hsd_model_get_timing),
     ROW(hsd_model_reset_timing),
     ROW(hsd_engine_overlap_ids),
+    ROW(hsd_engine_set_tli_head),
     ROW(hsd_model_n_seq),
     ROW(hsd_model_seq_current),
     ROW(hsd_model_seq_select),

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/bridge.h"
+#include "lib/engine/bridge.h"
 #include "lib/rng.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"
 

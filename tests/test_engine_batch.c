@@ -243,6 +243,62 @@ static void test_sampling_seed_scheme(void **state) {
     hsd_engine_free(e);
 }
 
+/* Issue 14: every algorithm, SLRS included, through the one driver, for B in {1, 3, 8}: each
+ * sequence of a batch equals its single run (greedy, and sampled with seed + i); greedy
+ * output also equals AR's (the target's own argmax decoding, the oracle of exactness). */
+static void check_every_algorithm(lm *target, lm *draft, const hsd_algo *algos, int n_algos,
+                                  const char *label) {
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
+    static const int Bs[3] = {1, 3, 8};
+    int checked = 0;
+    for (int a = 0; a < n_algos; a++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int v = 0; v < 3; v++) { /* greedy, sampled, SLRS single-forward (greedy) */
+                if (v == 2 && algos[a] != HSD_ALGO_SLRS) continue;
+                int B = Bs[bi];
+                const char *ps[N_SEQ];
+                for (int i = 0; i < B; i++) ps[i] = prompts[(i * 7 + 5 * bi + a) % n_prompts];
+                hsd_gen_params p = params(algos[a], 3, v == 1, v == 1 ? 1.0f : 0, 4242 + 31 * a, 24);
+                p.slrs_single_forward = v == 2;
+                hsd_gen_result rb[N_SEQ];
+                batch(e, ps, B, &p, rb);
+                for (int i = 0; i < B; i++) {
+                    hsd_gen_params pi = p;
+                    pi.seed = p.seed + (uint64_t)i;
+                    hsd_gen_result r1, ra;
+                    single(e, ps[i], &pi, &r1);
+                    if (!same_ids(&rb[i], &r1))
+                        fprintf(stderr, "%s %s B=%d v%d seq %d differs:\n batch:  %s\n single: %s\n",
+                                label, hsd_algo_name(algos[a]), B, v, i, rb[i].text, r1.text);
+                    assert_true(same_ids(&rb[i], &r1));
+                    assert_int_equal(rb[i].n_rounds, r1.n_rounds);
+                    assert_int_equal(rb[i].stop_reason, r1.stop_reason);
+                    assert_true(rb[i].first_accept_rate == r1.first_accept_rate);
+                    if (v != 1) {
+                        hsd_gen_params par = params(HSD_ALGO_AR, 1, false, 0, 0, 24);
+                        single(e, ps[i], &par, &ra);
+                        assert_true(same_ids(&rb[i], &ra));
+                        hsd_gen_result_free(&ra);
+                    }
+                    checked++;
+                    hsd_gen_result_free(&r1);
+                }
+                free_all(rb, B);
+            }
+    printf("%s: %d batched sequences equal to their single runs (B = 1, 3, 8)\n", label, checked);
+    hsd_engine_free(e);
+}
+
+static void test_every_algorithm_every_batch_size(void **state) {
+    (void)state;
+    const hsd_algo cross[] = {HSD_ALGO_AR,   HSD_ALGO_UNION, HSD_ALGO_TLI,
+                              HSD_ALGO_SLEM, HSD_ALGO_SLRS};
+    check_every_algorithm(&baby, &small, cross, 5, "target babyllama, drafter stories260K");
+    const hsd_algo self[] = {HSD_ALGO_SD};
+    check_every_algorithm(&small, &small2, self, 1, "stories260K drafting for itself");
+}
+
 /* A caller's model with slots but no forward_batch: one forward per sequence, same output. */
 static int32_t w_vocab(void *c) {
     return hsd_model_vocab_size(c);
@@ -414,6 +470,11 @@ static void test_bad_arguments(void **state) {
     p.n_draft = 4;
     p.algo = (hsd_algo)99;
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_ERR_INVALID_ARG);
+    p.algo = HSD_ALGO_TLI;
+    p.n_stop = 3; /* stop NULL with n_stop > 0 (the old batch copy dereferenced it) */
+    assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_ERR_INVALID_ARG);
+    assert_non_null(strstr(hsd_last_error(), "stop"));
+    p.n_stop = 0;
     p.algo = HSD_ALGO_SD; /* different vocabularies */
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "identical vocabularies"));
@@ -471,6 +532,7 @@ int main(void) {
         cmocka_unit_test(test_one_target_forward_per_round),
         cmocka_unit_test(test_greedy_batch_equals_single),
         cmocka_unit_test(test_sampling_seed_scheme),
+        cmocka_unit_test(test_every_algorithm_every_batch_size),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

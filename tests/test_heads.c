@@ -13,7 +13,7 @@
 #include "kernels/linalg.h"
 #include "kernels/threadpool.h"
 #include "lib/rng.h"
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 #include "models/head.h"
 #include "tests/testutil.h"
 

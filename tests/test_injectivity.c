@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
-#include "lib/injectivity.h"
+#include "lib/analysis/injectivity.h"
 #include "tests/testutil.h"
 
 static const char *families[] = {"claude", "deepseek_v3", "gemma3",  "gpt2",

@@ -8,7 +8,7 @@
 
 #include "hsd.h"
 #include "lib/map.h"
-#include "lib/pair.h"
+#include "lib/analysis/pair.h"
 #include "tests/testutil.h"
 
 /* ---- independent surface decoding ---- */

@@ -14,7 +14,7 @@
 
 #include "hsd.h"
 #include "lib/map.h"
-#include "lib/psi_stats.h"
+#include "lib/analysis/psi_stats.h"
 #include "tests/testutil.h"
 
 /* ---- the reference: plain recursion over a multiplicity oracle ------------------------- */

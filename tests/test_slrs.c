@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/first_token.h"
+#include "lib/engine/first_token.h"
 #include "lib/rng.h"
-#include "lib/sample.h"
-#include "lib/slrs_tree.h"
+#include "lib/engine/sample.h"
+#include "lib/engine/slrs_tree.h"
 #include "lib/utf8.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"

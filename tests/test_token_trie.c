@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/token_trie.h"
+#include "lib/engine/token_trie.h"
 #include "tests/testutil.h"
 
 /* A vocabulary as plain surfaces: the reference the trie is compared with. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "lib/rng.h"
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 #include "tests/testutil.h"
 #include "verify/verify.h"
 

@@ -18,15 +18,7 @@ int32_t hsd_verify_slrs(const float *p, const float *psi, int32_t n, int32_t t, 
             return t;
         }
     }
-    double mass = 0;
-    for (int32_t i = 0; i < n; i++) {
-        float r = p[i] - psi[i];
-        scratch[i] = r > 0 ? r : 0;
-        mass += scratch[i];
-    }
-    double u2 = hsd_rng_uniform_f64(rng);
-    /* p == psi up to rounding leaves no residual: p itself is then the right law */
-    return mass > 0 ? hsd_verify_draw(scratch, n, u2) : hsd_verify_draw(p, n, u2);
+    return hsd_verify_residual(p, psi, n, rng, scratch);
 }
 
 double hsd_verify_slrs_expected(const float *p, const float *psi, int32_t n, double *exact_match) {

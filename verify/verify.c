@@ -24,6 +24,19 @@ int32_t hsd_verify_draw(const float *w, int32_t n, double u) {
     return last >= 0 ? last : 0;
 }
 
+int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *rng,
+                            float *scratch) {
+    double mass = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float r = p[i] - q[i];
+        scratch[i] = r > 0 ? r : 0;
+        mass += scratch[i];
+    }
+    double u = hsd_rng_uniform_f64(rng);
+    /* p == q up to rounding leaves no residual: p itself is then the right law */
+    return mass > 0 ? hsd_verify_draw(scratch, n, u) : hsd_verify_draw(p, n, u);
+}
+
 int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *d, int32_t k,
                       bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
                       int32_t *n_accepted) {
@@ -48,15 +61,7 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
             continue;
         }
         /* rejected: resample from the residual max(0, p - q) */
-        double mass = 0;
-        for (int32_t i = 0; i < n; i++) {
-            float r = pj[i] - qj[i];
-            scratch[i] = r > 0 ? r : 0;
-            mass += scratch[i];
-        }
-        double u2 = hsd_rng_uniform_f64(rng);
-        /* p == q up to rounding leaves no residual: p itself is then the right law */
-        out[j] = mass > 0 ? hsd_verify_draw(scratch, n, u2) : hsd_verify_draw(pj, n, u2);
+        out[j] = hsd_verify_residual(pj, qj, n, rng, scratch);
         *n_accepted = j;
         return j + 1;
     }

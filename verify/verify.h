@@ -44,8 +44,17 @@ int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, int32_t m, 
 double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,
                             bool renormalise, float *out);
 
+/* The resample after a rejection, shared by every rule: one draw (one uniform) from
+ * norm(max(0, p - q)) over n entries, or from p when p == q up to rounding leaves no residual
+ * mass (p itself is then the right law). scratch holds n floats. */
+int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *rng,
+                            float *scratch);
+
 /* One draw from the (unnormalised, non-negative) weights w[0..n) with uniform u in [0,1);
- * returns the last index with positive weight if rounding leaves u past the total. */
+ * returns the last index with positive weight if rounding leaves u past the total. Every
+ * draw of the library goes through here with a 53-bit uniform (hsd_rng_uniform_f64): double,
+ * so that u * total resolves probabilities far below float's 2^-24 step (a 24-bit uniform
+ * could never pick a token of mass < 2^-24 at the end of a large vocabulary). */
 int32_t hsd_verify_draw(const float *w, int32_t n, double u);
 /* Index of the largest value (lowest index on ties). */
 int32_t hsd_verify_argmax(const float *p, int32_t n);

@@ -13,6 +13,8 @@ is garbage collected; a model or tokenizer cannot be closed while an open Engine
 """
 import ctypes
 import enum
+import queue
+import threading
 
 from . import _lib
 from ._lib import lib
@@ -353,6 +355,7 @@ class Result:
         self.text = raw.decode("utf-8", "replace")
         self.algo = ALGORITHMS[r.algo]
         self.reason = r.reason.decode("utf-8", "replace")
+        self.stop_reason = lib.hsd_stop_reason_name(r.stop_reason).decode()
         self.stats = {k: getattr(r, k) for k in self.STATS}
 
     def __getattr__(self, name):
@@ -407,11 +410,10 @@ class Engine(_Handle):
     def reset(self):
         lib.hsd_engine_reset(self._handle)
 
-    def generate(self, prompt, algo="auto", max_new_tokens=128, n_draft=4, adaptive_k=False,
-                 k_max=16, temp=0.0, top_k=0, top_p=1.0, seed=0, stop_at_eos=True, stop=(),
-                 add_bos=True):
-        """Generates a continuation of prompt (str or UTF-8 bytes). algo: one of ALGORITHMS.
-        Greedy (temp <= 0) output is identical for every algorithm."""
+    @staticmethod
+    def _params(algo, max_new_tokens, n_draft, adaptive_k, k_max, temp, top_k, top_p, seed,
+                stop_at_eos, stop, add_bos, n_ctx):
+        """hsd_gen_params and the objects that must live as long as the call."""
         if algo not in ALGORITHMS:
             raise ValueError("algo must be one of %s" % ", ".join(ALGORITHMS))
         p = lib.hsd_gen_default_params()
@@ -419,10 +421,13 @@ class Engine(_Handle):
         p.max_new_tokens, p.n_draft, p.adaptive_k, p.k_max = max_new_tokens, n_draft, \
             adaptive_k, k_max
         p.temp, p.top_k, p.top_p, p.seed = temp, top_k, top_p, seed
-        p.stop_at_eos, p.add_bos = stop_at_eos, add_bos
+        p.stop_at_eos, p.add_bos, p.n_ctx = stop_at_eos, add_bos, n_ctx
         stops = [_utf8(s) for s in stop]
         arr = (ctypes.c_char_p * max(len(stops), 1))(*stops)
         p.stop, p.n_stop = (arr if stops else None), len(stops)
+        return p, arr
+
+    def _run(self, prompt, p):
         b = _utf8(prompt)
         r = _lib.GenResult()
         _check(lib.hsd_engine_generate(self._handle, b, len(b), ctypes.byref(p), ctypes.byref(r)))
@@ -430,3 +435,73 @@ class Engine(_Handle):
             return Result(r)
         finally:
             lib.hsd_gen_result_free(ctypes.byref(r))
+
+    def generate(self, prompt, algo="auto", max_new_tokens=128, n_draft=4, adaptive_k=False,
+                 k_max=16, temp=0.0, top_k=0, top_p=1.0, seed=0, stop_at_eos=True, stop=(),
+                 add_bos=True, n_ctx=0, on_text=None):
+        """Generates a continuation of prompt (str or UTF-8 bytes). algo: one of ALGORITHMS.
+        Greedy (temp <= 0) output is identical for every algorithm. n_ctx: positions the
+        target may use (0: its trained context). on_text(piece: bytes) -> bool, optional: called
+        with each piece of text as it becomes final; return False to stop (the result's
+        stop_reason is then "callback")."""
+        p, keep = self._params(algo, max_new_tokens, n_draft, adaptive_k, k_max, temp, top_k,
+                               top_p, seed, stop_at_eos, stop, add_bos, n_ctx)
+        errors = []
+        if on_text is not None:
+            def tramp(user, seq, text, n, ids, n_ids):
+                try:
+                    return on_text(ctypes.string_at(text, n) if n else b"") is not False
+                except BaseException as exc:  # never unwind through C: stop, re-raise after
+                    errors.append(exc)
+                    return False
+            cb = _lib.STREAM_FN(tramp)
+            p.on_text = cb
+        r = self._run(prompt, p)
+        del keep
+        if errors:
+            raise errors[0]
+        return r
+
+    def stream(self, prompt, **kw):
+        """Iterator over the text of a generation as it becomes final (str pieces; their
+        concatenation is generate()'s text). Takes generate()'s keyword arguments. Leaving the
+        loop early stops the generation within one round. The generation runs on a worker
+        thread (the library releases the GIL), so pieces arrive while it goes on."""
+        q = queue.Queue()
+        stop = threading.Event()
+        done = object()
+        decoder = __import__("codecs").getincrementaldecoder("utf-8")("replace")
+
+        def on_text(piece):
+            q.put(piece)
+            return not stop.is_set()
+
+        def work():
+            try:
+                q.put(("result", self.generate(prompt, on_text=on_text, **kw)))
+            except BaseException as exc:
+                q.put(("error", exc))
+            q.put(done)
+
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        outcome = None
+        try:
+            while True:
+                item = q.get()
+                if item is done:
+                    break
+                if isinstance(item, tuple):
+                    outcome = item
+                    continue
+                text = decoder.decode(item)
+                if text:
+                    yield text
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+            if outcome and outcome[0] == "error":
+                raise outcome[1]
+        finally:
+            stop.set()
+            t.join()

@@ -52,6 +52,12 @@ class ModelParams(ctypes.Structure):
                 ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32)]
 
 
+# hsd_stream_fn: bool (*)(void *user, int32_t seq, const char *text, size_t len,
+#                         const int32_t *ids, int32_t n_ids)
+STREAM_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                             ctypes.c_size_t, c_int32_p, ctypes.c_int32)
+
+
 class GenParams(ctypes.Structure):
     """struct hsd_gen_params"""
     _fields_ = [("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
@@ -62,7 +68,8 @@ class GenParams(ctypes.Structure):
                 ("n_stop", ctypes.c_int32), ("add_bos", ctypes.c_bool),
                 ("slrs_top_k", ctypes.c_int32), ("slrs_top_p", ctypes.c_float),
                 ("slrs_max_nodes", ctypes.c_int32), ("slrs_lookahead", ctypes.c_int32),
-                ("slrs_single_forward", ctypes.c_bool)]
+                ("slrs_single_forward", ctypes.c_bool), ("n_ctx", ctypes.c_int32),
+                ("on_text", STREAM_FN), ("user_data", ctypes.c_void_p)]
 
 
 class GenResult(ctypes.Structure):
@@ -78,7 +85,7 @@ class GenResult(ctypes.Structure):
                 ("bridge_ms", ctypes.c_double), ("first_accept_rate", ctypes.c_double),
                 ("psi_ms", ctypes.c_double), ("tree_nodes", ctypes.c_double),
                 ("tree_forwards", ctypes.c_double), ("expected_accept", ctypes.c_double),
-                ("expected_accept_em", ctypes.c_double)]
+                ("expected_accept_em", ctypes.c_double), ("stop_reason", ctypes.c_int)]
 
 
 VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
@@ -136,6 +143,7 @@ _protos = {
     "hsd_model_free": (None, [P]),
     "hsd_model_vocab_size": (ctypes.c_int32, [P]),
     "hsd_model_n_ctx": (ctypes.c_int32, [P]),
+    "hsd_model_n_ctx_train": (ctypes.c_int32, [P]),
     "hsd_model_desc": (ctypes.c_char_p, [P]),
     "hsd_model_forward": (_S, [P, c_int32_p, ctypes.c_int32, c_int32_p, c_int32_p,
                                ctypes.c_int32, c_float_p]),
@@ -144,6 +152,7 @@ _protos = {
     "hsd_model_kv_keep": (_S, [P, ctypes.c_int32, c_int32_p, ctypes.c_int32]),
     "hsd_algo_name": (ctypes.c_char_p, [ctypes.c_int]),
     "hsd_algo_parse": (ctypes.c_int, [ctypes.c_char_p]),
+    "hsd_stop_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
     "hsd_gen_default_params": (GenParams, []),
     "hsd_engine_init": (_S, [P, P, P, P, ctypes.POINTER(P)]),
     "hsd_engine_free": (None, [P]),

@@ -1,5 +1,5 @@
 /* Tree of draft continuations for SLRS (see slrs_tree.h). */
-#include "lib/slrs_tree.h"
+#include "lib/engine/slrs_tree.h"
 
 #include <stdlib.h>
 #include <string.h>

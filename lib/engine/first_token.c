@@ -1,10 +1,10 @@
 /* First-token determination by hard cuts (see first_token.h for the argument). */
-#include "lib/first_token.h"
+#include "lib/engine/first_token.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/bridge.h"
+#include "lib/engine/bridge.h"
 #include "lib/error.h"
 #include "lib/utf8.h"
 #include "tokenize/tokenizer.h"

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/token_trie.h"
+#include "lib/engine/token_trie.h"
 
 typedef struct hsd_psi_params {
     bool distinct_surfaces; /* count surface sequences, not id sequences */

@@ -1,12 +1,12 @@
 /* Injectivity check, minimizer and classifier (fuzzer in lib/injectivity_fuzz.c). */
-#include "lib/injectivity.h"
+#include "lib/analysis/injectivity.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
 #include "lib/error.h"
-#include "lib/injectivity_internal.h"
+#include "lib/analysis/injectivity_internal.h"
 #include "lib/utf8.h"
 #include "tokenize/tokenizer.h"
 

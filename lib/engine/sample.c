@@ -1,17 +1,13 @@
-#include "lib/sample.h"
+#include "lib/engine/sample.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/error.h"
+#include "verify/verify.h"
 
-int32_t hsd_sample_greedy(const float *logits, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
+int32_t hsd_sample_greedy(const float *logits, int32_t n) { return hsd_verify_argmax(logits, n); }
 
 typedef struct prob_idx {
     float p;
@@ -69,20 +65,6 @@ hsd_status hsd_sample_probs(const float *logits, int32_t n, const hsd_sampler_pa
     return HSD_OK;
 }
 
-int32_t hsd_sample_from_probs(const float *probs, int32_t n, float u) {
-    double total = 0.0;
-    for (int32_t i = 0; i < n; i++) total += probs[i];
-    double target = u * total, acc = 0.0;
-    int32_t last = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (probs[i] <= 0.0f) continue;
-        acc += probs[i];
-        last = i;
-        if (target < acc) return i;
-    }
-    return last; /* rounding: the last token with mass */
-}
-
 hsd_status hsd_sample(const float *logits, int32_t n, const hsd_sampler_params *p, hsd_rng *rng,
                       float *probs, int32_t *token) {
     if (!(p->temp > 0.0f)) {
@@ -91,6 +73,6 @@ hsd_status hsd_sample(const float *logits, int32_t n, const hsd_sampler_params *
     }
     hsd_status s = hsd_sample_probs(logits, n, p, probs);
     if (s != HSD_OK) return s;
-    *token = hsd_sample_from_probs(probs, n, hsd_rng_uniform(rng));
+    *token = hsd_verify_draw(probs, n, hsd_rng_uniform_f64(rng));
     return HSD_OK;
 }

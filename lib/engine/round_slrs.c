@@ -1,4 +1,8 @@
-/* The SLRS round (Alg 3 with the multi-token extension) on top of the decoding loop.
+/* The SLRS round (Alg 3 with the multi-token extension), one of the driver's rounds
+ * (lib/engine/engine.h): steps 1-3 are its draft phase, run for one sequence at a time (each
+ * sequence's tree forwards go to its own drafter slot); the target forward over the sampled
+ * leaf's candidates is the driver's, shared with the other sequences of a batch; step 4 is
+ * its finish.
  *
  * One round:
  *   1. the drafter's pending ids are fed; its distribution at the root, cut to the sparse
@@ -6,9 +10,9 @@
  *   2. the tree grows one level per drafter forward: every frontier node and its ancestors
  *      go into one tree-masked batch (parents = tree edges) and only the frontier rows come
  *      back; the cache is cut back to the root afterwards. Branches stop by the lookahead
- *      rule (lib/slrs_tree.h), so depth and the node budget bound the work. With
+ *      rule (lib/engine/slrs_tree.h), so depth and the node budget bound the work. With
  *      slrs_single_forward the nodes to score are chosen from the vocabularies instead
- *      (lib/slrs_shape.h) and all of them go into one forward;
+ *      (lib/engine/slrs_shape.h) and all of them go into one forward;
  *   3. a leaf is sampled from q~ with the draft stream; its target candidates c_1..c_m are
  *      scored by one target forward (as SLEM's candidates are);
  *   4. position j accepts c_j with min(1, p_j/psi_j) where psi_j = law of c_j given the
@@ -18,16 +22,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/engine_internal.h"
+#include "lib/engine/engine.h"
+#include "lib/timer.h"
 #include "lib/error.h"
-#include "lib/first_token.h"
+#include "lib/engine/first_token.h"
 #include "lib/map.h"
-#include "lib/slrs_shape.h"
-#include "lib/slrs_tree.h"
+#include "lib/engine/slrs_shape.h"
+#include "lib/engine/slrs_tree.h"
 #include "verify/slrs.h"
 #include "verify/verify.h"
 
-struct hsd_slrs_state {
+struct hsd_eng_slrs {
     hsd_slrs_tree tree;
     int32_t *sp_tok; /* sparse proposal of one node */
     float *sp_w, *psi, *rowlog;
@@ -35,6 +40,9 @@ struct hsd_slrs_state {
     int32_t *feed, *parents, *rows, *pos; /* one tree forward; pos: node -> feed index */
     int32_t feed_cap;
     int32_t chain[64], n_chain; /* tree nodes cached after the root between levels */
+    /* the sampled leaf's candidates, between drafting and verification */
+    int32_t c[HSD_ENG_MAX_CAND], m;
+    bool capped;
     double t_psi, nodes, forwards, exp_slrs, exp_em;
     int32_t n_exp;
     /* single-forward mode: vocabulary tries and the chosen shape */
@@ -50,8 +58,8 @@ static hsd_status oom(void) {
     return hsd_error(HSD_ERR_NOMEM, "out of memory");
 }
 
-void hsd_gen_slrs_free(gen *g) {
-    struct hsd_slrs_state *st = g->slrs;
+static void slrs_seq_free(hsd_eng_seq *g) {
+    struct hsd_eng_slrs *st = g->slrs;
     if (!st) return;
     hsd_slrs_tree_free(&st->tree);
     free(st->sp_tok);
@@ -75,15 +83,15 @@ void hsd_gen_slrs_free(gen *g) {
     g->slrs = NULL;
 }
 
-void hsd_engine_slrs_release(hsd_engine *e) {
+void hsd_eng_slrs_release(hsd_engine *e) {
     if (!e->slrs_ft) return;
     hsd_first_token_free(e->slrs_ft);
     free(e->slrs_ft);
     e->slrs_ft = NULL;
 }
 
-void hsd_gen_slrs_stats(const gen *g, hsd_gen_result *res) {
-    const struct hsd_slrs_state *st = g->slrs;
+static void slrs_stats(const hsd_eng_seq *g, hsd_gen_result *res) {
+    const struct hsd_eng_slrs *st = g->slrs;
     if (!st || !g->rounds) return;
     res->psi_ms = st->t_psi / g->rounds;
     res->tree_nodes = st->nodes / g->rounds;
@@ -92,7 +100,7 @@ void hsd_gen_slrs_stats(const gen *g, hsd_gen_result *res) {
     res->expected_accept_em = st->n_exp ? st->exp_em / st->n_exp : 0;
 }
 
-static hsd_status setup(gen *g) {
+static hsd_status setup(hsd_eng_seq *g) {
     hsd_engine *e = g->e;
     if (!e->slrs_ft) {
         e->slrs_ft = calloc(1, sizeof *e->slrs_ft);
@@ -105,7 +113,7 @@ static hsd_status setup(gen *g) {
         }
     }
     if (g->slrs) return HSD_OK;
-    struct hsd_slrs_state *st = calloc(1, sizeof *st);
+    struct hsd_eng_slrs *st = calloc(1, sizeof *st);
     if (!st) return oom();
     g->slrs = st;
     st->sp_tok = malloc((size_t)e->vd * sizeof *st->sp_tok);
@@ -116,8 +124,8 @@ static hsd_status setup(gen *g) {
 }
 
 /* Children of `node` from the drafter's logits there: q~ = sparse(sampling distribution). */
-static hsd_status expand(gen *g, int32_t node, const float *logits) {
-    struct hsd_slrs_state *st = g->slrs;
+static hsd_status expand(hsd_eng_seq *g, int32_t node, const float *logits) {
+    struct hsd_eng_slrs *st = g->slrs;
     hsd_status s = hsd_sample_probs(logits, g->e->vd, &g->sp, g->scratch);
     if (s) return s;
     int32_t n = hsd_slrs_sparsify(g->scratch, g->e->vd, g->prm->slrs_top_k, g->prm->slrs_top_p,
@@ -125,7 +133,7 @@ static hsd_status expand(gen *g, int32_t node, const float *logits) {
     return hsd_slrs_tree_expand(&st->tree, node, st->sp_tok, st->sp_w, n);
 }
 
-static hsd_status grow(struct hsd_slrs_state *st, int32_t need, size_t rowlog) {
+static hsd_status grow(struct hsd_eng_slrs *st, int32_t need, size_t rowlog) {
     if (need > st->feed_cap) {
         int32_t c = need * 2;
         int32_t *a = realloc(st->feed, (size_t)c * sizeof *a);
@@ -162,8 +170,8 @@ static int32_t path_to(const hsd_slrs_tree *tr, int32_t node, int32_t *path) {
  * The ancestors that every frontier node shares stay in the cache as a chain between levels
  * (st->chain, kept with kv_keep), so a narrow tree — greedy decoding's is one chain — feeds
  * each node once instead of once per level. */
-static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
-    struct hsd_slrs_state *st = g->slrs;
+static hsd_status level(hsd_eng_seq *g, int32_t root_kv, double *t_fwd) {
+    struct hsd_eng_slrs *st = g->slrs;
     hsd_slrs_tree *tr = &st->tree;
     int32_t nn = tr->n_nodes, nf = 0, nr = 0;
     int32_t *pos = realloc(st->pos, (size_t)nn * sizeof *pos);
@@ -193,9 +201,9 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
     }
     int32_t vd = g->e->vd;
     if ((s = grow(st, nf, (size_t)nr * (size_t)vd))) return s;
-    double t0 = hsd_gen_now_ms();
+    double t0 = hsd_timer_ms();
     s = hsd_model_forward(g->e->dm, st->feed, nf, st->parents, st->rows, nr, st->rowlog);
-    *t_fwd += hsd_gen_now_ms() - t0;
+    *t_fwd += hsd_timer_ms() - t0;
     st->forwards++;
     if (s) return s;
     /* expand in node order (deterministic: budget goes to earlier nodes first) */
@@ -217,7 +225,7 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
         while (c < common && c < n && path[c] == other[c]) c++;
         common = c;
     }
-    t0 = hsd_gen_now_ms();
+    t0 = hsd_timer_ms();
     int32_t keep[64], n_keep = 0;
     for (int32_t c = st->n_chain; c < common; c++) keep[n_keep++] = pos[path[c]];
     if (common > st->n_chain && !hsd_model_kv_keep(g->e->dm, root_kv + st->n_chain, keep, n_keep)) {
@@ -229,15 +237,15 @@ static hsd_status level(gen *g, int32_t root_kv, double *t_fwd) {
         st->n_chain = 0;
         s = hsd_model_kv_truncate(g->e->dm, root_kv);
     }
-    *t_fwd += hsd_gen_now_ms() - t0;
+    *t_fwd += hsd_timer_ms() - t0;
     return s;
 }
 
 /* Single-forward mode: the level-1 frontier plus the vocabulary-chosen nodes below it (at most
  * `budget`, breadth first) are scored by one tree-masked forward; then the tree grows from
  * those logits alone and any frontier node left without logits becomes a leaf. */
-static hsd_status single_forward(gen *g, int32_t root_kv, int32_t budget, double *t_fwd) {
-    struct hsd_slrs_state *st = g->slrs;
+static hsd_status single_forward(hsd_eng_seq *g, int32_t root_kv, int32_t budget, double *t_fwd) {
+    struct hsd_eng_slrs *st = g->slrs;
     hsd_slrs_tree *tr = &st->tree;
     int32_t vd = g->e->vd;
     hsd_status s;
@@ -324,10 +332,10 @@ static hsd_status single_forward(gen *g, int32_t root_kv, int32_t budget, double
         hsd_u64map_free(&child);
         return s;
     }
-    double t0 = hsd_gen_now_ms();
+    double t0 = hsd_timer_ms();
     s = hsd_model_forward(g->e->dm, st->feed, n, st->parents, st->rows, n, st->rowlog);
     hsd_status s2 = hsd_model_kv_truncate(g->e->dm, root_kv);
-    *t_fwd += hsd_gen_now_ms() - t0;
+    *t_fwd += hsd_timer_ms() - t0;
     st->forwards++;
     if (!s) s = s2;
     /* grow the tree from the scored rows; children found in the shape inherit their row */
@@ -350,19 +358,21 @@ static hsd_status single_forward(gen *g, int32_t root_kv, int32_t budget, double
     return s;
 }
 
-hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
+/* Steps 1-3: the tree, a sampled leaf and its target candidates (st->c[0..m)). */
+static hsd_status slrs_draft(hsd_eng_seq *g) {
     hsd_engine *e = g->e;
+    int32_t k = g->kk;
     hsd_status s = setup(g);
     if (s) return s;
-    struct hsd_slrs_state *st = g->slrs;
+    struct hsd_eng_slrs *st = g->slrs;
     hsd_slrs_tree *tr = &st->tree;
-    double t0 = hsd_gen_now_ms(), t_fwd = 0;
+    double t0 = hsd_timer_ms(), t_fwd = 0;
     /* 1. root */
-    if ((s = hsd_gen_feed_drafter(g, g->dlog))) return s;
-    t_fwd += hsd_gen_now_ms() - t0;
+    if ((s = hsd_eng_feed_drafter(g, g->dlog))) return s;
+    t_fwd += hsd_timer_ms() - t0;
     st->forwards++;
     int32_t root_kv = g->d_kv;
-    int32_t room = hsd_model_n_ctx(e->dm) - root_kv - 1;
+    int32_t room = g->d_limit - root_kv - 1;
     int32_t budget = g->prm->slrs_max_nodes < room ? g->prm->slrs_max_nodes : room;
     bool single = g->prm->slrs_single_forward;
     /* in single-forward mode the shape holds the budget; the tree may open any node */
@@ -381,38 +391,55 @@ hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
     if (!s) s = hsd_slrs_tree_close(tr);
     if (s) return s;
     st->nodes += tr->n_nodes;
-    /* 3. the draft: a leaf sampled from q~, its target candidates scored by the target */
+    /* 3. the draft: a leaf sampled from q~, its target candidates (scored by the driver's
+     * target forward) */
     int32_t leaf = hsd_slrs_tree_sample(tr, &g->rng_draft);
     const hsd_slrs_node *lf = &tr->nodes[leaf];
-    int32_t c[MAX_CAND], out[MAX_CAND + 1];
-    int32_t troom = hsd_model_n_ctx(e->tm) - (int32_t)g->T.ids.n - 1;
-    int32_t cap = troom < MAX_CAND ? (troom > 0 ? troom : 0) : MAX_CAND;
+    int32_t troom = g->t_limit - (int32_t)g->T.ids.n - 1;
+    int32_t cap = troom < HSD_ENG_MAX_CAND ? (troom > 0 ? troom : 0) : HSD_ENG_MAX_CAND;
     int32_t m = 0;
     /* candidates stop at one the target model cannot emit (psi counts it as "none") */
     while (m < lf->n_cand && m < cap && tr->cands.p[lf->cand_off + m] >= 0 &&
            tr->cands.p[lf->cand_off + m] < e->vt) {
-        c[m] = tr->cands.p[lf->cand_off + m];
+        st->c[m] = tr->cands.p[lf->cand_off + m];
         m++;
     }
+    st->m = m;
     /* the position after the last candidate: cut by the cap (then nothing is proposed there
      * for any leaf with this prefix, psi = 0) or the leaf's own end (psi from the tree) */
-    bool capped = m == cap && lf->n_cand > cap;
-    double t1 = hsd_gen_now_ms();
+    st->capped = m == cap && lf->n_cand > cap;
+    double t1 = hsd_timer_ms();
     st->t_psi += (t1 - t0) - t_fwd;
     g->t_draft += t_fwd;
-    int32_t n_old = (int32_t)g->T.ids.n;
-    double t2 = hsd_gen_now_ms(), t_psi = 0;
-    if ((s = hsd_gen_target_rows(g, c, m))) return s;
-    int32_t acc = 0, r = 0, vt = e->vt;
+    return HSD_OK;
+}
+
+static hsd_status slrs_candidates(hsd_eng_seq *g, const int32_t **cand, int32_t *m,
+                                  int32_t *width) {
+    *cand = g->slrs->c;
+    *m = g->slrs->m;
+    *width = g->e->vt;
+    g->rd.t2 = hsd_timer_ms();
+    return HSD_OK;
+}
+
+/* Step 4: position j accepts c_j with min(1, p_j / psi_j). */
+static hsd_status slrs_finish(hsd_eng_seq *g) {
+    struct hsd_eng_slrs *st = g->slrs;
+    hsd_slrs_tree *tr = &st->tree;
+    int32_t m = st->m, acc = 0, r = 0, vt = g->e->vt, out[HSD_ENG_MAX_CAND + 1];
+    const int32_t *c = st->c;
+    double t_psi = 0;
+    hsd_status s;
     for (int32_t j = 0; j <= m; j++) {
         const float *pj = g->p + (size_t)j * vt;
         bool ok = false;
-        if (j == m && capped) {
+        if (j == m && st->capped) {
             out[r++] = g->greedy ? hsd_verify_argmax(pj, vt)
                                  : hsd_verify_draw(pj, vt, hsd_rng_uniform_f64(&g->rng_verify));
             break;
         }
-        double tp = hsd_gen_now_ms();
+        double tp = hsd_timer_ms();
         if ((s = hsd_slrs_tree_psi(tr, c, j, st->psi, vt, NULL))) return s;
         if (j == 0) {
             double em, a = hsd_verify_slrs_expected(pj, st->psi, vt, &em);
@@ -420,7 +447,7 @@ hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
             st->exp_em += em;
             st->n_exp++;
         }
-        t_psi += hsd_gen_now_ms() - tp;
+        t_psi += hsd_timer_ms() - tp;
         out[r++] = hsd_verify_slrs(pj, st->psi, vt, j < m ? c[j] : -1, g->greedy, &g->rng_verify,
                                    g->resid, &ok);
         if (j < m && j == 0) g->first_tried++, g->first_acc += ok;
@@ -428,9 +455,19 @@ hsd_status hsd_gen_round_slrs(gen *g, int32_t k) {
         acc++;
     }
     st->t_psi += t_psi;
-    g->t_verify += hsd_gen_now_ms() - t2 - t_psi;
+    g->t_verify += hsd_timer_ms() - g->rd.t2 - t_psi;
     g->rounds++;
     g->drafted += m;
     g->accepted += acc;
-    return hsd_gen_finish_round(g, n_old, acc, out, r);
+    return hsd_eng_commit(g, acc, out, r);
 }
+
+const hsd_eng_round hsd_eng_round_slrs = {
+    .name = "slrs",
+    .drafts = true,
+    .draft = slrs_draft,
+    .candidates = slrs_candidates,
+    .finish = slrs_finish,
+    .stats = slrs_stats,
+    .seq_free = slrs_seq_free,
+};

@@ -1,4 +1,4 @@
-#include "lib/bridge.h"
+#include "lib/engine/bridge.h"
 
 #include <string.h>
 

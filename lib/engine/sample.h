@@ -15,15 +15,14 @@ typedef struct hsd_sampler_params {
     float top_p;   /* >= 1: off */
 } hsd_sampler_params;
 
-/* Index of the largest logit; the lowest index wins ties. */
+/* Index of the largest logit; the lowest index wins ties (hsd_verify_argmax). */
 int32_t hsd_sample_greedy(const float *logits, int32_t n);
 /* probs[n] = the distribution sampling draws from: softmax(logits / temp), restricted to the
  * top_k largest and then to the smallest prefix of the sorted tokens whose mass reaches top_p,
  * renormalised; filtered tokens get exactly 0. For temp <= 0, one-hot at the argmax. */
 hsd_status hsd_sample_probs(const float *logits, int32_t n, const hsd_sampler_params *p, float *probs);
-/* Inverse-CDF draw from probs (which need not be normalised) with u in [0, 1). */
-int32_t hsd_sample_from_probs(const float *probs, int32_t n, float u);
-/* Samples a token; probs is scratch of n floats (NULL allowed for greedy). */
+/* Samples a token: hsd_sample_probs, then one draw (hsd_verify_draw with a 53-bit uniform,
+ * the library's one way to draw); probs is scratch of n floats (NULL allowed for greedy). */
 hsd_status hsd_sample(const float *logits, int32_t n, const hsd_sampler_params *p, hsd_rng *rng,
                       float *probs, int32_t *token);
 

@@ -1,23 +1,28 @@
 /* Pair advisor: vocabulary overlap by surface bytes, expressibility (T → D*, D → T*), corpus
  * token usage, injectivity, and the Table 4 recommendation. See lib/pair.h for the rules. */
-#include "lib/pair.h"
+#include "lib/analysis/pair.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 #include "lib/error.h"
-#include "lib/injectivity.h"
+#include "lib/analysis/injectivity.h"
 #include "lib/map.h"
-#include "lib/psi_stats.h"
+#include "lib/analysis/psi_stats.h"
+#include "lib/engine/token_trie.h"
 
 const char *hsd_pair_algo_name(hsd_pair_algo a) {
     switch (a) {
-    case HSD_PAIR_SD: return "SD";
-    case HSD_PAIR_TLI: return "TLI";
-    case HSD_PAIR_SLEM: return "SLEM";
-    case HSD_PAIR_SLRS: return "SLRS";
+    case HSD_PAIR_SD:
+        return "SD";
+    case HSD_PAIR_TLI:
+        return "TLI";
+    case HSD_PAIR_SLEM:
+        return "SLEM";
+    case HSD_PAIR_SLRS:
+        return "SLRS";
     }
     return "?";
 }
@@ -63,80 +68,32 @@ static bool meets(const hsd_tokenizer *t, int32_t id, const surface_sets *d) {
     return hsd_strmap_get(m, b, len) >= 0;
 }
 
-/* ---- byte trie over the text tokens of one tokenizer, for the expressibility DP ---- */
-typedef struct trie {
-    hsd_u64map edges; /* (node << 8 | byte) -> child */
-    uint8_t *term;    /* node -> 1 if a token ends here */
-    size_t n, cap;
-} trie;
-
-static int trie_node(trie *tr) {
-    if (tr->n == tr->cap) {
-        size_t c = tr->cap ? tr->cap * 2 : 1 << 16;
-        uint8_t *p = realloc(tr->term, c);
-        if (!p) return -1;
-        tr->term = p;
-        tr->cap = c;
-    }
-    tr->term[tr->n++] = 0;
-    return 0;
-}
-
-static hsd_status trie_build(const hsd_tokenizer *b, trie *tr) {
-    memset(tr, 0, sizeof *tr);
-    int32_t n = hsd_tokenizer_vocab_size(b);
-    if (hsd_u64map_init(&tr->edges, (size_t)n * 4) || trie_node(tr))
-        return hsd_error(HSD_ERR_NOMEM, "pair: out of memory");
-    for (int32_t id = 0; id < n; id++) {
-        if (!id_used(b, id) || hsd_tokenizer_is_special(b, id)) continue;
-        size_t len;
-        const uint8_t *s = hsd_tokenizer_token_bytes(b, id, &len);
-        if (!s || !len) continue;
-        uint64_t node = 0;
-        for (size_t i = 0; i < len; i++) {
-            uint64_t key = node << 8 | s[i], child;
-            if (!hsd_u64map_get(&tr->edges, key, &child)) {
-                child = tr->n;
-                if (trie_node(tr) || hsd_u64map_put(&tr->edges, key, child))
-                    return hsd_error(HSD_ERR_NOMEM, "pair: out of memory");
-            }
-            node = child;
-        }
-        tr->term[node] = 1;
-    }
-    return HSD_OK;
-}
-
-static void trie_free(trie *tr) {
-    hsd_u64map_free(&tr->edges);
-    free(tr->term);
-}
-
-/* reach[i]: s[0..i) is a concatenation of trie tokens. Classic word-break DP. */
-static bool segmentable(const trie *tr, const uint8_t *s, size_t n, uint8_t *reach) {
+/* reach[i]: s[0..i) is a concatenation of the trie's tokens (the text tokens of one
+ * tokenizer, lib/engine/token_trie.h). Classic word-break DP. */
+static bool segmentable(const hsd_token_trie *tr, const uint8_t *s, size_t n, uint8_t *reach) {
     memset(reach, 0, n + 1);
     reach[0] = 1;
     for (size_t i = 0; i < n; i++) {
         if (!reach[i]) continue;
-        uint64_t node = 0;
+        int32_t node = HSD_TOKEN_TRIE_ROOT;
         for (size_t j = i; j < n; j++) {
-            if (!hsd_u64map_get(&tr->edges, node << 8 | s[j], &node)) break;
-            if (tr->term[node]) reach[j + 1] = 1;
+            if ((node = hsd_token_trie_step(tr, node, s[j])) < 0) break;
+            size_t k;
+            hsd_token_trie_ids(tr, node, &k);
+            if (k) reach[j + 1] = 1;
         }
         if (reach[n]) return true;
     }
     return reach[n] != 0;
 }
 
-hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b, hsd_pair_expr *out) {
+hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
+                                hsd_pair_expr *out) {
     if (!a || !b || !out) return hsd_error(HSD_ERR_INVALID_ARG, "pair: NULL argument");
     memset(out, 0, sizeof *out);
-    trie tr;
-    hsd_status st = trie_build(b, &tr);
-    if (st) {
-        trie_free(&tr);
-        return st;
-    }
+    hsd_token_trie *tr;
+    hsd_status st = hsd_token_trie_build(b, &tr);
+    if (st) return st;
     uint8_t *reach = NULL;
     size_t reach_cap = 0;
     int32_t n = hsd_tokenizer_vocab_size(a);
@@ -155,14 +112,14 @@ hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b, 
             reach_cap = len + 1;
         }
         out->checked++;
-        if (!segmentable(&tr, s, len, reach)) {
+        if (!segmentable(tr, s, len, reach)) {
             if (out->n_examples < HSD_PAIR_MAX_EXAMPLES) out->example_ids[out->n_examples++] = id;
             out->failures++;
         }
     }
     out->holds = out->failures == 0;
     free(reach);
-    trie_free(&tr);
+    hsd_token_trie_free(tr);
     return st;
 }
 
@@ -309,16 +266,19 @@ static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) 
 static void pair_warnings(hsd_pair_report *r) {
     r->warnings[0] = 0;
     if (!r->t_in_dstar.holds)
-        warn(r, "T -> D* fails for %lld of %lld target tokens: text holding them cannot reach "
-                "the drafter intact.",
+        warn(r,
+             "T -> D* fails for %lld of %lld target tokens: text holding them cannot reach "
+             "the drafter intact.",
              (long long)r->t_in_dstar.failures, (long long)r->t_in_dstar.checked);
     if (!r->d_in_tstar.holds)
-        warn(r, "D -> T* fails for %lld of %lld drafter tokens: drafts holding them cannot be "
-                "verified.",
+        warn(r,
+             "D -> T* fails for %lld of %lld drafter tokens: drafts holding them cannot be "
+             "verified.",
              (long long)r->d_in_tstar.failures, (long long)r->d_in_tstar.checked);
     if (r->has_corpus && r->t_roundtrip < r->corpus_samples)
-        warn(r, "target not injective on %lld of %lld corpus samples: the bridge needs the "
-                "look-behind re-encoding.",
+        warn(r,
+             "target not injective on %lld of %lld corpus samples: the bridge needs the "
+             "look-behind re-encoding.",
              (long long)(r->corpus_samples - r->t_roundtrip), (long long)r->corpus_samples);
     if (r->has_corpus && r->d_roundtrip < r->corpus_samples)
         warn(r, "drafter not injective on %lld of %lld corpus samples.",
@@ -375,11 +335,15 @@ void hsd_pair_recommend(hsd_pair_report *r) {
         return;
     }
     r->algo = HSD_PAIR_SLEM;
-    snprintf(r->reason, sizeof r->reason,
-             "overlap too small for TLI (|T∩D|/|T| = %.3f%s) and drafter tokens too long for "
-             "SLRS (longest %d bytes > %d): SLEM works for any pair",
-             r->ratio, r->has_corpus ? (r->corpus_ratio < HSD_PAIR_TLI_MIN_CORPUS ? ", corpus-used ratio below 0.50" : "") : "",
-             r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
+    snprintf(
+        r->reason, sizeof r->reason,
+        "overlap too small for TLI (|T∩D|/|T| = %.3f%s) and drafter tokens too long for "
+        "SLRS (longest %d bytes > %d): SLEM works for any pair",
+        r->ratio,
+        r->has_corpus
+            ? (r->corpus_ratio < HSD_PAIR_TLI_MIN_CORPUS ? ", corpus-used ratio below 0.50" : "")
+            : "",
+        r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
 }
 
 hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {

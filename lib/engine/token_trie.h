@@ -47,6 +47,11 @@ int32_t hsd_token_trie_step(const hsd_token_trie *t, int32_t node, uint8_t byte)
 int32_t hsd_token_trie_walk(const hsd_token_trie *t, int32_t node, const uint8_t *s, size_t n);
 /* Ids whose surface ends exactly at `node` (*n = 0 when none); smallest id first. */
 const int32_t *hsd_token_trie_ids(const hsd_token_trie *t, int32_t node, size_t *n);
+/* The children of `node` are the nodes *first .. *first + n - 1 (consecutive, in byte order);
+ * returns n (0 for a leaf or an invalid node). */
+int32_t hsd_token_trie_children(const hsd_token_trie *t, int32_t node, int32_t *first);
+/* The byte on the edge into `node` (0 for the root or an invalid node). */
+uint8_t hsd_token_trie_byte(const hsd_token_trie *t, int32_t node);
 /* True when some longer token continues below `node`. */
 bool hsd_token_trie_has_children(const hsd_token_trie *t, int32_t node);
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 
 /* counts[id] += occurrences of id in the corpus texts encoded without special tokens.
  * counts has hsd_tokenizer_vocab_size(tok) entries (zeroed by the caller). *n_tokens gets the

@@ -4,7 +4,7 @@
  *   2. renumber the nodes breadth-first so that each node's children become one consecutive,
  *      byte-sorted run, and lay the ids out per node, smallest id first.
  * Node arrays are sized once from the total surface length; only the wide-node tables grow. */
-#include "lib/token_trie.h"
+#include "lib/engine/token_trie.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +318,17 @@ const int32_t *hsd_token_trie_ids(const hsd_token_trie *t, int32_t node, size_t 
     }
     if (n) *n = t->node[node].n_ids;
     return t->ids + t->node[node].id_off;
+}
+
+int32_t hsd_token_trie_children(const hsd_token_trie *t, int32_t node, int32_t *first) {
+    *first = 0;
+    if (!t || node < 0 || node >= t->n_nodes) return 0;
+    *first = t->node[node].first;
+    return t->node[node].nchild;
+}
+
+uint8_t hsd_token_trie_byte(const hsd_token_trie *t, int32_t node) {
+    return t && node > 0 && node < t->n_nodes ? t->byte[node] : 0;
 }
 
 bool hsd_token_trie_has_children(const hsd_token_trie *t, int32_t node) {

@@ -11,7 +11,7 @@
 #include <unicode/uset.h>
 
 #include "lib/error.h"
-#include "lib/injectivity_internal.h"
+#include "lib/analysis/injectivity_internal.h"
 #include "lib/map.h"
 #include "lib/utf8.h"
 #include "tokenize/tokenizer.h"

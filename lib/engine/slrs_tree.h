@@ -26,7 +26,7 @@
 
 #include "hsd.h"
 #include "lib/buf.h"
-#include "lib/first_token.h"
+#include "lib/engine/first_token.h"
 #include "lib/rng.h"
 
 typedef enum hsd_slrs_rule {

@@ -1,4 +1,4 @@
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 
 #include <jansson.h>
 #include <stdio.h>

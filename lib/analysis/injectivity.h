@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/corpus.h"
+#include "lib/analysis/corpus.h"
 
 typedef enum hsd_inj_cause {
     HSD_INJ_UNK = 0,           /* a character the tokenizer cannot encode: its unk id appears */

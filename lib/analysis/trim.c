@@ -1,4 +1,4 @@
-#include "lib/trim.h"
+#include "lib/analysis/trim.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,0 +1,440 @@
+/* The decoding driver: the one loop behind hsd_engine_generate (a batch of one) and
+ * hsd_engine_generate_batch. Each prompt is a sequence with its own state (committed text,
+ * bridge sides, RNG streams, a KV slot of both models, lib/engine/seq.c); the sequences
+ * advance in lockstep rounds, each round made of the phases of its algorithm's round
+ * (lib/engine/engine.h, round_*.c). What is shared between sequences is the forwards:
+ *   - chain drafting: draft position j of every sequence still drafting goes into one
+ *     batched drafter forward;
+ *   - verification: the pending ids and candidates of all sequences go into ONE batched
+ *     target forward.
+ * A request of one sequence calls hsd_model_forward directly (no batching overhead).
+ * Each sequence then verifies and emits on its own and finishes independently (EOS, stop
+ * strings, its token budget, its context, the streaming callback). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/engine/engine.h"
+#include "lib/error.h"
+#include "lib/log.h"
+#include "lib/timer.h"
+#include "tokenize/tokenizer.h"
+
+/* One call: its sequences and the buffers of the shared forwards. */
+typedef struct request {
+    hsd_engine *e;
+    const char *fn; /* the public function, for error messages */
+    bool single;    /* hsd_engine_generate: prefix caching, the caller's selected slots */
+    int32_t B;
+    hsd_eng_seq *sq;
+    hsd_gen_params *prm; /* per sequence: the caller's with seed + index */
+    hsd_model_batch_seq *ent;
+    int32_t *idx, *last_row;
+    float *dlog, *tlog;
+    size_t dlog_cap, tlog_cap;
+} request;
+
+static int grow(float **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    float *p = realloc(*buf, need * sizeof *p);
+    if (!p) return -1;
+    *buf = p;
+    *cap = need;
+    return 0;
+}
+
+/* One forward over the entries: hsd_model_forward for a request of one sequence (its slot
+ * selected), else one batched forward (also when one sequence is left: the batched path
+ * stays the same for the whole request). */
+static hsd_status forward(const request *rq, hsd_model *m, const hsd_model_batch_seq *ent,
+                          int32_t nb, float *logits) {
+    if (rq->B > 1) return hsd_model_forward_batch(m, ent, nb, logits);
+    hsd_status s = hsd_model_seq_select(m, ent[0].seq);
+    if (!s)
+        s = hsd_model_forward(m, ent[0].tokens, ent[0].n, ent[0].parents, ent[0].rows,
+                              ent[0].n_rows, logits);
+    return s;
+}
+
+/* Checks everything once; resolves the algorithm into *algo with the reason. */
+static hsd_status check_args(const request *rq, const char *const *prompts, const size_t *lens,
+                             const hsd_gen_params *p, hsd_algo *algo, char *reason, size_t cap) {
+    const char *fn = rq->fn;
+    hsd_engine *e = rq->e;
+    int32_t B = rq->B;
+    if (B < 1) return hsd_error(HSD_ERR_INVALID_ARG, "%s: %d prompts (need >= 1)", fn, B);
+    for (int32_t i = 0; i < B; i++)
+        if (!prompts[i] && (!lens || lens[i]))
+            return hsd_error(HSD_ERR_INVALID_ARG, "%s: prompt %d is NULL", fn, i);
+    if (p->max_new_tokens < 0 || p->n_draft < 1 || p->n_draft > HSD_ENG_MAX_K ||
+        (p->adaptive_k && (p->k_max < 1 || p->k_max > HSD_ENG_MAX_K)))
+        return hsd_error(
+            HSD_ERR_INVALID_ARG,
+            "%s: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= %d (got %d, %d, %d)", fn,
+            HSD_ENG_MAX_K, (int)p->max_new_tokens, (int)p->n_draft, (int)p->k_max);
+    if (isnan(p->temp) || isnan(p->top_p))
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: temp and top_p must be numbers", fn);
+    if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop))
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: %d stop strings with stop %s", fn,
+                         (int)p->n_stop, p->stop ? "given" : "NULL");
+    if ((unsigned)p->slrs_lookahead > 2)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: slrs_lookahead must be 0, 1 or 2 (got %d)", fn,
+                         (int)p->slrs_lookahead);
+    if (p->n_ctx < 0)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_ctx %d must be >= 0", fn, (int)p->n_ctx);
+    if ((unsigned)p->algo > HSD_ALGO_AUTO)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: unknown algorithm %d", fn, (int)p->algo);
+    *algo = p->algo;
+    if (*algo == HSD_ALGO_AUTO)
+        *algo = hsd_engine_auto_algo(e, reason, cap);
+    else
+        snprintf(reason, cap, "requested");
+    if (*algo != HSD_ALGO_AR && !e->dm)
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: algorithm %s needs a drafter", fn,
+                         hsd_algo_name(*algo));
+    if (*algo == HSD_ALGO_SD && !e->same_vocab)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "%s: SD needs identical vocabularies; use tli, slem or union", fn);
+    if (!rq->single) {
+        int32_t nt = hsd_model_n_seq(e->tm), nd = *algo != HSD_ALGO_AR ? hsd_model_n_seq(e->dm) : B;
+        if (nt < B || nd < B)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "%s: %d prompts need %d sequence slots, the %s model has %d "
+                             "(load it with hsd_model_params.n_seq >= %d)",
+                             fn, B, B, nt < B ? "target" : "draft", nt < B ? nt : nd, B);
+    }
+    int32_t train = hsd_model_n_ctx_train(e->tm);
+    if (p->n_ctx > 0 && train > 0 && p->n_ctx > train)
+        hsd_log(HSD_LOG_WARN,
+                "%s: n_ctx %d runs past the %d positions the target was trained for; output "
+                "quality degrades there",
+                fn, (int)p->n_ctx, (int)train);
+    return HSD_OK;
+}
+
+static void end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t) {
+    if (!g->done) g->done = true, g->stop = why;
+    g->live = false;
+    g->t_end = t;
+}
+
+/* Plans the round of every live sequence: its draft length and its round (AR once the
+ * drafter's context is full). *any: whether a sequence is live. */
+static hsd_status plan(request *rq, bool *any) {
+    *any = false;
+    for (int32_t i = 0; i < rq->B; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live) continue;
+        int32_t room = g->t_limit - (int32_t)g->T.ids.n - 1;
+        if (room <= 0) { /* the context is full: a clean stop */
+            end_seq(g, HSD_STOP_CONTEXT, hsd_timer_ms());
+            hsd_status s = hsd_eng_stream(g, true);
+            if (s) return s;
+            continue;
+        }
+        g->kk = g->k < room ? g->k : room;
+        /* the drafter may have the shorter context (or spell the text in more tokens): once
+         * k drafts no longer fit, the remaining rounds are plain target steps, which keeps
+         * the output exact instead of failing */
+        bool draft_full = false;
+        if (g->round->drafts) {
+            int32_t droom = g->d_limit - (int32_t)g->D.ids.n;
+            if (droom < g->kk) g->kk = droom;
+            draft_full = g->kk < 1;
+        }
+        g->cur = draft_full ? &hsd_eng_round_ar : g->round;
+        g->width = hsd_eng_q_width(g);
+        g->before = (int32_t)g->out.n;
+        g->drafted_before = g->drafted;
+        g->acc_before = g->accepted;
+        g->rd.kd = 0;
+        g->t0 = hsd_timer_ms();
+        *any = true;
+    }
+    return HSD_OK;
+}
+
+/* Drafting: rounds with their own drafting run it one sequence at a time; chain rounds are
+ * fed in lockstep, one drafter forward per draft position for all of them. */
+static hsd_status draft_all(request *rq) {
+    hsd_engine *e = rq->e;
+    hsd_status s = HSD_OK;
+    double t0 = hsd_timer_ms();
+    bool chain = false;
+    for (int32_t i = 0; i < rq->B && !s; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live || !g->cur->drafts) continue;
+        g->dj = 0;
+        g->dstop = false;
+        if (g->cur->draft) {
+            if (!(s = hsd_eng_seq_select(g))) s = g->cur->draft(g);
+        } else {
+            chain = true;
+        }
+    }
+    while (chain && !s) {
+        int32_t nb = 0;
+        for (int32_t i = 0; i < rq->B && !s; i++) {
+            hsd_eng_seq *g = &rq->sq[i];
+            if (!g->live || !g->cur->draft_take || g->dstop || g->dj >= g->kk) continue;
+            /* a drafter whose context is full stops proposing; the target goes on alone */
+            if ((int32_t)g->D.ids.n + 1 >= g->d_limit) {
+                g->dstop = true;
+                continue;
+            }
+            int32_t n;
+            if ((s = hsd_eng_seq_select(g)) ||
+                (s = hsd_eng_feed_prepare(e->dm, &g->D, &g->d_kv, &n)))
+                break;
+            rq->last_row[nb] = n - 1;
+            rq->ent[nb] = (hsd_model_batch_seq){g->d_slot, g->D.ids.p + g->d_kv, n,
+                                                NULL,      &rq->last_row[nb],    1};
+            rq->idx[nb++] = i;
+        }
+        if (s || nb == 0) break;
+        if (grow(&rq->dlog, &rq->dlog_cap, (size_t)nb * (size_t)e->vd)) return hsd_eng_oom();
+        if ((s = forward(rq, e->dm, rq->ent, nb, rq->dlog))) break;
+        for (int32_t b = 0; b < nb && !s; b++) {
+            hsd_eng_seq *g = &rq->sq[rq->idx[b]];
+            g->d_kv += rq->ent[b].n;
+            s = g->cur->draft_take(g, rq->dlog + (size_t)b * e->vd);
+        }
+    }
+    double t1 = hsd_timer_ms();
+    for (int32_t i = 0; i < rq->B; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live) continue;
+        g->rd.t1 = g->cur->drafts ? t1 : g->t0;
+        if (g->cur->draft_take) {
+            g->rd.kd = g->dj;
+            g->t_draft += t1 - t0; /* the lockstep drafting, shared */
+        }
+    }
+    return s;
+}
+
+/* Candidates of every live sequence, ONE target forward over all of them, then verification
+ * and emission per sequence. */
+static hsd_status verify_all(request *rq) {
+    hsd_engine *e = rq->e;
+    hsd_status s = HSD_OK;
+    int32_t nb = 0;
+    size_t rows = 0;
+    for (int32_t i = 0; i < rq->B && !s; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live) continue;
+        const int32_t *cand;
+        if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
+            (s = hsd_eng_target_request(g, cand, g->m)))
+            break;
+        rq->ent[nb] =
+            (hsd_model_batch_seq){g->t_slot, g->rd.toks, g->rd.n_toks, NULL, g->rd.rows, g->m + 1};
+        rq->idx[nb++] = i;
+        rows += (size_t)g->m + 1;
+    }
+    if (s || nb == 0) return s;
+    if (grow(&rq->tlog, &rq->tlog_cap, rows * (size_t)e->vt)) return hsd_eng_oom();
+    if ((s = forward(rq, e->tm, rq->ent, nb, rq->tlog))) return s;
+    size_t off = 0;
+    for (int32_t b = 0; b < nb && !s; b++) {
+        hsd_eng_seq *g = &rq->sq[rq->idx[b]];
+        const float *lg = rq->tlog + off * (size_t)e->vt;
+        off += (size_t)g->m + 1;
+        if (!(s = hsd_eng_seq_select(g)) && !(s = hsd_eng_target_probs(g, lg, g->m, g->width)))
+            s = g->cur->finish(g);
+    }
+    return s;
+}
+
+/* After a round: first-token time, adaptive k, streaming, the end of finished sequences. */
+static hsd_status after_round(request *rq, const hsd_gen_params *p) {
+    double t = hsd_timer_ms();
+    hsd_status s = HSD_OK;
+    for (int32_t i = 0; i < rq->B && !s; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live) continue;
+        if (g->before == 0 && g->out.n > 0) g->t_first = t;
+        if (p->adaptive_k && g->drafted > g->drafted_before) {
+            double a = (double)(g->accepted - g->acc_before) / (g->drafted - g->drafted_before);
+            g->acc_ema = 0.8 * g->acc_ema + 0.2 * a;
+            if (g->acc_ema > 0.8 && g->k < p->k_max)
+                g->k++;
+            else if (g->acc_ema < 0.5 && g->k > 1)
+                g->k--;
+        }
+#ifndef NDEBUG
+        /* invariant: the committed target ids spell the committed text, nothing lost or
+         * duplicated (the drafter's side may legitimately differ for normalizing
+         * tokenizers, which only costs acceptance) */
+        if (!hsd_bridge_consistent(&g->T, &g->text))
+            s = hsd_error(HSD_ERR_INTERNAL, "bridge invariant broken in sequence %d after round %d",
+                          i, g->rounds);
+#endif
+        if (!s) s = hsd_eng_stream(g, g->done);
+        if (g->done) end_seq(g, g->stop, t);
+    }
+    return s;
+}
+
+/* The result of one sequence (times from the start of the request). */
+static hsd_status fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason, double t_start,
+                              hsd_gen_result *res) {
+    res->algo = g->algo;
+    snprintf(res->reason, sizeof res->reason, "%s", reason);
+    res->n_ids = (int32_t)g->out.n;
+    res->ids = malloc((g->out.n ? g->out.n : 1) * sizeof *res->ids);
+    if (!res->ids) return hsd_eng_oom();
+    if (g->out.n) memcpy(res->ids, g->out.p, g->out.n * sizeof *res->ids);
+    hsd_status s = hsd_tokenizer_decode_alloc(e->tt, res->ids, (size_t)res->n_ids, true, &res->text,
+                                              &res->text_len);
+    if (s) return s;
+    res->stop_reason = g->stop;
+    res->n_rounds = g->rounds;
+    res->n_drafted = g->drafted;
+    res->n_accepted = g->accepted;
+    res->acceptance_rate = g->drafted ? (double)g->accepted / g->drafted : 0;
+    res->first_accept_rate = g->first_tried ? (double)g->first_acc / g->first_tried : 0;
+    res->tau = g->rounds ? (double)res->n_ids / g->rounds : 0;
+    res->total_ms = g->t_end - t_start;
+    res->ttft_ms = g->t_first > 0 ? g->t_first - t_start : res->total_ms;
+    res->tpot_ms = res->n_ids > 1 ? (g->t_end - g->t_first) / (res->n_ids - 1) : 0;
+    res->tokens_per_s = res->total_ms > 0 ? 1000.0 * res->n_ids / res->total_ms : 0;
+    res->draft_ms = g->t_draft;
+    res->verify_ms = g->t_verify;
+    res->bridge_ms = g->t_bridge;
+    if (g->round->stats) g->round->stats(g, res);
+    return HSD_OK;
+}
+
+static hsd_status remember_cache(hsd_ids *cached, const hsd_ids *ids, int32_t kv) {
+    if (kv > (int32_t)ids->n) kv = (int32_t)ids->n;
+    cached->n = 0;
+    if (hsd_ids_reserve(cached, (size_t)kv)) return hsd_eng_oom();
+    if (kv) memcpy(cached->p, ids->p, (size_t)kv * sizeof(int32_t));
+    cached->n = (size_t)kv;
+    return HSD_OK;
+}
+
+static const hsd_eng_round *round_of(hsd_algo a) {
+    switch (a) {
+    case HSD_ALGO_SD:
+    case HSD_ALGO_UNION:
+    case HSD_ALGO_TLI:
+        return &hsd_eng_round_token;
+    case HSD_ALGO_SLEM:
+        return &hsd_eng_round_slem;
+    case HSD_ALGO_SLRS:
+        return &hsd_eng_round_slrs;
+    default:
+        return &hsd_eng_round_ar;
+    }
+}
+
+/* Sequence i: its parameters, slots, limits and prompt. */
+static hsd_status start_seq(request *rq, int32_t i, const hsd_gen_params *p, hsd_algo algo,
+                            const char *prompt, size_t len) {
+    hsd_engine *e = rq->e;
+    hsd_eng_seq *g = &rq->sq[i];
+    rq->prm[i] = *p;
+    rq->prm[i].seed = p->seed + (uint64_t)i;
+    g->e = e;
+    g->prm = &rq->prm[i];
+    g->index = i;
+    g->algo = algo;
+    g->round = g->cur = round_of(algo);
+    /* a single request keeps the caller's selected slots and the engine's prefix cache */
+    g->t_slot = rq->single ? hsd_model_seq_current(e->tm) : i;
+    g->d_slot = rq->single && e->dm ? hsd_model_seq_current(e->dm) : i;
+    g->t_limit = hsd_eng_ctx_limit(e->tm, p->n_ctx);
+    g->d_limit = g->round->drafts ? hsd_eng_ctx_limit(e->dm, 0) : 0;
+    if (!rq->single) e->t_cached.n = e->d_cached.n = 0; /* slots are overwritten */
+    hsd_status s = hsd_eng_seq_select(g);
+    if (!s) s = hsd_eng_seq_setup(g, prompt, len);
+    g->live = !s && p->max_new_tokens > 0;
+    if (!s && !g->live) g->done = true, g->stop = HSD_STOP_MAX_TOKENS;
+    return s;
+}
+
+static hsd_status run(request *rq, const char *const *prompts, const size_t *lens,
+                      const hsd_gen_params *params, hsd_gen_result *results) {
+    hsd_engine *e = rq->e;
+    hsd_gen_params dp = hsd_gen_default_params();
+    const hsd_gen_params *p = params ? params : &dp;
+    hsd_algo algo = HSD_ALGO_AR;
+    char reason[sizeof results[0].reason] = "";
+    hsd_status s = check_args(rq, prompts, lens, p, &algo, reason, sizeof reason);
+    if (s) return s;
+    int32_t B = rq->B;
+    rq->sq = calloc((size_t)B, sizeof *rq->sq);
+    rq->prm = calloc((size_t)B, sizeof *rq->prm);
+    rq->ent = calloc((size_t)B, sizeof *rq->ent);
+    rq->idx = calloc((size_t)B, sizeof *rq->idx);
+    rq->last_row = calloc((size_t)B, sizeof *rq->last_row);
+    if (!rq->sq || !rq->prm || !rq->ent || !rq->idx || !rq->last_row) s = hsd_eng_oom();
+    const int32_t t_sel = hsd_model_seq_current(e->tm),
+                  d_sel = e->dm ? hsd_model_seq_current(e->dm) : 0;
+    double t_start = hsd_timer_ms();
+    for (int32_t i = 0; i < B && !s; i++) {
+        const char *pr = prompts[i] ? prompts[i] : "";
+        s = start_seq(rq, i, p, algo, pr, lens ? lens[i] : strlen(pr));
+        if (!s && !rq->sq[i].live) rq->sq[i].t_end = t_start;
+    }
+    for (bool any = true; !s && !(s = plan(rq, &any)) && any;) {
+        if ((s = draft_all(rq)) || (s = verify_all(rq))) break;
+        s = after_round(rq, p);
+    }
+    /* what the caches hold now (a failed round leaves them unknown: forget them) */
+    e->t_cached.n = e->d_cached.n = 0;
+    if (!s && rq->single) {
+        hsd_eng_seq *g = &rq->sq[0];
+        s = remember_cache(&e->t_cached, &g->T.ids, g->t_kv);
+        if (!s && g->round->drafts) s = remember_cache(&e->d_cached, &g->D.ids, g->d_kv);
+    }
+    for (int32_t i = 0; i < B && !s; i++)
+        s = fill_result(e, &rq->sq[i], reason, t_start, &results[i]);
+    for (int32_t i = 0; rq->sq && i < B; i++) hsd_eng_seq_free(&rq->sq[i]);
+    /* the caller's slot selection is restored */
+    hsd_model_seq_select(e->tm, t_sel);
+    if (e->dm) hsd_model_seq_select(e->dm, d_sel);
+    if (s)
+        for (int32_t i = 0; i < B; i++) hsd_gen_result_free(&results[i]);
+    free(rq->sq), free(rq->prm), free(rq->ent), free(rq->idx), free(rq->last_row);
+    free(rq->dlog), free(rq->tlog);
+    return s;
+}
+
+hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
+                               const hsd_gen_params *params, hsd_gen_result *res) {
+    if (res) memset(res, 0, sizeof *res); /* a failed call leaves nothing to free */
+    if (!e || !res || (!prompt && len))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: NULL %s",
+                         !e     ? "engine"
+                         : !res ? "result"
+                                : "prompt with len > 0");
+    const char *ps[1] = {prompt ? prompt : ""};
+    request rq = {.e = e, .fn = "hsd_engine_generate", .single = true, .B = 1};
+    return run(&rq, ps, &len, params, res);
+}
+
+hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts, const size_t *lens,
+                                     int32_t n_prompts, const hsd_gen_params *params,
+                                     hsd_gen_result *results) {
+    if (!e || !prompts || !results)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate_batch: NULL %s",
+                         !e         ? "engine"
+                         : !prompts ? "prompts"
+                                    : "results");
+    for (int32_t i = 0; i < n_prompts; i++) memset(&results[i], 0, sizeof results[i]);
+    request rq = {.e = e, .fn = "hsd_engine_generate_batch", .single = false, .B = n_prompts};
+    return run(&rq, prompts, lens, params, results);
+}
+
+void hsd_gen_result_free(hsd_gen_result *r) {
+    if (!r) return;
+    free(r->ids);
+    hsd_free(r->text);
+    r->ids = NULL;
+    r->text = NULL;
+    r->n_ids = 0;
+}

@@ -1,0 +1,238 @@
+/* The engine as a pair of models: the drafter-to-target vocabulary map, AUTO's choice of
+ * algorithm, and the names and defaults of the public parameters. Generation itself is the
+ * driver's (lib/engine/driver.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hsd.h"
+#include "lib/engine/engine.h"
+#include "lib/error.h"
+#include "lib/map.h"
+#include "tokenize/tokenizer.h"
+
+const char *hsd_algo_name(hsd_algo a) {
+    static const char *names[] = {"ar", "sd", "union", "tli", "slem", "slrs", "auto"};
+    return (unsigned)a <= HSD_ALGO_AUTO ? names[a] : "?";
+}
+
+const char *hsd_stop_reason_name(hsd_stop_reason r) {
+    static const char *names[] = {"max_tokens", "eos", "stop_string", "context", "callback"};
+    return (unsigned)r <= HSD_STOP_CALLBACK ? names[r] : "?";
+}
+
+int hsd_algo_parse(const char *name) {
+    for (int a = 0; a <= HSD_ALGO_AUTO; a++)
+        if (name && !strcmp(name, hsd_algo_name((hsd_algo)a))) return a;
+    return -1;
+}
+
+hsd_gen_params hsd_gen_default_params(void) {
+    hsd_gen_params p;
+    memset(&p, 0, sizeof p);
+    p.algo = HSD_ALGO_AUTO;
+    p.max_new_tokens = 128;
+    p.n_draft = 4;
+    p.k_max = 16;
+    p.top_p = 1.0f;
+    p.stop_at_eos = true;
+    p.add_bos = true;
+    p.slrs_top_k = 2;
+    p.slrs_top_p = 0.95f;
+    p.slrs_max_nodes = 16;
+    return p;
+}
+
+/* Maps draft ids to target ids by surface bytes. Special tokens are left out: their
+ * spellings are conventions, not text. Among target ids with equal bytes the one that is not
+ * a byte-fallback token wins (it is what the target's own tokenizer produces). */
+static hsd_status build_map(hsd_engine *e) {
+    hsd_strmap by_bytes;
+    if (hsd_strmap_init(&by_bytes, (size_t)e->vt)) return hsd_error(HSD_ERR_NOMEM, "oom");
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t t = 0; t < e->vt && t < hsd_tokenizer_vocab_size(e->tt); t++) {
+            if (hsd_tokenizer_is_special(e->tt, t) || !hsd_tokenizer_id_to_token(e->tt, t)) continue;
+            bool byte_tok = (e->tt->flags[t] & HSD_TOKF_BYTE) != 0;
+            if (byte_tok != (pass == 1)) continue;
+            size_t n;
+            const uint8_t *b = hsd_tokenizer_token_bytes(e->tt, t, &n);
+            if (!n || (pass == 1 && hsd_strmap_get(&by_bytes, b, n) >= 0)) continue;
+            if (pass == 0 && hsd_strmap_get(&by_bytes, b, n) >= 0) continue; /* keep first */
+            if (hsd_strmap_put(&by_bytes, b, n, t)) {
+                hsd_strmap_free(&by_bytes);
+                return hsd_error(HSD_ERR_NOMEM, "oom");
+            }
+        }
+    e->d2t = malloc((size_t)e->vd * sizeof *e->d2t);
+    if (!e->d2t) {
+        hsd_strmap_free(&by_bytes);
+        return hsd_error(HSD_ERR_NOMEM, "oom");
+    }
+    e->overlap = 0;
+    for (int32_t d = 0; d < e->vd; d++) {
+        e->d2t[d] = -1;
+        if (d >= hsd_tokenizer_vocab_size(e->dt) || hsd_tokenizer_is_special(e->dt, d) ||
+            !hsd_tokenizer_id_to_token(e->dt, d))
+            continue;
+        size_t n;
+        const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, d, &n);
+        if (!n) continue;
+        e->d2t[d] = hsd_strmap_get(&by_bytes, b, n);
+        if (e->d2t[d] >= 0) e->overlap++;
+    }
+    hsd_strmap_free(&by_bytes);
+    /* several drafter ids can spell one string (e.g. "A" and its byte-fallback <0x41>): the
+     * share of T that can be drafted counts each target id once */
+    uint8_t *hit = calloc((size_t)e->vt, 1);
+    if (!hit) return hsd_error(HSD_ERR_NOMEM, "oom");
+    e->overlap_t = 0;
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0 && !hit[e->d2t[d]]) hit[e->d2t[d]] = 1, e->overlap_t++;
+    free(hit);
+    /* identical vocabularies: same size and every id maps to itself */
+    e->same_vocab = e->vt == e->vd;
+    for (int32_t d = 0; d < e->vd && e->same_vocab; d++)
+        if (hsd_tokenizer_id_to_token(e->dt, d) &&
+            (!hsd_tokenizer_id_to_token(e->tt, d) ||
+             strcmp(hsd_tokenizer_id_to_token(e->dt, d), hsd_tokenizer_id_to_token(e->tt, d))))
+            e->same_vocab = false;
+    return HSD_OK;
+}
+
+hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, hsd_model *draft,
+                           const hsd_tokenizer *draft_tok, hsd_engine **out) {
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: out is NULL");
+    *out = NULL;
+    if (!target || !target_tok)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: target model and tokenizer are required");
+    if ((draft == NULL) != (draft_tok == NULL))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: a drafter needs its tokenizer");
+    hsd_engine *e = calloc(1, sizeof *e);
+    if (!e) return hsd_error(HSD_ERR_NOMEM, "out of memory");
+    e->tm = target;
+    e->tt = target_tok;
+    e->dm = draft;
+    e->dt = draft_tok;
+    e->vt = hsd_model_vocab_size(target);
+    if (e->vt <= 0) {
+        free(e);
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: target has no vocabulary");
+    }
+    /* generation stops where the context ends: a model without one (an hsd_model_iface
+     * with no n_ctx callback) would silently generate nothing */
+    if (hsd_model_n_ctx(target) <= 0 || (draft && hsd_model_n_ctx(draft) <= 0)) {
+        free(e);
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_engine_init: the %s reports no context size (hsd_model_iface.n_ctx)",
+                         hsd_model_n_ctx(target) <= 0 ? "target" : "drafter");
+    }
+    if (draft) {
+        e->vd = hsd_model_vocab_size(draft);
+        hsd_status s = build_map(e);
+        if (s) {
+            hsd_engine_free(e);
+            return s;
+        }
+    }
+    *out = e;
+    return HSD_OK;
+}
+
+void hsd_engine_free(hsd_engine *e) {
+    if (!e) return;
+    hsd_ids_free(&e->t_cached);
+    hsd_ids_free(&e->d_cached);
+    hsd_eng_slrs_release(e);
+    free(e->d2t);
+    free(e);
+}
+
+void hsd_engine_reset(hsd_engine *e) {
+    if (e) e->t_cached.n = e->d_cached.n = 0;
+}
+
+int32_t hsd_engine_overlap(const hsd_engine *e) { return e ? e->overlap : 0; }
+
+hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int32_t cap, int32_t *n) {
+    if (!e || !n || (cap > 0 && !ids))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_overlap_ids: NULL argument");
+    if (!e->dm)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_overlap_ids: the engine has no drafter");
+    int32_t k = 0;
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0) {
+            if (k < cap) ids[k] = d;
+            k++;
+        }
+    *n = k;
+    return k > cap ? hsd_error(HSD_ERR_BUFFER_TOO_SMALL,
+                               "hsd_engine_overlap_ids: %d ids, room for %d", k, cap)
+                   : HSD_OK;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids, int32_t n_keep) {
+    if (!e || n_keep < 0 || (n_keep > 0 && !keep_ids))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_set_tli_head: %s",
+                         !e ? "NULL engine" : "keep_ids NULL or n_keep < 0");
+    if (!e->dm)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_set_tli_head: the engine has no drafter");
+    int32_t *keep = malloc((size_t)(e->vd > 0 ? e->vd : 1) * sizeof *keep), n = 0;
+    int32_t *sorted = n_keep ? malloc((size_t)n_keep * sizeof *sorted) : NULL;
+    if (!keep || (n_keep && !sorted)) {
+        free(keep), free(sorted);
+        return hsd_error(HSD_ERR_NOMEM, "hsd_engine_set_tli_head: out of memory");
+    }
+    if (n_keep) {
+        memcpy(sorted, keep_ids, (size_t)n_keep * sizeof *sorted);
+        qsort(sorted, (size_t)n_keep, sizeof *sorted, cmp_i32);
+    }
+    /* T ∩ D (ids in increasing order), within keep_ids when given */
+    for (int32_t d = 0; d < e->vd; d++)
+        if (e->d2t[d] >= 0 &&
+            (!n_keep || bsearch(&d, sorted, (size_t)n_keep, sizeof *sorted, cmp_i32)))
+            keep[n++] = d;
+    free(sorted);
+    hsd_status s;
+    if (!n) {
+        s = hsd_error(HSD_ERR_INVALID_ARG,
+                      "hsd_engine_set_tli_head: no drafter id is both in T ∩ D and in the %d "
+                      "ids given",
+                      (int)n_keep);
+    } else {
+        hsd_head_params p = hsd_head_default_params();
+        p.kind = HSD_HEAD_TRIMMED;
+        p.keep_ids = keep;
+        p.n_keep = n;
+        s = hsd_model_set_head(e->dm, &p);
+    }
+    free(keep);
+    return s;
+}
+
+hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
+    char tmp[160];
+    if (!reason) reason = tmp, cap = sizeof tmp;
+    if (!e || !e->dm) {
+        snprintf(reason, cap, "no drafter: autoregressive");
+        return HSD_ALGO_AR;
+    }
+    if (e->same_vocab) {
+        snprintf(reason, cap, "identical vocabularies (%d tokens): standard SD", e->vt);
+        return HSD_ALGO_SD;
+    }
+    /* shares by strings: distinct target ids over |T|, mapped drafter ids over |D| */
+    double of_t = (double)e->overlap_t / e->vt, of_d = (double)e->overlap / e->vd;
+    if (of_t >= 0.5 && of_d >= 0.5) {
+        snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D: TLI",
+                 e->overlap_t, 100 * of_t, 100 * of_d);
+        return HSD_ALGO_TLI;
+    }
+    snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D (< 50%%): SLEM",
+             e->overlap_t, 100 * of_t, 100 * of_d);
+    return HSD_ALGO_SLEM;
+}

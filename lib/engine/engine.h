@@ -1,0 +1,168 @@
+/* The engine's internal state and the seams between its files.
+ *
+ *   engine.c     the pair: vocabulary map, AUTO's choice, names and default parameters;
+ *   driver.c     THE decoding loop: arguments checked once, a request of B prompts (a single
+ *                request is a batch of one), per round: plan, draft, one target forward,
+ *                finish; adaptive k, stop reasons, streaming, results;
+ *   seq.c        one sequence's state and the steps every round shares (prompt encoding,
+ *                the target request, emit with EOS/stop strings/budget, drafter resync);
+ *   round_*.c    one file per algorithm family behind hsd_eng_round (below): ar,
+ *                token (SD, union, TLI), slem, slrs.
+ *
+ * A round is split into phases around its one target forward so that the driver can run the
+ * phases of every live sequence and do each forward once for all of them:
+ *
+ *   draft       chain rounds: the driver feeds the drafter in lockstep (one batched drafter
+ *               forward per draft position) and hands each sequence's logits to draft_take;
+ *               SLRS drafts its own tree (round->draft) one sequence at a time;
+ *   candidates  what the target scores (m ids after the pending ones) and the row width;
+ *   target      ONE forward over every sequence's pending ids + candidates (the driver);
+ *   finish      verification, KV bookkeeping, emit, drafter resync.
+ *
+ * Every phase acts on the sequence's slots, which the driver selects (hsd_model_seq_select)
+ * before calling it. Internal prefix: hsd_eng_. */
+#ifndef HSD_LIB_ENGINE_ENGINE_H
+#define HSD_LIB_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hsd.h"
+#include "lib/buf.h"
+#include "lib/engine/bridge.h"
+#include "lib/engine/sample.h"
+#include "lib/rng.h"
+
+struct hsd_eng_slrs;
+struct hsd_first_token;
+
+#define HSD_ENG_MAX_CAND 64 /* most target candidates a round verifies */
+#define HSD_ENG_MAX_K 63    /* longest draft chain */
+
+struct hsd_engine {
+    hsd_model *tm, *dm;
+    const hsd_tokenizer *tt, *dt;
+    int32_t vt, vd;    /* model vocabulary sizes */
+    int32_t *d2t;      /* draft id -> target id with identical surface bytes, or -1 */
+    int32_t overlap;   /* |T ∩ D| over mapped draft ids */
+    int32_t overlap_t; /* distinct target ids those drafter ids reach (byte-fallback twins
+                        * of one string count once): the |T ∩ D| that compares with |T| */
+    bool same_vocab;
+    /* ids each KV cache holds after the last single generation: a new prompt reuses the
+     * common prefix instead of prefilling it again (prefix caching) */
+    hsd_ids t_cached, d_cached;
+    struct hsd_first_token *slrs_ft; /* SLRS: the target's first-token rule, built once */
+};
+
+typedef struct hsd_eng_seq hsd_eng_seq;
+
+/* One algorithm family's round (see the phases above). */
+typedef struct hsd_eng_round {
+    const char *name;
+    bool drafts; /* false: no drafter is used (AR) */
+    /* Own drafting (SLRS's tree); NULL: the driver drafts a chain of up to g->kk tokens and
+     * calls draft_take with the drafter's logits after each forward. */
+    hsd_status (*draft)(hsd_eng_seq *g);
+    /* One chain draft from the drafter's logits (appends to rd.d, g->dj++), or sets g->dstop. */
+    hsd_status (*draft_take)(hsd_eng_seq *g, const float *logits);
+    /* After drafting: the m candidates the target scores and the width of its rows. */
+    hsd_status (*candidates)(hsd_eng_seq *g, const int32_t **cand, int32_t *m, int32_t *width);
+    /* After the target forward (g->p holds m + 1 rows): verify, keep, emit, resync. */
+    hsd_status (*finish)(hsd_eng_seq *g);
+    /* Optional: the round's own statistics into the result, and the release of its
+     * per-sequence state (g->slrs). Through the table, so that the shared steps (seq.c)
+     * never call up into a round file. */
+    void (*stats)(const hsd_eng_seq *g, hsd_gen_result *res);
+    void (*seq_free)(hsd_eng_seq *g);
+} hsd_eng_round;
+
+extern const hsd_eng_round hsd_eng_round_ar, hsd_eng_round_token, hsd_eng_round_slem,
+    hsd_eng_round_slrs;
+
+/* The round in progress, between its phases. */
+typedef struct hsd_eng_round_data {
+    int32_t d[HSD_ENG_MAX_K + 1], vtok[HSD_ENG_MAX_K + 1]; /* drafts and their verification ids */
+    int32_t kd;                                            /* drafts taken */
+    int32_t m;                                             /* candidates fed to the target */
+    int32_t n_old; /* committed target ids before the round */
+    hsd_ids cand;  /* SLEM's target candidates */
+    double t1, t2; /* end of drafting, end of the bridge */
+    /* the target forward: pending ids + candidates, and the rows whose logits it needs */
+    int32_t *toks, *rows;
+    int32_t n_toks, toks_cap, rows_cap;
+} hsd_eng_round_data;
+
+struct hsd_eng_seq {
+    hsd_engine *e;
+    const hsd_gen_params *prm;
+    int32_t index;          /* in the request (the streaming callback's seq) */
+    int32_t t_slot, d_slot; /* sequence slots of the target and the drafter */
+    hsd_algo algo;
+    const hsd_eng_round *round; /* the algorithm's round */
+    hsd_sampler_params sp;
+    bool greedy;
+    hsd_rng rng_draft, rng_verify;
+    hsd_buf text;          /* committed text in the target's surface bytes */
+    size_t gen_text_start; /* where generated text begins */
+    hsd_bridge_side T, D;
+    int32_t t_kv, d_kv;
+    int32_t t_limit, d_limit; /* positions each model may use (context limits) */
+    hsd_ids out;
+    float *dlog, *q, *p, *scratch, *resid; /* drafter logits, q rows, p rows, scratch */
+    size_t p_cap;
+    int32_t n_union, *d2u;
+    double t_draft, t_verify, t_bridge;
+    int32_t rounds, drafted, accepted;
+    int32_t first_tried, first_acc; /* rounds with a first candidate / it accepted */
+    bool done;
+    hsd_stop_reason stop;
+    hsd_eng_round_data rd;
+    struct hsd_eng_slrs *slrs; /* SLRS round buffers and statistics */
+    /* driver state of the round in progress */
+    bool live, dstop;
+    const hsd_eng_round *cur; /* this round's (AR when the drafter's context is full) */
+    int32_t k, kk, dj, width, m;
+    double acc_ema, t0, t_first, t_end;
+    int32_t before, drafted_before, acc_before;
+    /* streaming: generated ids and decoded bytes already handed to the callback */
+    int32_t streamed_ids;
+    size_t streamed_bytes;
+};
+
+/* ---- seq.c ---- */
+hsd_status hsd_eng_oom(void);
+/* Encodes the prompt, fills both sides and allocates the buffers (e, prm, algo, slots and
+ * limits set by the caller; the prefix cache in e->t_cached / d_cached is reused). */
+hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len);
+void hsd_eng_seq_free(hsd_eng_seq *g);
+/* Selects the sequence's slots on both models. */
+hsd_status hsd_eng_seq_select(hsd_eng_seq *g);
+/* A side's pending ids are side->ids.p[*kv .. *kv + *n) (at least one: with nothing pending
+ * the last position is truncated and recomputed); the caller forwards them, logits for the
+ * last, then adds *n to *kv. */
+hsd_status hsd_eng_feed_prepare(hsd_model *m, hsd_bridge_side *side, int32_t *kv, int32_t *n);
+/* Feeds the drafter's pending ids; the logits of the last one go to `logits`. */
+hsd_status hsd_eng_feed_drafter(hsd_eng_seq *g, float *logits);
+/* The target forward of a round: rd.toks[0..rd.n_toks) are the pending ids then the m
+ * candidates; logits are needed for rd.rows[0..m]. target_probs turns those logits (m + 1
+ * rows of vocab_size) into g->p rows of `width` (entries past the vocabulary are zero). */
+hsd_status hsd_eng_target_request(hsd_eng_seq *g, const int32_t *cand, int32_t m);
+hsd_status hsd_eng_target_probs(hsd_eng_seq *g, const float *logits, int32_t m, int32_t width);
+/* Keeps acc of the round's candidates in the target cache, emits out[0..r) (EOS, stop
+ * strings, budget) and realigns the drafter. */
+hsd_status hsd_eng_commit(hsd_eng_seq *g, int32_t acc, const int32_t *out, int32_t r);
+/* Hands newly final text to params->on_text; final: the sequence ended (flush all). */
+hsd_status hsd_eng_stream(hsd_eng_seq *g, bool final);
+/* Width of the drafter's q rows: target ids, or union ids. */
+int32_t hsd_eng_q_width(const hsd_eng_seq *g);
+/* Positions a model may use: its KV capacity, capped by its trained context unless
+ * `override` (> 0) asks for more. */
+int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override);
+
+/* ---- round_token.c: one chain draft (token-level rounds and SLEM) ---- */
+hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits);
+
+/* ---- round_slrs.c: the engine's share of SLRS (its first-token rule), for hsd_engine_free ---- */
+void hsd_eng_slrs_release(hsd_engine *e);
+
+#endif
