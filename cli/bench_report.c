@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli/json_out.h"
 #include "cli/bench_generate.h"
 #include "hsd.h"
 
@@ -136,10 +137,7 @@ void hsd_bench_print_json(hsd_bench *b) {
     json_object_set_new(o, "cost", costs);
     json_object_set_new(o, "results", res);
     json_object_set_new(o, "greedy_mismatches", json_integer(b->total_mismatches));
-    char *s = json_dumps(o, JSON_INDENT(1));
-    if (s) puts(s);
-    free(s);
-    json_decref(o);
+    hsd_cli_put_json(o, JSON_INDENT(1));
 }
 
 int hsd_bench_write_md(hsd_bench *b) {

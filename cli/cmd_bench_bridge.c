@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "lib/timer.h"
 #include "hsd.h"
 #include "lib/bridge.h"
@@ -119,15 +120,14 @@ typedef struct bbridge_opts {
 
 #define O(f) offsetof(bbridge_opts, f)
 static const hsd_opt bbridge_table[] = {
-    {"target-tokenizer", 0, HSD_OPT_STRING, O(tt), "T", "target tokenizer", 0, 0},
-    {"draft-tokenizer", 0, HSD_OPT_STRING, O(dt), "D", "drafter tokenizer", 0, 0},
+    HSD_OPT_ROWS_TOKENIZERS(bbridge_opts, tt, dt, 0, 0),
     {"corpus", 0, HSD_OPT_STRING, O(corpus), "corpus.jsonl", "JSONL {\"text\", \"kind\"}", 0, 0},
     {"contexts", 0, HSD_OPT_INTS, O(contexts), "100,1000,10000",
      "committed text lengths (target tokens)", 0, 1e9},
     {"rounds", 0, HSD_OPT_INT, O(rounds), "R", "rounds per context (2000)", BLOCK, 1e9},
     {"", 'k', HSD_OPT_INT, O(k), "K", "draft tokens per round (4)", 1, 1e6},
     {"kinds", 0, HSD_OPT_STRING, O(kinds), "prose,...", "corpus kinds to use", 0, 0},
-    {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object", 0, 0},
+    HSD_OPT_ROW_JSON(bbridge_opts, json),
 };
 #undef O
 
@@ -250,9 +250,8 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         state_free(&s);
     }
     if (json) {
-        char *d = json_dumps(out, JSON_COMPACT);
-        if (d) puts(d);
-        free(d);
+        hsd_cli_put_json(out, JSON_COMPACT);
+        out = NULL;
     }
     rc = 0;
 done:

@@ -83,7 +83,7 @@ static const hsd_opt fwd_table[] = {
     {"prefix", 0, HSD_OPT_INT, O(prefix), "P", "cached prefix before the timed forward (32)", 1,
      1e6},
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
-    {"threads", 0, HSD_OPT_INT, O(threads), "T", "forward threads (0: 2)", 0, 4096},
+    HSD_OPT_ROW_THREADS(fwd_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
      "instead: B sequences x n tokens, B forwards vs one batched forward (B <= 64)", 1, 64},

@@ -13,10 +13,7 @@
 
 #define O(f) offsetof(hsd_bench, f)
 static const hsd_opt bgen_table[] = {
-    {"target", 0, HSD_OPT_STRING, O(tm), "M", "target model", 0, 0},
-    {"target-tokenizer", 0, HSD_OPT_STRING, O(tt), "T", "target tokenizer", 0, 0},
-    {"draft", 0, HSD_OPT_STRING, O(dm), "M2", "drafter model", 0, 0},
-    {"draft-tokenizer", 0, HSD_OPT_STRING, O(dt), "D", "drafter tokenizer", 0, 0},
+    HSD_OPT_ROWS_PAIR(hsd_bench, tm, tt, dm, dt),
     {"prompts", 0, HSD_OPT_LIST, O(prompts), "FILE",
      "prompt set (repeatable; default bench/prompts/{summarization,code,long_context}.jsonl)", 0,
      0},
@@ -34,7 +31,7 @@ static const hsd_opt bgen_table[] = {
      "clip prompts to their last C bytes at a word start (default 150 when a model's context "
      "is <= 1024 tokens, else 0 = whole)",
      0, 1e9},
-    {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object", 0, 0},
+    HSD_OPT_ROW_JSON(hsd_bench, json),
     {"svg", 0, HSD_OPT_STRING, O(svg), "FILE", "bars of tokens/s and tau per algorithm", 0, 0},
     {"results-md", 0, HSD_OPT_STRING, O(md), "FILE", "Markdown tables for bench/RESULTS.md", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",

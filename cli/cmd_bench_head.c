@@ -25,9 +25,8 @@ static const hsd_opt bhead_table[] = {
      "heads to time, ';'-separated (default full;trimk:V/8;spec:2048;lowrank:0)", 0, 0},
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "decode steps per head (10)", 1, 1e9},
     {"prefix", 0, HSD_OPT_INT, O(prefix), "P", "prefix tokens before the steps (16)", 1, 1e6},
-    {"threads", 0, HSD_OPT_INT, O(threads), "T", "forward threads (0: 2)", 0, 4096},
-    {"no-mmap", 0, HSD_OPT_FLAG, O(no_mmap), NULL, "read the weights instead of mapping them", 0,
-     0},
+    HSD_OPT_ROW_THREADS(bhead_opts, threads),
+    HSD_OPT_ROW_NO_MMAP(bhead_opts, no_mmap),
 };
 #undef O
 

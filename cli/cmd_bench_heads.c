@@ -20,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "lib/timer.h"
+#include "cli/engine_load.h"
 #include "cli/head_spec.h"
 #include "cli/prompts.h"
 #include "hsd.h"
@@ -37,10 +38,7 @@ typedef struct bheads_opts {
 
 #define O(f) offsetof(bheads_opts, f)
 static const hsd_opt bheads_table[] = {
-    {"target", 0, HSD_OPT_STRING, O(tm), "M", "target model", 0, 0},
-    {"target-tokenizer", 0, HSD_OPT_STRING, O(tt), "T", "target tokenizer", 0, 0},
-    {"draft", 0, HSD_OPT_STRING, O(dm), "M2", "drafter model", 0, 0},
-    {"draft-tokenizer", 0, HSD_OPT_STRING, O(dt), "D", "drafter tokenizer", 0, 0},
+    HSD_OPT_ROWS_PAIR(bheads_opts, tm, tt, dm, dt),
     {"algo", 0, HSD_OPT_CHOICE, O(algo), "ar|sd|union|tli|slem|slrs|auto",
      "algorithm (default auto; not ar)", 0, 0},
     {"heads", 0, HSD_OPT_STRING, O(heads), "'full;SPEC;...'",
@@ -53,14 +51,12 @@ static const hsd_opt bheads_table[] = {
     {"", 'k', HSD_OPT_INT, O(k), "K", "draft length (4)", 1, 63},
     {"temp", 0, HSD_OPT_FLOAT, O(temp), "X", "temperature (0: greedy)", 0, 0},
     {"seed", 0, HSD_OPT_U64, O(seed), "S", "random seed", 0, 0},
-    {"threads", 0, HSD_OPT_INT, O(threads), "T", "forward threads (0: 2)", 0, 4096},
-    {"head-calib", 0, HSD_OPT_STRING, O(calib), "CORPUS", "calibrate SVD-built heads on it", 0, 0},
-    {"calib-tokens", 0, HSD_OPT_INT, O(calib_tokens), "N", "calibration tokens (4096)", 0, 1e9},
+    HSD_OPT_ROW_THREADS(bheads_opts, threads),
+    HSD_OPT_ROWS_HEAD_CALIB(bheads_opts, calib, calib_tokens),
     {"repeat", 0, HSD_OPT_INT, O(repeat), "R", "timed repetitions per prompt (1)", 1, 1e6},
     {"clip", 0, HSD_OPT_INT, O(clip), "BYTES",
      "clip prompts to their last BYTES at a word start (0: whole)", 0, 1e9},
-    {"no-mmap", 0, HSD_OPT_FLAG, O(no_mmap), NULL, "read the weights instead of mapping them", 0,
-     0},
+    HSD_OPT_ROW_NO_MMAP(bheads_opts, no_mmap),
 };
 #undef O
 
@@ -110,9 +106,7 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     snprintf(list, sizeof list, "%s%s", heads && !strncmp(heads, "full", 4) ? "" : "full;",
              heads ? heads : "spec:64;lowrank:0");
     int rc = 1;
-    hsd_model *mt = NULL, *md = NULL;
-    hsd_tokenizer *kt = NULL, *kd = NULL;
-    hsd_engine *e = NULL;
+    hsd_cli_engine x = {0};
     agg a[MAX_HEADS];
     char *hs[MAX_HEADS]; /* each head spec, with a cached factors file once built */
     char cache[MAX_HEADS][64];
@@ -120,12 +114,10 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     hsd_model_params mp = hsd_model_default_params();
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;
-    if (hsd_tokenizer_load_file(tt, &kt) || hsd_tokenizer_load_file(dt, &kd) ||
-        hsd_model_load(tm, &mp, &mt) || hsd_model_load(dm, &mp, &md) ||
-        hsd_engine_init(mt, kt, md, kd, &e)) {
-        fprintf(stderr, "hsd bench heads: %s\n", hsd_last_error());
-        goto done;
-    }
+    if (hsd_cli_engine_load("bench heads", &x, tm, tt, &mp, dm, dt, &mp)) goto done;
+    hsd_model *mt = x.target, *md = x.draft;
+    const hsd_tokenizer *kd = x.draft_tok;
+    hsd_engine *e = x.e;
     printf("target: %s\ndrafter: %s\nalgo %s, k %d, temp %g, %d new tokens, %d prompts x %d\n",
            hsd_model_desc(mt), hsd_model_desc(md), algo, gp.n_draft, gp.temp, gp.max_new_tokens,
            n_prompts, repeat);
@@ -226,10 +218,6 @@ done:
         free(hs[i]);
     }
     hsd_cli_free_prompts(prompts, n_prompts);
-    hsd_engine_free(e);
-    hsd_model_free(mt);
-    hsd_model_free(md);
-    hsd_tokenizer_free(kt);
-    hsd_tokenizer_free(kd);
+    hsd_cli_engine_free(&x);
     return rc;
 }

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
+#include "cli/engine_load.h"
 #include "cli/head_spec.h"
 #include "cli/prompts.h"
 #include "hsd.h"
@@ -43,15 +45,13 @@ static const hsd_opt gen_table[] = {
     {"seed", 0, HSD_OPT_U64, O(seed), "S", "random seed (batch: prompt i uses S + i)", 0, 0},
     {"stop", 0, HSD_OPT_LIST, O(stop), "STR", "stop after this string (repeatable)", 0, 0},
     {"no-bos", 0, HSD_OPT_FLAG, O(no_bos), NULL, "do not put each tokenizer's BOS first", 0, 0},
-    {"threads", 0, HSD_OPT_INT, O(threads), "T", "forward threads per model (0: 2)", 0, 4096},
+    HSD_OPT_ROW_THREADS(gen_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
     {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (per prompt) instead of text", 0, 0},
     {"draft-head", 0, HSD_OPT_STRING, O(head), "SPEC",
      "drafter head: full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]", 0, 0},
-    {"head-calib", 0, HSD_OPT_STRING, O(head_calib), "CORPUS",
-     "calibrate SVD-built draft heads on this corpus", 0, 0},
-    {"calib-tokens", 0, HSD_OPT_INT, O(calib_tokens), "N", "calibration tokens (4096)", 0, 1e9},
+    HSD_OPT_ROWS_HEAD_CALIB(gen_opts, head_calib, calib_tokens),
     {"save-draft-head", 0, HSD_OPT_STRING, O(head_save), "FILE",
      "write the draft head's factors (safetensors)", 0, 0},
     {"slrs-top-k", 0, HSD_OPT_INT, O(slrs_top_k), "K", "slrs: children per tree node (2)", 0, 0},
@@ -85,18 +85,14 @@ static void print_notice(hsd_log_level level, const char *msg, void *user) {
     if (level >= HSD_LOG_INFO) fprintf(stderr, "hsd: %s\n", msg);
 }
 
-static int load_pair(const char *mp, const char *tp, int32_t n_ctx, const gen_opts *o,
-                     int32_t n_seq, hsd_model **m, hsd_tokenizer **t) {
+/* The model parameters: the context for n_ctx tokens, n_seq sequence slots. */
+static hsd_model_params model_params(const gen_opts *o, int32_t n_ctx, int32_t n_seq) {
     hsd_model_params prm = hsd_model_default_params();
     prm.n_ctx = n_ctx;
     prm.n_seq = n_seq;
     if (o->threads > 0) prm.n_threads = o->threads;
     if (o->backend >= 0) prm.backend = (hsd_backend)o->backend;
-    if (hsd_tokenizer_load_file(tp, t) || hsd_model_load(mp, &prm, m)) {
-        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
-        return 1;
-    }
-    return 0;
+    return prm;
 }
 
 static json_t *result_json(const hsd_gen_result *r) {
@@ -130,13 +126,6 @@ static json_t *result_json(const hsd_gen_result *r) {
     return o;
 }
 
-static void put_json(json_t *o) {
-    char *dump = json_dumps(o, JSON_COMPACT);
-    if (dump) puts(dump);
-    free(dump);
-    json_decref(o);
-}
-
 static void print_result_text(const hsd_gen_result *r) {
     fwrite(r->text, 1, r->text_len, stdout);
     printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason);
@@ -166,7 +155,7 @@ static void print_batch(const gen_opts *o, hsd_model *mt, char **batch, int32_t 
             json_object_set_new(j, "backend", json_string(hsd_backend_name(hsd_model_backend(mt))));
             json_object_set_new(j, "index", json_integer(i));
             json_object_set_new(j, "prompt", json_string(batch[i]));
-            put_json(j);
+            hsd_cli_put_json(j, JSON_COMPACT);
         } else {
             printf("=== [%d] %s\n", i, batch[i]);
             print_result_text(&rs[i]);
@@ -190,7 +179,7 @@ static void print_single(const gen_opts *o, hsd_model *mt, hsd_model *md, const 
             json_object_set_new(j, "draft_head_ms", json_real(dtime.head_ms));
             json_object_set_new(j, "draft_backbone_ms", json_real(dtime.backbone_ms));
         }
-        put_json(j);
+        hsd_cli_put_json(j, JSON_COMPACT);
         return;
     }
     print_result_text(r);
@@ -224,9 +213,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     gp.slrs_lookahead = o.lookahead, gp.slrs_single_forward = o.slrs_one;
 
     int rc = 1;
-    hsd_model *mt = NULL, *md = NULL;
-    hsd_tokenizer *kt = NULL, *kd = NULL;
-    hsd_engine *e = NULL;
+    hsd_cli_engine x = {0};
     hsd_gen_result r, *rs = NULL;
     memset(&r, 0, sizeof r);
     char **batch = NULL;
@@ -240,13 +227,12 @@ int hsd_cmd_generate(int argc, char **argv) {
             if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
     }
     int32_t n_ctx = (int32_t)longest + 2 * gp.max_new_tokens + 64, n_seq = batch ? n_batch : 1;
-    if (load_pair(o.target, o.target_tok, n_ctx, &o, n_seq, &mt, &kt)) goto done;
-    if (o.draft && load_pair(o.draft, o.draft_tok, n_ctx + 64, &o, n_seq, &md, &kd)) goto done;
-    if (hsd_engine_init(mt, kt, md, kd, &e)) {
-        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+    hsd_model_params tp = model_params(&o, n_ctx, n_seq), dp = model_params(&o, n_ctx + 64, n_seq);
+    if (hsd_cli_engine_load("generate", &x, o.target, o.target_tok, &tp, o.draft, o.draft_tok, &dp))
         goto done;
-    }
-    if (o.head && hsd_cli_head_apply("generate", o.head, md, kd, e, o.head_calib, o.calib_tokens))
+    hsd_model *mt = x.target, *md = x.draft;
+    hsd_engine *e = x.e;
+    if (o.head && hsd_cli_head_apply("generate", o.head, md, x.draft_tok, e, o.head_calib, o.calib_tokens))
         goto done;
     if (o.head_save && hsd_model_save_head(md, o.head_save)) {
         fprintf(stderr, "hsd generate: --save-draft-head: %s\n", hsd_last_error());
@@ -266,10 +252,6 @@ done:
     for (int32_t i = 0; rs && i < n_batch; i++) hsd_gen_result_free(&rs[i]);
     free(rs);
     if (n_batch > 0) hsd_cli_free_prompts(batch, n_batch);
-    hsd_engine_free(e);
-    hsd_model_free(mt);
-    hsd_model_free(md);
-    hsd_tokenizer_free(kt);
-    hsd_tokenizer_free(kd);
+    hsd_cli_engine_free(&x);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 #include "lib/injectivity.h"
@@ -136,10 +137,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
             json_object_set_new(fz, "found", json_integer(r.fuzz_found));
             json_object_set_new(out, "fuzz", fz);
         }
-        char *s = json_dumps(out, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(out);
+        hsd_cli_put_json(out, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         if (corpus_path)
             printf("%s: %lld of %lld samples round-trip (%.2f%%); %lld do not\n", path,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 #include "lib/pair.h"
@@ -75,10 +76,9 @@ typedef struct pair_opts {
 
 #define O(f) offsetof(pair_opts, f)
 static const hsd_opt pair_table[] = {
-    {"target-tokenizer", 'T', HSD_OPT_STRING, O(tp), "T", "target tokenizer", 0, 0},
-    {"draft-tokenizer", 'D', HSD_OPT_STRING, O(dp), "D", "drafter tokenizer", 0, 0},
+    HSD_OPT_ROWS_TOKENIZERS(pair_opts, tp, dp, 'T', 'D'),
     {"corpus", 0, HSD_OPT_STRING, O(corpus), "C", "JSONL {\"text\"} corpus for used-token counts", 0, 0},
-    {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object", 0, 0},
+    HSD_OPT_ROW_JSON(pair_opts, json),
 };
 #undef O
 
@@ -157,10 +157,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
         json_object_set_new(o, "reason", json_string(r.reason));
         json_object_set_new(o, "warnings", json_string(r.warnings));
-        char *s = json_dumps(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(o);
+        hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: |T| = %d ids (%d special)\n", tp, r.t_size, r.t_special);
         printf("draft    %s: |D| = %d ids (%d special); text tokens up to %d bytes, mean %.2f\n",

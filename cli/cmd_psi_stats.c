@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "lib/timer.h"
 #include "cli/svg.h"
@@ -167,9 +168,8 @@ typedef struct psi_opts {
 
 #define O(f) offsetof(psi_opts, f)
 static const hsd_opt psi_table[] = {
-    {"target-tokenizer", 'T', HSD_OPT_STRING, O(tp), "T", "target tokenizer", 0, 0},
-    {"draft-tokenizer", 'D', HSD_OPT_STRING, O(dp), "D", "drafter tokenizer", 0, 0},
-    {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object", 0, 0},
+    HSD_OPT_ROWS_TOKENIZERS(psi_opts, tp, dp, 'T', 'D'),
+    HSD_OPT_ROW_JSON(psi_opts, json),
     {"svg", 0, HSD_OPT_STRING, O(svg), "FILE", "plot decompositions against token length", 0, 0},
     {"shortest", 0, HSD_OPT_INT, O(shortest), "N", "tokens in the Table-5 summary (150000)", 1,
      2147483647.0},
@@ -301,10 +301,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
                             json_pack("{s:f,s:f,s:f,s:f,s:f}", "load_target", t1 - t0, "load_draft",
                                       t2 - t1, "trie", t3 - t2, "dp", t4 - t3, "summaries",
                                       t5 - t4));
-        char *js = json_dumps(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (js) puts(js);
-        free(js);
-        json_decref(o);
+        hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: %d text tokens, 1..%u bytes\n", tp, s.n_tokens, s.max_len);
         printf("draft    %s: %d text tokens, trie of %d nodes\n", dp, hsd_token_trie_n_tokens(trie),

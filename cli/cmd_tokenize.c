@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 
@@ -50,10 +51,7 @@ static int tokenize_jsonl(const hsd_tokenizer *tok, bool special) {
         json_t *out = json_object();
         json_object_set_new(out, "ids", arr);
         json_object_set_new(out, "decoded", json_stringn(dec, dlen));
-        char *s = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(out);
+        hsd_cli_put_json(out, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(in);
         hsd_free(ids);
         hsd_free(dec);

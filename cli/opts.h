@@ -57,6 +57,28 @@ typedef struct hsd_cli_spec {
     int max_pos; /* positional arguments allowed (-1: any number) */
 } hsd_cli_spec;
 
+/* Rows several commands share; T is the command's options struct, the rest its fields. */
+#define HSD_OPT_ROW_JSON(T, f) {"json", 0, HSD_OPT_FLAG, offsetof(T, f), NULL, "one JSON object", 0, 0}
+#define HSD_OPT_ROW_THREADS(T, f)                                                          \
+    {"threads", 0, HSD_OPT_INT, offsetof(T, f), "T", "forward threads per model (0: 2)", 0, 4096}
+#define HSD_OPT_ROW_NO_MMAP(T, f)                                                          \
+    {"no-mmap", 0, HSD_OPT_FLAG, offsetof(T, f), NULL, "read the weights instead of mapping them", \
+     0, 0}
+/* --target-tokenizer/--draft-tokenizer, with short forms s_t, s_d (or 0) */
+#define HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, s_t, s_d)                                       \
+    {"target-tokenizer", s_t, HSD_OPT_STRING, offsetof(T, tt), "T", "target tokenizer", 0, 0}, \
+    {"draft-tokenizer", s_d, HSD_OPT_STRING, offsetof(T, dt), "D", "drafter tokenizer", 0, 0}
+/* --target, --target-tokenizer, --draft, --draft-tokenizer */
+#define HSD_OPT_ROWS_PAIR(T, tm, tt, dm, dt)                                               \
+    {"target", 0, HSD_OPT_STRING, offsetof(T, tm), "M", "target model", 0, 0},             \
+    HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, 0, 0),                                              \
+    {"draft", 0, HSD_OPT_STRING, offsetof(T, dm), "M2", "drafter model", 0, 0}
+/* --head-calib, --calib-tokens */
+#define HSD_OPT_ROWS_HEAD_CALIB(T, calib, n)                                               \
+    {"head-calib", 0, HSD_OPT_STRING, offsetof(T, calib), "CORPUS",                        \
+     "calibrate SVD-built draft heads on this corpus", 0, 0},                               \
+    {"calib-tokens", 0, HSD_OPT_INT, offsetof(T, n), "N", "calibration tokens (4096)", 0, 1e9}
+
 #define HSD_OPTS_N(table) ((int)(sizeof(table) / sizeof((table)[0])))
 
 enum { HSD_OPTS_OK = 0, HSD_OPTS_HELP = 1, HSD_OPTS_ERR = 2 };
