@@ -29,8 +29,8 @@ static batch_cell *bcell(hsd_bench *b, batch_cell *cells, int d, int t, int bi, 
 
 /* One group of prompts with one algorithm: one by one, then as one batch. Outputs are
  * compared (the batch gives prompt i the seed S + i, as the one-by-one runs get). */
-static int run_group(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, char **ps, int n, uint64_t seed,
-                     batch_cell *c) {
+static int run_group(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, char **ps, int n,
+                     uint64_t seed, batch_cell *c) {
     hsd_engine *e = algo == HSD_ALGO_SD ? d->self : d->pair;
     hsd_gen_params gp = hsd_gen_default_params();
     gp.algo = (hsd_algo)algo;
@@ -119,13 +119,16 @@ static int run_batches(hsd_bench *b, batch_cell *cells) {
 
 #define BATCH_COLS 17
 /* Text widths of the columns (negative: left-aligned). */
-static const int batch_width[BATCH_COLS] = {-26, -5, -6, 3, 7, 8, 10, 10, 7, 10, 10, 7, 10, 10, 7, 6, 4};
+static const int batch_width[BATCH_COLS] = {-26, -5, -6, 3,  7,  8, 10, 10, 7,
+                                            10,  10, 7,  10, 10, 7, 6,  4};
 
 /* One row of the --batch table: aligned text, or a Markdown table row. */
 static void print_row(FILE *f, char col[][48], bool md) {
     for (int k = 0; k < BATCH_COLS; k++)
-        if (md) fprintf(f, "| %s ", col[k]);
-        else fprintf(f, "%s%*s", k ? " " : "", batch_width[k], col[k]);
+        if (md)
+            fprintf(f, "| %s ", col[k]);
+        else
+            fprintf(f, "%s%*s", k ? " " : "", batch_width[k], col[k]);
     fputs(md ? "|\n" : "\n", f);
 }
 

@@ -8,10 +8,18 @@
 #include "cli/bench_generate.h"
 #include "hsd.h"
 
-static int32_t c_vocab(void *c) { return hsd_model_vocab_size(((hsd_bench_counted *)c)->inner); }
-static int32_t c_nctx(void *c) { return hsd_model_n_ctx(((hsd_bench_counted *)c)->inner); }
-static int32_t c_kvlen(void *c) { return hsd_model_kv_len(((hsd_bench_counted *)c)->inner); }
-static hsd_status c_trunc(void *c, int32_t len) { return hsd_model_kv_truncate(((hsd_bench_counted *)c)->inner, len); }
+static int32_t c_vocab(void *c) {
+    return hsd_model_vocab_size(((hsd_bench_counted *)c)->inner);
+}
+static int32_t c_nctx(void *c) {
+    return hsd_model_n_ctx(((hsd_bench_counted *)c)->inner);
+}
+static int32_t c_kvlen(void *c) {
+    return hsd_model_kv_len(((hsd_bench_counted *)c)->inner);
+}
+static hsd_status c_trunc(void *c, int32_t len) {
+    return hsd_model_kv_truncate(((hsd_bench_counted *)c)->inner, len);
+}
 static hsd_status c_keep(void *c, int32_t base, const int32_t *keep, int32_t n) {
     return hsd_model_kv_keep(((hsd_bench_counted *)c)->inner, base, keep, n);
 }
@@ -86,14 +94,16 @@ void hsd_bench_dir_close(hsd_bench_dir *d) {
     hsd_tokenizer_free(d->dt);
 }
 
-int32_t hsd_bench_typical_ctx(const hsd_tokenizer *tok, const hsd_bench_prompts *sets, int n_sets, int32_t n_gen) {
+int32_t hsd_bench_typical_ctx(const hsd_tokenizer *tok, const hsd_bench_prompts *sets, int n_sets,
+                              int32_t n_gen) {
     double sum = 0;
     int cnt = 0;
     for (int s = 0; s < n_sets; s++)
         for (int i = 0; i < sets[s].n; i++) {
             size_t n = 0;
             int32_t *ids = NULL;
-            if (!hsd_tokenizer_encode_alloc(tok, sets[s].p[i], strlen(sets[s].p[i]), false, &ids, &n)) {
+            if (!hsd_tokenizer_encode_alloc(tok, sets[s].p[i], strlen(sets[s].p[i]), false, &ids,
+                                            &n)) {
                 sum += (double)n + (hsd_tokenizer_bos_id(tok) >= 0);
                 cnt++;
             }

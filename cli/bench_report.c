@@ -8,52 +8,65 @@
 #include "cli/bench_generate.h"
 #include "hsd.h"
 
-static double mean(double sum, int n) { return n ? sum / n : 0; }
+static double mean(double sum, int n) {
+    return n ? sum / n : 0;
+}
 
-static const char *set_name(const hsd_bench *b, int si) { return si < b->n_sets ? b->sets[si].name : "all"; }
+static const char *set_name(const hsd_bench *b, int si) {
+    return si < b->n_sets ? b->sets[si].name : "all";
+}
 
 static const int cost_ns[] = {1, 2, 4, 8, 16, 32, 48};
 #define N_COST_NS ((int)(sizeof cost_ns / sizeof cost_ns[0]))
 
 void hsd_bench_print_text(hsd_bench *b) {
-    printf("%s\nk = %d, N = %d new tokens, %d thread(s), prompt clip %d chars, seed %llu\n", HSD_BENCH_FORMULA,
-           b->k, b->n_gen, b->threads, b->clip, (unsigned long long)b->seed);
+    printf("%s\nk = %d, N = %d new tokens, %d thread(s), prompt clip %d chars, seed %llu\n",
+           HSD_BENCH_FORMULA, b->k, b->n_gen, b->threads, b->clip, (unsigned long long)b->seed);
     for (int di = 0; di < b->n_dirs; di++) {
         hsd_bench_dir *d = &b->dirs[di];
         const hsd_bench_cost *c = &d->cost;
-        printf("\n== %s  (target: %s; drafter: %s)\n", d->name, hsd_model_desc(d->t_raw), hsd_model_desc(d->d_raw));
+        printf("\n== %s  (target: %s; drafter: %s)\n", d->name, hsd_model_desc(d->t_raw),
+               hsd_model_desc(d->d_raw));
         printf("cost model: c_d = %.4f ms (drafter, 1 token, prefix %d)%s", c->c_draft, c->d_prefix,
                d->self ? "" : "\n");
         if (d->self) printf(", c_self = %.4f ms (target copy as drafter)\n", c->c_self);
         printf("c_t(n) ms [x c_t(1)] at prefix %d:", c->t_prefix);
         for (int i = 0; i < N_COST_NS; i++)
-            printf(" n=%d %.4f [%.2f]", cost_ns[i], c->c_target[cost_ns[i]], c->c_target[cost_ns[i]] / c->c_target[1]);
-        printf("\n%-5s %-14s %-6s %8s %8s %5s %5s %7s %7s %21s %6s %5s %6s %6s %6s %4s\n", "temp", "set", "algo",
-               "tok/s", "dec tk/s", "tau", "acc", "TTFT", "TPOT", "draft/verify/bridge", "m", "k'", "pred",
-               "meas", "ratio", "mism");
+            printf(" n=%d %.4f [%.2f]", cost_ns[i], c->c_target[cost_ns[i]],
+                   c->c_target[cost_ns[i]] / c->c_target[1]);
+        printf("\n%-5s %-14s %-6s %8s %8s %5s %5s %7s %7s %21s %6s %5s %6s %6s %6s %4s\n", "temp",
+               "set", "algo", "tok/s", "dec tk/s", "tau", "acc", "TTFT", "TPOT",
+               "draft/verify/bridge", "m", "k'", "pred", "meas", "ratio", "mism");
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int si = 0; si <= b->n_sets; si++)
                 for (int ai = 0; ai < b->n_algos; ai++) {
                     hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
                     if (!x->runs) continue;
                     int n = x->runs;
-                    printf("%-5g %-14s %-6s %8.0f %8.0f %5.2f %5.2f %7.2f %7.3f %6.1f/%6.1f/%6.1f %6.2f %5.2f %6.2f "
+                    printf("%-5g %-14s %-6s %8.0f %8.0f %5.2f %5.2f %7.2f %7.3f %6.1f/%6.1f/%6.1f "
+                           "%6.2f %5.2f %6.2f "
                            "%6.2f %6.2f %4d\n",
-                           b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo), mean(x->tps, n),
-                           mean(x->dec_tps, n), x->tau_all, mean(x->acc, n), mean(x->ttft, n), mean(x->tpot, n),
-                           mean(x->draft_ms, n), mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
-                           x->predicted, x->measured, x->predicted > 0 ? x->measured / x->predicted : 0,
-                           x->mismatches);
+                           b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo),
+                           mean(x->tps, n), mean(x->dec_tps, n), x->tau_all, mean(x->acc, n),
+                           mean(x->ttft, n), mean(x->tpot, n), mean(x->draft_ms, n),
+                           mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
+                           x->predicted, x->measured,
+                           x->predicted > 0 ? x->measured / x->predicted : 0, x->mismatches);
                 }
         if (!hsd_bench_has_algo(b, HSD_ALGO_SLRS)) continue;
-        printf("string-level verification (all sets): first-candidate acceptance; SLRS also the expected\n"
-               "acceptance sum min(p,psi) vs exact matching's sum p*psi on the same proposal, tree nodes,\n"
-               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, %s, %s)\n",
+        printf("string-level verification (all sets): first-candidate acceptance; SLRS also the "
+               "expected\n"
+               "acceptance sum min(p,psi) vs exact matching's sum p*psi on the same proposal, tree "
+               "nodes,\n"
+               "drafter forwards and psi time per round (SLRS tree: depth %d, top-%d, %d nodes, "
+               "%s, %s)\n",
                b->slrs_k, b->slrs_top_k, b->slrs_nodes,
-               b->slrs_rule == 1 ? "fixed depth" : b->slrs_rule == 2 ? "n_max" : "stop when determined",
+               b->slrs_rule == 1   ? "fixed depth"
+               : b->slrs_rule == 2 ? "n_max"
+                                   : "stop when determined",
                b->slrs_one ? "one forward per round" : "one forward per level");
-        printf("%-5s %-6s %9s %9s %9s %7s %7s %8s\n", "temp", "algo", "first acc", "E[SLRS]", "E[EM]",
-               "nodes", "fwds", "psi ms");
+        printf("%-5s %-6s %9s %9s %9s %7s %7s %8s\n", "temp", "algo", "first acc", "E[SLRS]",
+               "E[EM]", "nodes", "fwds", "psi ms");
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int ai = 0; ai < b->n_algos; ai++) {
                 hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, b->n_sets, ai);
@@ -95,7 +108,8 @@ static json_t *cell_json(hsd_bench *b, int di, int ti, int si, hsd_bench_cell *x
     json_object_set_new(o, "predicted_speedup", json_real(x->predicted));
     json_object_set_new(o, "measured_speedup", json_real(x->measured));
     json_object_set_new(o, "measured_speedup_e2e", json_real(x->measured_e2e));
-    json_object_set_new(o, "measured_over_predicted", json_real(x->predicted > 0 ? x->measured / x->predicted : 0));
+    json_object_set_new(o, "measured_over_predicted",
+                        json_real(x->predicted > 0 ? x->measured / x->predicted : 0));
     json_object_set_new(o, "greedy_mismatches", json_integer(x->mismatches));
     if (x->algo == HSD_ALGO_SLEM || x->algo == HSD_ALGO_SLRS)
         json_object_set_new(o, "first_accept_rate", json_real(mean(x->first_acc, n)));
@@ -119,7 +133,8 @@ void hsd_bench_print_json(hsd_bench *b) {
     for (int di = 0; di < b->n_dirs; di++) {
         const hsd_bench_cost *c = &b->dirs[di].cost;
         json_t *co = json_object(), *ct = json_array();
-        for (int n = 1; n <= HSD_BENCH_COST_MAX_N; n++) json_array_append_new(ct, json_real(c->c_target[n]));
+        for (int n = 1; n <= HSD_BENCH_COST_MAX_N; n++)
+            json_array_append_new(ct, json_real(c->c_target[n]));
         json_object_set_new(co, "direction", json_string(b->dirs[di].name));
         json_object_set_new(co, "c_target_ms", ct);
         json_object_set_new(co, "c_draft_ms", json_real(c->c_draft));
@@ -155,21 +170,27 @@ int hsd_bench_write_md(hsd_bench *b) {
         for (int i = 0; i < N_COST_NS; i++)
             fprintf(f, " %d: %.4f (%.2f)%s", cost_ns[i], c->c_target[cost_ns[i]],
                     c->c_target[cost_ns[i]] / c->c_target[1], i + 1 < N_COST_NS ? ";" : "");
-        fprintf(f, "\n\n| temp | set | algo | tok/s | decode tok/s | τ | accept | TTFT ms | TPOT ms | "
-                   "draft / verify / bridge ms | m | k' | predicted | measured | meas/pred | greedy mism. |\n"
-                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        fprintf(f,
+                "\n\n| temp | set | algo | tok/s | decode tok/s | τ | accept | TTFT ms | TPOT ms | "
+                "draft / verify / bridge ms | m | k' | predicted | measured | meas/pred | greedy "
+                "mism. |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int si = 0; si <= b->n_sets; si++)
                 for (int ai = 0; ai < b->n_algos; ai++) {
                     hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
                     int n = x->runs;
                     if (!n) continue;
-                    fprintf(f, "| %g | %s | %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %.1f / %.1f / %.1f | %.2f | "
-                               "%.2f | %.2f | %.2f | %.2f | %s |\n",
-                            b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo), mean(x->tps, n),
-                            mean(x->dec_tps, n), x->tau_all, mean(x->acc, n), mean(x->ttft, n), mean(x->tpot, n),
-                            mean(x->draft_ms, n), mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
-                            x->predicted, x->measured, x->predicted > 0 ? x->measured / x->predicted : 0,
+                    fprintf(f,
+                            "| %g | %s | %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %.1f / "
+                            "%.1f / %.1f | %.2f | "
+                            "%.2f | %.2f | %.2f | %.2f | %s |\n",
+                            b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo),
+                            mean(x->tps, n), mean(x->dec_tps, n), x->tau_all, mean(x->acc, n),
+                            mean(x->ttft, n), mean(x->tpot, n), mean(x->draft_ms, n),
+                            mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
+                            x->predicted, x->measured,
+                            x->predicted > 0 ? x->measured / x->predicted : 0,
                             b->temps[ti] <= 0 ? (x->mismatches ? "**MISMATCH**" : "0") : "–");
                 }
         fputc('\n', f);

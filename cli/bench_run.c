@@ -21,8 +21,9 @@ int hsd_bench_has_algo(const hsd_bench *b, int algo) {
 }
 
 /* One generation; adds it to the cell. ar_ids (greedy only) holds AR's output to compare. */
-static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const char *prompt, uint64_t seed,
-                   hsd_bench_cell *c, hsd_gen_result *keep, const hsd_gen_result *ar, const char *where) {
+static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const char *prompt,
+                   uint64_t seed, hsd_bench_cell *c, hsd_gen_result *keep, const hsd_gen_result *ar,
+                   const char *where) {
     hsd_engine *e = algo == HSD_ALGO_SD ? d->self : d->pair;
     /* both engines share the target model: forget cached prefixes so each run prefills */
     hsd_engine_reset(d->pair);
@@ -71,12 +72,15 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
         if (i < r.n_ids || i < ar->n_ids) {
             c->mismatches++;
             b->total_mismatches++;
-            fprintf(stderr, "GREEDY MISMATCH %s %s %s: ids differ from AR at %d (%d vs %d tokens)\n",
+            fprintf(stderr,
+                    "GREEDY MISMATCH %s %s %s: ids differ from AR at %d (%d vs %d tokens)\n",
                     d->name, hsd_algo_name((hsd_algo)algo), where, i, r.n_ids, ar->n_ids);
         }
     }
-    if (keep) *keep = r;
-    else hsd_gen_result_free(&r);
+    if (keep)
+        *keep = r;
+    else
+        hsd_gen_result_free(&r);
     return 0;
 }
 
@@ -89,13 +93,15 @@ int hsd_bench_run_all(hsd_bench *b) {
                     hsd_gen_result ar;
                     int have_ar = 0;
                     char where[96];
-                    snprintf(where, sizeof where, "temp %g %s #%d", b->temps[ti], b->sets[si].name, pi);
+                    snprintf(where, sizeof where, "temp %g %s #%d", b->temps[ti], b->sets[si].name,
+                             pi);
                     for (int ai = 0; ai < b->n_algos; ai++) {
                         int algo = b->algos[ai];
                         if (algo == HSD_ALGO_SD && !d->self) continue;
                         hsd_bench_cell *c = hsd_bench_cell_at(b, di, ti, si, ai);
-                        if (run_one(b, d, algo, b->temps[ti], b->sets[si].p[pi], b->seed + (uint64_t)pi, c,
-                                    algo == HSD_ALGO_AR ? &ar : NULL, have_ar ? &ar : NULL, where)) {
+                        if (run_one(b, d, algo, b->temps[ti], b->sets[si].p[pi],
+                                    b->seed + (uint64_t)pi, c, algo == HSD_ALGO_AR ? &ar : NULL,
+                                    have_ar ? &ar : NULL, where)) {
                             if (have_ar) hsd_gen_result_free(&ar);
                             return 1;
                         }
@@ -103,7 +109,9 @@ int hsd_bench_run_all(hsd_bench *b) {
                     }
                     if (have_ar) hsd_gen_result_free(&ar);
                 }
-                if (!b->json) fprintf(stderr, "  done: %s temp %g %s\n", d->name, b->temps[ti], b->sets[si].name);
+                if (!b->json)
+                    fprintf(stderr, "  done: %s temp %g %s\n", d->name, b->temps[ti],
+                            b->sets[si].name);
             }
     }
     return 0;
@@ -132,7 +140,8 @@ void hsd_bench_finish(hsd_bench *b) {
     for (int di = 0; di < b->n_dirs; di++)
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int si = 0; si <= b->n_sets; si++) {
-                const hsd_bench_cell *ar = hsd_bench_has_algo(b, HSD_ALGO_AR) ? hsd_bench_cell_at(b, di, ti, si, 0) : NULL;
+                const hsd_bench_cell *ar =
+                    hsd_bench_has_algo(b, HSD_ALGO_AR) ? hsd_bench_cell_at(b, di, ti, si, 0) : NULL;
                 for (int ai = 0; ai < b->n_algos; ai++)
                     hsd_bench_predict(hsd_bench_cell_at(b, di, ti, si, ai), ar, &b->dirs[di].cost);
             }

@@ -17,8 +17,8 @@ typedef struct hsd_cli_cmd {
 extern const hsd_cli_cmd hsd_cli_bench_cmds[];
 extern const int hsd_cli_n_bench_cmds;
 
-#define HSD_CLI_COMMAND(name)                                                              \
-    int hsd_cmd_##name(int argc, char **argv);                                             \
+#define HSD_CLI_COMMAND(name)                                                                      \
+    int hsd_cmd_##name(int argc, char **argv);                                                     \
     extern const hsd_cli_spec hsd_spec_##name
 
 HSD_CLI_COMMAND(tokenize);

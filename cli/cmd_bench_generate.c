@@ -38,8 +38,7 @@ static const hsd_opt bgen_table[] = {
      "instead: groups of B prompts batched vs one by one (B <= 64)", 1, 64},
     {"slrs-k", 0, HSD_OPT_INT, O(slrs_k), "K", "slrs: the tree's depth limit (8)", 1, 63},
     {"slrs-top-k", 0, HSD_OPT_INT, O(slrs_top_k), "K", "slrs: children per node (2)", 0, 0},
-    {"slrs-nodes", 0, HSD_OPT_INT, O(slrs_nodes), "N", "slrs: scored nodes per round (16)", 1,
-     1e6},
+    {"slrs-nodes", 0, HSD_OPT_INT, O(slrs_nodes), "N", "slrs: scored nodes per round (16)", 1, 1e6},
     {"slrs-lookahead", 0, HSD_OPT_CHOICE, O(slrs_rule), "determined|fixed|nmax",
      "slrs: where a branch stops (determined)", 0, 0},
     {"slrs-one-forward", 0, HSD_OPT_FLAG, O(slrs_one), NULL,
@@ -48,11 +47,12 @@ static const hsd_opt bgen_table[] = {
 #undef O
 
 static void about(FILE *f) {
-    fprintf(f,
-            "  Runs every algorithm on every prompt at each temperature; AR first per prompt\n"
-            "  (the reference of the speedups and of the greedy check: a greedy mismatch exits 3).\n"
-            "  %s\n",
-            HSD_BENCH_FORMULA);
+    fprintf(
+        f,
+        "  Runs every algorithm on every prompt at each temperature; AR first per prompt\n"
+        "  (the reference of the speedups and of the greedy check: a greedy mismatch exits 3).\n"
+        "  %s\n",
+        HSD_BENCH_FORMULA);
 }
 
 const hsd_cli_spec hsd_spec_bench_generate = {
@@ -124,13 +124,15 @@ static int run_cells(hsd_bench *b) {
     }
     if (hsd_bench_run_all(b)) return 1;
     hsd_bench_finish(b);
-    if (b->json) hsd_bench_print_json(b);
-    else hsd_bench_print_text(b);
+    if (b->json)
+        hsd_bench_print_json(b);
+    else
+        hsd_bench_print_text(b);
     if (b->md && hsd_bench_write_md(b)) return 1;
     if (b->svg) {
         const char *names[2] = {b->dirs[0].name, b->dirs[1].name};
-        if (hsd_bench_plot(b->svg, b->cells, (int)n_cells, names, b->n_dirs, b->temps,
-                           b->n_temps, b->algos, b->n_algos))
+        if (hsd_bench_plot(b->svg, b->cells, (int)n_cells, names, b->n_dirs, b->temps, b->n_temps,
+                           b->algos, b->n_algos))
             return 1;
     }
     return b->total_mismatches ? 3 : 0; /* a greedy mismatch is a correctness failure */

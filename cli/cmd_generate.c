@@ -26,7 +26,8 @@ typedef struct gen_opts {
 #define O(f) offsetof(gen_opts, f)
 static const hsd_opt gen_table[] = {
     {"target|model", 'm', HSD_OPT_STRING, O(target), "M", "target model (file or directory)", 0, 0},
-    {"target-tokenizer|tokenizer", 't', HSD_OPT_STRING, O(target_tok), "T", "target tokenizer", 0, 0},
+    {"target-tokenizer|tokenizer", 't', HSD_OPT_STRING, O(target_tok), "T", "target tokenizer", 0,
+     0},
     {"draft", 0, HSD_OPT_STRING, O(draft), "M2", "drafter model", 0, 0},
     {"draft-tokenizer", 0, HSD_OPT_STRING, O(draft_tok), "D", "drafter tokenizer", 0, 0},
     {"algo", 0, HSD_OPT_CHOICE, O(algo), "ar|sd|union|tli|slem|slrs|auto",
@@ -35,8 +36,8 @@ static const hsd_opt gen_table[] = {
     {"batch-file", 0, HSD_OPT_STRING, O(batch_file), "FILE",
      "prompts, one per line (JSON lines: their \"prompt\"), generated together", 0, 0},
     {"", 'n', HSD_OPT_INT, O(n), "N", "new tokens at most (default 128)", 1, 1e9},
-    {"", 'k', HSD_OPT_INT, O(k), "K", "draft length per round; slrs: the tree's depth limit (4)",
-     1, 63},
+    {"", 'k', HSD_OPT_INT, O(k), "K", "draft length per round; slrs: the tree's depth limit (4)", 1,
+     63},
     {"adaptive-k", 0, HSD_OPT_FLAG, O(adaptive_k), NULL, "adapt k to the running acceptance", 0, 0},
     {"k-max", 0, HSD_OPT_INT, O(k_max), "K", "adaptive k's upper bound (16)", 1, 63},
     {"temp", 0, HSD_OPT_FLOAT, O(temp), "X", "temperature; <= 0 greedy (default 0)", 0, 0},
@@ -56,8 +57,8 @@ static const hsd_opt gen_table[] = {
      "write the draft head's factors (safetensors)", 0, 0},
     {"slrs-top-k", 0, HSD_OPT_INT, O(slrs_top_k), "K", "slrs: children per tree node (2)", 0, 0},
     {"slrs-top-p", 0, HSD_OPT_FLOAT, O(slrs_top_p), "P", "slrs: top-p of those (0.95)", 0, 0},
-    {"slrs-nodes", 0, HSD_OPT_INT, O(slrs_nodes), "N", "slrs: scored tree nodes per round (16)",
-     1, 1e6},
+    {"slrs-nodes", 0, HSD_OPT_INT, O(slrs_nodes), "N", "slrs: scored tree nodes per round (16)", 1,
+     1e6},
     {"lookahead", 0, HSD_OPT_CHOICE, O(lookahead), "determined|fixed|nmax",
      "slrs: where a branch stops (default determined)", 0, 0},
     {"slrs-one-forward", 0, HSD_OPT_FLAG, O(slrs_one), NULL,
@@ -200,10 +201,12 @@ int hsd_cmd_generate(int argc, char **argv) {
     HSD_OPTS_PARSE(spec, &o, argc, argv, NULL);
     if (!o.target || !o.target_tok)
         return hsd_opts_fail(spec, "--target and --target-tokenizer are required");
-    if (!o.prompt == !o.batch_file) return hsd_opts_fail(spec, "give -p PROMPT or --batch-file FILE");
+    if (!o.prompt == !o.batch_file)
+        return hsd_opts_fail(spec, "give -p PROMPT or --batch-file FILE");
     if (!o.draft != !o.draft_tok)
         return hsd_opts_fail(spec, "--draft and --draft-tokenizer go together");
-    if ((o.head || o.head_save) && !o.draft) return hsd_opts_fail(spec, "--draft-head needs --draft");
+    if ((o.head || o.head_save) && !o.draft)
+        return hsd_opts_fail(spec, "--draft-head needs --draft");
     if (o.backend >= 0) hsd_log_set(print_notice, NULL);
     gp.algo = o.algo >= 0 ? (hsd_algo)o.algo : o.draft ? HSD_ALGO_AUTO : HSD_ALGO_AR;
     gp.max_new_tokens = o.n, gp.n_draft = o.k, gp.k_max = o.k_max, gp.adaptive_k = o.adaptive_k;
@@ -232,7 +235,8 @@ int hsd_cmd_generate(int argc, char **argv) {
         goto done;
     hsd_model *mt = x.target, *md = x.draft;
     hsd_engine *e = x.e;
-    if (o.head && hsd_cli_head_apply("generate", o.head, md, x.draft_tok, e, o.head_calib, o.calib_tokens))
+    if (o.head &&
+        hsd_cli_head_apply("generate", o.head, md, x.draft_tok, e, o.head_calib, o.calib_tokens))
         goto done;
     if (o.head_save && hsd_model_save_head(md, o.head_save)) {
         fprintf(stderr, "hsd generate: --save-draft-head: %s\n", hsd_last_error());
@@ -244,8 +248,10 @@ int hsd_cmd_generate(int argc, char **argv) {
         fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
         goto done;
     }
-    if (batch) print_batch(&o, mt, batch, n_batch, rs);
-    else print_single(&o, mt, md, &r);
+    if (batch)
+        print_batch(&o, mt, batch, n_batch, rs);
+    else
+        print_single(&o, mt, md, &r);
     rc = 0;
 done:
     hsd_gen_result_free(&r);

@@ -38,7 +38,8 @@ static bool word_in(const char *words, const char *name, size_t len, int *index)
 static const hsd_opt *find(const hsd_cli_spec *spec, const char *word, size_t len) {
     for (int i = 0; i < spec->n_opts; i++) {
         const hsd_opt *o = &spec->opts[i];
-        if (len > 2 && word[0] == '-' && word[1] == '-' && word_in(o->names, word + 2, len - 2, NULL))
+        if (len > 2 && word[0] == '-' && word[1] == '-' &&
+            word_in(o->names, word + 2, len - 2, NULL))
             return o;
         if (len == 2 && word[0] == '-' && o->short_name && word[1] == o->short_name) return o;
     }
@@ -56,7 +57,9 @@ static void flag_name(const hsd_opt *o, char *buf, size_t cap) {
     snprintf(buf, cap, "--%.*s", len, o->names);
 }
 
-static bool in_range(const hsd_opt *o, double v) { return !(o->min < o->max) || (v >= o->min && v <= o->max); }
+static bool in_range(const hsd_opt *o, double v) {
+    return !(o->min < o->max) || (v >= o->min && v <= o->max);
+}
 
 static int bad_range(const hsd_cli_spec *spec, const char *flag, const hsd_opt *o, const char *v) {
     return hsd_opts_fail(spec, "%s: %s is outside %g..%g", flag, v, o->min, o->max);
@@ -79,8 +82,12 @@ static int store(const hsd_cli_spec *spec, const hsd_opt *o, void *dest, const c
     long long x;
     char *end;
     switch (o->type) {
-    case HSD_OPT_FLAG: *(int *)p = 1; return 0;
-    case HSD_OPT_STRING: *(const char **)p = v; return 0;
+    case HSD_OPT_FLAG:
+        *(int *)p = 1;
+        return 0;
+    case HSD_OPT_STRING:
+        *(const char **)p = v;
+        return 0;
     case HSD_OPT_INT:
         if (parse_long(v, &x) || x < INT32_MIN || x > INT32_MAX)
             return hsd_opts_fail(spec, "%s: '%s' is not an integer", flag, v);
@@ -102,8 +109,10 @@ static int store(const hsd_cli_spec *spec, const hsd_opt *o, void *dest, const c
         if (end == v || *end || errno || isnan(d))
             return hsd_opts_fail(spec, "%s: '%s' is not a number", flag, v);
         if (!in_range(o, d)) return bad_range(spec, flag, o, v);
-        if (o->type == HSD_OPT_FLOAT) *(float *)p = (float)d;
-        else *(double *)p = d;
+        if (o->type == HSD_OPT_FLOAT)
+            *(float *)p = (float)d;
+        else
+            *(double *)p = d;
         return 0;
     }
     case HSD_OPT_LIST: {
@@ -212,8 +221,10 @@ void hsd_opts_usage(const hsd_cli_spec *spec, FILE *f) {
         }
         if (o->type != HSD_OPT_FLAG && n < (int)sizeof left)
             snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg ? o->arg : "VALUE");
-        if (strlen(left) > 32) fprintf(f, "%s\n%34s%s\n", left, "", o->help ? o->help : "");
-        else fprintf(f, "%-34s%s\n", left, o->help ? o->help : "");
+        if (strlen(left) > 32)
+            fprintf(f, "%s\n%34s%s\n", left, "", o->help ? o->help : "");
+        else
+            fprintf(f, "%-34s%s\n", left, o->help ? o->help : "");
     }
     if (spec->about) fprintf(f, "%s", spec->about);
     if (spec->about_fn) spec->about_fn(f);

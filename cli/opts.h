@@ -41,16 +41,16 @@ typedef struct hsd_opt {
     const char *names; /* long names without "--", '|'-separated; the first is canonical */
     char short_name;   /* '-x', or 0 */
     hsd_opt_type type;
-    size_t off;        /* offsetof(the command's options struct, field) */
-    const char *arg;   /* value's name in the usage ("M"); for CHOICE the words "a|b|c" */
+    size_t off;      /* offsetof(the command's options struct, field) */
+    const char *arg; /* value's name in the usage ("M"); for CHOICE the words "a|b|c" */
     const char *help;
-    double min, max;   /* numeric range when min < max */
+    double min, max; /* numeric range when min < max */
 } hsd_opt;
 
 typedef struct hsd_cli_spec {
-    const char *name;     /* "generate", "bench generate" */
-    const char *synopsis; /* what follows the name in the usage line, e.g. "[OPTIONS] TEXT" */
-    const char *about;    /* text printed after the option list (may be NULL) */
+    const char *name;          /* "generate", "bench generate" */
+    const char *synopsis;      /* what follows the name in the usage line, e.g. "[OPTIONS] TEXT" */
+    const char *about;         /* text printed after the option list (may be NULL) */
     void (*about_fn)(FILE *f); /* or printed by this, for text with computed values */
     const hsd_opt *opts;
     int n_opts;
@@ -58,26 +58,39 @@ typedef struct hsd_cli_spec {
 } hsd_cli_spec;
 
 /* Rows several commands share; T is the command's options struct, the rest its fields. */
-#define HSD_OPT_ROW_JSON(T, f) {"json", 0, HSD_OPT_FLAG, offsetof(T, f), NULL, "one JSON object", 0, 0}
-#define HSD_OPT_ROW_THREADS(T, f)                                                          \
-    {"threads", 0, HSD_OPT_INT, offsetof(T, f), "T", "forward threads per model (0: 2)", 0, 4096}
-#define HSD_OPT_ROW_NO_MMAP(T, f)                                                          \
-    {"no-mmap", 0, HSD_OPT_FLAG, offsetof(T, f), NULL, "read the weights instead of mapping them", \
-     0, 0}
+#define HSD_OPT_ROW_JSON(T, f)                                                                     \
+    { "json", 0, HSD_OPT_FLAG, offsetof(T, f), NULL, "one JSON object", 0, 0 }
+#define HSD_OPT_ROW_THREADS(T, f)                                                                  \
+    { "threads", 0, HSD_OPT_INT, offsetof(T, f), "T", "forward threads per model (0: 2)", 0, 4096 }
+#define HSD_OPT_ROW_NO_MMAP(T, f)                                                                  \
+    {                                                                                              \
+        "no-mmap", 0, HSD_OPT_FLAG, offsetof(T, f), NULL,                                          \
+            "read the weights instead of mapping them", 0, 0                                       \
+    }
 /* --target-tokenizer/--draft-tokenizer, with short forms s_t, s_d (or 0) */
-#define HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, s_t, s_d)                                       \
-    {"target-tokenizer", s_t, HSD_OPT_STRING, offsetof(T, tt), "T", "target tokenizer", 0, 0}, \
-    {"draft-tokenizer", s_d, HSD_OPT_STRING, offsetof(T, dt), "D", "drafter tokenizer", 0, 0}
+#define HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, s_t, s_d)                                               \
+    {"target-tokenizer", s_t, HSD_OPT_STRING, offsetof(T, tt), "T", "target tokenizer", 0, 0}, {   \
+        "draft-tokenizer", s_d, HSD_OPT_STRING, offsetof(T, dt), "D", "drafter tokenizer", 0, 0    \
+    }
 /* --target, --target-tokenizer, --draft, --draft-tokenizer */
-#define HSD_OPT_ROWS_PAIR(T, tm, tt, dm, dt)                                               \
-    {"target", 0, HSD_OPT_STRING, offsetof(T, tm), "M", "target model", 0, 0},             \
-    HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, 0, 0),                                              \
-    {"draft", 0, HSD_OPT_STRING, offsetof(T, dm), "M2", "drafter model", 0, 0}
+#define HSD_OPT_ROWS_PAIR(T, tm, tt, dm, dt)                                                       \
+    {"target", 0, HSD_OPT_STRING, offsetof(T, tm), "M", "target model", 0, 0},                     \
+        HSD_OPT_ROWS_TOKENIZERS(T, tt, dt, 0, 0), {                                                \
+        "draft", 0, HSD_OPT_STRING, offsetof(T, dm), "M2", "drafter model", 0, 0                   \
+    }
 /* --head-calib, --calib-tokens */
-#define HSD_OPT_ROWS_HEAD_CALIB(T, calib, n)                                               \
-    {"head-calib", 0, HSD_OPT_STRING, offsetof(T, calib), "CORPUS",                        \
-     "calibrate SVD-built draft heads on this corpus", 0, 0},                               \
-    {"calib-tokens", 0, HSD_OPT_INT, offsetof(T, n), "N", "calibration tokens (4096)", 0, 1e9}
+#define HSD_OPT_ROWS_HEAD_CALIB(T, calib, n)                                                       \
+    {"head-calib",                                                                                 \
+     0,                                                                                            \
+     HSD_OPT_STRING,                                                                               \
+     offsetof(T, calib),                                                                           \
+     "CORPUS",                                                                                     \
+     "calibrate SVD-built draft heads on this corpus",                                             \
+     0,                                                                                            \
+     0},                                                                                           \
+    {                                                                                              \
+        "calib-tokens", 0, HSD_OPT_INT, offsetof(T, n), "N", "calibration tokens (4096)", 0, 1e9   \
+    }
 
 #define HSD_OPTS_N(table) ((int)(sizeof(table) / sizeof((table)[0])))
 
@@ -99,10 +112,10 @@ int hsd_opts_fail(const hsd_cli_spec *spec, const char *fmt, ...)
 
 /* The parse step every command starts with: returns from the calling function with 0 after
  * --help and 2 on a bad command line. */
-#define HSD_OPTS_PARSE(spec, dest, argc, argv, n_pos)                                      \
-    do {                                                                                   \
-        int hsd_opts_rc_ = hsd_opts_parse((spec), (dest), (argc), (argv), (n_pos));        \
-        if (hsd_opts_rc_ != HSD_OPTS_OK) return hsd_opts_rc_ == HSD_OPTS_HELP ? 0 : 2;     \
+#define HSD_OPTS_PARSE(spec, dest, argc, argv, n_pos)                                              \
+    do {                                                                                           \
+        int hsd_opts_rc_ = hsd_opts_parse((spec), (dest), (argc), (argv), (n_pos));                \
+        if (hsd_opts_rc_ != HSD_OPTS_OK) return hsd_opts_rc_ == HSD_OPTS_HELP ? 0 : 2;             \
     } while (0)
 
 #endif

@@ -99,8 +99,10 @@ static int parse_sizes(const char *arg, bool with_k, hsd_head_params *p) {
         if (end == rs || r < 0 || r > 0x7fffffff) return 1;
     }
     if (*end && *end != ':') return 1;
-    if (with_k) p->top_k = (int32_t)a, p->rank = (int32_t)r;
-    else p->rank = (int32_t)a;
+    if (with_k)
+        p->top_k = (int32_t)a, p->rank = (int32_t)r;
+    else
+        p->rank = (int32_t)a;
     if (*end == ':') {
         if (!end[1]) return 1;
         p->factors_path = end + 1;
@@ -151,7 +153,8 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, const hsd
         if (!e)
             s = hsd_error(HSD_ERR_INVALID_ARG,
                           "draft head '%s': tli needs the engine (target and drafter)", spec);
-        else s = tli_ids(e, draft, file_ids, n_file, &keep, &p.n_keep);
+        else
+            s = tli_ids(e, draft, file_ids, n_file, &keep, &p.n_keep);
         p.keep_ids = keep;
     }
     if (s == HSD_OK && !p.factors_path &&

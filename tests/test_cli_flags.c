@@ -11,9 +11,9 @@
 #include "tests/testutil.h"
 
 static const char *const subcommands[] = {
-    "tokenize",       "detokenize",    "generate",       "synth",        "pair",
-    "psi-stats",      "injectivity",   "trim",           "bench tokenize", "bench forward",
-    "bench generate", "bench bridge",  "bench head",     "bench heads",
+    "tokenize",       "detokenize",   "generate",   "synth",          "pair",
+    "psi-stats",      "injectivity",  "trim",       "bench tokenize", "bench forward",
+    "bench generate", "bench bridge", "bench head", "bench heads",
 };
 #define N_SUB ((int)(sizeof subcommands / sizeof subcommands[0]))
 
@@ -82,8 +82,8 @@ static void test_help_every_subcommand(void **state) {
 static void test_bad_values(void **state) {
     (void)state;
     expect_rejected("generate", "-m M -t T -p x -n abc", "-n");
-    expect_rejected("generate", "-m M -t T -p x -n 0", "-n");   /* below 1 */
-    expect_rejected("generate", "-m M -t T -p x -k 64", "-k");  /* 1..63 */
+    expect_rejected("generate", "-m M -t T -p x -n 0", "-n");  /* below 1 */
+    expect_rejected("generate", "-m M -t T -p x -k 64", "-k"); /* 1..63 */
     expect_rejected("generate", "-m M -t T -p x --temp warm", "--temp");
     expect_rejected("generate", "-m M -t T -p x --algo fastest", "--algo");
     expect_rejected("generate", "-m M -t T -p x --seed -3", "--seed");
@@ -94,10 +94,14 @@ static void test_bad_values(void **state) {
     expect_rejected("synth", "--shape tiny --format gguf -o /nonexistent --dtype q3", "--dtype");
     expect_rejected("bench forward", "--model M --n 1,x", "--n");
     expect_rejected("bench forward", "--model M --batch 65", "--batch");
-    expect_rejected("bench generate", "--target a --target-tokenizer b --draft c "
-                                      "--draft-tokenizer d --algos ar,nope", "--algos");
-    expect_rejected("bench generate", "--target a --target-tokenizer b --draft c "
-                                      "--draft-tokenizer d --temps 0,hot", "--temps");
+    expect_rejected("bench generate",
+                    "--target a --target-tokenizer b --draft c "
+                    "--draft-tokenizer d --algos ar,nope",
+                    "--algos");
+    expect_rejected("bench generate",
+                    "--target a --target-tokenizer b --draft c "
+                    "--draft-tokenizer d --temps 0,hot",
+                    "--temps");
     expect_rejected("trim", "-t T --corpus C --alpha 2 --min-coverage 0.5 --hidden-dim 8",
                     "--alpha");
     expect_rejected("psi-stats", "-T a -D b --shortest 0", "--shortest");

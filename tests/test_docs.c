@@ -10,8 +10,12 @@
 
 #include "tests/testutil.h"
 
-static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
-static bool flag_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
+static bool ident_char(char c) {
+    return isalnum((unsigned char)c) || c == '_';
+}
+static bool flag_char(char c) {
+    return isalnum((unsigned char)c) || c == '-' || c == '_';
+}
 
 /* Whether `word` occurs in text[0..len) with no word character (per `inside`) on either side. */
 static bool has_word(const char *text, size_t len, const char *word, bool (*inside)(char)) {
