@@ -2,13 +2,13 @@
  * through hsd_engine_generate_batch vs the same prompts one by one (hsd_engine_generate, seed
  * S + index both ways): tokens/s of each and their ratio; outputs must match. */
 #include <jansson.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/json_out.h"
 #include "cli/bench_generate.h"
+#include "cli/table.h"
 #include "hsd.h"
 #include "lib/timer.h"
 
@@ -122,16 +122,6 @@ static int run_batches(hsd_bench *b, batch_cell *cells) {
 static const int batch_width[BATCH_COLS] = {-26, -5, -6, 3,  7,  8, 10, 10, 7,
                                             10,  10, 7,  10, 10, 7, 6,  4};
 
-/* One row of the --batch table: aligned text, or a Markdown table row. */
-static void print_row(FILE *f, char col[][48], bool md) {
-    for (int k = 0; k < BATCH_COLS; k++)
-        if (md)
-            fprintf(f, "| %s ", col[k]);
-        else
-            fprintf(f, "%s%*s", k ? " " : "", batch_width[k], col[k]);
-    fputs(md ? "|\n" : "\n", f);
-}
-
 static void print_batches(hsd_bench *b, batch_cell *cells) {
     FILE *md = b->md ? fopen(b->md, "w") : NULL;
     if (b->md && !md) fprintf(stderr, "hsd bench generate: cannot write %s\n", b->md);
@@ -169,22 +159,22 @@ static void print_batches(hsd_bench *b, batch_cell *cells) {
                     double cseq = c->cpu_seq > 0 ? 1000.0 * c->tok_seq / c->cpu_seq : 0;
                     double cbat = c->cpu_batch > 0 ? 1000.0 * c->tok_batch / c->cpu_batch : 0;
                     const char *an = hsd_algo_name((hsd_algo)b->algos[ai]);
-                    char col[BATCH_COLS][48];
-                    snprintf(col[0], 48, "%s", b->dirs[di].name);
-                    snprintf(col[1], 48, "%g", b->temps[ti]);
-                    snprintf(col[2], 48, "%s", an);
-                    snprintf(col[3], 48, "%d", b->batch.v[bi]);
-                    snprintf(col[4], 48, "%ld", c->prompts);
-                    snprintf(col[5], 48, "%ld", c->tok_batch);
+                    char col[BATCH_COLS][HSD_CLI_CELL];
+                    snprintf(col[0], HSD_CLI_CELL, "%s", b->dirs[di].name);
+                    snprintf(col[1], HSD_CLI_CELL, "%g", b->temps[ti]);
+                    snprintf(col[2], HSD_CLI_CELL, "%s", an);
+                    snprintf(col[3], HSD_CLI_CELL, "%d", b->batch.v[bi]);
+                    snprintf(col[4], HSD_CLI_CELL, "%ld", c->prompts);
+                    snprintf(col[5], HSD_CLI_CELL, "%ld", c->tok_batch);
                     const double rates[9] = {seq,  bat,  seq > 0 ? bat / seq : 0,
                                              cseq, cbat, cseq > 0 ? cbat / cseq : 0,
                                              dseq, dbat, dseq > 0 ? dbat / dseq : 0};
                     for (int k = 0; k < 9; k++) /* tok/s whole, ratios to 0.01 */
-                        snprintf(col[6 + k], 48, k % 3 == 2 ? "%.2f" : "%.0f", rates[k]);
-                    snprintf(col[15], 48, "%.2f", tau);
-                    snprintf(col[16], 48, "%d", c->mismatches);
-                    if (!b->json) print_row(stdout, col, false);
-                    if (md) print_row(md, col, true);
+                        snprintf(col[6 + k], HSD_CLI_CELL, k % 3 == 2 ? "%.2f" : "%.0f", rates[k]);
+                    snprintf(col[15], HSD_CLI_CELL, "%.2f", tau);
+                    snprintf(col[16], HSD_CLI_CELL, "%d", c->mismatches);
+                    if (!b->json) hsd_cli_table_row(stdout, col, batch_width, BATCH_COLS, false);
+                    if (md) hsd_cli_table_row(md, col, batch_width, BATCH_COLS, true);
                     json_t *o = json_object();
                     json_object_set_new(o, "direction", json_string(b->dirs[di].name));
                     json_object_set_new(o, "temp", json_real(b->temps[ti]));

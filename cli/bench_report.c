@@ -1,11 +1,13 @@
 /* hsd bench generate: the cells as a text table, one JSON object, or Markdown tables for
  * bench/RESULTS.md (the prose around them is written by hand). */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/json_out.h"
 #include "cli/bench_generate.h"
+#include "cli/table.h"
 #include "hsd.h"
 
 static double mean(double sum, int n) {
@@ -18,6 +20,39 @@ static const char *set_name(const hsd_bench *b, int si) {
 
 static const int cost_ns[] = {1, 2, 4, 8, 16, 32, 48};
 #define N_COST_NS ((int)(sizeof cost_ns / sizeof cost_ns[0]))
+
+#define CELL_COLS 16
+static const int cell_width[CELL_COLS] = {-5, -14, -6, 8, 8, 5, 5, 7, 7, 21, 6, 5, 6, 6, 6, 4};
+
+/* The cells of one result row, for the text table and the Markdown one (md: the greedy
+ * mismatch column says "**MISMATCH**", and "–" where sampling makes it meaningless). */
+static void cell_row(const hsd_bench *b, int ti, int si, const hsd_bench_cell *x, bool md,
+                     char (*c)[HSD_CLI_CELL]) {
+    int n = x->runs;
+    snprintf(c[0], HSD_CLI_CELL, "%g", b->temps[ti]);
+    snprintf(c[1], HSD_CLI_CELL, "%s", set_name(b, si));
+    snprintf(c[2], HSD_CLI_CELL, "%s", hsd_algo_name((hsd_algo)x->algo));
+    snprintf(c[3], HSD_CLI_CELL, "%.0f", mean(x->tps, n));
+    snprintf(c[4], HSD_CLI_CELL, "%.0f", mean(x->dec_tps, n));
+    snprintf(c[5], HSD_CLI_CELL, "%.2f", x->tau_all);
+    snprintf(c[6], HSD_CLI_CELL, "%.2f", mean(x->acc, n));
+    snprintf(c[7], HSD_CLI_CELL, "%.2f", mean(x->ttft, n));
+    snprintf(c[8], HSD_CLI_CELL, "%.3f", mean(x->tpot, n));
+    snprintf(c[9], HSD_CLI_CELL, md ? "%.1f / %.1f / %.1f" : "%6.1f/%6.1f/%6.1f",
+             mean(x->draft_ms, n), mean(x->verify_ms, n), mean(x->bridge_ms, n));
+    snprintf(c[10], HSD_CLI_CELL, "%.2f", x->m);
+    snprintf(c[11], HSD_CLI_CELL, "%.2f", x->k_prime);
+    snprintf(c[12], HSD_CLI_CELL, "%.2f", x->predicted);
+    snprintf(c[13], HSD_CLI_CELL, "%.2f", x->measured);
+    snprintf(c[14], HSD_CLI_CELL, "%.2f", x->predicted > 0 ? x->measured / x->predicted : 0);
+    if (!md)
+        snprintf(c[15], HSD_CLI_CELL, "%d", x->mismatches);
+    else
+        snprintf(c[15], HSD_CLI_CELL, "%s",
+                 b->temps[ti] > 0 ? "–"
+                 : x->mismatches  ? "**MISMATCH**"
+                                  : "0");
+}
 
 void hsd_bench_print_text(hsd_bench *b) {
     printf("%s\nk = %d, N = %d new tokens, %d thread(s), prompt clip %d chars, seed %llu\n",
@@ -42,16 +77,9 @@ void hsd_bench_print_text(hsd_bench *b) {
                 for (int ai = 0; ai < b->n_algos; ai++) {
                     hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
                     if (!x->runs) continue;
-                    int n = x->runs;
-                    printf("%-5g %-14s %-6s %8.0f %8.0f %5.2f %5.2f %7.2f %7.3f %6.1f/%6.1f/%6.1f "
-                           "%6.2f %5.2f %6.2f "
-                           "%6.2f %6.2f %4d\n",
-                           b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo),
-                           mean(x->tps, n), mean(x->dec_tps, n), x->tau_all, mean(x->acc, n),
-                           mean(x->ttft, n), mean(x->tpot, n), mean(x->draft_ms, n),
-                           mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
-                           x->predicted, x->measured,
-                           x->predicted > 0 ? x->measured / x->predicted : 0, x->mismatches);
+                    char cells[CELL_COLS][HSD_CLI_CELL];
+                    cell_row(b, ti, si, x, false, cells);
+                    hsd_cli_table_row(stdout, cells, cell_width, CELL_COLS, false);
                 }
         if (!hsd_bench_has_algo(b, HSD_ALGO_SLRS)) continue;
         printf("string-level verification (all sets): first-candidate acceptance; SLRS also the "
@@ -179,19 +207,10 @@ int hsd_bench_write_md(hsd_bench *b) {
             for (int si = 0; si <= b->n_sets; si++)
                 for (int ai = 0; ai < b->n_algos; ai++) {
                     hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
-                    int n = x->runs;
-                    if (!n) continue;
-                    fprintf(f,
-                            "| %g | %s | %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %.1f / "
-                            "%.1f / %.1f | %.2f | "
-                            "%.2f | %.2f | %.2f | %.2f | %s |\n",
-                            b->temps[ti], set_name(b, si), hsd_algo_name((hsd_algo)x->algo),
-                            mean(x->tps, n), mean(x->dec_tps, n), x->tau_all, mean(x->acc, n),
-                            mean(x->ttft, n), mean(x->tpot, n), mean(x->draft_ms, n),
-                            mean(x->verify_ms, n), mean(x->bridge_ms, n), x->m, x->k_prime,
-                            x->predicted, x->measured,
-                            x->predicted > 0 ? x->measured / x->predicted : 0,
-                            b->temps[ti] <= 0 ? (x->mismatches ? "**MISMATCH**" : "0") : "–");
+                    if (!x->runs) continue;
+                    char cells[CELL_COLS][HSD_CLI_CELL];
+                    cell_row(b, ti, si, x, true, cells);
+                    hsd_cli_table_row(f, cells, cell_width, CELL_COLS, true);
                 }
         fputc('\n', f);
     }
