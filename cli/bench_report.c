@@ -54,6 +54,19 @@ static void cell_row(const hsd_bench *b, int ti, int si, const hsd_bench_cell *x
                                   : "0");
 }
 
+/* Every result row of direction di, as text or Markdown. */
+static void print_rows(hsd_bench *b, int di, FILE *f, bool md) {
+    for (int ti = 0; ti < b->n_temps; ti++)
+        for (int si = 0; si <= b->n_sets; si++)
+            for (int ai = 0; ai < b->n_algos; ai++) {
+                hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
+                if (!x->runs) continue;
+                char cells[CELL_COLS][HSD_CLI_CELL];
+                cell_row(b, ti, si, x, md, cells);
+                hsd_cli_table_row(f, cells, cell_width, CELL_COLS, md);
+            }
+}
+
 void hsd_bench_print_text(hsd_bench *b) {
     printf("%s\nk = %d, N = %d new tokens, %d thread(s), prompt clip %d chars, seed %llu\n",
            HSD_BENCH_FORMULA, b->k, b->n_gen, b->threads, b->clip, (unsigned long long)b->seed);
@@ -72,15 +85,7 @@ void hsd_bench_print_text(hsd_bench *b) {
         printf("\n%-5s %-14s %-6s %8s %8s %5s %5s %7s %7s %21s %6s %5s %6s %6s %6s %4s\n", "temp",
                "set", "algo", "tok/s", "dec tk/s", "tau", "acc", "TTFT", "TPOT",
                "draft/verify/bridge", "m", "k'", "pred", "meas", "ratio", "mism");
-        for (int ti = 0; ti < b->n_temps; ti++)
-            for (int si = 0; si <= b->n_sets; si++)
-                for (int ai = 0; ai < b->n_algos; ai++) {
-                    hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
-                    if (!x->runs) continue;
-                    char cells[CELL_COLS][HSD_CLI_CELL];
-                    cell_row(b, ti, si, x, false, cells);
-                    hsd_cli_table_row(stdout, cells, cell_width, CELL_COLS, false);
-                }
+        print_rows(b, di, stdout, false);
         if (!hsd_bench_has_algo(b, HSD_ALGO_SLRS)) continue;
         printf("string-level verification (all sets): first-candidate acceptance; SLRS also the "
                "expected\n"
@@ -203,15 +208,7 @@ int hsd_bench_write_md(hsd_bench *b) {
                 "draft / verify / bridge ms | m | k' | predicted | measured | meas/pred | greedy "
                 "mism. |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for (int ti = 0; ti < b->n_temps; ti++)
-            for (int si = 0; si <= b->n_sets; si++)
-                for (int ai = 0; ai < b->n_algos; ai++) {
-                    hsd_bench_cell *x = hsd_bench_cell_at(b, di, ti, si, ai);
-                    if (!x->runs) continue;
-                    char cells[CELL_COLS][HSD_CLI_CELL];
-                    cell_row(b, ti, si, x, true, cells);
-                    hsd_cli_table_row(f, cells, cell_width, CELL_COLS, true);
-                }
+        print_rows(b, di, f, true);
         fputc('\n', f);
     }
     fclose(f);
