@@ -30,7 +30,7 @@ static void usage(FILE *f) {
     for (int i = 0; i < N_CMDS; i++) fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
 }
 
-/* `hsd help-flags`: "COMMAND<TAB>FLAG" for every flag of every subcommand, generated from the
+/* `hsd help-flags`: "COMMAND<TAB>FLAG<TAB>TYPE" for every flag of every subcommand, generated from the
  * option tables (tests/test_docs.c checks docs/CLI.md against it). */
 static int help_flags(void) {
     for (int i = 0; i < N_CMDS; i++)

@@ -231,14 +231,17 @@ void hsd_opts_usage(const hsd_cli_spec *spec, FILE *f) {
 }
 
 void hsd_opts_list_flags(const hsd_cli_spec *spec, FILE *f) {
+    static const char *const type_names[] = {"flag",   "int",  "u64",  "float", "double",
+                                             "string", "list", "ints", "choice"};
     for (int i = 0; i < spec->n_opts; i++) {
         const hsd_opt *o = &spec->opts[i];
+        const char *type = type_names[o->type];
         for (const char *w = o->names; w && *w;) {
             const char *bar = strchr(w, '|');
             int wl = bar ? (int)(bar - w) : (int)strlen(w);
-            fprintf(f, "%s\t--%.*s\n", spec->name, wl, w);
+            fprintf(f, "%s\t--%.*s\t%s\n", spec->name, wl, w, type);
             w = bar ? bar + 1 : NULL;
         }
-        if (o->short_name) fprintf(f, "%s\t-%c\n", spec->name, o->short_name);
+        if (o->short_name) fprintf(f, "%s\t-%c\t%s\n", spec->name, o->short_name, type);
     }
 }

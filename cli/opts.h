@@ -104,7 +104,8 @@ enum { HSD_OPTS_OK = 0, HSD_OPTS_HELP = 1, HSD_OPTS_ERR = 2 };
 int hsd_opts_parse(const hsd_cli_spec *spec, void *dest, int argc, char **argv, int *n_pos);
 /* The usage text generated from the table. */
 void hsd_opts_usage(const hsd_cli_spec *spec, FILE *f);
-/* One line per flag, "NAME\t--flag" (every alias, and "-x"), for `hsd help-flags`. */
+/* One line per flag, "NAME\t--flag\tTYPE" (every alias, and "-x"; TYPE: flag, int, u64,
+ * float, double, string, list, ints, choice), for `hsd help-flags`. */
 void hsd_opts_list_flags(const hsd_cli_spec *spec, FILE *f);
 /* Prints "hsd NAME: msg" to stderr (the command-level errors after parsing) and returns 2. */
 int hsd_opts_fail(const hsd_cli_spec *spec, const char *fmt, ...)

@@ -135,10 +135,43 @@ static void test_help_flags_lists_every_subcommand(void **state) {
         if (!strstr(out, want)) fprintf(stderr, "help-flags lacks %s\n", subcommands[i]);
         assert_non_null(strstr(out, want));
     }
-    assert_non_null(strstr(out, "generate\t--target\n"));
-    assert_non_null(strstr(out, "generate\t--model\n")); /* aliases are listed too */
-    assert_non_null(strstr(out, "generate\t-n\n"));
+    assert_non_null(strstr(out, "generate\t--target\tstring\n"));
+    assert_non_null(strstr(out, "generate\t--model\tstring\n")); /* aliases are listed too */
+    assert_non_null(strstr(out, "generate\t-n\tint\n"));
+    assert_non_null(strstr(out, "generate\t--json\tflag\n"));
     free(out), free(err);
+}
+
+/* Every value-taking flag of every subcommand, from help-flags: given last without its value
+ * it is an error naming it; every numeric one given a word instead of a number, too; a flag
+ * that takes no value given one ("--json=1"), too. */
+static void test_every_flag_checks_its_value(void **state) {
+    (void)state;
+    char *list, *err;
+    assert_int_equal(run_cli("help-flags", &list, &err), 0);
+    free(err);
+    int checked = 0;
+    for (char *save = NULL, *line = strtok_r(list, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *flag = strchr(line, '\t'), *type = flag ? strchr(flag + 1, '\t') : NULL;
+        assert_non_null(type);
+        *flag++ = 0, *type++ = 0;
+        char args[256];
+        if (!strcmp(type, "flag")) {
+            if (flag[1] != '-') continue; /* "-x=1" is not a form the parser reads */
+            snprintf(args, sizeof args, "%s=1", flag);
+            expect_rejected(line, args, flag);
+        } else {
+            expect_rejected(line, flag, flag); /* value missing */
+            if (strcmp(type, "string") && strcmp(type, "list")) {
+                snprintf(args, sizeof args, "%s notanumber", flag);
+                expect_rejected(line, args, flag);
+            }
+        }
+        checked++;
+    }
+    assert_true(checked > 50);
+    free(list);
 }
 
 int main(void) {
@@ -148,6 +181,7 @@ int main(void) {
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_unknown_commands),
         cmocka_unit_test(test_help_flags_lists_every_subcommand),
+        cmocka_unit_test(test_every_flag_checks_its_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

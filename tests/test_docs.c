@@ -82,7 +82,8 @@ static void test_cli_md_has_every_flag(void **state) {
         char *tab = strchr(line, '\t');
         assert_non_null(tab);
         *tab = 0;
-        const char *flag = tab + 1;
+        char *flag = tab + 1, *type = strchr(flag, '\t'); /* "COMMAND\tFLAG\tTYPE" */
+        if (type) *type = 0;
         size_t len = 0;
         const char *sec = section(md, line, &len);
         flags++;
