@@ -17,7 +17,7 @@ typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
     int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one;
-    int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes;
+    int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx;
     float temp, top_p, slrs_top_p;
     uint64_t seed;
     hsd_opt_list stop;
@@ -47,6 +47,8 @@ static const hsd_opt gen_table[] = {
     {"stop", 0, HSD_OPT_LIST, O(stop), "STR", "stop after this string (repeatable)", 0, 0},
     {"no-bos", 0, HSD_OPT_FLAG, O(no_bos), NULL, "do not put each tokenizer's BOS first", 0, 0},
     HSD_OPT_ROW_THREADS(gen_opts, threads),
+    {"ctx", 0, HSD_OPT_INT, O(ctx), "N",
+     "KV cache capacity in tokens (default: the prompt + 2 N + 64)", 1, 1 << 28},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
     {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (per prompt) instead of text", 0, 0},
@@ -229,7 +231,11 @@ int hsd_cmd_generate(int argc, char **argv) {
         for (int32_t i = 0; i < n_batch; i++)
             if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
     }
-    int32_t n_ctx = (int32_t)longest + 2 * gp.max_new_tokens + 64, n_seq = batch ? n_batch : 1;
+    /* enough for the prompt (bytes bound tokens) and the generation, with room for the
+     * drafter's lookahead; --ctx sets it */
+    int64_t need = (int64_t)longest + 2 * (int64_t)gp.max_new_tokens + 64;
+    int32_t n_ctx = o.ctx > 0 ? o.ctx : need < (1 << 28) ? (int32_t)need : 1 << 28;
+    int32_t n_seq = batch ? n_batch : 1;
     hsd_model_params tp = model_params(&o, n_ctx, n_seq), dp = model_params(&o, n_ctx + 64, n_seq);
     if (hsd_cli_engine_load("generate", &x, o.target, o.target_tok, &tp, o.draft, o.draft_tok, &dp))
         goto done;
