@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/json_out.h"
+#include "cli/prompts.h"
 #include "lib/timer.h"
 #include "hsd.h"
 #include "lib/bridge.h"
@@ -28,26 +29,15 @@ static int cmp_d(const void *a, const void *b) {
 
 /* Corpus texts of the wanted kinds, joined by spaces, repeated until at least `bytes`. */
 static int corpus_text(const char *path, const char *kinds, size_t bytes, hsd_buf *out) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
+    char **texts;
+    int n = hsd_cli_read_prompts_of("bench bridge", path, kinds, 0, 0, &texts);
+    if (n < 0) return 1;
     hsd_buf once = {0};
-    char *line = NULL, want[256];
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_t *j = json_loads(line, 0, NULL);
-        const char *t = json_string_value(json_object_get(j, "text"));
-        const char *k = json_string_value(json_object_get(j, "kind"));
-        snprintf(want, sizeof want, ",%s,", k ? k : "");
-        char list[256];
-        snprintf(list, sizeof list, ",%s,", kinds);
-        if (t && strstr(list, want)) {
-            if (once.n) hsd_buf_push(&once, ' ');
-            hsd_buf_append(&once, t, strlen(t));
-        }
-        json_decref(j);
+    for (int i = 0; i < n; i++) {
+        if (once.n) hsd_buf_push(&once, ' ');
+        hsd_buf_append(&once, texts[i], strlen(texts[i]));
     }
-    free(line);
-    fclose(f);
+    hsd_cli_free_prompts(texts, n);
     while (once.n && out->n < bytes) {
         if (out->n) hsd_buf_push(out, ' ');
         hsd_buf_append(out, once.p, once.n);

@@ -2,6 +2,7 @@
 #include "cli/prompts.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,26 @@ char *hsd_cli_clip_words(const char *p, size_t clip) {
     return strdup(p + start);
 }
 
+/* Whether a JSON line's "kind" is in the comma-separated list (always, with no list). */
+static bool kind_wanted(json_t *j, const char *kinds) {
+    if (!kinds) return true;
+    const char *k = json_string_value(json_object_get(j, "kind"));
+    size_t kl = k ? strlen(k) : 0;
+    for (const char *p = kinds; k && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == kl && !strncmp(p, k, len)) return true;
+        p += len + (comma != NULL);
+    }
+    return false;
+}
+
 int hsd_cli_read_prompts(const char *who, const char *path, int max, size_t clip, char ***out) {
+    return hsd_cli_read_prompts_of(who, path, NULL, max, clip, out);
+}
+
+int hsd_cli_read_prompts_of(const char *who, const char *path, const char *kinds, int max,
+                            size_t clip, char ***out) {
     *out = NULL;
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -32,14 +52,20 @@ int hsd_cli_read_prompts(const char *who, const char *path, int max, size_t clip
         if (len == 0) continue;
         char *p = NULL;
         json_t *j = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
+        if (j && !kind_wanted(j, kinds)) {
+            json_decref(j);
+            continue;
+        }
         if (j) {
             const char *s = json_string_value(json_object_get(j, "prompt"));
             if (!s) s = json_string_value(json_object_get(j, "text"));
             if (s) p = hsd_cli_clip_words(s, clip);
             json_decref(j);
             if (!s) continue;
-        } else {
+        } else if (!kinds) {
             p = hsd_cli_clip_words(line, clip);
+        } else {
+            continue;
         }
         char **nv = p ? realloc(v, (size_t)(n + 1) * sizeof *nv) : NULL;
         if (!nv) {

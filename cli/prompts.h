@@ -16,6 +16,9 @@ char *hsd_cli_clip_words(const char *p, size_t clip);
  * *out is a malloc'd array of malloc'd strings (free with hsd_cli_free_prompts). Returns the
  * count, or -1 after printing "hsd WHO: PATH: why" when the file cannot be read. */
 int hsd_cli_read_prompts(const char *who, const char *path, int max, size_t clip, char ***out);
+/* The same, keeping only JSON lines whose "kind" is in the comma-separated list `kinds`. */
+int hsd_cli_read_prompts_of(const char *who, const char *path, const char *kinds, int max,
+                            size_t clip, char ***out);
 void hsd_cli_free_prompts(char **p, int n);
 
 /* Loads a corpus: JSONL {"text"} when the first non-blank byte is '{', else the whole file
