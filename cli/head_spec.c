@@ -39,7 +39,7 @@ bool hsd_cli_head_is_svd(const char *spec) {
 }
 
 int hsd_cli_head_apply(const char *who, const char *spec, hsd_model *draft,
-                       const hsd_tokenizer *draft_tok, const hsd_engine *e, const char *calib,
+                       const hsd_tokenizer *draft_tok, hsd_engine *e, const char *calib,
                        int32_t calib_tokens) {
     int32_t *cal = NULL, n_cal = 0;
     if (calib && draft_tok && hsd_cli_head_is_svd(spec) &&

@@ -17,7 +17,7 @@ int hsd_cli_calib_ids(const char *path, const hsd_tokenizer *tok, int32_t n_max,
  * calib_tokens: how many of its tokens, 0 = 4096). Prints "hsd WHO: ..." and returns 1 on
  * error. */
 int hsd_cli_head_apply(const char *who, const char *spec, hsd_model *draft,
-                       const hsd_tokenizer *draft_tok, const hsd_engine *e, const char *calib,
+                       const hsd_tokenizer *draft_tok, hsd_engine *e, const char *calib,
                        int32_t calib_tokens);
 /* Whether the spec builds factors by SVD (spec: or lowrank: without a FILE): those are worth
  * saving once and reading back. */

@@ -577,9 +577,8 @@ HSD_API hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int
  * spec (named), tli without e, calib_tokens NULL with n_calib > 0), IO / PARSE (the ids file,
  * with path and line), and those of hsd_engine_overlap_ids and hsd_model_set_head (the
  * previous head then stays). Not thread-safe per model. */
-HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec,
-                                           const hsd_engine *e, const int32_t *calib_tokens,
-                                           int32_t n_calib);
+HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
+                                           const int32_t *calib_tokens, int32_t n_calib);
 /* ====================================================================================
  * End of Draft heads
  * ==================================================================================== */

@@ -110,7 +110,7 @@ static int parse_sizes(const char *arg, bool with_k, hsd_head_params *p) {
     return 0;
 }
 
-hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, const hsd_engine *e,
+hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
                                    const int32_t *calib_tokens, int32_t n_calib) {
     if (!draft || !spec)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_set_head_spec: NULL %s",
