@@ -131,14 +131,13 @@ static json_t *result_json(const hsd_gen_result *r) {
 
 static void print_result_text(const hsd_gen_result *r) {
     fwrite(r->text, 1, r->text_len, stdout);
+    /* scripts read these lines (scripts/demo.sh: "acceptance rate ... tokens/s") */
     printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason);
-    if (r->algo != HSD_ALGO_AR)
-        printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds\n", r->acceptance_rate,
-               r->tau, r->n_rounds);
-    printf("%d tokens, %.1f tokens/s; TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify "
-           "%.2f ms, bridge %.2f ms (total %.2f ms)\n",
-           r->n_ids, r->tokens_per_s, r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms,
-           r->bridge_ms, r->total_ms);
+    printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
+           r->acceptance_rate, r->tau, r->n_rounds, r->tokens_per_s);
+    printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
+           "(total %.2f ms)\n",
+           r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms, r->bridge_ms, r->total_ms);
     if (r->algo == HSD_ALGO_SLRS)
         printf("slrs: %.1f tree nodes and %.2f drafter forwards per round, psi %.3f ms/round; "
                "first-token acceptance %.3f (expected %.3f; exact matching %.3f)\n",
