@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define HSD_CLI_CELL 48 /* bytes per formatted cell */
+#define HSD_CLI_CELL 160 /* bytes per formatted cell (a direction name is up to 128) */
 
 /* Prints n cells: text with width[k] per cell (negative: left-aligned), separated by a space,
  * or with md a Markdown row "| a | b |". */
