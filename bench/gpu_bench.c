@@ -30,6 +30,7 @@
 #include "models/cuda_model.h"
 #include "models/synth.h"
 #include "models/transformer.h"
+#include "lib/timer.h"
 
 static hsd_cuda *cu;
 /* --small: the benchmarks at toy sizes, to run their code paths on the host emulation */
@@ -58,11 +59,6 @@ static void mdf(const char *fmt, ...) {
     va_end(ap);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static float urand(void) {
     return 2.0f * hsd_rng_uniform(&rng) - 1.0f;
@@ -771,7 +767,7 @@ static double copy_bandwidth(void) {
 static void bench_1b(double bw) {
     const char *shape = g_small ? "small" : "llama-3.2-1b";
     printf("\n== AR decode, synth %s (bf16) ==\n", shape);
-    double t0 = now_ms();
+    double t0 = hsd_timer_ms();
     hsd_synth_model *sm;
     OK(hsd_synth_create(shape, HSD_DT_BF16, 7, &sm));
     hsd_model_params p = hsd_model_default_params();
@@ -787,7 +783,7 @@ static void bench_1b(double bw) {
         }
     wbytes += (double)hsd_dtype_row_bytes(HSD_DT_BF16, c->dim) * c->vocab_size;
     printf("  synthesized in %.1f s; %.2f GB of weights read per decode step\n",
-           (now_ms() - t0) / 1e3, wbytes / 1e9);
+           (hsd_timer_ms() - t0) / 1e3, wbytes / 1e9);
     double ideal = bw * 1e9 / wbytes;
     mdf("\n| synth %s bf16 | value |\n|---|---|\n| weights read per step | %.2f GB |\n"
         "| bound: copy bandwidth / weights | %.1f tok/s |\n",
@@ -815,10 +811,10 @@ static void bench_1b(double bw) {
         OK(g.forward(g.ctx, toks, 32, NULL, NULL, 0, NULL));
         for (int i = 0; i < 8; i++) OK(g.forward(g.ctx, toks + i, 1, NULL, NULL, 1, logits));
         const int steps = g_small ? 8 : 256;
-        double ts = now_ms();
+        double ts = hsd_timer_ms();
         for (int i = 0; i < steps; i++)
             OK(g.forward(g.ctx, toks + i % 64, 1, NULL, NULL, 1, logits));
-        double ms = (now_ms() - ts) / steps;
+        double ms = (hsd_timer_ms() - ts) / steps;
         bool met = (1e3 / ms) / ideal >= 0.8;
         printf("  decode (%s): %.3f ms/token, %.1f tok/s = %.0f%% of the bandwidth bound %.1f "
                "tok/s (target >= 80%%: %s)\n",
@@ -834,13 +830,13 @@ static void bench_1b(double bw) {
                 int32_t last = n - 1;
                 for (int r = 0; r < 15; r++) {
                     OK(g.kv_truncate(g.ctx, 40));
-                    double a = now_ms();
+                    double a = hsd_timer_ms();
                     OK(g.forward(g.ctx, toks, n, NULL, NULL, n, logits));
-                    ta[r] = (float)(now_ms() - a);
+                    ta[r] = (float)(hsd_timer_ms() - a);
                     OK(g.kv_truncate(g.ctx, 40));
-                    a = now_ms();
+                    a = hsd_timer_ms();
                     OK(g.forward(g.ctx, toks, n, NULL, &last, 1, logits));
-                    t1[r] = (float)(now_ms() - a);
+                    t1[r] = (float)(hsd_timer_ms() - a);
                 }
                 qsort(ta, 15, sizeof *ta, cmp_f);
                 qsort(t1, 15, sizeof *t1, cmp_f);

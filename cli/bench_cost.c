@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "cli/bench_generate.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
 #include "lib/rng.h"
 
 static int cmp_d(const void *a, const void *b) {
@@ -27,15 +27,15 @@ static double median_forward(hsd_model *m, int32_t prefix, int32_t n, int32_t ro
     enum { MAX_REPS = 400 };
     double times[MAX_REPS];
     int32_t last = n - 1;
-    double budget = hsd_cli_now_ms() + 60; /* ~60 ms per point keeps the sweep short */
+    double budget = hsd_timer_ms() + 60; /* ~60 ms per point keeps the sweep short */
     int r = 0;
     /* 3 repetitions suffice for a forward over 50 ms (a 1B model on a CPU), which would
      * otherwise make the sweep take many minutes */
-    while (r < MAX_REPS && (r < (r > 0 && times[0] > 50 ? 3 : 7) || hsd_cli_now_ms() < budget)) {
-        double t0 = hsd_cli_now_ms();
+    while (r < MAX_REPS && (r < (r > 0 && times[0] > 50 ? 3 : 7) || hsd_timer_ms() < budget)) {
+        double t0 = hsd_timer_ms();
         hsd_status s = rows_all ? hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits)
                                 : hsd_model_forward(m, toks + prefix, n, NULL, &last, 1, logits);
-        times[r++] = hsd_cli_now_ms() - t0;
+        times[r++] = hsd_timer_ms() - t0;
         hsd_model_kv_truncate(m, prefix);
         if (s) return -1;
     }

@@ -1,22 +1,40 @@
-/* Subcommands of the `hsd` command-line tool. Each returns the process exit code. */
+/* Subcommands of the `hsd` command-line tool. Each returns the process exit code (0 ok,
+ * 1 failure, 2 bad command line) and parses its arguments with cli/opts.h against its spec,
+ * which the registry below also exposes (usage, `hsd help-flags`, the docs test). */
 #ifndef HSD_CLI_H
 #define HSD_CLI_H
 
-int hsd_cmd_tokenize(int argc, char **argv);
-int hsd_cmd_detokenize(int argc, char **argv);
+#include "cli/opts.h"
+
+typedef struct hsd_cli_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const hsd_cli_spec *spec; /* NULL for a group (bench) */
+    const char *help;         /* one line for `hsd --help` */
+} hsd_cli_cmd;
+
+/* `hsd bench` subcommands (cli/cmd_bench.c). */
+extern const hsd_cli_cmd hsd_cli_bench_cmds[];
+extern const int hsd_cli_n_bench_cmds;
+
+#define HSD_CLI_COMMAND(name)                                                                      \
+    int hsd_cmd_##name(int argc, char **argv);                                                     \
+    extern const hsd_cli_spec hsd_spec_##name
+
+HSD_CLI_COMMAND(tokenize);
+HSD_CLI_COMMAND(detokenize);
+HSD_CLI_COMMAND(generate);
+HSD_CLI_COMMAND(synth);
+HSD_CLI_COMMAND(pair);
+HSD_CLI_COMMAND(psi_stats);
+HSD_CLI_COMMAND(injectivity);
+HSD_CLI_COMMAND(trim);
+HSD_CLI_COMMAND(bench_tokenize);
+HSD_CLI_COMMAND(bench_forward);
+HSD_CLI_COMMAND(bench_generate);
+HSD_CLI_COMMAND(bench_bridge);
+HSD_CLI_COMMAND(bench_head);
+HSD_CLI_COMMAND(bench_heads);
 int hsd_cmd_bench(int argc, char **argv);
-int hsd_cmd_bench_tokenize(int argc, char **argv);
-int hsd_cmd_bench_forward(int argc, char **argv);
-int hsd_cmd_bench_generate(int argc, char **argv);
-int hsd_cmd_bench_bridge(int argc, char **argv);
-int hsd_cmd_bench_head(int argc, char **argv);
-int hsd_cmd_bench_heads(int argc, char **argv);
-int hsd_cmd_bench_bandwidth(int argc, char **argv);
-int hsd_cmd_trim(int argc, char **argv);
-int hsd_cmd_generate(int argc, char **argv);
-int hsd_cmd_synth(int argc, char **argv);
-int hsd_cmd_pair(int argc, char **argv);
-int hsd_cmd_injectivity(int argc, char **argv);
-int hsd_cmd_psi_stats(int argc, char **argv);
 
 #endif

@@ -7,12 +7,15 @@
  * its end), so this is the engine's real per-round cost; it should not depend on the
  * context length because only a window behind the end is ever re-tokenized. */
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "cli/json_out.h"
+#include "cli/prompts.h"
+#include "lib/timer.h"
 #include "hsd.h"
 #include "lib/engine/bridge.h"
 #include "lib/rng.h"
@@ -26,26 +29,15 @@ static int cmp_d(const void *a, const void *b) {
 
 /* Corpus texts of the wanted kinds, joined by spaces, repeated until at least `bytes`. */
 static int corpus_text(const char *path, const char *kinds, size_t bytes, hsd_buf *out) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
+    char **texts;
+    int n = hsd_cli_read_prompts_of("bench bridge", path, kinds, 0, 0, &texts);
+    if (n < 0) return 1;
     hsd_buf once = {0};
-    char *line = NULL, want[256];
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_t *j = json_loads(line, 0, NULL);
-        const char *t = json_string_value(json_object_get(j, "text"));
-        const char *k = json_string_value(json_object_get(j, "kind"));
-        snprintf(want, sizeof want, ",%s,", k ? k : "");
-        char list[256];
-        snprintf(list, sizeof list, ",%s,", kinds);
-        if (t && strstr(list, want)) {
-            if (once.n) hsd_buf_push(&once, ' ');
-            hsd_buf_append(&once, t, strlen(t));
-        }
-        json_decref(j);
+    for (int i = 0; i < n; i++) {
+        if (once.n) hsd_buf_push(&once, ' ');
+        hsd_buf_append(&once, texts[i], strlen(texts[i]));
     }
-    free(line);
-    fclose(f);
+    hsd_cli_free_prompts(texts, n);
     while (once.n && out->n < bytes) {
         if (out->n) hsd_buf_push(out, ' ');
         hsd_buf_append(out, once.p, once.n);
@@ -109,34 +101,46 @@ static int one_round(state *s, const hsd_tokenizer *dt, const hsd_ids *src, int3
     return rc;
 }
 
+typedef struct bbridge_opts {
+    const char *tt, *dt, *corpus, *kinds;
+    hsd_opt_ints contexts;
+    int32_t rounds, k;
+    int json;
+} bbridge_opts;
+
+#define O(f) offsetof(bbridge_opts, f)
+static const hsd_opt bbridge_table[] = {
+    HSD_OPT_ROWS_TOKENIZERS(bbridge_opts, tt, dt, 0, 0),
+    {"corpus", 0, HSD_OPT_STRING, O(corpus), "corpus.jsonl", "JSONL {\"text\", \"kind\"}", 0, 0},
+    {"contexts", 0, HSD_OPT_INTS, O(contexts), "100,1000,10000",
+     "committed text lengths (target tokens)", 0, 1e9},
+    {"rounds", 0, HSD_OPT_INT, O(rounds), "R", "rounds per context (2000)", BLOCK, 1e9},
+    {"", 'k', HSD_OPT_INT, O(k), "K", "draft tokens per round (4)", 1, 1e6},
+    {"kinds", 0, HSD_OPT_STRING, O(kinds), "prose,...", "corpus kinds to use", 0, 0},
+    HSD_OPT_ROW_JSON(bbridge_opts, json),
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_bridge = {
+    "bench bridge", "--target-tokenizer T --draft-tokenizer D --corpus corpus.jsonl [OPTIONS]",
+    "  µs per bridge round (candidates for k draft tokens + commit + drafter resync)\n"
+    "  with the committed text at each context length (target tokens).\n",
+    NULL, bbridge_table, HSD_OPTS_N(bbridge_table), 0,
+};
+
 int hsd_cmd_bench_bridge(int argc, char **argv) {
-    const char *tt_path = NULL, *dt_path = NULL, *corpus = NULL, *ctxs = "100,1000,10000";
-    const char *kinds = "prose,long_prose,long_prose_newlines,code,long_code_python,long_code_c";
-    int rounds = 2000, json = 0;
-    int32_t k = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!v) break;
-        i++;
-        if (!strcmp(a, "--target-tokenizer")) tt_path = v;
-        else if (!strcmp(a, "--draft-tokenizer")) dt_path = v;
-        else if (!strcmp(a, "--corpus")) corpus = v;
-        else if (!strcmp(a, "--contexts")) ctxs = v;
-        else if (!strcmp(a, "--rounds")) rounds = atoi(v);
-        else if (!strcmp(a, "--kinds")) kinds = v;
-        else if (!strcmp(a, "-k")) k = atoi(v);
-        else { tt_path = NULL; break; }
-    }
-    int32_t ctx[16];
-    int n_ctx = hsd_cli_parse_ints(ctxs, ctx, 16);
-    if (!tt_path || !dt_path || !corpus || n_ctx <= 0 || rounds < BLOCK || k < 1) {
-        fprintf(stderr, "usage: hsd bench bridge --target-tokenizer T --draft-tokenizer D --corpus corpus.jsonl\n"
-                        "         [--contexts 100,1000,10000] [--rounds R] [-k K] [--kinds prose,...] [--json]\n"
-                        "  µs per bridge round (candidates for k draft tokens + commit + drafter resync)\n"
-                        "  with the committed text at each context length (target tokens).\n");
-        return 2;
-    }
+    bbridge_opts o = {0};
+    o.kinds = "prose,long_prose,long_prose_newlines,code,long_code_python,long_code_c";
+    o.contexts = (hsd_opt_ints){{100, 1000, 10000}, 3};
+    o.rounds = 2000, o.k = 4;
+    HSD_OPTS_PARSE(&hsd_spec_bench_bridge, &o, argc, argv, NULL);
+    if (!o.tt || !o.dt || !o.corpus)
+        return hsd_opts_fail(&hsd_spec_bench_bridge,
+                             "--target-tokenizer, --draft-tokenizer and --corpus are required");
+    const char *tt_path = o.tt, *dt_path = o.dt, *corpus = o.corpus, *kinds = o.kinds;
+    int rounds = o.rounds, json = o.json, n_ctx = o.contexts.n;
+    int32_t k = o.k;
+    const int32_t *ctx = o.contexts.v;
     hsd_tokenizer *tt = NULL, *dt = NULL;
     if (hsd_tokenizer_load_file(tt_path, &tt) || hsd_tokenizer_load_file(dt_path, &dt)) {
         fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
@@ -205,9 +209,9 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         size_t window = 0;
         for (int i = 0; i < rounds; i++) {
             if (i % BLOCK == 0 && state_copy(&s, &base)) break;
-            double t0 = hsd_cli_now_ms();
+            double t0 = hsd_timer_ms();
             int e = one_round(&s, dt, &src, k, &r);
-            us[i] = (hsd_cli_now_ms() - t0) * 1000;
+            us[i] = (hsd_timer_ms() - t0) * 1000;
             window += s.text.n - s.D.seg_off;
             if (e) {
                 fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
@@ -236,9 +240,8 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         state_free(&s);
     }
     if (json) {
-        char *d = json_dumps(out, JSON_COMPACT);
-        if (d) puts(d);
-        free(d);
+        hsd_cli_put_json(out, JSON_COMPACT);
+        out = NULL;
     }
     rc = 0;
 done:

@@ -1,11 +1,12 @@
 /* hsd bench forward: cost of one forward over n new tokens (all rows' logits, as a
  * speculative verification needs) relative to n = 1, after a cached prefix. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
 #include "hsd.h"
 #include "lib/rng.h"
 
@@ -25,7 +26,7 @@ static void truncate_all(hsd_model *m, int32_t B, int32_t prefix) {
 static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32_t *b_list, int n_b,
                        int32_t prefix, int32_t stride, int32_t reps, const int32_t *toks,
                        float *logits, int cpu) {
-    double (*clock_ms)(void) = cpu ? hsd_cli_cpu_ms : hsd_cli_now_ms;
+    double (*clock_ms)(void) = cpu ? hsd_timer_cpu_ms : hsd_timer_ms;
     printf("%s time\n%4s %3s %14s %14s %9s %14s\n", cpu ? "process CPU" : "wall", "n", "B",
            "B forwards ms", "1 batched ms", "batched/B", "ms/token batched");
     hsd_model_batch_seq ent[64];
@@ -34,10 +35,10 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
             int32_t n = n_list[k], B = b_list[j];
             for (int32_t s = 0; s < B; s++) /* slot s: its own tokens after its own prefix */
                 ent[s] = (hsd_model_batch_seq){s, toks + (size_t)s * stride + prefix, n, NULL, NULL, n};
-            double t = hsd_cli_now_ms();
+            double t = hsd_timer_ms();
             if (hsd_model_forward_batch(m, ent, B, logits) != HSD_OK) return 1;
             truncate_all(m, B, prefix);
-            t = hsd_cli_now_ms() - t;
+            t = hsd_timer_ms() - t;
             int R = reps > 0 ? reps : (int)(500.0 / (t > 0.01 ? t : 0.01));
             if (R < 3) R = 3;
             if (R > 1000) R = 1000;
@@ -67,57 +68,50 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
     return 0;
 }
 
+typedef struct fwd_opts {
+    const char *model;
+    hsd_opt_ints n, batch;
+    int32_t prefix, reps, threads;
+    int backend, cpu;
+} fwd_opts;
+
+#define O(f) offsetof(fwd_opts, f)
+static const hsd_opt fwd_table[] = {
+    {"model", 'm', HSD_OPT_STRING, O(model), "M", "model file or directory", 0, 0},
+    {"n", 0, HSD_OPT_INTS, O(n), "1,2,4,8,16", "new tokens per forward (default 1,2,4,8,16)", 1,
+     1e6},
+    {"prefix", 0, HSD_OPT_INT, O(prefix), "P", "cached prefix before the timed forward (32)", 1,
+     1e6},
+    {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
+    HSD_OPT_ROW_THREADS(fwd_opts, threads),
+    {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
+    {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
+     "instead: B sequences x n tokens, B forwards vs one batched forward (B <= 64)", 1, 64},
+    {"cpu-time", 0, HSD_OPT_FLAG, O(cpu), NULL, "--batch in process CPU time instead of wall time",
+     0, 0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_forward = {
+    "bench forward", "--model M [OPTIONS]",
+    "  median time of one forward of n tokens after a P-token prefix, logits for every row.\n",
+    NULL, fwd_table, HSD_OPTS_N(fwd_table), 0,
+};
+
 int hsd_cmd_bench_forward(int argc, char **argv) {
-    const char *model_path = NULL, *ns = "1,2,4,8,16", *bs = NULL;
-    int32_t prefix = 32, reps = 0, threads = 0;
-    int backend = HSD_BACKEND_AUTO;
-    int cpu = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--cpu-time")) {
-            cpu = 1;
-            continue;
-        }
-        if (!v) break;
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_path = v;
-        else if (!strcmp(a, "--n")) ns = v;
-        else if (!strcmp(a, "--prefix")) prefix = atoi(v);
-        else if (!strcmp(a, "--reps")) reps = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--batch")) bs = v;
-        else if (!strcmp(a, "--backend")) {
-            if ((backend = hsd_backend_parse(v)) < 0) {
-                fprintf(stderr, "hsd bench forward: unknown backend %s (auto, cpu, cuda)\n", v);
-                return 2;
-            }
-        }
-        else { fprintf(stderr, "hsd bench forward: unknown option %s\n", a); return 2; }
-    }
-    int32_t n_list[64], b_list[16], max_b = 1;
-    int n_n = hsd_cli_parse_ints(ns, n_list, 64), n_b = bs ? hsd_cli_parse_ints(bs, b_list, 16) : 0;
-    for (int i = 0; i < n_b; i++) {
-        if (b_list[i] < 1 || b_list[i] > 64)
-            n_b = -1;
-        else if (b_list[i] > max_b)
-            max_b = b_list[i];
-    }
-    if (!model_path || n_n <= 0 || prefix < 1 || n_b < 0) {
-        fprintf(
-            stderr,
-            "usage: hsd bench forward --model M [--n 1,2,4,8,16] [--prefix P] [--reps R] "
-            "[--threads T]\n"
-            "                         [--backend auto|cpu|cuda] [--batch 1,2,4,8 [--cpu-time]]\n"
-            "  median time of one forward of n tokens after a P-token prefix (default 32),\n"
-            "  logits for every row; reps default: enough for ~1 s per n.\n"
-            "  --batch: instead, B sequences (own prefixes, own KV slots) x n new tokens as\n"
-            "  B separate forwards vs one batched forward (hsd_model_forward_batch), B <= 64;\n"
-            "  --cpu-time times them in process CPU time instead of wall time (shared machines)\n");
-        return 2;
-    }
+    fwd_opts o = {0};
+    o.prefix = 32;
+    o.n = (hsd_opt_ints){{1, 2, 4, 8, 16}, 5};
+    HSD_OPTS_PARSE(&hsd_spec_bench_forward, &o, argc, argv, NULL);
+    if (!o.model) return hsd_opts_fail(&hsd_spec_bench_forward, "--model is required");
+    const char *model_path = o.model;
+    int32_t prefix = o.prefix, reps = o.reps, threads = o.threads, max_b = 1;
+    int backend = o.backend, cpu = o.cpu, n_n = o.n.n, n_b = o.batch.n;
+    const int32_t *n_list = o.n.v, *b_list = o.batch.v;
+    for (int i = 0; i < n_b; i++)
+        if (b_list[i] > max_b) max_b = b_list[i];
     int32_t max_n = 1;
     for (int i = 0; i < n_n; i++) {
-        if (n_list[i] < 1) { fprintf(stderr, "hsd bench forward: bad n %d\n", n_list[i]); return 2; }
         if (n_list[i] > max_n) max_n = n_list[i];
     }
     hsd_model_params mp = hsd_model_default_params();
@@ -126,13 +120,13 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
     hsd_model *m;
-    double tl = hsd_cli_now_ms();
+    double tl = hsd_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {
         fprintf(stderr, "hsd bench forward: %s\n", hsd_last_error());
         return 1;
     }
     printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
-           hsd_model_desc(m), hsd_cli_now_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
+           hsd_model_desc(m), hsd_timer_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
            prefix);
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_b * max_n * V * sizeof *logits);
@@ -169,18 +163,18 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     for (int k = 0; k < n_n; k++) {
         int32_t n = n_list[k];
         /* warm-up, and a first timing to pick the repetition count */
-        double t = hsd_cli_now_ms();
+        double t = hsd_timer_ms();
         hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
         hsd_model_kv_truncate(m, prefix);
-        t = hsd_cli_now_ms() - t;
+        t = hsd_timer_ms() - t;
         int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
         if (R < 3) R = 3;
         if (R > 2000) R = 2000;
         double *times = malloc((size_t)R * sizeof *times);
         for (int i = 0; i < R; i++) {
-            double t0 = hsd_cli_now_ms();
+            double t0 = hsd_timer_ms();
             hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
-            times[i] = hsd_cli_now_ms() - t0;
+            times[i] = hsd_timer_ms() - t0;
             hsd_model_kv_truncate(m, prefix);
         }
         qsort(times, (size_t)R, sizeof *times, cmp_double);

@@ -1,27 +1,42 @@
 /* hsd bench head: the drafter's LM head alone. For each head the model runs single-token
  * decode steps after a short prefix, and the model's own head / backbone timers (the head is
  * timed inside the forward, hsd_model_get_timing) give the head's share of each step. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
 #include "cli/head_spec.h"
 #include "hsd.h"
 #include "lib/rng.h"
 
-static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: hsd bench head --model M [--heads "
-        "'full;trimk:K;trim:IDS;spec:K[/R][:F];lowrank:R[:F]']\n"
-        "                      [--reps R] [--prefix P] [--threads T] [--no-mmap]\n"
-        "  Median per-step head time and backbone time of 1-token decode steps with each head\n"
-        "  (default heads: full;trimk:V/8;spec:2048;lowrank:d/8). trimk:K keeps K ids spread "
-        "evenly\n"
-        "  over the vocabulary (for models without a tokenizer). Build time = SVD / packing.\n");
-}
+typedef struct bhead_opts {
+    const char *model, *heads;
+    int32_t reps, prefix, threads;
+    int no_mmap;
+} bhead_opts;
+
+#define O(f) offsetof(bhead_opts, f)
+static const hsd_opt bhead_table[] = {
+    {"model", 'm', HSD_OPT_STRING, O(model), "M", "model file or directory", 0, 0},
+    {"heads", 0, HSD_OPT_STRING, O(heads), "'full;trimk:K;SPEC;...'",
+     "heads to time, ';'-separated (default full;trimk:V/8;spec:2048;lowrank:0)", 0, 0},
+    {"reps", 0, HSD_OPT_INT, O(reps), "R", "decode steps per head (10)", 1, 1e9},
+    {"prefix", 0, HSD_OPT_INT, O(prefix), "P", "prefix tokens before the steps (16)", 1, 1e6},
+    HSD_OPT_ROW_THREADS(bhead_opts, threads),
+    HSD_OPT_ROW_NO_MMAP(bhead_opts, no_mmap),
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_head = {
+    "bench head", "--model M [--heads LIST] [--reps R] [--prefix P] [--threads T] [--no-mmap]",
+    "  Median per-step head time and backbone time of 1-token decode steps with each head.\n"
+    "  trimk:K keeps K ids spread evenly over the vocabulary (for models without a tokenizer);\n"
+    "  other heads as --draft-head of hsd generate. Build time = SVD / packing.\n",
+    NULL, bhead_table, HSD_OPTS_N(bhead_table), 0,
+};
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -29,57 +44,26 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int hsd_cmd_bench_head(int argc, char **argv) {
-    int no_mmap = 0;
-    const char *model_path = NULL, *heads = NULL;
-    int32_t reps = 10, prefix = 16, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (!strcmp(a, "--no-mmap")) {
-            no_mmap = 1;
-            continue;
-        }
-        if (!v) {
-            usage();
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
-            model_path = v;
-        else if (!strcmp(a, "--heads"))
-            heads = v;
-        else if (!strcmp(a, "--reps"))
-            reps = atoi(v);
-        else if (!strcmp(a, "--prefix"))
-            prefix = atoi(v);
-        else if (!strcmp(a, "--threads"))
-            threads = atoi(v);
-        else {
-            fprintf(stderr, "hsd bench head: unknown option %s\n", a);
-            usage();
-            return 2;
-        }
-    }
-    if (!model_path || reps < 1 || prefix < 1) {
-        usage();
-        return 2;
-    }
+    bhead_opts o = {0};
+    o.reps = 10, o.prefix = 16;
+    HSD_OPTS_PARSE(&hsd_spec_bench_head, &o, argc, argv, NULL);
+    if (!o.model) return hsd_opts_fail(&hsd_spec_bench_head, "--model is required");
+    int no_mmap = o.no_mmap;
+    const char *model_path = o.model, *heads = o.heads;
+    int32_t reps = o.reps, prefix = o.prefix, threads = o.threads;
     hsd_model_params mp = hsd_model_default_params();
     mp.n_ctx = prefix + 2;
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;
     hsd_model *m;
-    double t0 = hsd_cli_now_ms();
+    double t0 = hsd_timer_ms();
     if (hsd_model_load(model_path, &mp, &m)) {
         fprintf(stderr, "hsd bench head: %s\n", hsd_last_error());
         return 1;
     }
     int32_t V = hsd_model_vocab_size(m);
     printf("model: %s (loaded in %.0f ms), %d threads, %d steps per head after a %d-token prefix\n",
-           hsd_model_desc(m), hsd_cli_now_ms() - t0, mp.n_threads, reps, prefix);
+           hsd_model_desc(m), hsd_timer_ms() - t0, mp.n_threads, reps, prefix);
     char defaults[128];
     snprintf(defaults, sizeof defaults, "full;trimk:%d;spec:%d;lowrank:0", V / 8 > 0 ? V / 8 : 1,
              V > 2048 ? 2048 : (V / 8 > 0 ? V / 8 : 1));
@@ -101,9 +85,8 @@ int hsd_cmd_bench_head(int argc, char **argv) {
     double full_ms = 0;
     for (char *save = NULL, *spec = strtok_r(list, ";", &save); spec;
          spec = strtok_r(NULL, ";", &save)) {
-        hsd_cli_head h;
         int32_t *even = NULL;
-        double tb = hsd_cli_now_ms();
+        double tb = hsd_timer_ms();
         if (!strncmp(spec, "trimk:", 6)) {
             int32_t k = atoi(spec + 6);
             if (k < 1 || k > V) {
@@ -111,28 +94,24 @@ int hsd_cmd_bench_head(int argc, char **argv) {
                 rc = 1;
                 break;
             }
-            memset(&h, 0, sizeof h);
-            h.p = hsd_head_default_params();
-            h.p.kind = HSD_HEAD_TRIMMED;
+            hsd_head_params hp = hsd_head_default_params();
+            hp.kind = HSD_HEAD_TRIMMED;
             even = malloc((size_t)k * sizeof *even);
             for (int32_t i = 0; even && i < k; i++) even[i] = (int32_t)((int64_t)i * V / k);
-            h.p.keep_ids = even;
-            h.p.n_keep = k;
-            if (hsd_model_set_head(m, &h.p)) {
+            hp.keep_ids = even;
+            hp.n_keep = k;
+            if (hsd_model_set_head(m, &hp)) {
                 fprintf(stderr, "hsd bench head: %s: %s\n", spec, hsd_last_error());
                 free(even);
                 rc = 1;
                 break;
             }
             free(even);
-        } else if (hsd_cli_head_parse(spec, &h) || hsd_cli_head_apply(&h, m, NULL, NULL, NULL, 0)) {
-            hsd_cli_head_free(&h);
+        } else if (hsd_cli_head_apply("bench head", spec, m, NULL, NULL, NULL, 0)) {
             rc = 1;
             break;
-        } else {
-            hsd_cli_head_free(&h);
         }
-        double build = hsd_cli_now_ms() - tb;
+        double build = hsd_timer_ms() - tb;
         int32_t last = prefix - 1;
         hsd_status s = hsd_model_kv_truncate(m, 0);
         if (!s) s = hsd_model_forward(m, toks, prefix, NULL, &last, 1, logits);

@@ -12,168 +12,112 @@
  * and measured rho_TPS = TPS_M / TPS_full. Each prompt is generated once untimed first, so the
  * engine's prefix cache removes the prompt prefill from the timed runs, and the heads take
  * turns within each repetition. */
-#include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
+#include "cli/engine_load.h"
 #include "cli/head_spec.h"
+#include "cli/prompts.h"
 #include "hsd.h"
 
 #define MAX_HEADS 16
 #define MAX_PROMPTS 64
 
-static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: hsd bench heads --target M --target-tokenizer T --draft M2 --draft-tokenizer D\n"
-        "         [--algo sd|tli|slem|union|auto] [--heads 'full;SPEC;...'] [--prompts FILE | -p "
-        "TEXT]\n"
-        "         [--max-prompts P] [-n N] [-k K] [--temp X] [--seed S] [--threads T]\n"
-        "         [--head-calib CORPUS] [--calib-tokens N] [--repeat R] [--clip BYTES] "
-        "[--no-mmap]\n"
-        "  SPEC as for hsd generate --draft-head. The first head is the baseline (full is put\n"
-        "  first if missing). Prints T_head, T_backbone, T_verify, T_overhead per round, nu,\n"
-        "  rho_tau, kappa and predicted (SlimSpec eq. 4) vs measured rho_TPS.\n");
-}
+typedef struct bheads_opts {
+    const char *tm, *tt, *dm, *dt, *heads, *prompt_file, *prompt, *calib;
+    int algo, no_mmap;
+    int32_t max_prompts, n, k, threads, calib_tokens, repeat, clip;
+    float temp;
+    uint64_t seed;
+} bheads_opts;
+
+#define O(f) offsetof(bheads_opts, f)
+static const hsd_opt bheads_table[] = {
+    HSD_OPT_ROWS_PAIR(bheads_opts, tm, tt, dm, dt),
+    {"algo", 0, HSD_OPT_CHOICE, O(algo), "ar|sd|union|tli|slem|slrs|auto",
+     "algorithm (default auto; not ar)", 0, 0},
+    {"heads", 0, HSD_OPT_STRING, O(heads), "'full;SPEC;...'",
+     "heads, as --draft-head of hsd generate (default full;spec:64;lowrank:0)", 0, 0},
+    {"prompts", 0, HSD_OPT_STRING, O(prompt_file), "FILE",
+     "prompt file (default bench/prompts/summarization.jsonl)", 0, 0},
+    {"prompt", 'p', HSD_OPT_STRING, O(prompt), "TEXT", "one prompt instead", 0, 0},
+    {"max-prompts", 0, HSD_OPT_INT, O(max_prompts), "P", "prompts at most (8)", 1, MAX_PROMPTS},
+    {"", 'n', HSD_OPT_INT, O(n), "N", "new tokens per generation (64)", 1, 1e9},
+    {"", 'k', HSD_OPT_INT, O(k), "K", "draft length (4)", 1, 63},
+    {"temp", 0, HSD_OPT_FLOAT, O(temp), "X", "temperature (0: greedy)", 0, 0},
+    {"seed", 0, HSD_OPT_U64, O(seed), "S", "random seed", 0, 0},
+    HSD_OPT_ROW_THREADS(bheads_opts, threads),
+    HSD_OPT_ROWS_HEAD_CALIB(bheads_opts, calib, calib_tokens),
+    {"repeat", 0, HSD_OPT_INT, O(repeat), "R", "timed repetitions per prompt (1)", 1, 1e6},
+    {"clip", 0, HSD_OPT_INT, O(clip), "BYTES",
+     "clip prompts to their last BYTES at a word start (0: whole)", 0, 1e9},
+    HSD_OPT_ROW_NO_MMAP(bheads_opts, no_mmap),
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_heads = {
+    "bench heads",
+    "--target M --target-tokenizer T --draft M2 --draft-tokenizer D [OPTIONS]",
+    "  The first head is the baseline (full is put first if missing). Prints T_head,\n"
+    "  T_backbone, T_verify, T_overhead per round, nu, rho_tau, kappa and predicted\n"
+    "  (SlimSpec eq. 4) vs measured rho_TPS.\n",
+    NULL, bheads_table, HSD_OPTS_N(bheads_table), 0,
+};
 
 typedef struct agg {
     char label[96], desc[160];
     double tokens, rounds, drafted, accepted, total_ms, verify_ms, head_ms, backbone_ms, head_rows;
 } agg;
 
-/* Prompts clipped to their last `clip` bytes at a word start (0 = whole), so short-context
- * models (babyllama: 256 characters) fit prompt and generation. */
-static int load_prompts(const char *path, int max, size_t clip, char **out) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "hsd bench heads: %s: cannot open\n", path);
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    int n = 0;
-    while (n < max && getline(&line, &cap, f) > 0) {
-        json_t *j = json_loads(line, 0, NULL);
-        const char *p = json_string_value(json_object_get(j, "prompt"));
-        if (!p) p = json_string_value(json_object_get(j, "text"));
-        if (p) {
-            size_t len = strlen(p), start = clip && len > clip ? len - clip : 0;
-            while (start > 0 && start < len && p[start - 1] != ' ') start++;
-            out[n++] = strdup(p + start);
-        }
-        json_decref(j);
-    }
-    free(line);
-    fclose(f);
-    return n;
-}
-
 int hsd_cmd_bench_heads(int argc, char **argv) {
-    int no_mmap = 0;
-    const char *tm = NULL, *tt = NULL, *dm = NULL, *dt = NULL, *algo = "auto", *heads = NULL;
-    const char *prompt_file = NULL, *prompt = NULL, *calib = NULL;
-    int32_t max_prompts = 8, threads = 0, calib_tokens = 0, repeat = 1, clip = 0;
+    const hsd_cli_spec *spec = &hsd_spec_bench_heads;
     hsd_gen_params gp = hsd_gen_default_params();
-    gp.max_new_tokens = 64;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (!strcmp(a, "--no-mmap")) {
-            no_mmap = 1;
-            continue;
-        }
-        if (!v) {
-            usage();
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--target"))
-            tm = v;
-        else if (!strcmp(a, "--target-tokenizer"))
-            tt = v;
-        else if (!strcmp(a, "--draft"))
-            dm = v;
-        else if (!strcmp(a, "--draft-tokenizer"))
-            dt = v;
-        else if (!strcmp(a, "--algo"))
-            algo = v;
-        else if (!strcmp(a, "--heads"))
-            heads = v;
-        else if (!strcmp(a, "--prompts"))
-            prompt_file = v;
-        else if (!strcmp(a, "-p"))
-            prompt = v;
-        else if (!strcmp(a, "--max-prompts"))
-            max_prompts = atoi(v);
-        else if (!strcmp(a, "-n"))
-            gp.max_new_tokens = atoi(v);
-        else if (!strcmp(a, "-k"))
-            gp.n_draft = atoi(v);
-        else if (!strcmp(a, "--temp"))
-            gp.temp = strtof(v, NULL);
-        else if (!strcmp(a, "--seed"))
-            gp.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--threads"))
-            threads = atoi(v);
-        else if (!strcmp(a, "--head-calib"))
-            calib = v;
-        else if (!strcmp(a, "--calib-tokens"))
-            calib_tokens = atoi(v);
-        else if (!strcmp(a, "--repeat"))
-            repeat = atoi(v);
-        else if (!strcmp(a, "--clip"))
-            clip = atoi(v);
-        else {
-            fprintf(stderr, "hsd bench heads: unknown option %s\n", a);
-            usage();
-            return 2;
-        }
-    }
-    int al = hsd_algo_parse(algo);
-    if (!tm || !tt || !dm || !dt || al < 0 || al == HSD_ALGO_AR || gp.max_new_tokens < 1 ||
-        repeat < 1 || max_prompts < 1 || max_prompts > MAX_PROMPTS) {
-        usage();
-        return 2;
-    }
+    bheads_opts o = {0};
+    o.algo = HSD_ALGO_AUTO, o.max_prompts = 8, o.repeat = 1, o.n = 64, o.k = gp.n_draft;
+    HSD_OPTS_PARSE(spec, &o, argc, argv, NULL);
+    if (!o.tm || !o.tt || !o.dm || !o.dt)
+        return hsd_opts_fail(spec, "--target, --target-tokenizer, --draft and --draft-tokenizer "
+                                   "are required");
+    if (o.algo == HSD_ALGO_AR) return hsd_opts_fail(spec, "--algo ar has no drafter head");
+    int no_mmap = o.no_mmap, al = o.algo;
+    const char *tm = o.tm, *tt = o.tt, *dm = o.dm, *dt = o.dt, *heads = o.heads;
+    const char *calib = o.calib, *algo = hsd_algo_name((hsd_algo)o.algo);
+    int32_t threads = o.threads, calib_tokens = o.calib_tokens, repeat = o.repeat;
+    gp.max_new_tokens = o.n, gp.n_draft = o.k, gp.temp = o.temp, gp.seed = o.seed;
     gp.algo = (hsd_algo)al;
     gp.stop_at_eos = false; /* equal lengths keep the per-round split comparable */
-    char *prompts[MAX_PROMPTS];
+    char **prompts = NULL;
     int n_prompts = 0;
-    if (prompt)
-        prompts[n_prompts++] = strdup(prompt);
-    else if ((n_prompts =
-                  load_prompts(prompt_file ? prompt_file : "bench/prompts/summarization.jsonl",
-                               max_prompts, clip > 0 ? (size_t)clip : 0, prompts)) <= 0) {
-        fprintf(stderr, "hsd bench heads: no prompts\n");
+    if (o.prompt) {
+        if (!(prompts = malloc(sizeof *prompts)) || !(prompts[0] = strdup(o.prompt))) return 1;
+        n_prompts = 1;
+    } else if ((n_prompts = hsd_cli_read_prompts(
+                    "bench heads", o.prompt_file ? o.prompt_file : "bench/prompts/summarization.jsonl",
+                    o.max_prompts, (size_t)o.clip, &prompts)) <= 0) {
+        if (n_prompts == 0) fprintf(stderr, "hsd bench heads: no prompts\n");
         return 1;
     }
     char list[1024];
     snprintf(list, sizeof list, "%s%s", heads && !strncmp(heads, "full", 4) ? "" : "full;",
              heads ? heads : "spec:64;lowrank:0");
     int rc = 1;
-    hsd_model *mt = NULL, *md = NULL;
-    hsd_tokenizer *kt = NULL, *kd = NULL;
-    hsd_engine *e = NULL;
+    hsd_cli_engine x = {0};
     agg a[MAX_HEADS];
-    hsd_cli_head hs[MAX_HEADS];
+    char *hs[MAX_HEADS]; /* each head spec, with a cached factors file once built */
     char cache[MAX_HEADS][64];
     int n_heads = 0;
     hsd_model_params mp = hsd_model_default_params();
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;
-    if (hsd_tokenizer_load_file(tt, &kt) || hsd_tokenizer_load_file(dt, &kd) ||
-        hsd_model_load(tm, &mp, &mt) || hsd_model_load(dm, &mp, &md) ||
-        hsd_engine_init(mt, kt, md, kd, &e)) {
-        fprintf(stderr, "hsd bench heads: %s\n", hsd_last_error());
-        goto done;
-    }
+    if (hsd_cli_engine_load("bench heads", &x, tm, tt, &mp, dm, dt, &mp)) goto done;
+    hsd_model *mt = x.target, *md = x.draft;
+    const hsd_tokenizer *kd = x.draft_tok;
+    hsd_engine *e = x.e;
     printf("target: %s\ndrafter: %s\nalgo %s, k %d, temp %g, %d new tokens, %d prompts x %d\n",
            hsd_model_desc(mt), hsd_model_desc(md), algo, gp.n_draft, gp.temp, gp.max_new_tokens,
            n_prompts, repeat);
@@ -181,23 +125,27 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
      * that switching back to a head costs a file read, not another SVD */
     for (char *save = NULL, *spec = strtok_r(list, ";", &save); spec && n_heads < MAX_HEADS;
          spec = strtok_r(NULL, ";", &save)) {
-        hsd_cli_head *h = &hs[n_heads];
-        if (hsd_cli_head_parse(spec, h)) goto done;
+        if (!(hs[n_heads] = strdup(spec))) goto done;
         cache[n_heads][0] = 0;
         agg *g = &a[n_heads++];
         memset(g, 0, sizeof *g);
         snprintf(g->label, sizeof g->label, "%s", spec);
-        if (hsd_cli_head_apply(h, md, kd, e, calib, calib_tokens)) goto done;
+        if (hsd_cli_head_apply("bench heads", spec, md, kd, e, calib, calib_tokens)) goto done;
         snprintf(g->desc, sizeof g->desc, "%s", hsd_model_head_desc(md));
-        bool factors = h->p.kind == HSD_HEAD_SPECULATIVE || h->p.kind == HSD_HEAD_LOWRANK;
-        if (factors && !h->p.factors_path && n_prompts * repeat > 1) {
+        if (hsd_cli_head_is_svd(spec) && n_prompts * repeat > 1) {
             snprintf(cache[n_heads - 1], sizeof cache[0], "/tmp/hsd_bench_heads_%d_%d.safetensors",
                      (int)getpid(), n_heads - 1);
             if (hsd_model_save_head(md, cache[n_heads - 1])) {
                 fprintf(stderr, "hsd bench heads: caching %s: %s\n", spec, hsd_last_error());
                 goto done;
             }
-            h->p.factors_path = cache[n_heads - 1];
+            /* the same head read back from the file: "spec:K[/R]:FILE", "lowrank:R:FILE" */
+            size_t len = strlen(spec) + strlen(cache[n_heads - 1]) + 2;
+            char *with_file = malloc(len);
+            if (!with_file) goto done;
+            snprintf(with_file, len, "%s:%s", spec, cache[n_heads - 1]);
+            free(hs[n_heads - 1]);
+            hs[n_heads - 1] = with_file;
         }
     }
     /* Interleaved: for each prompt one untimed run prefills it (the engine's prefix cache
@@ -208,7 +156,7 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
             for (int hi = 0; hi < (rep < 0 ? 1 : n_heads); hi++) {
                 agg *g = &a[hi];
                 if (rep < 0) hsd_engine_reset(e);
-                if (n_heads > 1 && hsd_cli_head_apply(&hs[hi], md, kd, e, calib, calib_tokens))
+                if (n_heads > 1 && hsd_cli_head_apply("bench heads", hs[hi], md, kd, e, calib, calib_tokens))
                     goto done;
                 hsd_model_reset_timing(md);
                 hsd_gen_result r;
@@ -267,13 +215,9 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
 done:
     for (int i = 0; i < n_heads; i++) {
         if (cache[i][0]) unlink(cache[i]);
-        hsd_cli_head_free(&hs[i]);
+        free(hs[i]);
     }
-    for (int i = 0; i < n_prompts; i++) free(prompts[i]);
-    hsd_engine_free(e);
-    hsd_model_free(mt);
-    hsd_model_free(md);
-    hsd_tokenizer_free(kt);
-    hsd_tokenizer_free(kd);
+    hsd_cli_free_prompts(prompts, n_prompts);
+    hsd_cli_engine_free(&x);
     return rc;
 }

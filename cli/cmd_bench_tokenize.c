@@ -1,20 +1,38 @@
 /* hsd bench tokenize: single-thread encode throughput, same method and fields as
  * shared/tools/bench-hf.js (texts repeated to N MB, median of R runs, load time). */
-#include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "cli/cli.h"
+#include "cli/prompts.h"
 #include "hsd.h"
+#include "lib/timer.h"
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+typedef struct btok_opts {
+    const char *path, *corpus;
+    double mb;
+    int32_t runs;
+    int json;
+} btok_opts;
+
+#define O(f) offsetof(btok_opts, f)
+static const hsd_opt btok_table[] = {
+    {"tokenizer", 't', HSD_OPT_STRING, O(path), "T", "tokenizer file", 0, 0},
+    {"corpus", 0, HSD_OPT_STRING, O(corpus), "C", "JSONL {\"text\"} corpus", 0, 0},
+    {"mb", 0, HSD_OPT_DOUBLE, O(mb), "N", "MB per run: the corpus repeated (default 8)", 1e-6, 1e6},
+    {"runs", 0, HSD_OPT_INT, O(runs), "R", "timed runs; the median is reported (5)", 1, 1e6},
+    {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (bench-hf.js fields)", 0, 0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_tokenize = {
+    "bench tokenize", "-t T --corpus C [--mb N] [--runs R] [--json]",
+    "  single-thread encode throughput, as shared/tools/bench-hf.js measures it\n", NULL,
+    btok_table, HSD_OPTS_N(btok_table), 0,
+};
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -22,55 +40,20 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int hsd_cmd_bench_tokenize(int argc, char **argv) {
-    const char *path = NULL, *corpus = NULL;
-    double mb = 8;
-    int runs = 5;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-t") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--corpus") && i + 1 < argc) corpus = argv[++i];
-        else if (!strcmp(argv[i], "--mb") && i + 1 < argc) mb = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json")) json = true;
-        else {
-            fprintf(stderr, "usage: hsd bench tokenize -t T --corpus C [--mb N] [--runs R] [--json]\n");
-            return 2;
-        }
-    }
-    if (!path || !corpus || runs < 1 || mb <= 0) {
-        fprintf(stderr, "usage: hsd bench tokenize -t T --corpus C [--mb N] [--runs R] [--json]\n");
-        return 2;
-    }
-    FILE *f = fopen(corpus, "r");
-    if (!f) {
-        fprintf(stderr, "hsd bench: cannot open corpus %s\n", corpus);
-        return 1;
-    }
+    btok_opts o = {0};
+    o.mb = 8, o.runs = 5;
+    HSD_OPTS_PARSE(&hsd_spec_bench_tokenize, &o, argc, argv, NULL);
+    if (!o.path || !o.corpus)
+        return hsd_opts_fail(&hsd_spec_bench_tokenize, "-t and --corpus are required");
+    const char *path = o.path;
+    double mb = o.mb;
+    int runs = o.runs;
+    bool json = o.json;
     char **texts = NULL;
-    size_t *lens = NULL, nt = 0, cap = 0;
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &lcap, f)) >= 0) {
-        json_t *j = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, NULL);
-        json_t *t = j ? json_object_get(j, "text") : NULL;
-        if (t && json_is_string(t)) {
-            if (nt == cap) {
-                cap = cap ? cap * 2 : 512;
-                texts = realloc(texts, cap * sizeof *texts);
-                lens = realloc(lens, cap * sizeof *lens);
-            }
-            lens[nt] = json_string_length(t);
-            texts[nt] = malloc(lens[nt] + 1);
-            memcpy(texts[nt], json_string_value(t), lens[nt] + 1);
-            nt++;
-        }
-        json_decref(j);
-    }
-    free(line);
-    fclose(f);
+    size_t *lens = NULL, nt = 0;
+    if (hsd_cli_load_corpus(o.corpus, &texts, &lens, &nt)) return 1;
     if (!nt) {
-        fprintf(stderr, "hsd bench: no {\"text\"} lines in %s\n", corpus);
+        fprintf(stderr, "hsd bench tokenize: no texts in %s\n", o.corpus);
         return 1;
     }
     /* the batch: whole corpus passes until the byte target is reached (as bench-hf.js) */
@@ -79,13 +62,13 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < nt; i++) bytes += lens[i];
         passes++;
     }
-    double t0 = now_ms();
+    double t0 = hsd_timer_ms();
     hsd_tokenizer *tok;
     if (hsd_tokenizer_load_file(path, &tok)) {
         fprintf(stderr, "hsd bench: %s\n", hsd_last_error());
         return 1;
     }
-    double load_ms = now_ms() - t0;
+    double load_ms = hsd_timer_ms() - t0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long rss_kb = ru.ru_maxrss;
@@ -93,7 +76,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
     int32_t *ids = malloc(idcap * sizeof *ids);
     double *rates = calloc((size_t)runs, sizeof *rates);
     for (int r = -1; r < runs; r++) { /* r = -1: warm-up over 64 texts */
-        double s = now_ms();
+        double s = hsd_timer_ms();
         size_t ntok = 0;
         for (size_t p = 0; p < (r < 0 ? 1 : passes); p++)
             for (size_t i = 0; i < (r < 0 ? (nt < 64 ? nt : 64) : nt); i++) {
@@ -110,7 +93,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
                 }
                 ntok += got;
             }
-        double sec = (now_ms() - s) / 1e3;
+        double sec = (hsd_timer_ms() - s) / 1e3;
         if (r >= 0) {
             rates[r] = (double)bytes / (1024.0 * 1024.0) / sec;
             if (r == 0) tokens = ntok;
@@ -133,9 +116,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
     free(sorted);
     free(rates);
     free(ids);
-    for (size_t i = 0; i < nt; i++) free(texts[i]);
-    free(texts);
-    free(lens);
+    hsd_cli_free_corpus(texts, lens, nt);
     hsd_tokenizer_free(tok);
     return 0;
 }

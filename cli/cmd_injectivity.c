@@ -1,34 +1,53 @@
 /* hsd injectivity: which strings does a tokenizer not give back? (lib/injectivity.h) */
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 #include "lib/analysis/injectivity.h"
 
-static void usage_injectivity(void) {
-    fprintf(stderr,
-            "usage: hsd injectivity -t TOKENIZER [--corpus C] [--fuzz SECONDS] [--seed S]\n"
-            "                       [--max-found N] [--max-report N] [--prefix CHARS] [--no-minimize]\n"
-            "                       [--json]\n"
-            "Finds strings s with decode(encode(s, add_special=false), skip_special=false) != s.\n"
-            "  --corpus C      JSONL file of {\"text\": ...} lines: check each sample\n"
-            "  --prefix CHARS  check only the first CHARS characters of each sample (paper: 100)\n"
-            "  --fuzz SECONDS  then generate adversarial text (ICU UnicodeSets, mutations of the\n"
-            "                  corpus and of failures) for this long; progress on stderr\n"
-            "  --seed S        fuzzer seed (default 1); the same seed tries the same strings\n"
-            "  --max-found N   stop fuzzing after N distinct minimal counterexamples\n"
-            "  --max-report N  list at most N fuzz finds (default 100; all are counted; 0 = all)\n"
-            "  --no-minimize   skip shrinking failures (faster; no minimal/cause)\n"
-            "  --json          one JSON object: samples, non_injective, injectivity_rate,\n"
-            "                  counterexamples [{input, decoded, minimal, cause, source}], fuzz\n"
-            "Each failure is shrunk to a minimal counterexample (delta debugging over characters)\n"
-            "and its cause found by experiment: unk, added_token, normalization, whitespace,\n"
-            "byte_sequence or other.\n");
-}
+typedef struct inj_cli_opts {
+    const char *path, *corpus;
+    double fuzz;
+    uint64_t seed;
+    int32_t max_found, max_report, prefix;
+    int json, no_minimize;
+} inj_cli_opts;
+
+#define O(f) offsetof(inj_cli_opts, f)
+static const hsd_opt inj_table[] = {
+    {"tokenizer", 't', HSD_OPT_STRING, O(path), "TOKENIZER", "the tokenizer to check", 0, 0},
+    {"corpus", 0, HSD_OPT_STRING, O(corpus), "C", "JSONL file of {\"text\": ...} lines: check each sample", 0, 0},
+    {"prefix", 0, HSD_OPT_INT, O(prefix), "CHARS",
+     "check only the first CHARS characters of each sample (paper: 100)", 0, 2147483647.0},
+    {"fuzz", 0, HSD_OPT_DOUBLE, O(fuzz), "SECONDS",
+     "then generate adversarial text for this long; progress on stderr", 0, 1e9},
+    {"seed", 0, HSD_OPT_U64, O(seed), "S", "fuzzer seed (default 1)", 0, 0},
+    {"max-found", 0, HSD_OPT_INT, O(max_found), "N",
+     "stop fuzzing after N distinct minimal counterexamples", 0, 2147483647.0},
+    {"max-report", 0, HSD_OPT_INT, O(max_report), "N",
+     "list at most N fuzz finds (default 100; 0 = all)", 0, 2147483647.0},
+    {"no-minimize", 0, HSD_OPT_FLAG, O(no_minimize), NULL,
+     "skip shrinking failures (faster; no minimal/cause)", 0, 0},
+    {"json", 0, HSD_OPT_FLAG, O(json), NULL,
+     "one JSON object: samples, non_injective, injectivity_rate, counterexamples, fuzz", 0, 0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_injectivity = {
+    "injectivity",
+    "-t TOKENIZER [--corpus C] [--fuzz SECONDS] [OPTIONS]",
+    "Finds strings s with decode(encode(s, add_special=false), skip_special=false) != s.\n"
+    "Each failure is shrunk to a minimal counterexample (delta debugging over characters)\n"
+    "and its cause found by experiment: unk, added_token, normalization, whitespace,\n"
+    "byte_sequence or other.\n",
+    NULL, inj_table, HSD_OPTS_N(inj_table), 0,
+};
 
 static void progress(void *ctx, double frac, int64_t cands, int64_t found) {
     (void)ctx;
@@ -71,36 +90,16 @@ static void print_escaped(const char *s, size_t n, size_t max) {
 }
 
 int hsd_cmd_injectivity(int argc, char **argv) {
-    const char *path = NULL, *corpus_path = NULL;
-    double fuzz = 0;
-    unsigned long long seed = 1;
-    long long max_found = 0, prefix = 0, max_report = 100;
-    bool json = false, minimize = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if ((!strcmp(a, "-t") || !strcmp(a, "--tokenizer")) && has) path = argv[++i];
-        else if (!strcmp(a, "--corpus") && has) corpus_path = argv[++i];
-        else if (!strcmp(a, "--fuzz") && has) fuzz = atof(argv[++i]);
-        else if (!strcmp(a, "--seed") && has) seed = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(a, "--max-found") && has) max_found = atoll(argv[++i]);
-        else if (!strcmp(a, "--max-report") && has) max_report = atoll(argv[++i]);
-        else if (!strcmp(a, "--prefix") && has) prefix = atoll(argv[++i]);
-        else if (!strcmp(a, "--json")) json = true;
-        else if (!strcmp(a, "--no-minimize")) minimize = false;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_injectivity();
-            return 0;
-        } else {
-            fprintf(stderr, "hsd injectivity: unknown or incomplete option '%s'\n", a);
-            usage_injectivity();
-            return 2;
-        }
-    }
-    if (!path || (!corpus_path && fuzz <= 0) || prefix < 0 || max_found < 0) {
-        usage_injectivity();
-        return 2;
-    }
+    inj_cli_opts op = {0};
+    op.seed = 1, op.max_report = 100;
+    HSD_OPTS_PARSE(&hsd_spec_injectivity, &op, argc, argv, NULL);
+    if (!op.path || (!op.corpus && op.fuzz <= 0))
+        return hsd_opts_fail(&hsd_spec_injectivity, "-t and --corpus or --fuzz are required");
+    const char *path = op.path, *corpus_path = op.corpus;
+    double fuzz = op.fuzz;
+    unsigned long long seed = op.seed;
+    long long max_found = op.max_found, prefix = op.prefix, max_report = op.max_report;
+    bool json = op.json, minimize = !op.no_minimize;
     hsd_tokenizer *tok = NULL;
     if (hsd_tokenizer_load_file(path, &tok)) {
         fprintf(stderr, "hsd injectivity: %s\n", hsd_last_error());
@@ -138,10 +137,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
             json_object_set_new(fz, "found", json_integer(r.fuzz_found));
             json_object_set_new(out, "fuzz", fz);
         }
-        char *s = json_dumps(out, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(out);
+        hsd_cli_put_json(out, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         if (corpus_path)
             printf("%s: %lld of %lld samples round-trip (%.2f%%); %lld do not\n", path,

@@ -1,17 +1,18 @@
 /* hsd pair: vocabulary fit of a target/drafter tokenizer pair and the algorithm to use. */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 #include "lib/analysis/pair.h"
 
-static void usage_pair(void) {
-    fprintf(stderr,
-            "usage: hsd pair --target-tokenizer T --draft-tokenizer D [--corpus C] [--json]\n"
+static void about_pair(FILE *f) {
+    fprintf(f,
             "Reports |T|, |D|, |T∩D| by surface bytes and |T∩D|/|T| (paper Table 9); with a\n"
             "corpus (JSONL {\"text\": ...}) the same ratio over the target tokens used (Table 10)\n"
             "and each tokenizer's round-trip rate; whether T -> D* and D -> T* hold (every token\n"
@@ -68,29 +69,31 @@ static void print_expr(const char *what, const hsd_tokenizer *a, const hsd_pair_
     putchar('\n');
 }
 
+typedef struct pair_opts {
+    const char *tp, *dp, *corpus;
+    int json;
+} pair_opts;
+
+#define O(f) offsetof(pair_opts, f)
+static const hsd_opt pair_table[] = {
+    HSD_OPT_ROWS_TOKENIZERS(pair_opts, tp, dp, 'T', 'D'),
+    {"corpus", 0, HSD_OPT_STRING, O(corpus), "C", "JSONL {\"text\"} corpus for used-token counts", 0, 0},
+    HSD_OPT_ROW_JSON(pair_opts, json),
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_pair = {
+    "pair", "--target-tokenizer T --draft-tokenizer D [--corpus C] [--json]", NULL, about_pair,
+    pair_table, HSD_OPTS_N(pair_table), 0,
+};
+
 int hsd_cmd_pair(int argc, char **argv) {
-    const char *tp = NULL, *dp = NULL, *corpus = NULL;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if ((!strcmp(a, "--target-tokenizer") || !strcmp(a, "-T")) && has) tp = argv[++i];
-        else if ((!strcmp(a, "--draft-tokenizer") || !strcmp(a, "-D")) && has) dp = argv[++i];
-        else if (!strcmp(a, "--corpus") && has) corpus = argv[++i];
-        else if (!strcmp(a, "--json")) json = true;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_pair();
-            return 0;
-        } else {
-            fprintf(stderr, "hsd pair: unknown or incomplete option '%s'\n", a);
-            usage_pair();
-            return 2;
-        }
-    }
-    if (!tp || !dp) {
-        usage_pair();
-        return 2;
-    }
+    pair_opts o = {0};
+    HSD_OPTS_PARSE(&hsd_spec_pair, &o, argc, argv, NULL);
+    if (!o.tp || !o.dp)
+        return hsd_opts_fail(&hsd_spec_pair, "--target-tokenizer and --draft-tokenizer are required");
+    const char *tp = o.tp, *dp = o.dp, *corpus = o.corpus;
+    bool json = o.json;
     hsd_tokenizer *t = NULL, *d = NULL;
     hsd_pair_report r;
     int rc = 0;
@@ -154,10 +157,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
         json_object_set_new(o, "reason", json_string(r.reason));
         json_object_set_new(o, "warnings", json_string(r.warnings));
-        char *s = json_dumps(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(o);
+        hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: |T| = %d ids (%d special)\n", tp, r.t_size, r.t_special);
         printf("draft    %s: |D| = %d ids (%d special); text tokens up to %d bytes, mean %.2f\n",

@@ -3,23 +3,22 @@
  * drafter's token trie (lib/psi_stats.h defines every number printed). */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
 #include "cli/svg.h"
 #include "hsd.h"
 #include "lib/analysis/psi_stats.h"
 
 #define DEFAULT_SHORTEST 150000
 
-static void usage_psi_stats(void) {
-    fprintf(stderr,
-            "usage: hsd psi-stats --draft-tokenizer D --target-tokenizer T [--json] [--svg FILE]\n"
-            "                     [--shortest N] [--distinct-surfaces]\n"
+static void about_psi_stats(FILE *f) {
+    fprintf(f,
             "For every target text token (special tokens excluded), by surface bytes:\n"
             "  decompositions  drafter-token sequences whose concatenation is the token (the\n"
             "                  paper's 'combinations'; 0 when there is none)\n"
@@ -32,13 +31,6 @@ static void usage_psi_stats(void) {
             "are counted (ids sharing a surface count apart) unless --distinct-surfaces.\n"
             "--svg FILE plots decompositions against token length on a log scale (Figure 2).\n",
             DEFAULT_SHORTEST);
-}
-
-/* CPU time of this thread: the machine may be shared, and wall time then says little. */
-static double cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* A token's surface for display: its vocabulary string. */
@@ -168,47 +160,43 @@ static int write_svg(const char *path, const char *title, const hsd_psi_length_r
     return fclose(f) ? -1 : 0;
 }
 
+typedef struct psi_opts {
+    const char *tp, *dp, *svg;
+    int json, distinct;
+    int32_t shortest;
+} psi_opts;
+
+#define O(f) offsetof(psi_opts, f)
+static const hsd_opt psi_table[] = {
+    HSD_OPT_ROWS_TOKENIZERS(psi_opts, tp, dp, 'T', 'D'),
+    HSD_OPT_ROW_JSON(psi_opts, json),
+    {"svg", 0, HSD_OPT_STRING, O(svg), "FILE", "plot decompositions against token length", 0, 0},
+    {"shortest", 0, HSD_OPT_INT, O(shortest), "N", "tokens in the Table-5 summary (150000)", 1,
+     2147483647.0},
+    {"distinct-surfaces", 0, HSD_OPT_FLAG, O(distinct), NULL,
+     "count drafter ids sharing a surface once", 0, 0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_psi_stats = {
+    "psi-stats",
+    "--draft-tokenizer D --target-tokenizer T [--json] [--svg FILE] [--shortest N] "
+    "[--distinct-surfaces]",
+    NULL, about_psi_stats, psi_table, HSD_OPTS_N(psi_table), 0,
+};
+
 int hsd_cmd_psi_stats(int argc, char **argv) {
-    const char *tp = NULL, *dp = NULL, *svg = NULL;
-    bool json = false;
+    psi_opts o = {0};
+    o.shortest = DEFAULT_SHORTEST;
+    HSD_OPTS_PARSE(&hsd_spec_psi_stats, &o, argc, argv, NULL);
+    if (!o.tp || !o.dp)
+        return hsd_opts_fail(&hsd_spec_psi_stats,
+                             "both --draft-tokenizer and --target-tokenizer are needed");
+    const char *tp = o.tp, *dp = o.dp, *svg = o.svg;
+    bool json = o.json;
     hsd_psi_params params = {0};
-    long shortest = DEFAULT_SHORTEST;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if ((!strcmp(a, "--target-tokenizer") || !strcmp(a, "-T")) && has)
-            tp = argv[++i];
-        else if ((!strcmp(a, "--draft-tokenizer") || !strcmp(a, "-D")) && has)
-            dp = argv[++i];
-        else if (!strcmp(a, "--svg") && has)
-            svg = argv[++i];
-        else if (!strcmp(a, "--json"))
-            json = true;
-        else if (!strcmp(a, "--distinct-surfaces"))
-            params.distinct_surfaces = true;
-        else if (!strcmp(a, "--shortest") && has) {
-            char *end;
-            shortest = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || shortest <= 0) {
-                fprintf(stderr, "hsd psi-stats: --shortest wants a positive count, got '%s'\n",
-                        argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_psi_stats();
-            return 0;
-        } else {
-            fprintf(stderr, "hsd psi-stats: unknown or incomplete option '%s'\n", a);
-            usage_psi_stats();
-            return 2;
-        }
-    }
-    if (!tp || !dp) {
-        fprintf(stderr,
-                "hsd psi-stats: both --draft-tokenizer and --target-tokenizer are needed\n");
-        usage_psi_stats();
-        return 2;
-    }
+    params.distinct_surfaces = o.distinct;
+    long shortest = o.shortest;
     hsd_tokenizer *t = NULL, *d = NULL;
     hsd_token_trie *trie = NULL;
     hsd_psi_stats s = {0};
@@ -216,13 +204,13 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n_rows = 0, n_ids = 0;
     int rc = 0;
-    double t0 = hsd_cli_now_ms(), c0 = cpu_ms();
+    double t0 = hsd_timer_ms(), c0 = hsd_timer_cpu_ms();
     if (hsd_tokenizer_load_file(tp, &t)) {
         fprintf(stderr, "hsd psi-stats: target tokenizer: %s\n", hsd_last_error());
         rc = 1;
         goto done;
     }
-    double t1 = hsd_cli_now_ms(), c1 = cpu_ms();
+    double t1 = hsd_timer_ms(), c1 = hsd_timer_cpu_ms();
     /* draft = target (the paper's Table 5 setting): one tokenizer serves both sides */
     if (!strcmp(dp, tp))
         d = t;
@@ -231,11 +219,11 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    double t2 = hsd_cli_now_ms(), c2 = cpu_ms();
+    double t2 = hsd_timer_ms(), c2 = hsd_timer_cpu_ms();
     hsd_status st = hsd_token_trie_build(d, &trie);
-    double t3 = hsd_cli_now_ms(), c3 = cpu_ms();
+    double t3 = hsd_timer_ms(), c3 = hsd_timer_cpu_ms();
     if (!st) st = hsd_psi_stats_compute(t, trie, &params, &s);
-    double t4 = hsd_cli_now_ms(), c4 = cpu_ms();
+    double t4 = hsd_timer_ms(), c4 = hsd_timer_cpu_ms();
     if (!st) st = hsd_psi_by_length(&s, &rows, &n_rows);
     if (!st) st = hsd_psi_ids_by_length(&s, &ids, &n_ids);
     hsd_psi_summary sh_len, sh_count, all_len, all_count;
@@ -243,7 +231,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
     if (!st && (summarize_ids(&s, ids, n_short, &sh_len, &sh_count) ||
                 summarize_ids(&s, ids, n_ids, &all_len, &all_count)))
         st = HSD_ERR_NOMEM;
-    double t5 = hsd_cli_now_ms(), c5 = cpu_ms();
+    double t5 = hsd_timer_ms(), c5 = hsd_timer_cpu_ms();
     if (st) {
         fprintf(stderr, "hsd psi-stats: %s\n", hsd_last_error());
         rc = 1;
@@ -313,10 +301,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
                             json_pack("{s:f,s:f,s:f,s:f,s:f}", "load_target", t1 - t0, "load_draft",
                                       t2 - t1, "trie", t3 - t2, "dp", t4 - t3, "summaries",
                                       t5 - t4));
-        char *js = json_dumps(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-        if (js) puts(js);
-        free(js);
-        json_decref(o);
+        hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: %d text tokens, 1..%u bytes\n", tp, s.n_tokens, s.max_len);
         printf("draft    %s: %d text tokens, trie of %d nodes\n", dp, hsd_token_trie_n_tokens(trie),

@@ -1,9 +1,11 @@
 /* hsd tokenize / detokenize. */
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
 
@@ -49,10 +51,7 @@ static int tokenize_jsonl(const hsd_tokenizer *tok, bool special) {
         json_t *out = json_object();
         json_object_set_new(out, "ids", arr);
         json_object_set_new(out, "decoded", json_stringn(dec, dlen));
-        char *s = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
-        if (s) puts(s);
-        free(s);
-        json_decref(out);
+        hsd_cli_put_json(out, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(in);
         hsd_free(ids);
         hsd_free(dec);
@@ -61,33 +60,42 @@ static int tokenize_jsonl(const hsd_tokenizer *tok, bool special) {
     return rc;
 }
 
-static void usage_tokenize(void) {
-    fprintf(stderr, "usage: hsd tokenize -t TOKENIZER [--special] [--jsonl] [TEXT]\n"
-                    "  --jsonl   read {\"text\": ...} lines on stdin, write {\"ids\", \"decoded\"}\n"
-                    "  --special add special tokens (HF add_special_tokens=true)\n");
-}
+typedef struct tok_opts {
+    const char *path;
+    int special, jsonl, skip_special;
+} tok_opts;
+
+#define O(f) offsetof(tok_opts, f)
+static const hsd_opt tokenize_table[] = {
+    {"tokenizer", 't', HSD_OPT_STRING, O(path), "TOKENIZER", "tokenizer file", 0, 0},
+    {"special", 0, HSD_OPT_FLAG, O(special), NULL, "add special tokens (HF add_special_tokens=true)",
+     0, 0},
+    {"jsonl", 0, HSD_OPT_FLAG, O(jsonl), NULL,
+     "read {\"text\": ...} lines on stdin, write {\"ids\", \"decoded\"}", 0, 0},
+};
+static const hsd_opt detokenize_table[] = {
+    {"tokenizer", 't', HSD_OPT_STRING, O(path), "TOKENIZER", "tokenizer file", 0, 0},
+    {"skip-special", 0, HSD_OPT_FLAG, O(skip_special), NULL, "leave special tokens out", 0, 0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_tokenize = {
+    "tokenize", "-t TOKENIZER [--special] [--jsonl] [TEXT]", NULL, NULL,
+    tokenize_table, HSD_OPTS_N(tokenize_table), 1,
+};
+const hsd_cli_spec hsd_spec_detokenize = {
+    "detokenize", "-t TOKENIZER [--skip-special] IDS...", NULL, NULL,
+    detokenize_table, HSD_OPTS_N(detokenize_table), -1,
+};
 
 int hsd_cmd_tokenize(int argc, char **argv) {
-    const char *path = NULL, *text = NULL;
-    bool special = false, jsonl = false;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--tokenizer")) && i + 1 < argc)
-            path = argv[++i];
-        else if (!strcmp(argv[i], "--special")) special = true;
-        else if (!strcmp(argv[i], "--jsonl")) jsonl = true;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage_tokenize();
-            return 0;
-        } else if (!text && argv[i][0] != '-') text = argv[i];
-        else {
-            usage_tokenize();
-            return 2;
-        }
-    }
-    if (!path || (!jsonl && !text)) {
-        usage_tokenize();
-        return 2;
-    }
+    tok_opts o = {0};
+    int n_pos = 0;
+    HSD_OPTS_PARSE(&hsd_spec_tokenize, &o, argc, argv, &n_pos);
+    const char *path = o.path, *text = n_pos ? argv[1] : NULL;
+    bool special = o.special, jsonl = o.jsonl;
+    if (!path) return hsd_opts_fail(&hsd_spec_tokenize, "-t TOKENIZER is required");
+    if (!jsonl && !text) return hsd_opts_fail(&hsd_spec_tokenize, "give TEXT or --jsonl");
     hsd_tokenizer *tok;
     if (hsd_tokenizer_load_file(path, &tok)) return fail("loading tokenizer");
     int rc = 0;
@@ -129,30 +137,24 @@ int hsd_cmd_tokenize(int argc, char **argv) {
 }
 
 int hsd_cmd_detokenize(int argc, char **argv) {
-    const char *path = NULL;
-    bool skip = false;
-    int32_t *ids = calloc((size_t)argc + 1, sizeof *ids);
+    tok_opts o = {0};
+    int n_pos = 0;
+    HSD_OPTS_PARSE(&hsd_spec_detokenize, &o, argc, argv, &n_pos);
+    const char *path = o.path;
+    bool skip = o.skip_special;
+    if (!path) return hsd_opts_fail(&hsd_spec_detokenize, "-t TOKENIZER is required");
+    int32_t *ids = calloc((size_t)n_pos + 1, sizeof *ids);
     size_t n = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--tokenizer")) && i + 1 < argc)
-            path = argv[++i];
-        else if (!strcmp(argv[i], "--skip-special")) skip = true;
-        else {
-            char *end;
-            long v = strtol(argv[i], &end, 10);
-            if (*end || end == argv[i]) {
-                fprintf(stderr, "hsd detokenize: '%s' is not an id\n", argv[i]);
-                free(ids);
-                return 2;
-            }
-            ids[n++] = (int32_t)v;
+    for (int i = 1; ids && i <= n_pos; i++) {
+        char *end;
+        long v = strtol(argv[i], &end, 10);
+        if (*end || end == argv[i] || v < 0 || v > 0x7fffffffL) {
+            free(ids);
+            return hsd_opts_fail(&hsd_spec_detokenize, "'%s' is not an id", argv[i]);
         }
+        ids[n++] = (int32_t)v;
     }
-    if (!path) {
-        fprintf(stderr, "usage: hsd detokenize -t TOKENIZER [--skip-special] IDS...\n");
-        free(ids);
-        return 2;
-    }
+    if (!ids) return 1;
     hsd_tokenizer *tok;
     if (hsd_tokenizer_load_file(path, &tok)) {
         free(ids);

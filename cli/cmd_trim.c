@@ -4,32 +4,53 @@
  * can spell with one token of identical surface bytes (T ∩ D, as TLI drafts), the ids written
  * are the drafter's, and coverage may top out below 1. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/head_spec.h"
+#include "cli/prompts.h"
 #include "cli/svg.h"
 #include "hsd.h"
 #include "lib/analysis/corpus.h"
 #include "lib/map.h"
 #include "lib/analysis/trim.h"
 
-static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: hsd trim -t TARGET_TOKENIZER --corpus C --alpha A --min-coverage CMIN --hidden-dim "
-        "D\n"
-        "                [--fixed-flops F] [--draft-tokenizer DT] [-o IDS_FILE] [--svg FILE]\n"
-        "  Ranks tokens by frequency in C (JSONL {\"text\"} or plain text) tokenized by the "
-        "target\n"
-        "  tokenizer and keeps the K* most frequent, K* the exact maximiser of\n"
-        "  U(K) = A*C(K) + (1-A)*R(K) with C(K) >= CMIN, C the coverage and\n"
-        "  R(K) = 1 - (F + 2*D*K)/(F + 2*D*V) the drafter FLOP saving (F default 0: head only).\n"
-        "  -o writes the kept ids (one per line, most frequent first) for --draft-head trim:FILE;\n"
-        "  --svg plots coverage, saving and utility against K.\n");
-}
+typedef struct trim_opts {
+    const char *tok, *corpus, *out, *svg, *draft;
+    double alpha, min_coverage, fixed_flops;
+    int32_t dim;
+} trim_opts;
+
+#define O(f) offsetof(trim_opts, f)
+static const hsd_opt trim_table[] = {
+    {"tokenizer", 't', HSD_OPT_STRING, O(tok), "TARGET_TOKENIZER", "target tokenizer", 0, 0},
+    {"corpus", 0, HSD_OPT_STRING, O(corpus), "C", "JSONL {\"text\"} or plain text", 0, 0},
+    {"alpha", 0, HSD_OPT_DOUBLE, O(alpha), "A", "weight of coverage in U, in [0, 1]", 0, 1},
+    {"min-coverage", 0, HSD_OPT_DOUBLE, O(min_coverage), "CMIN", "least coverage C(K), in [0, 1]",
+     0, 1},
+    {"hidden-dim", 0, HSD_OPT_INT, O(dim), "D", "the drafter head's hidden size", 1,
+     2147483647.0},
+    {"fixed-flops", 0, HSD_OPT_DOUBLE, O(fixed_flops), "F",
+     "drafter FLOPs that do not depend on K (default 0: head only)", 0, 1e300},
+    {"draft-tokenizer", 0, HSD_OPT_STRING, O(draft), "DT",
+     "candidates: the target tokens the drafter spells with one token (T ∩ D)", 0, 0},
+    {"", 'o', HSD_OPT_STRING, O(out), "IDS_FILE",
+     "write the kept ids (one per line, most frequent first) for --draft-head trim:FILE", 0, 0},
+    {"svg", 0, HSD_OPT_STRING, O(svg), "FILE", "plot coverage, saving and utility against K", 0,
+     0},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_trim = {
+    "trim",
+    "-t TARGET_TOKENIZER --corpus C --alpha A --min-coverage CMIN --hidden-dim D [OPTIONS]",
+    "  Ranks tokens by frequency in C tokenized by the target tokenizer and keeps the K* most\n"
+    "  frequent, K* the exact maximiser of U(K) = A*C(K) + (1-A)*R(K) with C(K) >= CMIN, C the\n"
+    "  coverage and R(K) = 1 - (F + 2*D*K)/(F + 2*D*V) the drafter FLOP saving.\n",
+    NULL, trim_table, HSD_OPTS_N(trim_table), 0,
+};
 
 /* Coverage, saving and utility against K (log axis), K* marked. */
 static int plot(const char *path, const int64_t *prefix, int32_t n_cand, int64_t total,
@@ -96,53 +117,15 @@ static int plot(const char *path, const int64_t *prefix, int32_t n_cand, int64_t
 }
 
 int hsd_cmd_trim(int argc, char **argv) {
-    const char *tok_path = NULL, *corpus_path = NULL, *out_path = NULL, *svg_path = NULL,
-               *draft_path = NULL;
-    hsd_trim_params p = {-1, -1, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (!v) {
-            fprintf(stderr, "hsd trim: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        char *end = NULL;
-        if (!strcmp(a, "-t") || !strcmp(a, "--tokenizer"))
-            tok_path = v;
-        else if (!strcmp(a, "--corpus"))
-            corpus_path = v;
-        else if (!strcmp(a, "-o"))
-            out_path = v;
-        else if (!strcmp(a, "--svg"))
-            svg_path = v;
-        else if (!strcmp(a, "--draft-tokenizer"))
-            draft_path = v;
-        else if (!strcmp(a, "--alpha"))
-            p.alpha = strtod(v, &end);
-        else if (!strcmp(a, "--min-coverage"))
-            p.min_coverage = strtod(v, &end);
-        else if (!strcmp(a, "--hidden-dim"))
-            p.dim = (int32_t)strtol(v, &end, 10);
-        else if (!strcmp(a, "--fixed-flops"))
-            p.fixed_flops = strtod(v, &end);
-        else {
-            fprintf(stderr, "hsd trim: unknown option %s\n", a);
-            usage();
-            return 2;
-        }
-        if (end && (end == v || *end)) {
-            fprintf(stderr, "hsd trim: %s: not a number: %s\n", a, v);
-            return 2;
-        }
-    }
-    if (!tok_path || !corpus_path || p.alpha < 0 || p.min_coverage < 0 || p.dim <= 0) {
-        usage();
-        return 2;
-    }
+    trim_opts o = {0};
+    o.alpha = -1, o.min_coverage = -1;
+    HSD_OPTS_PARSE(&hsd_spec_trim, &o, argc, argv, NULL);
+    if (!o.tok || !o.corpus || o.alpha < 0 || o.min_coverage < 0 || o.dim <= 0)
+        return hsd_opts_fail(&hsd_spec_trim,
+                             "-t, --corpus, --alpha, --min-coverage and --hidden-dim are required");
+    const char *tok_path = o.tok, *corpus_path = o.corpus, *out_path = o.out, *svg_path = o.svg,
+               *draft_path = o.draft;
+    hsd_trim_params p = {o.alpha, o.min_coverage, o.dim, o.fixed_flops};
     int rc = 1;
     hsd_tokenizer *tok = NULL, *dtok = NULL;
     char **texts = NULL;

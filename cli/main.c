@@ -5,46 +5,53 @@
 #include "cli/cli.h"
 #include "hsd.h"
 
-int hsd_cmd_inflate(int argc, char **argv); /* cli/cmd_inflate.c */
-
-typedef struct {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *help;
-} hsd_cli_cmd;
-
 static const hsd_cli_cmd cmds[] = {
-    {"tokenize", hsd_cmd_tokenize, "encode text (-t TOKENIZER [--special] [--jsonl] [TEXT])"},
-    {"detokenize", hsd_cmd_detokenize, "decode ids (-t TOKENIZER [--skip-special] IDS...)"},
-    {"generate", hsd_cmd_generate, "generate text (--model M --tokenizer T -p PROMPT -n N)"},
-    {"synth", hsd_cmd_synth, "write a random-weight model of a real shape"},
-    {"inflate", hsd_cmd_inflate, "widen/deepen a trained model to a real shape, same outputs (--model M --shape S -o OUT.gguf)"},
-    {"pair", hsd_cmd_pair, "target/drafter fit and algorithm advice (--target-tokenizer T --draft-tokenizer D)"},
-    {"psi-stats", hsd_cmd_psi_stats, "SLRS cost: decompositions of target tokens into drafter tokens, n_max (--draft-tokenizer D --target-tokenizer T)"},
-    {"injectivity", hsd_cmd_injectivity, "find strings a tokenizer does not give back (-t T [--corpus C] [--fuzz S])"},
-    {"trim", hsd_cmd_trim, "exact coverage-latency optimal draft vocabulary (-t T --corpus C --alpha A ...)"},
-    {"bench", hsd_cmd_bench, "benchmarks: bench tokenize | forward | generate | bridge | head | heads"},
+    {"tokenize", hsd_cmd_tokenize, &hsd_spec_tokenize, "encode text"},
+    {"detokenize", hsd_cmd_detokenize, &hsd_spec_detokenize, "decode ids"},
+    {"generate", hsd_cmd_generate, &hsd_spec_generate,
+     "generate text: AR, or speculative with a drafter"},
+    {"synth", hsd_cmd_synth, &hsd_spec_synth, "write a random-weight model of a real shape"},
+    {"pair", hsd_cmd_pair, &hsd_spec_pair, "target/drafter fit and algorithm advice"},
+    {"psi-stats", hsd_cmd_psi_stats, &hsd_spec_psi_stats,
+     "SLRS cost: decompositions of target tokens into drafter tokens, n_max"},
+    {"injectivity", hsd_cmd_injectivity, &hsd_spec_injectivity,
+     "find strings a tokenizer does not give back"},
+    {"trim", hsd_cmd_trim, &hsd_spec_trim, "exact coverage-latency optimal draft vocabulary"},
+    {"bench", hsd_cmd_bench, NULL, "benchmarks (hsd bench --help lists them)"},
 };
+#define N_CMDS ((int)(sizeof cmds / sizeof cmds[0]))
 
-static void usage(void) {
-    fprintf(stderr, "hsd %s — heterogeneous speculative decoding\nusage: hsd COMMAND [ARGS]\n",
+static void usage(FILE *f) {
+    fprintf(f,
+            "hsd %s — heterogeneous speculative decoding\nusage: hsd COMMAND [OPTIONS]   "
+            "(hsd COMMAND --help)\n",
             hsd_version());
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(stderr, "  %-11s %s\n", cmds[i].name, cmds[i].help);
+    for (int i = 0; i < N_CMDS; i++) fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
+}
+
+/* `hsd help-flags`: "COMMAND<TAB>FLAG<TAB>TYPE" for every flag of every subcommand, generated from the
+ * option tables (tests/test_docs.c checks docs/CLI.md against it). */
+static int help_flags(void) {
+    for (int i = 0; i < N_CMDS; i++)
+        if (cmds[i].spec) hsd_opts_list_flags(cmds[i].spec, stdout);
+    for (int i = 0; i < hsd_cli_n_bench_cmds; i++)
+        hsd_opts_list_flags(hsd_cli_bench_cmds[i].spec, stdout);
+    return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage();
+        usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
         printf("hsd %s\n", hsd_version());
         return 0;
     }
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(argv[1], "help-flags")) return help_flags();
+    for (int i = 0; i < N_CMDS; i++)
         if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "hsd: unknown command '%s'\n", argv[1]);
-    usage();
+    usage(stderr);
     return 2;
 }

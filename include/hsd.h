@@ -620,6 +620,24 @@ HSD_API hsd_status hsd_engine_overlap_ids(const hsd_engine *e, int32_t *ids, int
  * hsd_model_set_head's. Not thread-safe per handle. */
 HSD_API hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids,
                                            int32_t n_keep);
+
+/* Installs a head described by one string (the CLI's --draft-head) on `draft`:
+ *   full                 the model's own classifier;
+ *   trim:IDS_FILE        TRIMMED to the ids in IDS_FILE (one per line, '#' comments, as
+ *                        `hsd trim -o` writes);
+ *   tli[:IDS_FILE]       TRIMMED to the drafter's T ∩ D rows (hsd_engine_overlap_ids of e,
+ *                        whose drafter must be `draft`), intersected with IDS_FILE if given;
+ *   spec:K[/R][:FILE]    SPECULATIVE, top-K with a router of rank R (0 or absent: dim/8),
+ *                        SVD-built or read from FILE;
+ *   lowrank:R[:FILE]     LOWRANK rank R (0: dim/8), SVD-built or read from FILE.
+ * e is needed for tli only (may be NULL otherwise). calib_tokens (n_calib of them, may be
+ * NULL with 0) calibrate SVD-built factors as in hsd_head_params and are ignored by the other
+ * kinds; nothing is kept after the call. Errors: INVALID_ARG (NULL draft or spec, a malformed
+ * spec (named), tli without e, calib_tokens NULL with n_calib > 0), IO / PARSE (the ids file,
+ * with path and line), and those of hsd_engine_overlap_ids and hsd_model_set_head (the
+ * previous head then stays). Not thread-safe per model. */
+HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
+                                           const int32_t *calib_tokens, int32_t n_calib);
 /* ====================================================================================
  * End of Draft heads
  * ==================================================================================== */

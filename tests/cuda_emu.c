@@ -9,11 +9,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
 #include "lib/error.h"
+#include "lib/timer.h"
 
 struct hsd_cuda {
     bool cublas_gemv;
@@ -86,17 +86,12 @@ hsd_status hsd_cuda_download(hsd_cuda *cu, void *dst, const void *d_src, size_t 
 hsd_status hsd_cuda_copy(hsd_cuda *cu, void *d_dst, const void *d_src, size_t bytes) {
     return hsd_cuda_upload(cu, d_dst, d_src, bytes);
 }
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 hsd_status hsd_cuda_timer_start(hsd_cuda *cu) {
-    cu->t0 = now_ms();
+    cu->t0 = hsd_timer_ms();
     return HSD_OK;
 }
 hsd_status hsd_cuda_timer_stop(hsd_cuda *cu, float *ms) {
-    *ms = (float)(now_ms() - cu->t0);
+    *ms = (float)(hsd_timer_ms() - cu->t0);
     return HSD_OK;
 }
 /* Capture cannot be emulated (kernels here run at once): refusing it exercises the model's

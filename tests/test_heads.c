@@ -952,7 +952,7 @@ static void test_cli_draft_head(void **state) {
     size_t got = fread(buf, 1, sizeof buf - 1, pp);
     buf[got] = 0;
     assert_int_not_equal(pclose(pp), 0);
-    assert_non_null(strstr(buf, "bad head"));
+    assert_non_null(strstr(buf, "draft head 'spec:abc'")); /* names the spec */
     snprintf(cmd, sizeof cmd,
              "%s bench heads --target %s --target-tokenizer %s --draft %s --draft-tokenizer %s "
              "--algo slem -p "

@@ -5,7 +5,6 @@
  * the sequence of candidates depends only on the seed, the seeds corpus and the tokenizer. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
 #include <unicode/uset.h>
@@ -15,6 +14,7 @@
 #include "lib/map.h"
 #include "lib/utf8.h"
 #include "tokenize/tokenizer.h"
+#include "lib/timer.h"
 
 /* splitmix64: tiny, well-mixed, and ours (no libc rand state shared with the caller). */
 static uint64_t rng_next(uint64_t *s) {
@@ -231,14 +231,12 @@ hsd_status hsd_inj_fuzz(const hsd_tokenizer *tok, const hsd_inj_opts *o, hsd_inj
     f.pools[P_SCRIPT].size = uset_size(f.pools[P_SCRIPT].set);
     hsd_status st = hsd_strmap_init(&f.seen, 256) ? hsd_error(HSD_ERR_NOMEM, "oom") : HSD_OK;
 
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = hsd_timer_ms();
     double elapsed = 0, last_report = -1;
     int64_t found_here = 0;
     while (!st) {
         if ((r->fuzz_candidates & 63) == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            elapsed = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+            elapsed = (hsd_timer_ms() - t0) / 1e3;
             if (o->progress && elapsed - last_report >= 0.2) {
                 last_report = elapsed;
                 o->progress(o->progress_ctx, o->fuzz_seconds > 0 ? elapsed / o->fuzz_seconds : 1.0,
@@ -266,8 +264,7 @@ hsd_status hsd_inj_fuzz(const hsd_tokenizer *tok, const hsd_inj_opts *o, hsd_inj
         found_here++;
         if (o->fuzz_max_found > 0 && found_here >= o->fuzz_max_found) break;
     }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    r->fuzz_seconds += (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+    r->fuzz_seconds += (hsd_timer_ms() - t0) / 1e3;
     if (o->progress) o->progress(o->progress_ctx, 1.0, r->fuzz_candidates, r->fuzz_found);
     for (int i = 0; i < P_COUNT; i++)
         if (f.pools[i].set) uset_close(f.pools[i].set);
