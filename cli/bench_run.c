@@ -38,6 +38,7 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     gp.slrs_max_nodes = b->slrs_nodes;
     gp.slrs_lookahead = b->slrs_rule;
     gp.slrs_single_forward = b->slrs_one != 0;
+    gp.adaptive_k = b->adaptive_k != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r;
     hsd_bench_counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;

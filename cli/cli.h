@@ -25,6 +25,7 @@ HSD_CLI_COMMAND(tokenize);
 HSD_CLI_COMMAND(detokenize);
 HSD_CLI_COMMAND(generate);
 HSD_CLI_COMMAND(synth);
+HSD_CLI_COMMAND(inflate);
 HSD_CLI_COMMAND(pair);
 HSD_CLI_COMMAND(psi_stats);
 HSD_CLI_COMMAND(injectivity);
@@ -35,6 +36,7 @@ HSD_CLI_COMMAND(bench_generate);
 HSD_CLI_COMMAND(bench_bridge);
 HSD_CLI_COMMAND(bench_head);
 HSD_CLI_COMMAND(bench_heads);
+HSD_CLI_COMMAND(bench_bandwidth);
 int hsd_cmd_bench(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ const hsd_cli_cmd hsd_cli_bench_cmds[] = {
     {"head", hsd_cmd_bench_head, &hsd_spec_bench_head, "draft head cost per forward"},
     {"heads", hsd_cmd_bench_heads, &hsd_spec_bench_heads,
      "acceptance-cost trade-off of reduced drafter heads"},
+    {"bandwidth", hsd_cmd_bench_bandwidth, &hsd_spec_bench_bandwidth,
+     "memory read bandwidth and the forward(1) floor"},
 };
 const int hsd_cli_n_bench_cmds = (int)(sizeof hsd_cli_bench_cmds / sizeof hsd_cli_bench_cmds[0]);
 

@@ -3,13 +3,14 @@
  * than the caches, once per repetition. A memory-bound forward(1) cannot beat
  * weight bytes ÷ this bandwidth (the "bandwidth floor" of bench/RESULTS.md). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_util.h"
+#include "lib/timer.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -50,10 +51,10 @@ static void *bw_worker(void *arg) {
     int32_t tid = (int32_t)(intptr_t)((void **)arg)[1];
     for (int32_t r = 0; r < c->reps; r++) {
         pthread_barrier_wait(&c->start);
-        double t0 = hsd_cli_now_ms();
+        double t0 = hsd_timer_ms();
         uint64_t s = read_all(c->buf + (size_t)tid * c->slice, c->slice);
         pthread_barrier_wait(&c->done);
-        if (tid == 0) c->ms[r] = hsd_cli_now_ms() - t0;
+        if (tid == 0) c->ms[r] = hsd_timer_ms() - t0;
         c->sink ^= s;
     }
     return NULL;
@@ -64,38 +65,38 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+typedef struct bw_opts {
+    int32_t threads, reps;
+    double mb, weights_mb;
+} bw_opts;
+
+#define O(f) offsetof(bw_opts, f)
+static const hsd_opt bw_table[] = {
+    {"threads", 0, HSD_OPT_INT, O(threads), "T", "reading threads (2)", 1, 256},
+    {"mb", 0, HSD_OPT_DOUBLE, O(mb), "MB", "buffer size, much larger than the caches (1024)", 1,
+     1e7},
+    {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions; the median is reported (15)", 1, 1e6},
+    {"weights-mb", 0, HSD_OPT_DOUBLE, O(weights_mb), "W",
+     "also print the forward(1) floor W / bandwidth", 0, 1e9},
+};
+#undef O
+
+const hsd_cli_spec hsd_spec_bench_bandwidth = {
+    "bench bandwidth",
+    "[--threads 2] [--mb 1024] [--reps 15] [--weights-mb W]",
+    "  median read bandwidth of T threads streaming an MB-sized buffer (>> caches); with\n"
+    "  --weights-mb, the forward(1) floor W / bandwidth\n",
+    NULL,
+    bw_table,
+    HSD_OPTS_N(bw_table),
+    0,
+};
+
 int hsd_cmd_bench_bandwidth(int argc, char **argv) {
-    int32_t threads = 2, reps = 15;
-    double mb = 1024, weights_mb = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "hsd bench bandwidth: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--threads"))
-            threads = atoi(v);
-        else if (!strcmp(a, "--mb"))
-            mb = atof(v);
-        else if (!strcmp(a, "--reps"))
-            reps = atoi(v);
-        else if (!strcmp(a, "--weights-mb"))
-            weights_mb = atof(v);
-        else {
-            fprintf(
-                stderr,
-                "usage: hsd bench bandwidth [--threads 2] [--mb 1024] [--reps 15] [--weights-mb "
-                "W]\n"
-                "  median read bandwidth of T threads streaming an MB-sized buffer (>> caches);\n"
-                "  with --weights-mb, the forward(1) floor W / bandwidth\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || threads > 256 || reps < 1 || mb < 1) {
-        fprintf(stderr, "hsd bench bandwidth: bad --threads/--reps/--mb\n");
-        return 2;
-    }
+    bw_opts o = {2, 15, 1024, 0};
+    HSD_OPTS_PARSE(&hsd_spec_bench_bandwidth, &o, argc, argv, NULL);
+    int32_t threads = o.threads, reps = o.reps;
+    double mb = o.mb, weights_mb = o.weights_mb;
     bw_ctx c;
     memset(&c, 0, sizeof c);
     c.threads = threads;

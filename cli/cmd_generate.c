@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/json_out.h"
 #include "cli/cli.h"
@@ -16,7 +17,7 @@
 typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
-    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one;
+    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx;
     float temp, top_p, slrs_top_p;
     uint64_t seed;
@@ -26,10 +27,11 @@ typedef struct gen_opts {
 #define O(f) offsetof(gen_opts, f)
 static const hsd_opt gen_table[] = {
     {"target|model", 'm', HSD_OPT_STRING, O(target), "M", "target model (file or directory)", 0, 0},
-    {"target-tokenizer|tokenizer", 't', HSD_OPT_STRING, O(target_tok), "T", "target tokenizer", 0,
-     0},
+    {"target-tokenizer|tokenizer", 't', HSD_OPT_STRING, O(target_tok), "T",
+     "target tokenizer (default for a .gguf model: its own)", 0, 0},
     {"draft", 0, HSD_OPT_STRING, O(draft), "M2", "drafter model", 0, 0},
-    {"draft-tokenizer", 0, HSD_OPT_STRING, O(draft_tok), "D", "drafter tokenizer", 0, 0},
+    {"draft-tokenizer", 0, HSD_OPT_STRING, O(draft_tok), "D",
+     "drafter tokenizer (default for a .gguf drafter: its own)", 0, 0},
     {"algo", 0, HSD_OPT_CHOICE, O(algo), "ar|sd|union|tli|slem|slrs|auto",
      "algorithm (default: auto with a drafter, else ar)", 0, 0},
     {"prompt", 'p', HSD_OPT_STRING, O(prompt), "TEXT", "the prompt, used as is", 0, 0},
@@ -48,10 +50,14 @@ static const hsd_opt gen_table[] = {
     {"no-bos", 0, HSD_OPT_FLAG, O(no_bos), NULL, "do not put each tokenizer's BOS first", 0, 0},
     HSD_OPT_ROW_THREADS(gen_opts, threads),
     {"ctx", 0, HSD_OPT_INT, O(ctx), "N",
-     "KV cache capacity in tokens (default: the prompt + 2 N + 64)", 1, 1 << 28},
+     "positions the target may use, past its trained context with a warning (default: the "
+     "trained context)",
+     1, 1 << 28},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
     {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (per prompt) instead of text", 0, 0},
+    {"no-stream", 0, HSD_OPT_FLAG, O(no_stream), NULL,
+     "print the text when generation ends instead of as it becomes final", 0, 0},
     {"draft-head", 0, HSD_OPT_STRING, O(head), "SPEC",
      "drafter head: full|trim:IDS|tli[:IDS]|spec:K[/R][:F]|lowrank:R[:F]", 0, 0},
     HSD_OPT_ROWS_HEAD_CALIB(gen_opts, head_calib, calib_tokens),
@@ -83,9 +89,26 @@ const hsd_cli_spec hsd_spec_generate = {
     0,
 };
 
+/* The library's notices on stderr: warnings always (e.g. a --ctx past the trained context),
+ * information (e.g. "no CUDA device, using CPU") when --backend was given. */
 static void print_notice(hsd_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (level >= HSD_LOG_INFO) fprintf(stderr, "hsd: %s\n", msg);
+    if (level >= (*(const int *)user ? HSD_LOG_INFO : HSD_LOG_WARN))
+        fprintf(stderr, "hsd: %s\n", msg);
+}
+
+/* Streaming: each round's final text goes out as soon as the engine commits it. */
+static bool stream_text(void *user, int32_t seq, const char *text, size_t len, const int32_t *ids,
+                        int32_t n_ids) {
+    (void)user, (void)seq, (void)ids, (void)n_ids;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return true;
+}
+
+/* A .gguf model carries its tokenizer: it is the default --tokenizer. */
+static const char *gguf_tok(const char *model) {
+    size_t n = model ? strlen(model) : 0;
+    return n > 5 && !strcasecmp(model + n - 5, ".gguf") ? model : NULL;
 }
 
 /* The model parameters: the context for n_ctx tokens, n_seq sequence slots. */
@@ -119,6 +142,7 @@ static json_t *result_json(const hsd_gen_result *r) {
     json_object_set_new(o, "verify_ms", json_real(r->verify_ms));
     json_object_set_new(o, "bridge_ms", json_real(r->bridge_ms));
     json_object_set_new(o, "first_accept_rate", json_real(r->first_accept_rate));
+    json_object_set_new(o, "stop_reason", json_string(hsd_stop_reason_name(r->stop_reason)));
     if (r->algo == HSD_ALGO_SLRS) {
         json_object_set_new(o, "psi_ms", json_real(r->psi_ms));
         json_object_set_new(o, "tree_nodes", json_real(r->tree_nodes));
@@ -129,8 +153,9 @@ static json_t *result_json(const hsd_gen_result *r) {
     return o;
 }
 
-static void print_result_text(const hsd_gen_result *r) {
-    fwrite(r->text, 1, r->text_len, stdout);
+/* The text (unless it was streamed) and the statistics. */
+static void print_result_text(const hsd_gen_result *r, bool streamed) {
+    if (!streamed) fwrite(r->text, 1, r->text_len, stdout);
     /* scripts read these lines (scripts/demo.sh: "acceptance rate ... tokens/s") */
     printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason);
     printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
@@ -138,6 +163,7 @@ static void print_result_text(const hsd_gen_result *r) {
     printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
            "(total %.2f ms)\n",
            r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms, r->bridge_ms, r->total_ms);
+    printf("stopped: %s\n", hsd_stop_reason_name(r->stop_reason));
     if (r->algo == HSD_ALGO_SLRS)
         printf("slrs: %.1f tree nodes and %.2f drafter forwards per round, psi %.3f ms/round; "
                "first-token acceptance %.3f (expected %.3f; exact matching %.3f)\n",
@@ -160,7 +186,7 @@ static void print_batch(const gen_opts *o, hsd_model *mt, char **batch, int32_t 
             hsd_cli_put_json(j, JSON_COMPACT);
         } else {
             printf("=== [%d] %s\n", i, batch[i]);
-            print_result_text(&rs[i]);
+            print_result_text(&rs[i], false);
             printf("\n");
         }
     }
@@ -184,7 +210,7 @@ static void print_single(const gen_opts *o, hsd_model *mt, hsd_model *md, const 
         hsd_cli_put_json(j, JSON_COMPACT);
         return;
     }
-    print_result_text(r);
+    print_result_text(r, !o->no_stream);
     if (md)
         printf("drafter head %s: head %.2f ms, backbone %.2f ms over %lld forwards\n",
                hsd_model_head_desc(md), dtime.head_ms, dtime.backbone_ms,
@@ -200,6 +226,8 @@ int hsd_cmd_generate(int argc, char **argv) {
     o.top_k = gp.top_k, o.top_p = gp.top_p, o.seed = gp.seed, o.lookahead = gp.slrs_lookahead;
     o.slrs_top_k = gp.slrs_top_k, o.slrs_top_p = gp.slrs_top_p, o.slrs_nodes = gp.slrs_max_nodes;
     HSD_OPTS_PARSE(spec, &o, argc, argv, NULL);
+    if (!o.target_tok) o.target_tok = gguf_tok(o.target);
+    if (o.draft && !o.draft_tok) o.draft_tok = gguf_tok(o.draft);
     if (!o.target || !o.target_tok)
         return hsd_opts_fail(spec, "--target and --target-tokenizer are required");
     if (!o.prompt == !o.batch_file)
@@ -208,13 +236,17 @@ int hsd_cmd_generate(int argc, char **argv) {
         return hsd_opts_fail(spec, "--draft and --draft-tokenizer go together");
     if ((o.head || o.head_save) && !o.draft)
         return hsd_opts_fail(spec, "--draft-head needs --draft");
-    if (o.backend >= 0) hsd_log_set(print_notice, NULL);
+    static int notices;
+    notices = o.backend >= 0;
+    hsd_log_set(print_notice, &notices);
     gp.algo = o.algo >= 0 ? (hsd_algo)o.algo : o.draft ? HSD_ALGO_AUTO : HSD_ALGO_AR;
     gp.max_new_tokens = o.n, gp.n_draft = o.k, gp.k_max = o.k_max, gp.adaptive_k = o.adaptive_k;
     gp.temp = o.temp, gp.top_k = o.top_k, gp.top_p = o.top_p, gp.seed = o.seed;
     gp.stop = o.stop.v, gp.n_stop = o.stop.n, gp.add_bos = !o.no_bos;
     gp.slrs_top_k = o.slrs_top_k, gp.slrs_top_p = o.slrs_top_p, gp.slrs_max_nodes = o.slrs_nodes;
     gp.slrs_lookahead = o.lookahead, gp.slrs_single_forward = o.slrs_one;
+    gp.n_ctx = o.ctx;
+    if (!o.json && !o.batch_file && !o.no_stream) gp.on_text = stream_text;
 
     int rc = 1;
     hsd_cli_engine x = {0};

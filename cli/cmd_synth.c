@@ -11,7 +11,7 @@
 #include "models/synth.h"
 
 typedef struct synth_opts {
-    const char *shape, *dir;
+    const char *shape, *dir, *tokenizer;
     int format, dtype;
     uint64_t seed;
 } synth_opts;
@@ -23,12 +23,14 @@ static const hsd_opt synth_table[] = {
     {"", 'o', HSD_OPT_STRING, O(dir), "DIR", "output directory", 0, 0},
     {"dtype", 0, HSD_OPT_CHOICE, O(dtype), "f32|f16|bf16|q8_0", "weight type (default f32)", 0, 0},
     {"seed", 0, HSD_OPT_U64, O(seed), "S", "random seed (default 1)", 0, 0},
+    {"tokenizer", 0, HSD_OPT_STRING, O(tokenizer), "FILE",
+     "gguf: this tokenizer in the metadata (else a placeholder vocabulary)", 0, 0},
 };
 #undef O
 
 const hsd_cli_spec hsd_spec_synth = {
     "synth",
-    "--shape NAME --format safetensors|gguf -o DIR [--dtype f32|f16|bf16|q8_0] [--seed S]",
+    "--shape NAME --format safetensors|gguf -o DIR [--dtype f32|f16|bf16|q8_0] [--seed S] [--tokenizer FILE]",
     "  gguf writes DIR/model.gguf; safetensors writes DIR/config.json + DIR/model.safetensors\n"
     "  an unknown --shape lists the known ones\n",
     NULL,
@@ -58,7 +60,7 @@ int hsd_cmd_synth(int argc, char **argv) {
     if (!strcmp(format, "gguf")) {
         mkdir(dir, 0755);
         snprintf(path, sizeof path, "%s/model.gguf", dir);
-        s = hsd_synth_write_gguf(m, path);
+        s = hsd_synth_write_gguf_tok(m, path, o.tokenizer);
     } else {
         snprintf(path, sizeof path, "%s", dir);
         s = hsd_synth_write_safetensors(m, dir);

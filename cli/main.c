@@ -11,6 +11,8 @@ static const hsd_cli_cmd cmds[] = {
     {"generate", hsd_cmd_generate, &hsd_spec_generate,
      "generate text: AR, or speculative with a drafter"},
     {"synth", hsd_cmd_synth, &hsd_spec_synth, "write a random-weight model of a real shape"},
+    {"inflate", hsd_cmd_inflate, &hsd_spec_inflate,
+     "widen/deepen a trained model to a real shape, same outputs"},
     {"pair", hsd_cmd_pair, &hsd_spec_pair, "target/drafter fit and algorithm advice"},
     {"psi-stats", hsd_cmd_psi_stats, &hsd_spec_psi_stats,
      "SLRS cost: decompositions of target tokens into drafter tokens, n_max"},

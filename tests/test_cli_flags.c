@@ -11,9 +11,10 @@
 #include "tests/testutil.h"
 
 static const char *const subcommands[] = {
-    "tokenize",       "detokenize",   "generate",   "synth",          "pair",
-    "psi-stats",      "injectivity",  "trim",       "bench tokenize", "bench forward",
-    "bench generate", "bench bridge", "bench head", "bench heads",
+    "tokenize",       "detokenize",    "generate",       "synth",
+    "pair",           "psi-stats",     "injectivity",    "trim",
+    "bench tokenize", "bench forward", "bench generate", "bench bridge",
+    "bench head",     "bench heads",   "inflate",        "bench bandwidth",
 };
 #define N_SUB ((int)(sizeof subcommands / sizeof subcommands[0]))
 

@@ -73,10 +73,52 @@ static void test_synth_and_bench(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* Streaming: the text printed as it becomes final is the --json text; --no-stream prints the
+ * same. Without --ctx generation stops at the trained context (stories260K: 512 positions). */
+static void test_generate_stream_and_context(void **state) {
+    (void)state;
+    char model[1024], tok[1024], cmd[4096];
+    snprintf(model, sizeof model, "%s", hsd_test_path("models/stories260K/stories260K.bin"));
+    snprintf(tok, sizeof tok, "%s", hsd_test_path("models/stories260K/tok512.bin"));
+    HSD_REQUIRE_FILE(model);
+    HSD_REQUIRE_FILE(tok);
+    const char *base = "%s generate --model %s --tokenizer %s -p 'Once upon a time' -n %d %s";
+    snprintf(cmd, sizeof cmd, base, hsd_test_cli(), model, tok, 48, "--json");
+    char *js = hsd_test_run(cmd);
+    json_error_t err;
+    json_t *o = json_loads(js, 0, &err);
+    assert_non_null(o);
+    const char *text = json_string_value(json_object_get(o, "text"));
+    size_t len = json_string_length(json_object_get(o, "text"));
+    assert_true(len > 20);
+    assert_string_equal(json_string_value(json_object_get(o, "stop_reason")), "max_tokens");
+    const char *modes[] = {"", "--no-stream"};
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd, base, hsd_test_cli(), model, tok, 48, modes[m]);
+        char *out = hsd_test_run(cmd);
+        assert_memory_equal(out, text, len);
+        assert_true(!strncmp(out + len, "\n\nalgo ar", 9));
+        free(out);
+    }
+    json_decref(o);
+    free(js);
+    /* -n far past the context: a clean stop at 512 positions (prompt + generated) */
+    snprintf(cmd, sizeof cmd, base, hsd_test_cli(), model, tok, 5000, "--json");
+    js = hsd_test_run(cmd);
+    o = json_loads(js, 0, &err);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "stop_reason")), "context");
+    json_int_t n = json_integer_value(json_object_get(o, "n_generated"));
+    assert_true(n > 400 && n < 512);
+    json_decref(o);
+    free(js);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generate_json_greedy),
         cmocka_unit_test(test_synth_and_bench),
+        cmocka_unit_test(test_generate_stream_and_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

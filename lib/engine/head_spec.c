@@ -1,6 +1,6 @@
 /* hsd_model_set_head_spec: a draft head written as one string (the CLI's --draft-head),
  * parsed and installed by the library, so that every client (CLI, bindings, a user's
- * program) builds the TLI head — the drafter's T ∩ D rows — the same way. */
+ * program) reads the same forms; tli is hsd_engine_set_tli_head's. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,41 +53,6 @@ static hsd_status read_ids(const char *path, int32_t **ids, int32_t *n) {
     return s;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The drafter's T ∩ D ids (increasing), intersected with `also` when given. */
-static hsd_status tli_ids(const hsd_engine *e, const hsd_model *draft, const int32_t *also,
-                          int32_t n_also, int32_t **out, int32_t *n_out) {
-    int32_t n = 0, V = hsd_model_vocab_size(draft);
-    int32_t *keep = malloc((size_t)(V > 0 ? V : 1) * sizeof *keep);
-    if (!keep) return hsd_error(HSD_ERR_NOMEM, "tli head: out of memory");
-    hsd_status s = hsd_engine_overlap_ids(e, keep, V, &n);
-    if (s != HSD_OK) {
-        free(keep);
-        return hsd_error_prefix(s, "tli head: ");
-    }
-    if (also) {
-        int32_t *sorted = malloc((size_t)n_also * sizeof *sorted), m = 0;
-        if (!sorted) {
-            free(keep);
-            return hsd_error(HSD_ERR_NOMEM, "tli head: out of memory");
-        }
-        memcpy(sorted, also, (size_t)n_also * sizeof *sorted);
-        qsort(sorted, (size_t)n_also, sizeof *sorted, cmp_i32);
-        for (int32_t i = 0; i < n; i++)
-            if (bsearch(&keep[i], sorted, (size_t)n_also, sizeof *sorted, cmp_i32))
-                keep[m++] = keep[i];
-        free(sorted);
-        n = m;
-    }
-    *out = keep;
-    *n_out = n;
-    return HSD_OK;
-}
-
 /* "K[/R][:FILE]" (spec) or "R[:FILE]" (lowrank). */
 static int parse_sizes(const char *arg, bool with_k, hsd_head_params *p) {
     char *end;
@@ -122,7 +87,7 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engin
     const char *colon = strchr(spec, ':');
     size_t kl = colon ? (size_t)(colon - spec) : strlen(spec);
     const char *arg = colon ? colon + 1 : NULL;
-    int32_t *file_ids = NULL, n_file = 0, *keep = NULL;
+    int32_t *file_ids = NULL, n_file = 0;
     hsd_status s = HSD_OK;
     bool bad = false, tli = false;
     if (kl == 4 && !strncmp(spec, "full", 4) && !arg) {
@@ -149,13 +114,14 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engin
                          "draft head '%s': expected full | trim:IDS_FILE | tli[:IDS_FILE] | "
                          "spec:K[/R][:FILE] | lowrank:R[:FILE]",
                          spec);
-    if (s == HSD_OK && tli) {
+    if (s == HSD_OK && tli) { /* the engine builds it: T ∩ D, within the file's ids */
         if (!e)
             s = hsd_error(HSD_ERR_INVALID_ARG,
                           "draft head '%s': tli needs the engine (target and drafter)", spec);
-        else
-            s = tli_ids(e, draft, file_ids, n_file, &keep, &p.n_keep);
-        p.keep_ids = keep;
+        else if ((s = hsd_engine_set_tli_head(e, file_ids, n_file)) != HSD_OK)
+            hsd_error_prefix(s, "draft head '%s': ", spec);
+        free(file_ids);
+        return s;
     }
     if (s == HSD_OK && !p.factors_path &&
         (p.kind == HSD_HEAD_SPECULATIVE || p.kind == HSD_HEAD_LOWRANK))
@@ -163,6 +129,5 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engin
     if (s == HSD_OK && (s = hsd_model_set_head(draft, &p)) != HSD_OK)
         hsd_error_prefix(s, "draft head '%s': ", spec);
     free(file_ids);
-    free(keep);
     return s;
 }
