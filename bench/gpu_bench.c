@@ -26,11 +26,11 @@
 #include "hsd.h"
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "models/cuda_model.h"
 #include "models/synth.h"
 #include "models/transformer.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 
 static hsd_cuda *cu;
 /* --small: the benchmarks at toy sizes, to run their code paths on the host emulation */

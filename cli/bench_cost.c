@@ -12,8 +12,8 @@
 #include <stdlib.h>
 
 #include "cli/bench_generate.h"
-#include "lib/timer.h"
-#include "lib/rng.h"
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -15,10 +15,10 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/prompts.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "hsd.h"
 #include "lib/engine/bridge.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 #define BLOCK 25 /* rounds per block; each block starts again from the same context */
 

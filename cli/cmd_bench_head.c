@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "cli/head_spec.h"
 #include "hsd.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 typedef struct bhead_opts {
     const char *model, *heads;

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/prompts.h"
 #include "hsd.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 
 typedef struct btok_opts {
     const char *path, *corpus;

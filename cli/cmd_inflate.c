@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "hsd.h"
 #include "models/inflate.h"
 

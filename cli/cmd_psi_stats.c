@@ -10,7 +10,7 @@
 
 #include "cli/json_out.h"
 #include "cli/cli.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "cli/svg.h"
 #include "hsd.h"
 #include "lib/analysis/psi_stats.h"

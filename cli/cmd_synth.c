@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "hsd.h"
 #include "models/synth.h"
 

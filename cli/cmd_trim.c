@@ -14,7 +14,7 @@
 #include "cli/svg.h"
 #include "hsd.h"
 #include "lib/analysis/corpus.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "lib/analysis/trim.h"
 
 typedef struct trim_opts {

@@ -3,7 +3,7 @@
  * on a machine without one). */
 #include "kernels/cuda_ops.h"
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 hsd_status hsd_cuda_check_mat(const char *what, const hsd_mat *w) {
     if (!w || !w->data) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL matrix", what);

@@ -10,7 +10,7 @@
 
 #include "kernels/cuda_ops.h"
 extern "C" {
-#include "lib/error.h" /* C linkage: the header has no C++ guards */
+#include "lib/base/error.h" /* C linkage: the header has no C++ guards */
 }
 
 /* cuBLAS is opened with dlopen when a device is opened, not linked: its libraries (~600 MB)

@@ -5,7 +5,7 @@
 
 #ifndef HSD_HAVE_CUDA
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 #define NO_CUDA(what) hsd_error(HSD_ERR_UNSUPPORTED, "cuda %s: hsd was built without CUDA", what)
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 #ifdef HSD_HAVE_LAPACK
 /* Fortran LAPACK from OpenBLAS; no lapacke.h is needed for one routine. */

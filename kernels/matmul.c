@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/matmul_kern.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 /* Below this many multiply-adds a product runs on one thread: the hand-off costs more. */
 #define MM_PAR_MIN_WORK (1 << 17)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 typedef struct arch_info {
     const char *name, *gguf, *hf_type, *hf_class;

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "kernels/cuda_ops.h"
-#include "lib/error.h"
-#include "lib/log.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
 
 typedef struct cm_layer {
     hsd_mat wqkv; /* rows: q (q_dim), k (kv_dim), v (kv_dim) */

@@ -1,7 +1,7 @@
 /* Forward argument checks (see forward_check.h). */
 #include "models/forward_check.h"
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 hsd_status hsd_forward_check(const char *who, const int32_t *tokens, int32_t n,
                              const int32_t *parents, const int32_t *rows, int32_t n_rows,

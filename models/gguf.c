@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "kernels/quant.h"
-#include "lib/error.h"
-#include "lib/gguf.h"
+#include "lib/base/error.h"
+#include "lib/base/gguf.h"
 #include "models/arch.h"
 #include "models/loaders.h"
 
@@ -50,7 +50,7 @@ typedef struct gguf_file {
     const char *path;
     const uint8_t *p;
     size_t size, off;
-    hsd_gguf meta; /* the metadata, read by lib/gguf.c */
+    hsd_gguf meta; /* the metadata, read by lib/base/gguf.c */
     char arch[32];
     uint32_t alignment;
     gguf_tensor *tensors;

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "models/transformer.h"
-#include "lib/gguf.h"
+#include "lib/base/gguf.h"
 #include "tokenize/json.h"
 #include "tokenize/spm.h"
 

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
-#include "lib/gguf_writer.h"
+#include "lib/base/buf.h"
+#include "lib/base/gguf_writer.h"
 
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
 enum {

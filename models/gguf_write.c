@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/gguf_writer.h"
+#include "lib/base/error.h"
+#include "lib/base/gguf_writer.h"
 #include "models/arch.h"
 #include "models/gguf_vocab.h"
 #include "models/loaders.h"

@@ -9,7 +9,7 @@
 
 #include "kernels/head_ops.h"
 #include "kernels/matmul.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 #define HEAD_CAPTURE 100 /* internal kind: collect rows (calibration) */
 

@@ -1,12 +1,12 @@
-/* Head factors in safetensors (lib/safetensors_io.c). A trained SpecVocab router or
+/* Head factors in safetensors (lib/base/safetensors_io.c). A trained SpecVocab router or
  * SlimSpec head is two tensors (names in hsd.h); anything else in the file is ignored. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/safetensors_io.h"
+#include "lib/base/error.h"
+#include "lib/base/safetensors_io.h"
 #include "models/head.h"
 #include "models/transformer.h"
 

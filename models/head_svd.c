@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/linalg.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "models/head.h"
 
 #ifdef HSD_HAVE_OPENBLAS

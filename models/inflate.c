@@ -50,7 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "models/loaders.h"
 
 typedef struct plan {

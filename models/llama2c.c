@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "models/loaders.h"
 
 typedef struct l2c_ctx {

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "hsd.h"
-#include "lib/error.h"
-#include "lib/log.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
 #include "models/cuda_model.h"
 #include "models/forward_check.h"
 #include "models/head.h"

@@ -1,6 +1,6 @@
 /* HuggingFace checkpoints: config.json (the architectures of models/arch.c) plus
  * model.safetensors or the shards of model.safetensors.index.json, read and written through
- * lib/safetensors_io.c. */
+ * lib/base/safetensors_io.c. */
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/error.h"
-#include "lib/safetensors_io.h"
+#include "lib/base/error.h"
+#include "lib/base/safetensors_io.h"
 #include "models/arch.h"
 #include "models/loaders.h"
 #include "models/synth.h"

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/rng.h"
+#include "lib/base/error.h"
+#include "lib/base/rng.h"
 #include "models/arch.h"
 
 typedef struct synth_shape {

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "kernels/quant.h"
-#include "lib/error.h"
-#include "lib/timer.h"
+#include "lib/base/error.h"
+#include "lib/base/timer.h"
 #include "models/arch.h"
 #include "models/forward_check.h"
 #include "models/tf_internal.h"

@@ -12,8 +12,8 @@
 
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
-#include "lib/error.h"
-#include "lib/timer.h"
+#include "lib/base/error.h"
+#include "lib/base/timer.h"
 
 struct hsd_cuda {
     bool cublas_gemv;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "tests/testutil.h"
 
 /* ---- fixtures ------------------------------------------------------------------------ */

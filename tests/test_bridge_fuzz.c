@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "lib/engine/bridge.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"
 

@@ -17,7 +17,7 @@
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
 #include "kernels/matmul.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "models/cuda_model.h"
 #include "models/synth.h"
 #include "models/transformer.h"

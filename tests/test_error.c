@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/map.h"
+#include "lib/base/error.h"
+#include "lib/base/map.h"
 #include "tests/testutil.h"
 
 static void test_message_and_prefix(void **state) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "tests/testutil.h"
 
 #define HSD_FUZZ_SHARED hsd_test_shared()

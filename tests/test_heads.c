@@ -12,7 +12,7 @@
 #include "kernels/head_ops.h"
 #include "kernels/linalg.h"
 #include "kernels/threadpool.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "lib/engine/sample.h"
 #include "models/head.h"
 #include "tests/testutil.h"

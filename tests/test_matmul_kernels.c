@@ -10,7 +10,7 @@
 
 #include "hsd.h"
 #include "kernels/matmul.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
 

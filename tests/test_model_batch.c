@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
 

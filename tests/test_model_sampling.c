@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "lib/engine/sample.h"
 #include "verify/verify.h"
 #include "tests/testutil.h"

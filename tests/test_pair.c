@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "lib/analysis/pair.h"
 #include "tests/testutil.h"
 

@@ -17,10 +17,10 @@
 
 #include "hsd.h"
 #include "lib/engine/first_token.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "lib/engine/sample.h"
 #include "lib/engine/slrs_tree.h"
-#include "lib/utf8.h"
+#include "lib/base/utf8.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"
 #include "verify/slrs.h"

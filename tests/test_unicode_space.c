@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
-#include "lib/utf8.h"
+#include "lib/base/buf.h"
+#include "lib/base/utf8.h"
 #include "tests/testutil.h"
 #include "tokenize/tokenizer.h"
 

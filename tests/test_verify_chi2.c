@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 #include "lib/engine/sample.h"
 #include "tests/testutil.h"
 #include "verify/verify.h"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 static hsd_status matcher_build(hsd_tokenizer *t, hsd_added_matcher *m, bool normalized) {

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/json.h"
 #include "tokenize/tokenizer.h"
 

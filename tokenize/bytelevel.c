@@ -4,7 +4,7 @@
  * only at load time and in the ByteLevel decoder. */
 #include "tokenize/tokenizer.h"
 
-#include "lib/utf8.h"
+#include "lib/base/utf8.h"
 
 const uint16_t hsd_bytelevel_cp[256] = {
     0x100, 0x101, 0x102, 0x103, 0x104, 0x105, 0x106, 0x107, 0x108, 0x109, 0x10A, 0x10B,

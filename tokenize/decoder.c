@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 #define OOM() hsd_error(HSD_ERR_NOMEM, "out of memory")

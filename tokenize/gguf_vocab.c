@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/gguf.h"
+#include "lib/base/error.h"
+#include "lib/base/gguf.h"
 #include "tokenize/spm.h"
 #include "tokenize/tokenizer.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "tokenize/json.h"
 #include "tokenize/tokenizer.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 typedef struct arena_block {
     struct arena_block *next;

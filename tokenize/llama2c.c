@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "tokenize/spm.h"
 #include "tokenize/tokenizer.h"
 

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 static bool all_ascii(const char *s, size_t n) {

@@ -19,7 +19,7 @@
 #include <unicode/uset.h>
 #include <unicode/ustring.h>
 
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode_tables.h"
 

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 
 int hsd_spans_push(hsd_spans *v, uint32_t off, uint32_t len, int32_t id) {
     if (v->n == v->cap) {

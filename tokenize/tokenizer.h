@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
-#include "lib/map.h"
+#include "lib/base/buf.h"
+#include "lib/base/map.h"
 
 /* ---- spans: pieces of text inside one working buffer (offsets survive reallocs) ---- */
 typedef struct hsd_span {

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 /* p, psi: n entries. scratch: n floats. Returns the emitted token; *accepted tells whether it
  * is the candidate. */

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 /* Standard speculative sampling (Leviathan et al., Alg 5) over one shared vocabulary of n
  * entries. d[0..k) are the drafted tokens; q is k rows of n (the distribution each draft was

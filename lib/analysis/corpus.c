@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 static hsd_status push(hsd_corpus *c, size_t *cap, const char *s, size_t n) {
     if (c->n == *cap) {

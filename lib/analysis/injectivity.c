@@ -5,9 +5,9 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "lib/analysis/injectivity_internal.h"
-#include "lib/utf8.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 const char *hsd_inj_cause_name(hsd_inj_cause c) {

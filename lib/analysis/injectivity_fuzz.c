@@ -9,12 +9,12 @@
 #include <unicode/uscript.h>
 #include <unicode/uset.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "lib/analysis/injectivity_internal.h"
-#include "lib/map.h"
-#include "lib/utf8.h"
+#include "lib/base/map.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 
 /* splitmix64: tiny, well-mixed, and ours (no libc rand state shared with the caller). */
 static uint64_t rng_next(uint64_t *s) {

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "lib/analysis/corpus.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "lib/analysis/injectivity.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "lib/analysis/psi_stats.h"
 #include "lib/engine/token_trie.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 /* Per byte position of the DP. */
 typedef struct pos_state {

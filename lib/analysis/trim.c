@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
                           int64_t *n_tokens) {

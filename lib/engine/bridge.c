@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }

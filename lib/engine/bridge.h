@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 #include <stddef.h>
 
 /* One model's view: ids[0..n) of which ids[seg..n) spell text[seg_off..end) and may still

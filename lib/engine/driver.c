@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "lib/engine/engine.h"
-#include "lib/error.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
 /* One call: its sequences and the buffers of the shared forwards. */

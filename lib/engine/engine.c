@@ -7,8 +7,8 @@
 
 #include "hsd.h"
 #include "lib/engine/engine.h"
-#include "lib/error.h"
-#include "lib/map.h"
+#include "lib/base/error.h"
+#include "lib/base/map.h"
 #include "tokenize/tokenizer.h"
 
 const char *hsd_algo_name(hsd_algo a) {

@@ -28,10 +28,10 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 #include "lib/engine/bridge.h"
 #include "lib/engine/sample.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 struct hsd_eng_slrs;
 struct hsd_first_token;

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "lib/engine/bridge.h"
-#include "lib/error.h"
-#include "lib/utf8.h"
+#include "lib/base/error.h"
+#include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 static const char META[] = "\xe2\x96\x81"; /* U+2581, SentencePiece's space */

@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
-#include "lib/map.h"
+#include "lib/base/buf.h"
+#include "lib/base/map.h"
 
 typedef struct hsd_first_token {
     const hsd_tokenizer *tok;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 /* An ids file: one id per line, '#' starts a comment (as `hsd trim -o` writes it). */
 static hsd_status read_ids(const char *path, int32_t **ids, int32_t *n) {

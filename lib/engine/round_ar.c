@@ -2,7 +2,7 @@
  * (argmax when greedy). Also the fallback round of every algorithm once the drafter's
  * context is full. */
 #include "lib/engine/engine.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "verify/verify.h"
 
 static hsd_status ar_candidates(hsd_eng_seq *g, const int32_t **cand, int32_t *m, int32_t *width) {

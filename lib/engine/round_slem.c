@@ -2,8 +2,8 @@
  * that text with the target's tokenizer after the committed text, and the target accepts the
  * longest prefix of those candidates that its own draws reproduce (verify/verify.h). */
 #include "lib/engine/engine.h"
-#include "lib/error.h"
-#include "lib/timer.h"
+#include "lib/base/error.h"
+#include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 #include "verify/verify.h"
 

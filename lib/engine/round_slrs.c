@@ -23,10 +23,10 @@
 #include <string.h>
 
 #include "lib/engine/engine.h"
-#include "lib/timer.h"
-#include "lib/error.h"
+#include "lib/base/timer.h"
+#include "lib/base/error.h"
 #include "lib/engine/first_token.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "lib/engine/slrs_shape.h"
 #include "lib/engine/slrs_tree.h"
 #include "verify/slrs.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lib/engine/engine.h"
-#include "lib/timer.h"
+#include "lib/base/timer.h"
 #include "verify/verify.h"
 
 /* One draft from the drafter's logits. For TLI the drafter's distribution is restricted to

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 #include "verify/verify.h"
 
 int32_t hsd_sample_greedy(const float *logits, int32_t n) { return hsd_verify_argmax(logits, n); }

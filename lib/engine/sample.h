@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 typedef struct hsd_sampler_params {
     float temp;    /* <= 0: greedy */

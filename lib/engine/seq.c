@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "lib/engine/engine.h"
-#include "lib/error.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/base/error.h"
+#include "lib/base/log.h"
+#include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
 hsd_status hsd_eng_oom(void) {

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 hsd_status hsd_slrs_shape_init(hsd_slrs_shape *s, const hsd_tokenizer *target,
                                const hsd_tokenizer *draft) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 static hsd_status oom(void) {
     return hsd_error(HSD_ERR_NOMEM, "out of memory");

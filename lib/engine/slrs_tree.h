@@ -25,9 +25,9 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 #include "lib/engine/first_token.h"
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 typedef enum hsd_slrs_rule {
     HSD_SLRS_STOP_DETERMINED = 0, /* stop once T(text)_1 is determined, at most n tokens deep */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 /* Everything one step reads about a node, in one 12-byte record (one cache miss, not four);
  * the child bytes sit apart in byte[] so a child search scans a dense run. */

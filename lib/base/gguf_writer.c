@@ -2,12 +2,12 @@
  * the pairs (u64-length key, u32 type, value), the tensor infos (name, u32 n_dims, u64 dims
  * innermost first, u32 ggml type, u64 offset into the data section), padding to the
  * alignment, then each tensor's bytes padded to the alignment. */
-#include "lib/gguf_writer.h"
+#include "lib/base/gguf_writer.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 enum { T_U32 = 4, T_I32 = 5, T_F32 = 6, T_BOOL = 7, T_STR = 8, T_ARR = 9 };
 

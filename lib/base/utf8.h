@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 
 /* Length of the (valid) UTF-8 sequence starting with byte c: 1..4. */
 static inline int hsd_utf8_len(unsigned char c) {

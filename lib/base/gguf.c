@@ -3,13 +3,13 @@
  *   n_kv × { string key, uint32 type, value },
  * where a string is uint64 length + bytes and an array is uint32 element type, uint64 count,
  * elements. v1 used 32-bit lengths and is not accepted. */
-#include "lib/gguf.h"
+#include "lib/base/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 /* Fixed element sizes; 0 for string and array. */
 static const size_t type_size[HSD_GGUF_N_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};

@@ -1,4 +1,4 @@
-#include "lib/utf8.h"
+#include "lib/base/utf8.h"
 
 int hsd_utf8_encode(uint32_t cp, char *o) {
     if (cp < 0x80) {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
-#include "lib/buf.h"
+#include "lib/base/buf.h"
 
 typedef struct hsd_gguf_w_data {
     const void *data;

@@ -1,4 +1,4 @@
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

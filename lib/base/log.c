@@ -1,7 +1,7 @@
 /* The one piece of global state the library has: an optional log callback. It is set once
  * by the application (typically before any other call); reads and writes are atomic so a
  * late hsd_log_set never tears a pointer pair that another thread is reading. */
-#include "lib/log.h"
+#include "lib/base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

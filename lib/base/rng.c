@@ -1,4 +1,4 @@
-#include "lib/rng.h"
+#include "lib/base/rng.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u

@@ -1,11 +1,11 @@
 /* safetensors reader and writer (see safetensors_io.h). */
-#include "lib/safetensors_io.h"
+#include "lib/base/safetensors_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 hsd_status hsd_st_open(hsd_st_file *f, const char *path, const void *data, size_t size) {
     memset(f, 0, sizeof *f);

@@ -4,7 +4,7 @@
 #define HSD_LIB_LOG_H
 
 #include "hsd.h"
-#include "lib/error.h"
+#include "lib/base/error.h"
 
 void hsd_log(hsd_log_level level, const char *fmt, ...) HSD_PRINTF(2, 3);
 

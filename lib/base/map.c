@@ -1,4 +1,4 @@
-#include "lib/map.h"
+#include "lib/base/map.h"
 
 #include <stdlib.h>
 #include <string.h>
