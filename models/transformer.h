@@ -10,6 +10,7 @@
 
 #include "hsd.h"
 #include "kernels/cpu_ops.h"
+#include "lib/base/file_map.h"
 #include "models/head.h"
 
 #define HSD_TF_MAX_SWA_LAYERS 1024
@@ -124,14 +125,5 @@ void hsd_tf_reset_timing(hsd_transformer *tf);
 
 /* Helpers for loaders. */
 const char *hsd_tkind_name(hsd_tkind kind);
-/* Maps a model file (or reads it into memory when use_mmap is false or mmap fails);
- * release with hsd_file_map_close. */
-typedef struct hsd_file_map {
-    void *data;
-    size_t size;
-    bool mapped;
-} hsd_file_map;
-hsd_status hsd_file_map_open(const char *path, bool use_mmap, hsd_file_map **out);
-void hsd_file_map_close(void *map);
 
 #endif
