@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base/error.h"
+#include "lib/base/file_map.h"
 #include "lib/base/utf8.h"
 
 int hsd_spans_push(hsd_spans *v, uint32_t off, uint32_t len, int32_t id) {
@@ -311,11 +311,12 @@ hsd_status hsd_tokenizer_load_file(const char *path, hsd_tokenizer **out) {
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4 &&
         pread(fd, magic, 4, 0) == 4 && !memcmp(magic, "GGUF", 4)) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
-        if (p == MAP_FAILED) return hsd_error(HSD_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
-        hsd_status s = hsd_tokenizer_load_memory(p, (size_t)st.st_size, HSD_TOKENIZER_GGUF, path, out);
-        munmap(p, (size_t)st.st_size);
+        hsd_file_map *m = NULL;
+        hsd_status s = hsd_file_map_open(path, true, &m);
+        if (s) return s;
+        s = hsd_tokenizer_load_memory(m->data, m->size, HSD_TOKENIZER_GGUF, path, out);
+        hsd_file_map_close(m);
         return s;
     }
     if (fd >= 0) close(fd);
