@@ -71,7 +71,7 @@ TGT static void prep_bf16(const float *x, size_t len, uint16_t *o) {
     for (; i < len; i++) o[i] = hsd_fp32_to_bf16(x[i]);
 }
 
-/* One row of nb blocks: d = max|x|/127, q = round-to-even(x · (1/d)), stored as q + 128;
+/* One row of nb blocks: d = fp16(max|x|/127), q = round-to-even(x · 127/max|x|), stored as q + 128;
  * the scales as 16 lanes per chunk of two blocks (8 each; 0 for a missing second block),
  * ready for the tile's scale product. */
 TGT static void prep_q8(const float *x, int32_t nb, uint8_t *q, float *d) {
@@ -81,7 +81,10 @@ TGT static void prep_q8(const float *x, int32_t nb, uint8_t *q, float *d) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
         __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1));
         float amax = _mm512_reduce_max_ps(m);
-        float db = amax / 127.0f, id = db > 0.0f ? 1.0f / db : 0.0f;
+        /* llama.cpp's rule (ggml-cpu quantize_row_q8_0): the scale is stored as fp16 and the
+         * inverse is 127/amax, so the products equal llama.cpp's on the same Q8_0 file */
+        float db = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
+        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         for (int k = 0; k < 8; k++) d[b * 8 + k] = db;
         __m512 s = _mm512_set1_ps(id);
         __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, s)));

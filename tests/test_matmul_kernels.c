@@ -111,7 +111,8 @@ static void free_mat(mat *a) {
 
 /* The activations as the kernel set multiplies them: bf16-rounded for BF16 weights under
  * AVX-512 (vdpbf16ps), int8 per 32-block for Q8_0 weights under AVX-512 (vpdpbusd) with
- * d = max|x|/127 in float and q = round-to-even(x · (1/d)); fp32 otherwise. */
+ * d = fp16(max|x|/127) and q = round-to-even(x · 127/max|x|) (llama.cpp's rule); fp32
+ * otherwise. */
 static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t cols, double *out) {
     if (isa == HSD_MM_AVX512 && t == HSD_DT_BF16) {
         for (int32_t i = 0; i < cols; i++) out[i] = bf16_value(bf16_round(x[i]));
@@ -119,8 +120,10 @@ static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t col
         for (int32_t b = 0; b < cols / 32; b++) {
             float amax = 0;
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
-            float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-            for (int i = 0; i < 32; i++) out[b * 32 + i] = (double)d * rintf(x[b * 32 + i] * id);
+            /* d as llama.cpp stores it (fp16), q = round-to-even(x · 127/amax) */
+            double d = half_to_double(double_to_half(amax / 127.0f));
+            float id = amax > 0 ? 127.0f / amax : 0.0f;
+            for (int i = 0; i < 32; i++) out[b * 32 + i] = d * rintf(x[b * 32 + i] * id);
         }
     } else {
         for (int32_t i = 0; i < cols; i++) out[i] = x[i];
