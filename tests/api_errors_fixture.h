@@ -222,7 +222,8 @@ static inline int hsd_api_rows_run(const char *group, const struct CMUnitTest *e
     struct CMUnitTest tests[64];
     size_t k = 0;
     if (n + 1 > sizeof tests / sizeof tests[0])
-        return fprintf(stderr, "%s: %zu rows, raise tests[] in api_errors_fixture.h\n", group, n), 1;
+        return fprintf(stderr, "%s: %zu rows, raise tests[] in api_errors_fixture.h\n", group, n),
+               1;
     if (extra) tests[k++] = *extra;
     for (size_t r = 0; r < n; r++) tests[k++] = rows[r];
     return _cmocka_run_group_tests(group, tests, k, setup, teardown);

@@ -60,7 +60,7 @@ static inline void free_cls(cls_t *c) {
 
 /* ref[t][v] = sum_i w[v][i] x[t][i] in double. */
 static inline void ref_matmul(const float *w, int32_t rows, int32_t cols, const float *x, int32_t n,
-                       double *ref) {
+                              double *ref) {
     for (int32_t t = 0; t < n; t++)
         for (int32_t v = 0; v < rows; v++) {
             double s = 0;

@@ -204,14 +204,16 @@ static void row_hsd_model_set_head_spec(void **state) {
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(NULL, "full", NULL, NULL, 0));
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, NULL, NULL, NULL, 0));
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "full", NULL, NULL, 2));
-    const char *bad[] = {"", "bogus", "full:x", "trim", "trim:", "spec", "spec:0", "spec:x",
-                         "spec:8/y", "spec:8:", "lowrank", "lowrank:-1", "lowrank:4x"};
+    const char *bad[] = {
+        "",       "bogus",    "full:x",  "trim",    "trim:",      "spec",      "spec:0",
+        "spec:x", "spec:8/y", "spec:8:", "lowrank", "lowrank:-1", "lowrank:4x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, bad[i], NULL, NULL, 0));
         assert_non_null(strstr(hsd_last_error(), bad[i])); /* the message names the spec */
     }
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "tli", NULL, NULL, 0));
-    EXPECT(HSD_ERR_IO, hsd_model_set_head_spec(model_t, "trim:/nonexistent/ids.txt", NULL, NULL, 0));
+    EXPECT(HSD_ERR_IO,
+           hsd_model_set_head_spec(model_t, "trim:/nonexistent/ids.txt", NULL, NULL, 0));
     char path[] = "/tmp/hsd_api_ids_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);

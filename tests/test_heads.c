@@ -118,7 +118,8 @@ static void check_heads(hsd_dtype type) {
     ref_matmul(down, 6, d, x, n, hrd);
     /* a bf16 W_up multiplies bf16-rounded activations (see x above) */
     for (int i = 0; i < n * 6; i++)
-        hr[i] = type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
+        hr[i] =
+            type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
     ref_matmul(up, V, 6, hr, n, lref);
     assert_int_equal(hsd_head_forward(h, NULL, 1, x, n, logits), HSD_OK);
     for (int32_t i = 0; i < n * V; i++)
@@ -136,7 +137,8 @@ static void check_heads(hsd_dtype type) {
     ref_matmul(down, 6, d, x, n, hrd);
     /* a bf16 W_up multiplies bf16-rounded activations (see x above) */
     for (int i = 0; i < n * 6; i++)
-        hr[i] = type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
+        hr[i] =
+            type == HSD_DT_BF16 ? hsd_bf16_to_fp32(hsd_fp32_to_bf16((float)hrd[i])) : (float)hrd[i];
     ref_matmul(up, V, 6, hr, n, lref); /* router scores */
     assert_int_equal(hsd_head_forward(h, NULL, 1, x, n, logits), HSD_OK);
     for (int32_t t = 0; t < n; t++) {

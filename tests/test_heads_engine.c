@@ -113,7 +113,10 @@ static hsd_status fake_trunc(void *c, int32_t len) {
 
 static void test_caller_model_has_no_head(void **state) {
     (void)state;
-    hsd_model_iface iface = {.vocab_size = fake_vocab, .forward = fake_fwd, .kv_len = fake_kv, .kv_truncate = fake_trunc};
+    hsd_model_iface iface = {.vocab_size = fake_vocab,
+                             .forward = fake_fwd,
+                             .kv_len = fake_kv,
+                             .kv_truncate = fake_trunc};
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&iface, &m), HSD_OK);
     hsd_head_params p = hsd_head_default_params();
@@ -396,10 +399,8 @@ static void test_cli_draft_head(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_api),
-        cmocka_unit_test(test_caller_model_has_no_head),
-        cmocka_unit_test(test_greedy_lossless),
-        cmocka_unit_test(test_first_token_law),
+        cmocka_unit_test(test_model_api),       cmocka_unit_test(test_caller_model_has_no_head),
+        cmocka_unit_test(test_greedy_lossless), cmocka_unit_test(test_first_token_law),
         cmocka_unit_test(test_cli_draft_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -459,7 +459,6 @@ static void test_real_sample_qwen3(void **state) {
     hsd_tokenizer_free(t);
 }
 
-
 static void test_summary_percentiles(void **state) {
     (void)state;
     /* numpy: percentile([1,2,3,4,10], [25,50,75]) = 2, 3, 4; mean 4, sample sd sqrt(12.5) */

@@ -14,7 +14,6 @@
 #include "lib/analysis/psi_stats.h"
 #include "tests/testutil.h"
 
-
 /* ---- real tokenizers ----------------------------------------------------------------------- */
 
 static hsd_tokenizer *load(const char *rel) {

@@ -488,7 +488,6 @@ static void test_verify_negative_control(void **state) {
     free_pair(&hw);
 }
 
-
 static void test_api(void **state) {
     (void)state;
     assert_string_equal(hsd_algo_name(HSD_ALGO_SLRS), "slrs");
@@ -523,7 +522,6 @@ static void test_api(void **state) {
     hsd_model_free(mt), hsd_model_free(md);
     free_pair(&ab);
 }
-
 
 int main(void) {
     const struct CMUnitTest tests[] = {

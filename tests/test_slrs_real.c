@@ -121,7 +121,9 @@ static int load_lm(lm *x, const char *model, const char *tok) {
 }
 
 /* bench prompts clipped to their last ~150 characters (babyllama's context is 256) */
-static void load_prompts(void) { n_prompts = hsd_test_bench_prompts(prompts, 128, 150); }
+static void load_prompts(void) {
+    n_prompts = hsd_test_bench_prompts(prompts, 128, 150);
+}
 
 static bool single_forward; /* gen() below: SLRS scores its tree in one drafter forward */
 
