@@ -423,14 +423,12 @@ static float *llama_cpp_logits(const char *path, const int32_t *tok, int32_t n, 
     llama_model_free(model);
     return lg;
 }
-#endif
 
 /* One cell: the synth GGUF (F32 or BF16 written by hsd, or F32 quantised by llama.cpp to
  * `ftype`) through llama.cpp and hsd; the issue's bar is cosine >= 0.999 per position and the
  * same argmax on >= 98% of them; F32 files must be far tighter. */
 static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, const char *tname,
                            double min_cos) {
-#ifdef HSD_HAVE_LLAMA_CPP
     hsd_synth_model *sm;
     assert_int_equal(hsd_synth_create(shape, written, 5, &sm), HSD_OK);
     const int32_t V = sm->cfg.vocab_size;
@@ -468,10 +466,8 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
     assert_true(st.agree + (ftype >= 0 ? st.near : 0) >= (int32_t)ceil(0.98 * NTOK));
     free(want), free(got), free(wd);
     hsd_tf_free(tf);
-#else
-    (void)shape, (void)written, (void)ftype, (void)tname, (void)min_cos;
-#endif
 }
+#endif /* HSD_HAVE_LLAMA_CPP */
 
 static void test_llama_cpp(void **state) {
     (void)state;
