@@ -342,27 +342,15 @@ static void test_matmul_rows(void **state) {
 
 /* ---- files: temporary directory ------------------------------------------------------- */
 
-static char tmpdir[512];
-
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_gguf_quant_XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return hsd_test_tmpdir_setup("hsd_gguf_quant");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return hsd_test_tmpdir_teardown();
 }
-static const char *tmp(const char *name) {
-    static char buf[4][700];
-    static int slot;
-    char *b = buf[slot++ & 3];
-    snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-    return b;
-}
+static const char *tmp(const char *name) { return hsd_test_tmp(name); }
 
 /* ---- malformed GGUFs -------------------------------------------------------------------- */
 

@@ -30,27 +30,15 @@ static const char *shapes[] = {"tiny-llama", "tiny-mistral", "tiny-smollm", "tin
                                "tiny-qwen3", "tiny-gemma3",  "tiny-phi3"};
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
-static char tmpdir[512];
-
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "%s/hsd_arch_XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return hsd_test_tmpdir_setup("hsd_arch");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return hsd_test_tmpdir_teardown();
 }
-static const char *tmp(const char *name) {
-    static char buf[4][700];
-    static int slot;
-    char *b = buf[slot++ & 3];
-    snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-    return b;
-}
+static const char *tmp(const char *name) { return hsd_test_tmp(name); }
 
 static void tokens(int32_t *t, int32_t n, int32_t V) {
     for (int32_t i = 0; i < n; i++) t[i] = (int32_t)(((int64_t)i * 7919 + 13) % V);

@@ -256,3 +256,25 @@ int hsd_test_bench_prompts(char **out, int cap, size_t clip) {
     }
     return n;
 }
+
+static char test_tmpdir[512];
+
+int hsd_test_tmpdir_setup(const char *prefix) {
+    snprintf(test_tmpdir, sizeof test_tmpdir, "%s/%s_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", prefix);
+    return mkdtemp(test_tmpdir) ? 0 : -1;
+}
+
+int hsd_test_tmpdir_teardown(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+const char *hsd_test_tmp(const char *name) {
+    static char buf[4][700];
+    static int slot;
+    char *b = buf[slot++ & 3];
+    snprintf(b, sizeof buf[0], "%s/%s", test_tmpdir, name);
+    return b;
+}

@@ -46,11 +46,18 @@ size_t hsd_test_header_functions(char ***names);
 void hsd_test_free_names(char **names, size_t n);
 
 /* Skips the current cmocka test with a printed reason when a shared file is missing. */
-#define HSD_REQUIRE_FILE(p)                                                                  \
-    do {                                                                                     \
-        if (!hsd_test_require(p)) {                                                          \
-            skip();                                                                          \
-        }                                                                                    \
+#define HSD_REQUIRE_FILE(p)                                                                        \
+    do {                                                                                           \
+        if (!hsd_test_require(p)) {                                                                \
+            skip();                                                                                \
+        }                                                                                          \
     } while (0)
+
+/* A per-test-file temporary directory under $TMPDIR (default /tmp): create it in a cmocka
+ * group setup, remove it (recursively) in the teardown; hsd_test_tmp names a file in it (four
+ * rotating buffers, so up to four names can be live at once). */
+int hsd_test_tmpdir_setup(const char *prefix);
+int hsd_test_tmpdir_teardown(void);
+const char *hsd_test_tmp(const char *name);
 
 #endif
