@@ -305,7 +305,10 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
 void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n, const hsd_mat *w,
                            int32_t row0, int32_t count, float *scratch) {
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
-    if (n <= 4 && quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
+    /* Q4_K/Q5_K/Q6_K: llama.cpp's integer arithmetic for every n, each (row, token) on its own,
+     * so a token's result does not depend on how many are verified with it (batch invariance:
+     * greedy speculative output must equal AR's even at near-ties) */
+    if (quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
     /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
     float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
     bool rounded = xr != NULL;

@@ -304,8 +304,8 @@ static void test_dequant_and_dot(void **state) {
 }
 
 /* hsd_matmul_rows with several rows and tokens against float64 over the dequantised rows and
- * the activations rounded by llama.cpp's rule: n <= 4 takes the integer Q8_K kernels for
- * Q4_K/Q5_K/Q6_K, n = 5 the dequantise-then-f32 path. */
+ * the activations rounded by llama.cpp's rule (Q4_K/Q5_K/Q6_K take the integer Q8_K kernels,
+ * the other block types the dequantise-then-f32 path). */
 static void test_matmul_rows(void **state) {
     (void)state;
     const int32_t rows = 7, cols = 512, ns[3] = {1, 3, 5};
@@ -340,6 +340,34 @@ static void test_matmul_rows(void **state) {
         }
 }
 
+/* Batch invariance: a token's products are bit-identical whether it is multiplied alone or at
+ * any position among n = 2..16 tokens, for every block type (speculative verification runs
+ * n > 1 where AR runs n = 1; any difference could move greedy output at a near-tie). */
+static void test_matmul_batch_invariance(void **state) {
+    (void)state;
+    const int32_t rows = 5, cols = 512, N = 16;
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        hsd_dtype t = qtypes[ti];
+        size_t rb = hsd_dtype_row_bytes(t, cols);
+        uint8_t *w = malloc(rb * rows);
+        float *x = malloc(sizeof(float) * N * cols), *one = malloc(sizeof(float) * N * rows),
+              *many = malloc(sizeof(float) * N * rows), *scratch = malloc(sizeof(float) * 4 * cols);
+        for (int32_t r = 0; r < rows; r++) random_row(t, w + r * rb, cols);
+        for (int32_t i = 0; i < N * cols; i++) x[i] = ((float)(rnd() % 2001) - 1000.0f) * 1e-3f;
+        hsd_mat m = {t, rows, cols, w};
+        for (int32_t k = 0; k < N; k++)
+            hsd_matmul_rows(one + k * rows, rows, x + k * cols, 1, &m, 0, rows, scratch);
+        for (int32_t n = 2; n <= N; n++) {
+            hsd_matmul_rows(many, rows, x, n, &m, 0, rows, scratch);
+            for (int32_t k = 0; k < n; k++)
+                if (memcmp(many + k * rows, one + k * rows, sizeof(float) * rows))
+                    fail_msg("%s: token %d among n = %d differs from the same token alone",
+                             hsd_dtype_name(t), k, n);
+        }
+        free(w), free(x), free(one), free(many), free(scratch);
+    }
+}
+
 /* ---- files: temporary directory ------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -350,7 +378,9 @@ static int teardown(void **state) {
     (void)state;
     return hsd_test_tmpdir_teardown();
 }
-static const char *tmp(const char *name) { return hsd_test_tmp(name); }
+static const char *tmp(const char *name) {
+    return hsd_test_tmp(name);
+}
 
 /* ---- malformed GGUFs -------------------------------------------------------------------- */
 
@@ -675,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_dequant_and_dot),
         cmocka_unit_test(test_act_round),
         cmocka_unit_test(test_matmul_rows),
+        cmocka_unit_test(test_matmul_batch_invariance),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_llama_logits, setup, teardown),
     };
