@@ -39,14 +39,18 @@ static int load_lm(lm *x, const char *model, const char *tok) {
 
 /* Bench prompts, clipped to their last ~150 characters at a word start so the character-level
  * babyllama (context 256) fits prompt + generation. */
-static void load_prompts(void) { n_prompts = hsd_test_bench_prompts(prompts, 128, 150); }
+static void load_prompts(void) {
+    n_prompts = hsd_test_bench_prompts(prompts, 128, 150);
+}
 
 static int setup(void **state) {
     (void)state;
     if (load_lm(&small, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin") ||
-        load_lm(&baby, "models/babyllama-tok105/model5000.bin", "models/babyllama-tok105/tok105.bin") ||
+        load_lm(&baby, "models/babyllama-tok105/model5000.bin",
+                "models/babyllama-tok105/tok105.bin") ||
         load_lm(&small2, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin") ||
-        load_lm(&baby2, "models/babyllama-tok105/model5000.bin", "models/babyllama-tok105/tok105.bin"))
+        load_lm(&baby2, "models/babyllama-tok105/model5000.bin",
+                "models/babyllama-tok105/tok105.bin"))
         return -1;
     load_prompts();
     return 0;
@@ -88,7 +92,8 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label) {
         hsd_gen_result ar;
         gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 40, &ar);
         for (size_t a = 0; a < 4; a++) {
-            bool self = target->t != draft->t && !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
+            bool self = target->t != draft->t &&
+                        !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
             if (algos[a] == HSD_ALGO_SD && !self) continue;
             for (int adaptive = 0; adaptive < 2; adaptive++) {
                 hsd_gen_result r;
@@ -121,8 +126,8 @@ static void test_noninjective_drafter(void **state) {
     /* the same model as drafter, through a second tok512 that lowercases its input:
      * decode(encode("Once")) == "once", so the bridge sees text it cannot spell */
     hsd_tokenizer *lower = NULL;
-    assert_int_equal(hsd_tokenizer_load_file(hsd_test_path("models/stories260K/tok512.bin"), &lower),
-                     HSD_OK);
+    assert_int_equal(
+        hsd_tokenizer_load_file(hsd_test_path("models/stories260K/tok512.bin"), &lower), HSD_OK);
     lower->norm = calloc(1, sizeof *lower->norm);
     lower->norm[0].type = HSD_NORM_LOWERCASE;
     lower->n_norm = 1;
@@ -162,34 +167,16 @@ static void test_noninjective_drafter(void **state) {
     hsd_tokenizer_free(lower);
 }
 
-/* Exact law of the first generated token: softmax of the target's logits after the prompt. */
-static void first_token_law(lm *target, const char *prompt, double *law) {
-    int32_t *ids;
-    size_t n;
-    assert_int_equal(hsd_tokenizer_encode_alloc(target->t, prompt, strlen(prompt), false, &ids, &n),
-                     HSD_OK);
-    int32_t *all = malloc((n + 1) * sizeof *all);
-    all[0] = hsd_tokenizer_bos_id(target->t);
-    memcpy(all + 1, ids, n * sizeof *ids);
-    int32_t V = hsd_model_vocab_size(target->m), row = (int32_t)n;
-    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
-    assert_int_equal(hsd_model_kv_truncate(target->m, 0), HSD_OK);
-    assert_int_equal(hsd_model_forward(target->m, all, (int32_t)n + 1, NULL, &row, 1, logits), HSD_OK);
-    hsd_sampler_params sp = {1.0f, 0, 1.0f};
-    assert_int_equal(hsd_sample_probs(logits, V, &sp, probs), HSD_OK);
-    for (int32_t i = 0; i < V; i++) law[i] = probs[i];
-    free(all), free(logits), free(probs), hsd_free(ids);
-}
-
 static void check_chi2(lm *target, lm *draft, const char *label) {
     const char *prompt = "Once upon a time, there was a little";
     int32_t V = hsd_model_vocab_size(target->m);
     double *law = calloc((size_t)V, sizeof *law);
     long *count = calloc((size_t)V, sizeof *count);
-    first_token_law(target, prompt, law);
+    hsd_test_first_token_law(target->m, target->t, prompt, law);
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
-    const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION, HSD_ALGO_SD};
+    const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION,
+                              HSD_ALGO_SD};
     const long N = 20000;
     for (size_t a = 0; a < 5; a++) {
         bool self = !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
@@ -197,7 +184,8 @@ static void check_chi2(lm *target, lm *draft, const char *label) {
         memset(count, 0, (size_t)V * sizeof *count);
         for (long s = 0; s < N; s++) {
             hsd_gen_result r;
-            gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1, &r);
+            gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1,
+                &r);
             assert_int_equal(r.n_ids, 1);
             count[r.ids[0]]++;
             hsd_gen_result_free(&r);

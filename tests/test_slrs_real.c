@@ -176,32 +176,13 @@ static void test_real_greedy_identical(void **state) {
     greedy_pair(&baby, &small, "target babyllama, drafter stories260K");
 }
 
-static void first_token_law(lm *target, const char *prompt, double *law) {
-    int32_t *ids;
-    size_t n;
-    assert_int_equal(hsd_tokenizer_encode_alloc(target->t, prompt, strlen(prompt), false, &ids, &n),
-                     HSD_OK);
-    int32_t *all = malloc((n + 1) * sizeof *all);
-    all[0] = hsd_tokenizer_bos_id(target->t);
-    memcpy(all + 1, ids, n * sizeof *ids);
-    int32_t V = hsd_model_vocab_size(target->m), row = (int32_t)n;
-    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
-    assert_int_equal(hsd_model_kv_truncate(target->m, 0), HSD_OK);
-    assert_int_equal(hsd_model_forward(target->m, all, (int32_t)n + 1, NULL, &row, 1, logits),
-                     HSD_OK);
-    hsd_sampler_params sp = {1.0f, 0, 1.0f};
-    assert_int_equal(hsd_sample_probs(logits, V, &sp, probs), HSD_OK);
-    for (int32_t i = 0; i < V; i++) law[i] = probs[i];
-    free(all), free(logits), free(probs), hsd_free(ids);
-}
-
 static void law_pair(lm *target, lm *draft, const char *label) {
     /* the next target word is several babyllama characters: psi sums real compositions */
     const char *prompt = "Once upon a time, there was a little";
     int32_t V = hsd_model_vocab_size(target->m);
     double *law = calloc((size_t)V, sizeof *law);
     long *count = calloc((size_t)V, sizeof *count);
-    first_token_law(target, prompt, law);
+    hsd_test_first_token_law(target->m, target->t, prompt, law);
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
     const long N = 20000;

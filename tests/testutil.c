@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 
+#include "lib/engine/sample.h"
+
 const char *hsd_test_shared(void) {
     const char *s = getenv("HSD_SHARED");
     if (s && *s) return s;
@@ -277,4 +279,24 @@ const char *hsd_test_tmp(const char *name) {
     char *b = buf[slot++ & 3];
     snprintf(b, sizeof buf[0], "%s/%s", test_tmpdir, name);
     return b;
+}
+
+/* Exact law of the first generated token: softmax of the target's logits after the prompt. */
+void hsd_test_first_token_law(hsd_model *m, const hsd_tokenizer *t, const char *prompt,
+                              double *law) {
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(hsd_tokenizer_encode_alloc(t, prompt, strlen(prompt), false, &ids, &n),
+                     HSD_OK);
+    int32_t *all = malloc((n + 1) * sizeof *all);
+    all[0] = hsd_tokenizer_bos_id(t);
+    memcpy(all + 1, ids, n * sizeof *ids);
+    int32_t V = hsd_model_vocab_size(m), row = (int32_t)n;
+    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
+    assert_int_equal(hsd_model_kv_truncate(m, 0), HSD_OK);
+    assert_int_equal(hsd_model_forward(m, all, (int32_t)n + 1, NULL, &row, 1, logits), HSD_OK);
+    hsd_sampler_params sp = {1.0f, 0, 1.0f};
+    assert_int_equal(hsd_sample_probs(logits, V, &sp, probs), HSD_OK);
+    for (int32_t i = 0; i < V; i++) law[i] = probs[i];
+    free(all), free(logits), free(probs), hsd_free(ids);
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "hsd.h"
+
 /* Directory of the shared data: $HSD_SHARED, else the build's default (../shared). */
 const char *hsd_test_shared(void);
 /* Full path of a file under the shared directory (static buffer, rotated over 8 slots). */
@@ -59,5 +61,10 @@ void hsd_test_free_names(char **names, size_t n);
 int hsd_test_tmpdir_setup(const char *prefix);
 int hsd_test_tmpdir_teardown(void);
 const char *hsd_test_tmp(const char *name);
+
+/* The exact law of the first generated token (the oracle of the chi-squared tests): softmax
+ * at temperature 1 of the model's logits after BOS + the prompt, in float64 (law[V]). */
+void hsd_test_first_token_law(hsd_model *m, const hsd_tokenizer *t, const char *prompt,
+                              double *law);
 
 #endif
