@@ -3,7 +3,7 @@
  * characters added later (Kawi, CJK extension H and I, Garay, new emoji, ...) would not match
  * \p{L}, \p{S}, ... and text around them would split differently. Before compiling, each
  * \p{..} is widened with the ranges of the characters PCRE2 does not know, with the general
- * category HF's regex engine gives them (unicode_tables.c, generated from HF itself; ICU's
+ * category HF's regex engine gives them (unicode_gc_*.c, generated from HF itself; ICU's
  * Age says which characters PCRE2's Unicode version predates). \s is replaced by Unicode's
  * White_Space list, which is Oniguruma's \s (PCRE2 also counts U+180E as a space), and \w
  * by Oniguruma's word class, [\p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}] plus the other Alphabetic
@@ -29,7 +29,7 @@ static const char *gc_names[N_GC] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "
                                      "Nl", "No", "Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Cs", "Pd",
                                      "Ps", "Pe", "Pc", "Po", "Sm", "Sc", "Sk", "So", "Pi", "Pf"};
 /* ICU's UCharCategory values index gc_names (U_UNASSIGNED = 0 ... U_FINAL_PUNCTUATION = 29);
- * unicode_tables.c uses the same numbering. */
+ * unicode_gc_*.c use the same numbering. */
 
 /* White_Space (Oniguruma's \s), as the inside of a character class */
 #define WHITE_SPACE                                                                                \
@@ -66,16 +66,20 @@ static void build(void) {
     const char *dot = strchr(ver, '.');
     if (dot) pmin = atoi(dot + 1);
     size_t cap = 0;
-    for (size_t i = 0; i < hsd_uc_n_regex_gc; i++) {
-        const hsd_uc_gc_run *r = &hsd_uc_regex_gc[i];
-        if (r->gc == 17 /* Co: private use, the same in every version */) continue;
-        for (uint32_t c = r->lo; c <= r->hi; c++) {
-            /* ICU's Age is cumulative: PCRE2 knows c if it was assigned by PCRE2's version.
-             * Characters ICU does not know (age 0) are newer than both. */
-            UVersionInfo age;
-            u_charAge((UChar32)c, age);
-            bool known = age[0] && (age[0] < pmaj || (age[0] == pmaj && age[1] <= pmin));
-            if (!known) add_char(c, r->gc, &cap);
+    const hsd_uc_gc_run *const tables[2] = {hsd_uc_regex_gc_bmp, hsd_uc_regex_gc_supp};
+    const size_t sizes[2] = {hsd_uc_n_regex_gc_bmp, hsd_uc_n_regex_gc_supp};
+    for (int t = 0; t < 2; t++) {
+        for (size_t i = 0; i < sizes[t]; i++) {
+            const hsd_uc_gc_run *r = &tables[t][i];
+            if (r->gc == 17 /* Co: private use, the same in every version */) continue;
+            for (uint32_t c = r->lo; c <= r->hi; c++) {
+                /* ICU's Age is cumulative: PCRE2 knows c if it was assigned by PCRE2's version.
+                 * Characters ICU does not know (age 0) are newer than both. */
+                UVersionInfo age;
+                u_charAge((UChar32)c, age);
+                bool known = age[0] && (age[0] < pmaj || (age[0] == pmaj && age[1] <= pmin));
+                if (!known) add_char(c, r->gc, &cap);
+            }
         }
     }
 }
@@ -167,7 +171,7 @@ static int emit_atom(hsd_buf *out, const char *native, size_t nlen, rlist *ex, b
 }
 
 /* \w: Oniguruma's word class, or the Rust regex crate's (`rust`): \p{L}\p{M}\p{Nd}\p{Pc}\p{Nl}
- * (as the inside of a class) plus the extra ranges of unicode_tables.c; the characters PCRE2
+ * (as the inside of a class) plus the extra ranges of unicode_classes.c; the characters PCRE2
  * does not know go to `ex` (NULL: leave them out). */
 static int word_body(hsd_buf *out, bool rust, rlist *ex) {
     static const char *const cats[] = {"L", "M", "Nd", "Pc", "Nl"};

@@ -307,7 +307,7 @@ int hsd_regex_whitespace_pattern(hsd_buf *out);
  * (unicode-normalization-alignments) know only those (see regex_unicode.c). */
 bool hsd_uc_assigned_by_v9(uint32_t cp);
 
-/* Unicode properties as HF's components see them (tables: unicode_tables.c). */
+/* Unicode properties as HF's components see them (tables: unicode_tables.h). */
 bool hsd_uc_is_whitespace(uint32_t cp);    /* Rust char::is_whitespace */
 bool hsd_uc_is_bert_punct(uint32_t cp);    /* BertPreTokenizer / Punctuation */
 bool hsd_uc_is_mark(uint32_t cp);          /* StripAccents: removed marks */

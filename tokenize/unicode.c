@@ -1,5 +1,5 @@
 /* Unicode character classes with the exact definitions HF tokenizers uses (Rust's
- * char::is_whitespace; HF's own tables, generated into unicode_tables.c, for the classes
+ * char::is_whitespace; HF's own tables, generated into the unicode_*.c tables, for the classes
  * whose Unicode version differs from the system libraries'; utf8proc for the rest). */
 #include <pthread.h>
 #include <stdlib.h>

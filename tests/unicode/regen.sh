@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the whole-code-space HF references (tests/unicode/ref/) and the Unicode tables
-# hsd derives from them (tokenize/unicode_tables.c), with the HF tokenizers version pinned in
+# hsd derives from them (tokenize/unicode_*.c), with the HF tokenizers version pinned in
 # ../shared/tools/package-lock.json (0.23.2), installed by `npm ci` into a work directory.
 #
 #   tests/unicode/regen.sh [out dir] [component ...]
@@ -28,5 +28,5 @@ fi
 NODE_PATH="$work/node_modules" node "$here/gen.js" "$here/components.json" \
     "$shared/tokenizers" "$out" "$@"
 if [ "$out" = "$here/ref" ]; then
-    node "$here/gen_tables.js" "$here/ref" "$root/tokenize/unicode_tables.c"
+    node "$here/gen_tables.js" "$here/ref" "$root/tokenize"
 fi
