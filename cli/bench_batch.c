@@ -10,7 +10,6 @@
 #include "cli/bench_generate.h"
 #include "cli/table.h"
 #include "hsd.h"
-#include "lib/base/timer.h"
 
 typedef struct batch_cell {
     long prompts, tok_seq, tok_batch, rounds;

@@ -12,8 +12,7 @@
 #include <stdlib.h>
 
 #include "cli/bench_generate.h"
-#include "lib/base/timer.h"
-#include "lib/base/rng.h"
+#include "hsd.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

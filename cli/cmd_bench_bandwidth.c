@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
+#include "hsd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

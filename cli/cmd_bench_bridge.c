@@ -5,7 +5,8 @@
  * tokens to the text, hsd_bridge_resync of the drafter side and hsd_bridge_advance of the
  * target side. The sides start as the engine starts them (the prompt frozen, the segment at
  * its end), so this is the engine's real per-round cost; it should not depend on the
- * context length because only a window behind the end is ever re-tokenized. */
+ * context length because only a window behind the end is ever re-tokenized. The rounds run
+ * in the library (hsd_bridge_bench), on the engine's own bridge code. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,10 +16,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/prompts.h"
-#include "lib/base/timer.h"
 #include "hsd.h"
-#include "lib/engine/bridge.h"
-#include "lib/base/rng.h"
 
 #define BLOCK 25 /* rounds per block; each block starts again from the same context */
 
@@ -27,78 +25,28 @@ static int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Corpus texts of the wanted kinds, joined by spaces, repeated until at least `bytes`. */
-static int corpus_text(const char *path, const char *kinds, size_t bytes, hsd_buf *out) {
+/* Corpus texts of the wanted kinds, joined by spaces, repeated until at least `bytes`
+ * (malloc'ed, NUL-terminated; *len gets its length). */
+static int corpus_text(const char *path, const char *kinds, size_t bytes, char **out, size_t *len) {
     char **texts;
     int n = hsd_cli_read_prompts_of("bench bridge", path, kinds, 0, 0, &texts);
     if (n < 0) return 1;
-    hsd_buf once = {0};
-    for (int i = 0; i < n; i++) {
-        if (once.n) hsd_buf_push(&once, ' ');
-        hsd_buf_append(&once, texts[i], strlen(texts[i]));
-    }
+    size_t once = 0;
+    for (int i = 0; i < n; i++) once += strlen(texts[i]) + 1;
+    char *p = once > 1 ? malloc(bytes + once + 1) : NULL;
+    size_t k = 0;
+    while (p && k < bytes) /* copies of the joined texts, the copies joined by a space too */
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(texts[i]);
+            if (k) p[k++] = ' ';
+            memcpy(p + k, texts[i], l);
+            k += l;
+        }
     hsd_cli_free_prompts(texts, n);
-    while (once.n && out->n < bytes) {
-        if (out->n) hsd_buf_push(out, ' ');
-        hsd_buf_append(out, once.p, once.n);
-    }
-    hsd_buf_free(&once);
-    return out->n < bytes;
-}
-
-static int append_surface(const hsd_tokenizer *tok, const int32_t *ids, size_t n, hsd_buf *text) {
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(tok, ids[i], &len);
-        if (b && !hsd_tokenizer_is_special(tok, ids[i]) && hsd_buf_append(text, b, len)) return 1;
-    }
+    if (!p) return 1;
+    p[k] = 0;
+    *out = p, *len = k;
     return 0;
-}
-
-typedef struct state {
-    hsd_buf text;
-    hsd_bridge_side T, D;
-} state;
-
-static void state_free(state *s) {
-    hsd_buf_free(&s->text);
-    hsd_ids_free(&s->T.ids);
-    hsd_ids_free(&s->D.ids);
-}
-
-static int state_copy(state *dst, const state *src) {
-    dst->text.n = dst->T.ids.n = dst->D.ids.n = 0;
-    if (hsd_buf_append(&dst->text, src->text.p, src->text.n) || hsd_ids_reserve(&dst->T.ids, src->T.ids.n) ||
-        hsd_ids_reserve(&dst->D.ids, src->D.ids.n))
-        return 1;
-    memcpy(dst->T.ids.p, src->T.ids.p, src->T.ids.n * sizeof(int32_t));
-    memcpy(dst->D.ids.p, src->D.ids.p, src->D.ids.n * sizeof(int32_t));
-    dst->T.ids.n = src->T.ids.n, dst->D.ids.n = src->D.ids.n;
-    dst->T.tok = src->T.tok, dst->D.tok = src->D.tok;
-    dst->T.specials_silent = src->T.specials_silent;
-    dst->T.seg = src->T.seg, dst->T.seg_off = src->T.seg_off;
-    dst->D.seg = src->D.seg, dst->D.seg_off = src->D.seg_off;
-    return 0;
-}
-
-/* One round: draft bytes → candidates → commit 1..m of them → resync drafter, advance target. */
-static int one_round(state *s, const hsd_tokenizer *dt, const hsd_ids *src, int32_t k, hsd_rng *r) {
-    size_t at = hsd_rng_u32(r) % (src->n - (size_t)k);
-    hsd_buf draft = {0};
-    hsd_ids cand = {0};
-    int rc = append_surface(dt, src->p + at, (size_t)k, &draft);
-    if (!rc && draft.n) rc = hsd_bridge_candidates(&s->T, &s->text, draft.p, draft.n, &cand, 64) != HSD_OK;
-    if (!rc && cand.n) {
-        size_t a = 1 + hsd_rng_u32(r) % cand.n;
-        for (size_t i = 0; !rc && i < a; i++) rc = hsd_ids_push(&s->T.ids, cand.p[i]);
-        if (!rc) rc = append_surface(s->T.tok, cand.p, a, &s->text);
-    }
-    int32_t first;
-    if (!rc) rc = hsd_bridge_resync(&s->D, &s->text, &first) != HSD_OK;
-    if (!rc) hsd_bridge_advance(&s->T, &s->text);
-    hsd_buf_free(&draft);
-    hsd_ids_free(&cand);
-    return rc;
 }
 
 typedef struct bbridge_opts {
@@ -150,25 +98,27 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
     int rc = 1;
     int32_t max_ctx = 0;
     for (int i = 0; i < n_ctx; i++) max_ctx = ctx[i] > max_ctx ? ctx[i] : max_ctx;
-    hsd_buf raw = {0};
+    char *raw = NULL;
+    size_t raw_n = 0;
     int32_t *tids = NULL, *dids = NULL;
     size_t n_t = 0, n_d = 0;
-    hsd_ids src = {0};
     double *us = malloc((size_t)rounds * sizeof *us);
     json_t *out = json_array();
+    hsd_bridge_bench_params bp = hsd_bridge_bench_default_params();
+    bp.k = k, bp.rounds = rounds, bp.block = BLOCK, bp.seed = 7;
     /* 8 bytes per token is more than any of these tokenizers averages on prose */
-    if (!us || corpus_text(corpus, kinds, (size_t)max_ctx * 8 + 4096, &raw)) {
+    if (!us || corpus_text(corpus, kinds, (size_t)max_ctx * 8 + 4096, &raw, &raw_n)) {
         fprintf(stderr, "hsd bench bridge: cannot build text from %s (kinds %s)\n", corpus, kinds);
         goto done;
     }
-    if (hsd_tokenizer_encode_alloc(tt, raw.p, raw.n, false, &tids, &n_t) ||
-        hsd_tokenizer_encode_alloc(dt, raw.p, raw.n, false, &dids, &n_d)) {
+    if (hsd_tokenizer_encode_alloc(tt, raw, raw_n, false, &tids, &n_t) ||
+        hsd_tokenizer_encode_alloc(dt, raw, raw_n, false, &dids, &n_d)) {
         fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
         goto done;
     }
     /* draft chunks: k consecutive drafter tokens of the same text at random places */
-    for (size_t i = 0; i < n_d && i < 100000; i++) hsd_ids_push(&src, dids[i]);
-    if (n_t < (size_t)max_ctx || src.n <= (size_t)k) {
+    size_t n_src = n_d < 100000 ? n_d : 100000;
+    if (n_t < (size_t)max_ctx || n_src <= (size_t)k) {
         fprintf(stderr, "hsd bench bridge: corpus too short (%zu target tokens)\n", n_t);
         goto done;
     }
@@ -178,47 +128,12 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
                tt_path, dt_path, k, rounds, BLOCK, "ctx tokens", "ctx bytes", "median us", "mean us", "p90 us",
                "window");
     for (int ci = 0; ci < n_ctx; ci++) {
-        state base = {0}, s = {0};
         /* committed text = surface bytes of the first ctx target ids, as in the engine */
-        base.T.tok = tt;
-        base.T.specials_silent = true;
-        for (int32_t i = 0; i < ctx[ci]; i++) hsd_ids_push(&base.T.ids, tids[i]);
-        append_surface(tt, tids, (size_t)ctx[ci], &base.text);
-        int32_t *dp = NULL;
-        size_t dn = 0;
-        if (hsd_tokenizer_encode_alloc(dt, base.text.p, base.text.n, false, &dp, &dn)) {
+        hsd_bridge_bench_result res;
+        bp.stream = (uint64_t)ci;
+        if (hsd_bridge_bench(tt, dt, tids, n_t, dids, n_src, ctx[ci], &bp, us, &res)) {
             fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
-            state_free(&base);
             goto done;
-        }
-        base.D.tok = dt;
-        for (size_t i = 0; i < dn; i++) hsd_ids_push(&base.D.ids, dp[i]);
-        hsd_free(dp);
-        /* the prompt is frozen: bridge windows start where generation starts */
-        base.T.seg = (int32_t)base.T.ids.n, base.D.seg = (int32_t)base.D.ids.n;
-        base.T.seg_off = base.D.seg_off = base.text.n;
-        hsd_rng r;
-        hsd_rng_init(&r, 7, (uint64_t)ci);
-        /* warm-up rounds bring the segments to their steady state before the snapshot */
-        for (int i = 0; i < 2 * BLOCK; i++)
-            if (one_round(&base, dt, &src, k, &r)) {
-                fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
-                state_free(&base);
-                goto done;
-            }
-        size_t window = 0;
-        for (int i = 0; i < rounds; i++) {
-            if (i % BLOCK == 0 && state_copy(&s, &base)) break;
-            double t0 = hsd_timer_ms();
-            int e = one_round(&s, dt, &src, k, &r);
-            us[i] = (hsd_timer_ms() - t0) * 1000;
-            window += s.text.n - s.D.seg_off;
-            if (e) {
-                fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
-                state_free(&base);
-                state_free(&s);
-                goto done;
-            }
         }
         double sum = 0;
         for (int i = 0; i < rounds; i++) sum += us[i];
@@ -227,17 +142,15 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         if (json) {
             json_t *o = json_object();
             json_object_set_new(o, "context_tokens", json_integer(ctx[ci]));
-            json_object_set_new(o, "context_bytes", json_integer((json_int_t)base.text.n));
+            json_object_set_new(o, "context_bytes", json_integer((json_int_t)res.context_bytes));
             json_object_set_new(o, "median_us", json_real(med));
             json_object_set_new(o, "mean_us", json_real(sum / rounds));
             json_object_set_new(o, "p90_us", json_real(p90));
             json_array_append_new(out, o);
         } else {
-            printf("%10d %10zu %12.2f %12.2f %12.2f %7.0f B\n", ctx[ci], base.text.n, med, sum / rounds, p90,
-                   (double)window / rounds);
+            printf("%10d %10zu %12.2f %12.2f %12.2f %7.0f B\n", ctx[ci], res.context_bytes, med,
+                   sum / rounds, p90, res.window_bytes);
         }
-        state_free(&base);
-        state_free(&s);
     }
     if (json) {
         hsd_cli_put_json(out, JSON_COMPACT);
@@ -247,10 +160,9 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
 done:
     json_decref(out);
     free(us);
+    free(raw);
     hsd_free(tids);
     hsd_free(dids);
-    hsd_ids_free(&src);
-    hsd_buf_free(&raw);
     hsd_tokenizer_free(tt);
     hsd_tokenizer_free(dt);
     return rc;

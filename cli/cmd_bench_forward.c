@@ -6,9 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "hsd.h"
-#include "lib/base/rng.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

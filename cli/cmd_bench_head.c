@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "cli/head_spec.h"
 #include "hsd.h"
-#include "lib/base/rng.h"
 
 typedef struct bhead_opts {
     const char *model, *heads;

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "cli/engine_load.h"
 #include "cli/head_spec.h"
 #include "cli/prompts.h"

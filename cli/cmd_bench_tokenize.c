@@ -9,7 +9,6 @@
 #include "cli/cli.h"
 #include "cli/prompts.h"
 #include "hsd.h"
-#include "lib/base/timer.h"
 
 typedef struct btok_opts {
     const char *path, *corpus;

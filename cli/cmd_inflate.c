@@ -6,9 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "hsd.h"
-#include "models/inflate.h"
 
 typedef struct inflate_opts {
     const char *in, *tok, *shape, *out;
@@ -48,22 +46,22 @@ int hsd_cmd_inflate(int argc, char **argv) {
     HSD_OPTS_PARSE(&hsd_spec_inflate, &o, argc, argv, NULL);
     if (!o.in || !o.shape || !o.out)
         return hsd_opts_fail(&hsd_spec_inflate, "--model, --shape and -o are required");
-    static const hsd_dtype dtypes[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    /* the --dtype choices, in hsd_ftype's order */
+    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16, HSD_FTYPE_Q8_0};
     static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0"};
-    const char *in = o.in, *tok = o.tok, *shape = o.shape, *out = o.out;
+    const char *in = o.in, *shape = o.shape, *out = o.out;
     const char *dtype = dtype_names[o.dtype];
-    hsd_dtype dt = dtypes[o.dtype];
-    int32_t layers = o.layers;
+    hsd_inflate_params p = hsd_inflate_default_params();
+    p.shape = shape, p.tokenizer = o.tok, p.n_layers = o.layers, p.type = ftypes[o.dtype];
     double t0 = hsd_timer_ms();
-    hsd_tf_config c;
-    size_t bytes = 0;
-    if (hsd_inflate_file(in, tok, shape, layers, dt, out, &c, &bytes) != HSD_OK) {
+    hsd_inflate_info c;
+    if (hsd_inflate_file(in, &p, out, &c) != HSD_OK) {
         fprintf(stderr, "hsd %s\n", hsd_last_error());
         return 1;
     }
     printf("wrote %s: %s inflated to shape %s (%s, dim %d, FFN %d, %d layers, %d heads / %d KV "
            "heads of %d, vocab %d), %.1f MB of weights, in %.1f s\n",
            out, in, shape, dtype, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-           c.head_dim, c.vocab_size, bytes / 1e6, (hsd_timer_ms() - t0) / 1e3);
+           c.head_dim, c.vocab_size, c.weight_bytes / 1e6, (hsd_timer_ms() - t0) / 1e3);
     return 0;
 }

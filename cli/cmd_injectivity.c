@@ -9,7 +9,6 @@
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
-#include "lib/analysis/injectivity.h"
 
 typedef struct inj_cli_opts {
     const char *path, *corpus;
@@ -107,9 +106,9 @@ int hsd_cmd_injectivity(int argc, char **argv) {
     }
     hsd_corpus corpus = {0};
     hsd_inj_result r = {0};
-    hsd_inj_opts o = {.prefix_chars = (size_t)prefix, .minimize = minimize, .fuzz_seconds = fuzz,
-                      .seed = seed, .fuzz_max_found = max_found,
-                      .fuzz_max_report = max_report};
+    hsd_inj_params o = hsd_inj_default_params();
+    o.prefix_chars = (size_t)prefix, o.minimize = minimize, o.fuzz_seconds = fuzz, o.seed = seed;
+    o.fuzz_max_found = max_found, o.fuzz_max_report = max_report;
     int rc = 0;
     if (corpus_path && hsd_corpus_load(corpus_path, &corpus)) goto fail;
     if (corpus_path && hsd_inj_check_corpus(tok, &corpus, &o, &r)) goto fail;

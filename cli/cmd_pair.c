@@ -9,7 +9,6 @@
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
-#include "lib/analysis/pair.h"
 
 static void about_pair(FILE *f) {
     fprintf(f,

@@ -10,10 +10,8 @@
 
 #include "cli/json_out.h"
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "cli/svg.h"
 #include "hsd.h"
-#include "lib/analysis/psi_stats.h"
 
 #define DEFAULT_SHORTEST 150000
 
@@ -194,7 +192,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
                              "both --draft-tokenizer and --target-tokenizer are needed");
     const char *tp = o.tp, *dp = o.dp, *svg = o.svg;
     bool json = o.json;
-    hsd_psi_params params = {0};
+    hsd_psi_params params = hsd_psi_default_params();
     params.distinct_surfaces = o.distinct;
     long shortest = o.shortest;
     hsd_tokenizer *t = NULL, *d = NULL;

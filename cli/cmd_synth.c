@@ -6,9 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "lib/base/timer.h"
 #include "hsd.h"
-#include "models/synth.h"
 
 typedef struct synth_opts {
     const char *shape, *dir, *tokenizer;
@@ -45,15 +43,16 @@ int hsd_cmd_synth(int argc, char **argv) {
     HSD_OPTS_PARSE(&hsd_spec_synth, &o, argc, argv, NULL);
     if (!o.shape || o.format < 0 || !o.dir)
         return hsd_opts_fail(&hsd_spec_synth, "--shape, --format and -o are required");
-    static const hsd_dtype dtypes[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    /* the --dtype choices, in hsd_ftype's order */
+    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16, HSD_FTYPE_Q8_0};
     static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0"};
     const char *shape = o.shape, *dir = o.dir, *dtype = dtype_names[o.dtype];
     const char *format = o.format == 1 ? "gguf" : "safetensors";
-    uint64_t seed = o.seed;
-    hsd_dtype dt = dtypes[o.dtype];
+    hsd_synth_params sp = hsd_synth_default_params();
+    sp.shape = shape, sp.type = ftypes[o.dtype], sp.seed = o.seed;
     double t0 = hsd_timer_ms();
     hsd_synth_model *m;
-    hsd_status s = hsd_synth_create(shape, dt, seed, &m);
+    hsd_status s = hsd_synth_init(&sp, &m);
     if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
     double t1 = hsd_timer_ms();
     char path[4096];
@@ -65,8 +64,7 @@ int hsd_cmd_synth(int argc, char **argv) {
         snprintf(path, sizeof path, "%s", dir);
         s = hsd_synth_write_safetensors(m, dir);
     }
-    size_t bytes = 0;
-    for (int32_t i = 0; i < m->n; i++) bytes += m->t[i].nbytes;
+    size_t bytes = hsd_synth_weight_bytes(m);
     hsd_synth_free(m);
     if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
     printf("wrote %s: shape %s, %s, %.1f MB of weights (generated in %.1f s, written in %.1f s)\n", path, shape,

@@ -1,5 +1,5 @@
 /* hsd trim: the drafter vocabulary of exact maximal utility U(K) = a C(K) + (1 - a) R(K)
- * subject to C(K) >= c_min (lib/trim.h), from token frequencies of a corpus tokenized by the
+ * subject to C(K) >= c_min (hsd_trim_* in hsd.h), from token frequencies of a corpus tokenized by the
  * target tokenizer. With --draft-tokenizer the candidates are the target tokens the drafter
  * can spell with one token of identical surface bytes (T ∩ D, as TLI drafts), the ids written
  * are the drafter's, and coverage may top out below 1. */
@@ -13,9 +13,6 @@
 #include "cli/prompts.h"
 #include "cli/svg.h"
 #include "hsd.h"
-#include "lib/analysis/corpus.h"
-#include "lib/base/map.h"
-#include "lib/analysis/trim.h"
 
 typedef struct trim_opts {
     const char *tok, *corpus, *out, *svg, *draft;
@@ -154,36 +151,13 @@ int hsd_cmd_trim(int argc, char **argv) {
     }
     int32_t n_cand = V, v_full = V;
     if (dtok) {
-        /* target id -> drafter id with the same surface bytes (non-special on both sides) */
-        int32_t DV = hsd_tokenizer_vocab_size(dtok);
-        hsd_strmap by_bytes;
         map = malloc((size_t)V * sizeof *map);
-        if (!map || hsd_strmap_init(&by_bytes, (size_t)DV)) goto done;
-        for (int32_t d = 0; d < DV; d++) {
-            size_t n;
-            const uint8_t *b = hsd_tokenizer_token_bytes(dtok, d, &n);
-            if (b && n && !hsd_tokenizer_is_special(dtok, d) && hsd_strmap_get(&by_bytes, b, n) < 0)
-                hsd_strmap_put(&by_bytes, b, n, d);
-        }
-        /* two target ids with the same bytes (a byte-fallback twin) name one drafter row:
-         * the more frequent keeps it */
-        uint8_t *used = calloc((size_t)DV, 1);
-        n_cand = 0;
-        for (int32_t i = 0; used && i < V; i++) {
-            size_t n;
-            const uint8_t *b = hsd_tokenizer_token_bytes(tok, order[i], &n);
-            int32_t d = b && n && !hsd_tokenizer_is_special(tok, order[i])
-                            ? hsd_strmap_get(&by_bytes, b, n)
-                            : -1;
-            if (d >= 0 && !used[d]) used[d] = 1, map[n_cand] = d, order[n_cand++] = order[i];
-        }
-        free(used);
-        hsd_strmap_free(&by_bytes);
-        v_full = DV;
-        if (n_cand == 0) {
-            fprintf(stderr, "hsd trim: no target token has a drafter token with the same bytes\n");
+        if (!map) goto done;
+        if (hsd_trim_candidates(tok, dtok, order, V, map, &n_cand)) {
+            fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
             goto done;
         }
+        v_full = hsd_tokenizer_vocab_size(dtok);
     }
     hsd_trim_prefix(counts, order, n_cand, prefix);
     hsd_trim_result r;

@@ -645,4 +645,10 @@ HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, h
 #ifdef __cplusplus
 }
 #endif
+
+/* The analysis tools, model generators and utilities (pair advisor, ψ statistics,
+ * injectivity, trimming, synth / inflate, clock, RNG): part of this API, in their own
+ * header only to keep each file short. */
+#include "hsd_tools.h"
+
 #endif /* HSD_H */

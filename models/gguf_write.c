@@ -84,6 +84,9 @@ static void *permute_rows(const hsd_synth_tensor *t, int32_t heads, int32_t hd) 
 
 hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
                                     const char *tokenizer) {
+    if (!m || !path)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_write_gguf_tok: %s is NULL",
+                         !m ? "model" : "path");
     const hsd_tf_config *c = &m->cfg;
     const char *arch = hsd_arch_gguf_name(c->arch);
     bool permute = !strcmp(arch, "llama");

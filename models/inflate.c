@@ -513,9 +513,26 @@ done:
     return st;
 }
 
-hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape,
-                            int32_t n_layers, hsd_dtype dtype, const char *out_path,
-                            hsd_tf_config *out_cfg, size_t *bytes) {
+hsd_inflate_params hsd_inflate_default_params(void) {
+    return (hsd_inflate_params){.shape = NULL, .tokenizer = NULL, .n_layers = 0,
+                                .type = HSD_FTYPE_F32};
+}
+
+hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params,
+                            const char *out_path, hsd_inflate_info *info) {
+    if (!in || !params || !out_path)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: %s is NULL",
+                         !in ? "input path" : !params ? "params" : "output path");
+    if (!params->shape)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: no shape given (known: %s)",
+                         hsd_synth_shape_list());
+    hsd_dtype dtype = HSD_DT_F32;
+    if (hsd_synth_ftype(params->type, &dtype))
+        return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_inflate_file: ");
+    const char *tokenizer = params->tokenizer, *shape = params->shape;
+    int32_t n_layers = params->n_layers;
+    if (info) memset(info, 0, sizeof *info);
+    hsd_tf_config cfg;
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= (int)sizeof tmp)
         return hsd_error(HSD_ERR_INVALID_ARG, "inflate: output path too long: %s", out_path);
@@ -523,7 +540,7 @@ hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *s
     hsd_status st = hsd_inflate_load(in, &src);
     if (st != HSD_OK) return st;
     /* check the plan and the output before spending time and memory on the build */
-    if ((st = hsd_inflate_check(src, shape, n_layers, dtype, out_cfg))) goto done;
+    if ((st = hsd_inflate_check(src, shape, n_layers, dtype, &cfg))) goto done;
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         st = hsd_error(HSD_ERR_IO, "inflate: cannot write output %s (creating %s failed)", out_path,
@@ -533,10 +550,12 @@ hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *s
     fclose(f);
     hsd_synth_model *m;
     if ((st = hsd_inflate_build(src, shape, n_layers, dtype, &m))) goto done;
-    if (bytes) {
-        *bytes = 0;
-        for (int32_t i = 0; i < m->n; i++) *bytes += m->t[i].nbytes;
-    }
+    if (info)
+        *info = (hsd_inflate_info){.dim = cfg.dim, .hidden_dim = cfg.hidden_dim,
+                                   .n_layers = cfg.n_layers, .n_heads = cfg.n_heads,
+                                   .n_kv_heads = cfg.n_kv_heads, .head_dim = cfg.head_dim,
+                                   .vocab_size = cfg.vocab_size,
+                                   .weight_bytes = hsd_synth_weight_bytes(m)};
     hsd_tf_free(src);
     src = NULL;
     if (!tokenizer) { /* a GGUF source carries its tokenizer: keep it */

@@ -27,13 +27,7 @@ hsd_status hsd_inflate_check(const hsd_transformer *src, const char *shape, int3
 hsd_status hsd_inflate_build(const hsd_transformer *src, const char *shape, int32_t n_layers,
                              hsd_dtype dtype, hsd_synth_model **out);
 
-/* Reads `in`, inflates it and writes a GGUF to `out_path` through `out_path`.tmp + rename:
- * on any error no file is left at either name (an existing out_path is kept). The tokenizer
- * metadata comes from `tokenizer` (GGUF, llama2.c tokenizer.bin or tokenizer.json), else from
- * `in` when it is a GGUF, else a placeholder vocabulary. *bytes (may be NULL) receives the
- * weight bytes written. */
-hsd_status hsd_inflate_file(const char *in, const char *tokenizer, const char *shape,
-                            int32_t n_layers, hsd_dtype dtype, const char *out_path,
-                            hsd_tf_config *out_cfg, size_t *bytes);
+/* hsd_inflate_file (reads a model, inflates it, writes a GGUF) is public:
+ * include/hsd_tools.h. */
 
 #endif

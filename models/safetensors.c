@@ -237,6 +237,9 @@ hsd_status hsd_safetensors_load(const char *path, const hsd_model_params *params
 /* ---- writer ------------------------------------------------------------------------ */
 
 hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir) {
+    if (!m || !dir)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_write_safetensors: %s is NULL",
+                         !m ? "model" : "dir");
     const hsd_tf_config *c = &m->cfg;
     char path[PATH_MAX];
     mkdir(dir, 0755);

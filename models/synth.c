@@ -121,7 +121,10 @@ static hsd_status add(hsd_synth_model *m, hsd_tkind kind, int32_t layer, const c
 }
 
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out) {
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "synth: out is NULL");
     *out = NULL;
+    if (!shape) return hsd_error(HSD_ERR_INVALID_ARG, "synth: no shape given (known: %s)",
+                                 hsd_synth_shape_list());
     hsd_synth_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "synth: out of memory");
     hsd_status s = hsd_synth_shape(shape, &m->cfg, &m->tied);
@@ -219,4 +222,33 @@ hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_pa
     char src[64];
     snprintf(src, sizeof src, "synth:%s", m->shape_name);
     return hsd_tf_create(&m->cfg, synth_lookup, (void *)m, src, p, NULL, NULL, out);
+}
+
+/* --- public API (include/hsd_tools.h) ---------------------------------------------- */
+
+hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    if ((unsigned)type >= sizeof types / sizeof *types)
+        return hsd_error(HSD_ERR_INVALID_ARG, "weight type %d outside hsd_ftype", (int)type);
+    *out = types[type];
+    return HSD_OK;
+}
+
+hsd_synth_params hsd_synth_default_params(void) {
+    return (hsd_synth_params){.shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
+}
+
+hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out) {
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: out is NULL");
+    *out = NULL;
+    if (!params) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: params is NULL");
+    hsd_dtype dt = HSD_DT_F32;
+    if (hsd_synth_ftype(params->type, &dt)) return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");
+    return hsd_synth_create(params->shape, dt, params->seed, out);
+}
+
+size_t hsd_synth_weight_bytes(const hsd_synth_model *m) {
+    size_t bytes = 0;
+    for (int32_t i = 0; m && i < m->n; i++) bytes += m->t[i].nbytes;
+    return bytes;
 }

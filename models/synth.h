@@ -30,19 +30,16 @@ typedef struct hsd_synth_model {
 
 /* Known shapes: see hsd_synth_shape_list (tiny-ARCH test shapes, real shapes per architecture). */
 hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied);
-/* Writes the list of shape names, one per line, into buf. */
-const char *hsd_synth_shape_list(void);
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out);
-void hsd_synth_free(hsd_synth_model *m);
 /* The in-memory model (borrows the synth weights: free the transformer first). */
 hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_params *p,
                                     hsd_transformer **out);
-/* dir/config.json + dir/model.safetensors (F32, F16, BF16). */
-hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir);
-/* One GGUF v3 file that llama.cpp loads, with the tokenizer at `tokenizer` (GGUF, llama2.c
- * tokenizer.bin or BPE tokenizer.json; its vocabulary may not exceed the model's) in its
- * metadata, or a placeholder vocabulary when `tokenizer` is NULL. */
-hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path, const char *tokenizer);
+/* hsd_synth_write_gguf_tok with the placeholder vocabulary. */
 hsd_status hsd_synth_write_gguf(const hsd_synth_model *m, const char *path);
+/* The storage type of a public hsd_ftype (INVALID_ARG outside the enum). */
+hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out);
+
+/* Public (include/hsd_tools.h): hsd_synth_shape_list, hsd_synth_init, hsd_synth_free,
+ * hsd_synth_weight_bytes, hsd_synth_write_safetensors, hsd_synth_write_gguf_tok. */
 
 #endif

@@ -222,13 +222,13 @@ static void test_gguf_round_trip(void **state) {
     int32_t layers[] = {5, 5};
     hsd_transformer *src = load(stories_model());
     for (int i = 0; i < 2; i++) {
-        hsd_tf_config c;
-        size_t bytes;
-        if (hsd_inflate_file(stories_model(), stories_tok(), shapes[i], layers[i], HSD_DT_F32, out,
-                             &c, &bytes))
-            fail_msg("%s", hsd_last_error());
+        hsd_inflate_info c;
+        hsd_inflate_params p = hsd_inflate_default_params();
+        p.tokenizer = stories_tok(), p.shape = shapes[i], p.n_layers = layers[i];
+        if (hsd_inflate_file(stories_model(), &p, out, &c)) fail_msg("%s", hsd_last_error());
         assert_int_equal(access(tmp, F_OK), -1);
-        assert_true(bytes > (size_t)c.dim * c.hidden_dim * 3 * 4 * layers[i]);
+        assert_int_equal(c.n_layers, layers[i]);
+        assert_true(c.weight_bytes > (size_t)c.dim * c.hidden_dim * 3 * 4 * layers[i]);
         hsd_transformer *big = load(out);
         assert_int_equal(hsd_tf_get_config(big)->dim, c.dim);
         assert_int_equal(hsd_tf_get_config(big)->n_layers, layers[i]);
@@ -274,19 +274,20 @@ static void test_bad_inputs_leave_no_file(void **state) {
     struct {
         const char *in, *shape, *out, *names;
         int32_t layers;
-        hsd_dtype dt;
+        hsd_ftype dt;
     } cases[] = {
-        {stories_model(), "tiny", out, "layer count", 0, HSD_DT_F32},
-        {stories_model(), "no-such-shape", out, "unknown shape", 0, HSD_DT_F32},
-        {stories_model(), "llama-3.2-1b", out, "layer count", 2, HSD_DT_F32},
-        {"/nonexistent/model.bin", "llama-3.2-1b", out, "/nonexistent/model.bin", 0, HSD_DT_F32},
+        {stories_model(), "tiny", out, "layer count", 0, HSD_FTYPE_F32},
+        {stories_model(), "no-such-shape", out, "unknown shape", 0, HSD_FTYPE_F32},
+        {stories_model(), "llama-3.2-1b", out, "layer count", 2, HSD_FTYPE_F32},
+        {"/nonexistent/model.bin", "llama-3.2-1b", out, "/nonexistent/model.bin", 0, HSD_FTYPE_F32},
         {stories_model(), "smollm-135m", "/nonexistent-dir/x.gguf", "/nonexistent-dir/x.gguf", 5,
-         HSD_DT_BF16},
-        {stories_model(), "tiny", out, "layer count", 0, HSD_DT_Q8_0},
+         HSD_FTYPE_BF16},
+        {stories_model(), "tiny", out, "layer count", 0, HSD_FTYPE_Q8_0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        hsd_status s = hsd_inflate_file(cases[i].in, NULL, cases[i].shape, cases[i].layers,
-                                        cases[i].dt, cases[i].out, NULL, NULL);
+        hsd_inflate_params p = {.shape = cases[i].shape, .n_layers = cases[i].layers,
+                                .type = cases[i].dt};
+        hsd_status s = hsd_inflate_file(cases[i].in, &p, cases[i].out, NULL);
         assert_int_not_equal(s, HSD_OK);
         if (!strstr(hsd_last_error(), cases[i].names))
             fail_msg("case %zu: error '%s' does not name '%s'", i, hsd_last_error(),

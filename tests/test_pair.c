@@ -8,7 +8,6 @@
 
 #include "hsd.h"
 #include "lib/base/map.h"
-#include "lib/analysis/pair.h"
 #include "tests/testutil.h"
 
 /* ---- independent surface decoding ---- */

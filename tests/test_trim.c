@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "hsd.h"
-#include "lib/analysis/corpus.h"
-#include "lib/analysis/trim.h"
 #include "tests/testutil.h"
 
 static const char *corpus_rel = "corpus/corpus.jsonl";

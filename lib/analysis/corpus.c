@@ -1,4 +1,7 @@
-#include "lib/analysis/corpus.h"
+/* A text corpus: JSONL, one {"text": "..."} object per line (other fields ignored); used by
+ * the pair advisor (Table 10 token usage), the injectivity checker and trimming. Public API:
+ * hsd_corpus_load / hsd_corpus_free (include/hsd_tools.h). */
+#include "hsd.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -28,7 +31,9 @@ static hsd_status push(hsd_corpus *c, size_t *cap, const char *s, size_t n) {
 }
 
 hsd_status hsd_corpus_load(const char *path, hsd_corpus *out) {
-    if (!path || !out) return hsd_error(HSD_ERR_INVALID_ARG, "corpus: NULL argument");
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_corpus_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_corpus_load: path is NULL");
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return hsd_error(HSD_ERR_IO, "%s: cannot open corpus", path);

@@ -10,6 +10,10 @@
 #include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
+hsd_inj_params hsd_inj_default_params(void) {
+    return (hsd_inj_params){.minimize = true, .seed = 1};
+}
+
 const char *hsd_inj_cause_name(hsd_inj_cause c) {
     switch (c) {
     case HSD_INJ_UNK: return "unk";
@@ -331,8 +335,10 @@ hsd_status hsd_inj_result_add(hsd_inj_result *r, const hsd_tokenizer *tok, const
 }
 
 hsd_status hsd_inj_check_corpus(const hsd_tokenizer *tok, const hsd_corpus *c,
-                                const hsd_inj_opts *o, hsd_inj_result *r) {
-    if (!tok || !c || !o || !r) return hsd_error(HSD_ERR_INVALID_ARG, "injectivity: NULL argument");
+                                const hsd_inj_params *o, hsd_inj_result *r) {
+    if (!tok || !c || !o || !r)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inj_check_corpus: %s is NULL",
+                         !tok ? "tokenizer" : !c ? "corpus" : !o ? "params" : "result");
     for (size_t i = 0; i < c->n; i++) {
         size_t n = c->len[i];
         if (o->prefix_chars) { /* Appendix F: the first N characters of each sample */

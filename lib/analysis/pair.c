@@ -1,12 +1,25 @@
-/* Pair advisor: vocabulary overlap by surface bytes, expressibility (T → D*, D → T*), corpus
- * token usage, injectivity, and the Table 4 recommendation. See lib/pair.h for the rules. */
-#include "lib/analysis/pair.h"
+/* Pair advisor (public API: include/hsd_tools.h): vocabulary overlap by surface bytes,
+ * expressibility (T → D*, D → T*), corpus token usage, injectivity, and the Table 4
+ * recommendation. How well do a target tokenizer T and a drafter tokenizer D fit together, and
+ * which heterogeneous-vocabulary algorithm (paper Table 4) should drive them.
+ *
+ * Counting rules (docs/PAIR.md):
+ *   - |T|, |D| count used ids (ids no token occupies are excluded), special tokens included,
+ *     as the paper's Table 8 vocabulary sizes do;
+ *   - a non-special token of T is in T∩D when some non-special token of D has the same
+ *     surface bytes (hsd_tokenizer_token_bytes); a special (control) token of T is in T∩D only
+ *     when D has a special token with the same surface bytes — control tokens never travel
+ *     through text, so they cannot meet a text token. Empty surfaces never match;
+ *   - T∩D and the ratios count T ids, so several ids with one surface (SentencePiece "A" and
+ *     its byte-fallback "<0x41>") all count.
+ * The expressibility checks T → D* and D → T* run over non-special tokens with non-empty
+ * surfaces: can a token's surface bytes be cut into surfaces of the other side's tokens? */
+#include "hsd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/analysis/corpus.h"
 #include "lib/base/error.h"
 #include "lib/analysis/injectivity.h"
 #include "lib/base/map.h"
@@ -89,7 +102,9 @@ static bool segmentable(const hsd_token_trie *tr, const uint8_t *s, size_t n, ui
 
 hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
                                 hsd_pair_expr *out) {
-    if (!a || !b || !out) return hsd_error(HSD_ERR_INVALID_ARG, "pair: NULL argument");
+    if (!a || !b || !out)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_expressible: %s is NULL",
+                         !a ? "tokenizer a" : !b ? "tokenizer b" : "out");
     memset(out, 0, sizeof *out);
     hsd_token_trie *tr;
     hsd_status st = hsd_token_trie_build(b, &tr);
@@ -202,7 +217,9 @@ static hsd_status corpus_usage(const hsd_tokenizer *t, const hsd_tokenizer *d, c
 
 hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d, const char *corpus_path,
                             hsd_pair_report *r) {
-    if (!t || !d || !r) return hsd_error(HSD_ERR_INVALID_ARG, "pair: NULL argument");
+    if (!t || !d || !r)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_analyze: %s is NULL",
+                         !t ? "target tokenizer" : !d ? "draft tokenizer" : "out");
     memset(r, 0, sizeof *r);
     surface_sets dall = {0};
     hsd_status st = sets_build(d, NULL, 0, &dall);
@@ -286,6 +303,7 @@ static void pair_warnings(hsd_pair_report *r) {
 }
 
 void hsd_pair_recommend(hsd_pair_report *r) {
+    if (!r) return;
     pair_warnings(r);
     if (r->identical) {
         r->algo = HSD_PAIR_SD;
@@ -347,7 +365,9 @@ void hsd_pair_recommend(hsd_pair_report *r) {
 }
 
 hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {
-    if (!t || !d || !out) return hsd_error(HSD_ERR_INVALID_ARG, "pair: psi summary: NULL argument");
+    if (!t || !d || !out)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_psi_summary: %s is NULL",
+                         !t ? "target tokenizer" : !d ? "draft tokenizer" : "out");
     memset(out, 0, sizeof *out);
     out->max_id = -1;
     hsd_token_trie *trie = NULL;

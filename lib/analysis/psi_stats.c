@@ -129,9 +129,11 @@ void hsd_psi_stats_free(hsd_psi_stats *s) {
 
 hsd_status hsd_psi_stats_compute(const hsd_tokenizer *target, const hsd_token_trie *draft,
                                  const hsd_psi_params *params, hsd_psi_stats *out) {
-    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "psi stats: NULL out");
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_stats_compute: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!target || !draft) return hsd_error(HSD_ERR_INVALID_ARG, "psi stats: NULL argument");
+    if (!target || !draft)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_stats_compute: %s is NULL",
+                         !target ? "target tokenizer" : "draft trie");
     int32_t n = hsd_tokenizer_vocab_size(target);
     out->n_ids = n;
     out->tok = calloc((size_t)n + 1, sizeof *out->tok);
@@ -193,9 +195,14 @@ static double percentile(const double *v, size_t n, double q) {
     return v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo);
 }
 
+hsd_psi_params hsd_psi_default_params(void) {
+    return (hsd_psi_params){.distinct_surfaces = false};
+}
+
 void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out) {
+    if (!out) return;
     memset(out, 0, sizeof *out);
-    if (!n) return;
+    if (!n || !v) return;
     /* callers often pass lengths already in order (hsd_psi_ids_by_length): skip the sort */
     size_t k = 1;
     while (k < n && v[k - 1] <= v[k]) k++;
@@ -215,7 +222,9 @@ void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out) {
 }
 
 hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *n) {
-    if (!s || !ids || !n) return hsd_error(HSD_ERR_INVALID_ARG, "psi stats: NULL argument");
+    if (!s || !ids || !n)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_ids_by_length: %s is NULL",
+                         !s ? "stats" : !ids ? "ids" : "n");
     *ids = NULL;
     *n = 0;
     /* counting sort by length keeps ids ascending within a length */
@@ -238,7 +247,9 @@ hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *
 }
 
 hsd_status hsd_psi_by_length(const hsd_psi_stats *s, hsd_psi_length_row **rows, size_t *n_rows) {
-    if (!s || !rows || !n_rows) return hsd_error(HSD_ERR_INVALID_ARG, "psi stats: NULL argument");
+    if (!s || !rows || !n_rows)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_by_length: %s is NULL",
+                         !s ? "stats" : !rows ? "rows" : "n_rows");
     *rows = NULL;
     *n_rows = 0;
     int32_t *ids;

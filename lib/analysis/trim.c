@@ -1,12 +1,30 @@
-#include "lib/analysis/trim.h"
+/* Vocabulary trimming with the exact coverage–latency optimum (BCL, PAPERS.md §3).
+ *
+ * Token frequencies f come from a corpus tokenized by the target tokenizer; ids are ranked by
+ * f (ties: smaller id first) and the kept set of size K is the K first. With N = sum f,
+ *   C(K) = (f_1 + ... + f_K) / N                          coverage,
+ *   R(K) = 1 - (F_fixed + 2 d K) / (F_fixed + 2 d V)      FLOP saving of the drafter,
+ *   U(K) = alpha C(K) + (1 - alpha) R(K),
+ * and K* maximises U over K = 1..V subject to C(K) >= c_min. U depends on K alone, so one
+ * pass over all K finds the exact maximiser (BCL searches it with TPE); among equal U the
+ * smallest K wins. */
+#include "hsd.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include "lib/base/error.h"
+#include "lib/base/map.h"
+
+hsd_trim_params hsd_trim_default_params(void) {
+    return (hsd_trim_params){.alpha = 0.5, .min_coverage = 0.0, .dim = 0, .fixed_flops = 0.0};
+}
 
 hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
                           int64_t *n_tokens) {
+    if (!tok || !corpus || !counts || !n_tokens)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_count: %s is NULL",
+                         !tok ? "tokenizer" : !corpus ? "corpus" : !counts ? "counts" : "n_tokens");
     int32_t V = hsd_tokenizer_vocab_size(tok);
     *n_tokens = 0;
     for (size_t i = 0; i < corpus->n; i++) {
@@ -34,6 +52,9 @@ static int by_count(const void *a, const void *b) {
 }
 
 hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
+    if (!counts || !order || V < 0)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_rank: %s",
+                         V < 0 ? "negative vocabulary size" : !counts ? "counts is NULL" : "order is NULL");
     /* (count, id) pairs: qsort has no context argument and hsd keeps no global state */
     ranked_id *r = malloc((size_t)(V > 0 ? V : 1) * sizeof *r);
     if (!r) return hsd_error(HSD_ERR_NOMEM, "trim: out of memory ranking %d ids", V);
@@ -45,23 +66,29 @@ hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
 }
 
 void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n, int64_t *prefix) {
+    if (!counts || !order || !prefix || n < 0) return;
     prefix[0] = 0;
     for (int32_t k = 1; k <= n; k++) prefix[k] = prefix[k - 1] + counts[order[k - 1]];
 }
 
 double hsd_trim_coverage(const int64_t *prefix, int64_t total, int32_t k) {
     /* exact integer sums and one division: C is exactly 1 once every seen id is kept */
-    return total > 0 ? (double)prefix[k] / (double)total : 0.0;
+    return prefix && total > 0 && k >= 0 ? (double)prefix[k] / (double)total : 0.0;
 }
 
 double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k) {
+    if (!p) return 0.0;
     double full = p->fixed_flops + 2.0 * p->dim * (double)v_full;
+    if (!(full > 0)) return 0.0;
     return 1.0 - (p->fixed_flops + 2.0 * p->dim * (double)k) / full;
 }
 
 hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
                             const hsd_trim_params *p, hsd_trim_result *out) {
-    if (!prefix || !p || !out || n_cand < 1 || v_full < n_cand)
+    if (!prefix || !p || !out)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_optimum: %s is NULL",
+                         !prefix ? "prefix" : !p ? "params" : "out");
+    if (n_cand < 1 || v_full < n_cand)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "trim: bad arguments (%d candidates, head of %d rows)", n_cand, v_full);
     if (!(p->alpha >= 0 && p->alpha <= 1))
@@ -98,5 +125,50 @@ hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total
     out->saving = hsd_trim_saving(p, v_full, best);
     out->utility = best_u;
     out->k_min_feasible = k_min;
+    return HSD_OK;
+}
+
+hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer *draft,
+                               int32_t *order, int32_t n, int32_t *draft_ids, int32_t *n_cand) {
+    if (!target || !draft || !order || !draft_ids || !n_cand)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_candidates: %s is NULL",
+                         !target ? "target tokenizer" : !draft ? "draft tokenizer"
+                         : !order ? "order" : !draft_ids ? "draft_ids" : "n_cand");
+    *n_cand = 0;
+    if (n < 0) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_candidates: n = %d is negative", n);
+    /* drafter surface bytes -> drafter id (non-special, the smallest id of a surface) */
+    int32_t DV = hsd_tokenizer_vocab_size(draft);
+    hsd_strmap by_bytes;
+    uint8_t *used = calloc((size_t)DV + 1, 1);
+    if (!used || hsd_strmap_init(&by_bytes, (size_t)DV)) {
+        free(used);
+        return hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory (%d drafter ids)", DV);
+    }
+    hsd_status st = HSD_OK;
+    for (int32_t d = 0; d < DV && !st; d++) {
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(draft, d, &len);
+        if (b && len && !hsd_tokenizer_is_special(draft, d) && hsd_strmap_get(&by_bytes, b, len) < 0 &&
+            hsd_strmap_put(&by_bytes, b, len, d))
+            st = hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory");
+    }
+    /* two target ids with the same bytes (a byte-fallback twin) name one drafter row: the
+     * more frequent (earlier in order) keeps it */
+    int32_t k = 0;
+    for (int32_t i = 0; i < n && !st; i++) {
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(target, order[i], &len);
+        int32_t d = b && len && !hsd_tokenizer_is_special(target, order[i])
+                        ? hsd_strmap_get(&by_bytes, b, len)
+                        : -1;
+        if (d >= 0 && !used[d]) used[d] = 1, draft_ids[k] = d, order[k++] = order[i];
+    }
+    free(used);
+    hsd_strmap_free(&by_bytes);
+    if (st) return st;
+    if (k == 0)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                         "no target token has a drafter token with the same bytes");
+    *n_cand = k;
     return HSD_OK;
 }

@@ -22,6 +22,7 @@ void hsd_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t ou
 }
 
 void hsd_rng_init(hsd_rng *r, uint64_t seed, uint64_t stream) {
+    if (!r) return;
     r->key[0] = (uint32_t)seed;
     r->key[1] = (uint32_t)(seed >> 32);
     r->ctr[0] = r->ctr[1] = 0;
@@ -31,6 +32,7 @@ void hsd_rng_init(hsd_rng *r, uint64_t seed, uint64_t stream) {
 }
 
 uint32_t hsd_rng_u32(hsd_rng *r) {
+    if (!r) return 0;
     if (r->used == 4) {
         hsd_philox4x32_10(r->ctr, r->key, r->buf);
         if (++r->ctr[0] == 0) ++r->ctr[1];

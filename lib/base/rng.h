@@ -7,21 +7,12 @@
 
 #include <stdint.h>
 
+#include "hsd.h"
+
 /* One Philox4x32-10 block: out = philox(ctr, key). */
 void hsd_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
-typedef struct hsd_rng {
-    uint32_t key[2];
-    uint32_t ctr[4]; /* ctr[0..1] = block counter, ctr[2..3] = stream */
-    uint32_t buf[4];
-    int used; /* words of buf consumed (4 = refill) */
-} hsd_rng;
-
-void hsd_rng_init(hsd_rng *r, uint64_t seed, uint64_t stream);
-uint32_t hsd_rng_u32(hsd_rng *r);
-/* Uniform in [0, 1) with 24 random bits (exactly representable as float). */
-float hsd_rng_uniform(hsd_rng *r);
-/* Uniform in [0, 1) with 53 random bits. */
-double hsd_rng_uniform_f64(hsd_rng *r);
+/* The generator itself (hsd_rng, hsd_rng_init, hsd_rng_u32, hsd_rng_uniform,
+ * hsd_rng_uniform_f64) is public: include/hsd_tools.h. */
 
 #endif

@@ -1,22 +1,9 @@
-/* Monotonic milliseconds for time accounting (model head / backbone split, the engine's
- * TTFT/TPOT, the CLI's benchmarks): the one clock of the tree. */
+/* Monotonic and process-CPU milliseconds for time accounting (model head / backbone split,
+ * the engine's TTFT/TPOT, the CLI's benchmarks): the one clock of the tree. Public
+ * (hsd_timer_ms, hsd_timer_cpu_ms in include/hsd_tools.h); defined in timer.c. */
 #ifndef HSD_LIB_TIMER_H
 #define HSD_LIB_TIMER_H
 
-#include <time.h>
-
-static inline double hsd_timer_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* CPU time of the whole process (all threads): on a shared machine it leaves out the time
- * other processes held the CPU, which wall time counts. */
-static inline double hsd_timer_cpu_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
+#include "hsd.h"
 
 #endif

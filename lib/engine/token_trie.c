@@ -242,9 +242,9 @@ static const uint8_t *tokenizer_surface(const void *src, int32_t id, size_t *len
 }
 
 hsd_status hsd_token_trie_build(const hsd_tokenizer *tok, hsd_token_trie **out) {
-    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "token trie: NULL out");
+    if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_token_trie_build: out is NULL");
     *out = NULL;
-    if (!tok) return hsd_error(HSD_ERR_INVALID_ARG, "token trie: NULL tokenizer");
+    if (!tok) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_token_trie_build: tokenizer is NULL");
     return trie_build(tok, hsd_tokenizer_vocab_size(tok), tokenizer_surface, out);
 }
 

@@ -22,21 +22,15 @@
 
 #include "hsd.h"
 
-typedef struct hsd_token_trie hsd_token_trie;
+/* hsd_token_trie, hsd_token_trie_build / _free / _n_nodes / _n_tokens are public
+ * (include/hsd_tools.h); the queries below serve the engine and the ψ statistics. */
 
 #define HSD_TOKEN_TRIE_ROOT 0
 
-/* Builds the trie of a tokenizer's text tokens (see above). */
-hsd_status hsd_token_trie_build(const hsd_tokenizer *tok, hsd_token_trie **out);
 /* Builds a trie from explicit byte strings: strs[i] (lens[i] bytes) gets id i; NULL or empty
  * entries are left out. For toy vocabularies and for callers with their own token sets. */
 hsd_status hsd_token_trie_build_strings(const uint8_t *const *strs, const size_t *lens, int32_t n,
                                         hsd_token_trie **out);
-void hsd_token_trie_free(hsd_token_trie *t);
-
-int32_t hsd_token_trie_n_nodes(const hsd_token_trie *t);
-/* Number of ids stored (tokens, counting every id of a shared surface). */
-int32_t hsd_token_trie_n_tokens(const hsd_token_trie *t);
 /* Longest surface stored, in bytes. */
 size_t hsd_token_trie_max_len(const hsd_token_trie *t);
 
