@@ -18,7 +18,7 @@ echo "== make install DESTDIR=$dest PREFIX=$prefix"
 # (run from ctest under `make test`: the outer make's jobserver is not ours to use)
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$src" install BUILD="$build" DESTDIR="$dest" PREFIX="$prefix" >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log"; exit 1; }
-for f in include/hsd.h bin/hsd; do
+for f in include/hsd.h include/hsd_tools.h bin/hsd; do
     [ -f "$root/$f" ] || { echo "FAIL: $root/$f not installed"; exit 1; }
 done
 pc=$(find "$root" -name hsd.pc)

@@ -165,13 +165,26 @@ char *hsd_test_run(const char *cmd) {
     return out;
 }
 
-/* Strips C comments and preprocessor lines, then takes every hsd_* identifier that is directly
- * followed by '(' — a declaration, since the header has no code. Function-pointer typedefs
+/* Reads include/hsd.h and include/hsd_tools.h (the public API), strips C comments and
+ * preprocessor lines, then takes every hsd_* identifier that is directly followed by '(' — a
+ * declaration, since the headers have no code. Function-pointer typedefs
  * (`(*hsd_log_fn)(...)`) are followed by ')', and a return type before a function-pointer
  * member by "(*": both stay out. */
 size_t hsd_test_header_functions(char ***names) {
     *names = NULL;
-    char *src = hsd_test_read_file(hsd_test_src_path("include/hsd.h"), NULL);
+    /* the public API: hsd.h and the tools header it includes */
+    size_t l1 = 0, l2 = 0;
+    char *h1 = hsd_test_read_file(hsd_test_src_path("include/hsd.h"), &l1);
+    char *h2 = hsd_test_read_file(hsd_test_src_path("include/hsd_tools.h"), &l2);
+    char *src = h1 && h2 ? malloc(l1 + l2 + 2) : NULL;
+    if (src) {
+        memcpy(src, h1, l1);
+        src[l1] = '\n';
+        memcpy(src + l1 + 1, h2, l2);
+        src[l1 + l2 + 1] = 0;
+    }
+    free(h1);
+    free(h2);
     if (!src) return 0;
     size_t n = strlen(src), w = 0;
     bool line_start = true;
