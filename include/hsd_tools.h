@@ -362,7 +362,8 @@ HSD_API hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64
  * speed tests), and a trained model inflated to a bigger shape without changing its logits
  * (models/inflate.c explains the construction). Shapes: hsd_synth_shape_list.
  * ==================================================================================== */
-/* Storage type of the weight matrices written (vectors stay F32). */
+/* Storage type of the weights written: synth stores its vectors (norms, biases) in the same
+ * type (F32 with Q8_0), inflate keeps them F32. */
 typedef enum hsd_ftype {
     HSD_FTYPE_F32 = 0,
     HSD_FTYPE_F16 = 1,
@@ -370,7 +371,7 @@ typedef enum hsd_ftype {
     HSD_FTYPE_Q8_0 = 3,
 } hsd_ftype;
 
-/* The known shape names, one per line. Static string. */
+/* The known shape names, comma-separated. Static string. */
 HSD_API const char *hsd_synth_shape_list(void);
 
 typedef struct hsd_synth_model hsd_synth_model;
@@ -435,7 +436,7 @@ typedef struct hsd_bridge_bench_params {
 HSD_API hsd_bridge_bench_params hsd_bridge_bench_default_params(void);
 
 typedef struct hsd_bridge_bench_result {
-    size_t context_bytes; /* bytes of the committed context */
+    size_t context_bytes; /* bytes of the committed context after the warm-up rounds */
     double window_bytes;  /* mean re-tokenized window of the drafter side, bytes */
 } hsd_bridge_bench_result;
 

@@ -211,7 +211,58 @@ static int teardown(void **state) {
     X(hsd_engine_overlap_ids)                                                                      \
     X(hsd_engine_set_tli_head)
 
-#define HSD_API_ROWS_ALL(X) HSD_API_ROWS_BASE(X) HSD_API_ROWS_MODEL(X) HSD_API_ROWS_ENGINE(X)
+/* test_api_errors_tools.c: the tools (include/hsd_tools.h). */
+#define HSD_API_ROWS_TOOLS(X)                                                                      \
+    X(hsd_timer_ms)                                                                                \
+    X(hsd_timer_cpu_ms)                                                                            \
+    X(hsd_rng_init)                                                                                \
+    X(hsd_rng_u32)                                                                                 \
+    X(hsd_rng_uniform)                                                                             \
+    X(hsd_rng_uniform_f64)                                                                         \
+    X(hsd_corpus_load)                                                                             \
+    X(hsd_corpus_free)                                                                             \
+    X(hsd_token_trie_build)                                                                        \
+    X(hsd_token_trie_free)                                                                         \
+    X(hsd_token_trie_n_nodes)                                                                      \
+    X(hsd_token_trie_n_tokens)                                                                     \
+    X(hsd_pair_algo_name)                                                                          \
+    X(hsd_pair_analyze)                                                                            \
+    X(hsd_pair_expressible)                                                                        \
+    X(hsd_pair_recommend)                                                                          \
+    X(hsd_pair_psi_summary)                                                                        \
+    X(hsd_psi_default_params)                                                                      \
+    X(hsd_psi_stats_compute)                                                                       \
+    X(hsd_psi_stats_free)                                                                          \
+    X(hsd_psi_summarize)                                                                           \
+    X(hsd_psi_ids_by_length)                                                                       \
+    X(hsd_psi_by_length)                                                                           \
+    X(hsd_inj_cause_name)                                                                          \
+    X(hsd_inj_default_params)                                                                      \
+    X(hsd_inj_check_corpus)                                                                        \
+    X(hsd_inj_fuzz)                                                                                \
+    X(hsd_inj_result_free)                                                                         \
+    X(hsd_trim_default_params)                                                                     \
+    X(hsd_trim_count)                                                                              \
+    X(hsd_trim_rank)                                                                               \
+    X(hsd_trim_candidates)                                                                         \
+    X(hsd_trim_prefix)                                                                             \
+    X(hsd_trim_coverage)                                                                           \
+    X(hsd_trim_saving)                                                                             \
+    X(hsd_trim_optimum)                                                                            \
+    X(hsd_synth_shape_list)                                                                        \
+    X(hsd_synth_default_params)                                                                    \
+    X(hsd_synth_init)                                                                              \
+    X(hsd_synth_free)                                                                              \
+    X(hsd_synth_weight_bytes)                                                                      \
+    X(hsd_synth_write_safetensors)                                                                 \
+    X(hsd_synth_write_gguf_tok)                                                                    \
+    X(hsd_inflate_default_params)                                                                  \
+    X(hsd_inflate_file)                                                                            \
+    X(hsd_bridge_bench_default_params)                                                             \
+    X(hsd_bridge_bench)
+
+#define HSD_API_ROWS_ALL(X)                                                                        \
+    HSD_API_ROWS_BASE(X) HSD_API_ROWS_MODEL(X) HSD_API_ROWS_ENGINE(X) HSD_API_ROWS_TOOLS(X)
 
 /* One cmocka case per row, named after the function. */
 #define HSD_API_ROW_CASE(f) {#f, row_##f, NULL, NULL, NULL},
