@@ -1,4 +1,4 @@
-/* hsd trim (lib/trim.h, cli/cmd_trim.c): the optimum of U(K) = a C(K) + (1 - a) R(K) with
+/* hsd trim (hsd_trim_* in include/hsd_tools.h, cli/cmd_trim.c): the optimum of U(K) = a C(K) + (1 - a) R(K) with
  * C(K) >= c_min equals brute force over every K on real tokenizers and the shared corpus, for
  * several a and c_min, with ties and infeasible constraints; the marginal-gain argument
  * (U is concave in K since ranked counts decrease) gives the same K independently; the CLI's
