@@ -47,7 +47,8 @@ int hsd_cmd_inflate(int argc, char **argv) {
     if (!o.in || !o.shape || !o.out)
         return hsd_opts_fail(&hsd_spec_inflate, "--model, --shape and -o are required");
     /* the --dtype choices, in hsd_ftype's order */
-    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16, HSD_FTYPE_Q8_0};
+    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16,
+                                       HSD_FTYPE_Q8_0};
     static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0"};
     const char *in = o.in, *shape = o.shape, *out = o.out;
     const char *dtype = dtype_names[o.dtype];

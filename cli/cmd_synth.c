@@ -44,7 +44,8 @@ int hsd_cmd_synth(int argc, char **argv) {
     if (!o.shape || o.format < 0 || !o.dir)
         return hsd_opts_fail(&hsd_spec_synth, "--shape, --format and -o are required");
     /* the --dtype choices, in hsd_ftype's order */
-    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16, HSD_FTYPE_Q8_0};
+    static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16,
+                                       HSD_FTYPE_Q8_0};
     static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0"};
     const char *shape = o.shape, *dir = o.dir, *dtype = dtype_names[o.dtype];
     const char *format = o.format == 1 ? "gguf" : "safetensors";

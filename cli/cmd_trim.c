@@ -1,8 +1,8 @@
 /* hsd trim: the drafter vocabulary of exact maximal utility U(K) = a C(K) + (1 - a) R(K)
- * subject to C(K) >= c_min (hsd_trim_* in hsd.h), from token frequencies of a corpus tokenized by the
- * target tokenizer. With --draft-tokenizer the candidates are the target tokens the drafter
- * can spell with one token of identical surface bytes (T ∩ D, as TLI drafts), the ids written
- * are the drafter's, and coverage may top out below 1. */
+ * subject to C(K) >= c_min (hsd_trim_* in hsd.h), from token frequencies of a corpus tokenized by
+ * the target tokenizer. With --draft-tokenizer the candidates are the target tokens the drafter can
+ * spell with one token of identical surface bytes (T ∩ D, as TLI drafts), the ids written are the
+ * drafter's, and coverage may top out below 1. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

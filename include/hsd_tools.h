@@ -103,8 +103,9 @@ typedef enum hsd_pair_algo {
 #define HSD_PAIR_TLI_MIN_VOCAB 0.50  /* |T∩D|/|T| (Table 9) */
 #define HSD_PAIR_TLI_MIN_CORPUS 0.50 /* and, with a corpus, share of used target tokens in D */
 #define HSD_PAIR_SLRS_MAX_BYTES 4    /* every drafter text token at most this many bytes */
-#define HSD_PAIR_SLRS_MAX_NODES 64.0 /* and, with the ψ summary, 3 of 4 target tokens need at
-                                      * most this many drafter tree nodes */
+#define HSD_PAIR_SLRS_MAX_NODES                                                                    \
+    64.0 /* and, with the ψ summary, 3 of 4 target tokens need at                                 \
+          * most this many drafter tree nodes */
 #define HSD_PAIR_MAX_EXAMPLES 5
 
 /* Result of "is every text token of A a concatenation of tokens of B". */
@@ -124,7 +125,7 @@ typedef struct hsd_pair_psi {
     double mean, median, p75, max; /* decompositions per target token */
     int32_t max_id;                /* a target token with the most */
     double nodes_mean, nodes_p75;  /* drafter tree nodes per target token (paper Fig. 1) */
-    int32_t n_max; /* the pair's lookahead: most drafts before T(...)_1 is fixed */
+    int32_t n_max;                 /* the pair's lookahead: most drafts before T(...)_1 is fixed */
 } hsd_pair_psi;
 
 /* The facts the recommendation rests on (hsd_pair_analyze fills it; tests may by hand). */
@@ -192,14 +193,14 @@ typedef struct hsd_psi_token {
 
 /* Per target token results for a whole vocabulary. */
 typedef struct hsd_psi_stats {
-    int32_t n_ids;        /* target vocabulary size (ids); tok/len are indexed by id */
-    hsd_psi_token *tok;   /* [n_ids] */
-    uint32_t *len;        /* [n_ids] surface bytes; 0 = not counted (unused, special, empty) */
-    int32_t n_tokens;     /* target tokens counted */
-    int32_t n_none;       /* ... with no decomposition into drafter tokens (count 0) */
-    int32_t n_saturated;  /* ... whose count exceeds UINT64_MAX */
-    int32_t n_inexact;    /* ... whose count exceeds 2^53 (the double is rounded) */
-    int32_t n_max;        /* the pair's n_max, and a token attaining it */
+    int32_t n_ids;       /* target vocabulary size (ids); tok/len are indexed by id */
+    hsd_psi_token *tok;  /* [n_ids] */
+    uint32_t *len;       /* [n_ids] surface bytes; 0 = not counted (unused, special, empty) */
+    int32_t n_tokens;    /* target tokens counted */
+    int32_t n_none;      /* ... with no decomposition into drafter tokens (count 0) */
+    int32_t n_saturated; /* ... whose count exceeds UINT64_MAX */
+    int32_t n_inexact;   /* ... whose count exceeds 2^53 (the double is rounded) */
+    int32_t n_max;       /* the pair's n_max, and a token attaining it */
     int32_t n_max_id;
     int32_t max_count_id; /* a token with the most decompositions */
     uint32_t max_len;     /* longest target surface counted */
@@ -265,17 +266,16 @@ typedef struct hsd_inj_example {
 } hsd_inj_example;
 
 typedef struct hsd_inj_result {
-    int64_t samples;         /* corpus samples checked */
-    int64_t non_injective;   /* of which do not round-trip */
-    hsd_inj_example *ex;     /* corpus failures first (corpus order), then fuzz finds */
+    int64_t samples;       /* corpus samples checked */
+    int64_t non_injective; /* of which do not round-trip */
+    hsd_inj_example *ex;   /* corpus failures first (corpus order), then fuzz finds */
     size_t n_ex, cap_ex;
     int64_t fuzz_candidates; /* strings the fuzzer tried */
     int64_t fuzz_found;      /* distinct minimal counterexamples it found */
     double fuzz_seconds;     /* time it actually ran */
 } hsd_inj_result;
 
-typedef void (*hsd_inj_progress_fn)(void *ctx, double done_frac, int64_t candidates,
-                                    int64_t found);
+typedef void (*hsd_inj_progress_fn)(void *ctx, double done_frac, int64_t candidates, int64_t found);
 
 typedef struct hsd_inj_params {
     size_t prefix_chars;          /* corpus: check only the first N characters; 0 = all */
@@ -354,8 +354,7 @@ HSD_API double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t
  * of the full head. Errors: INVALID_ARG (NULL args, bad parameters, named), OUT_OF_RANGE (an
  * empty corpus, or a c_min no K reaches: the message names the best coverage there is). */
 HSD_API hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total,
-                                    int32_t v_full, const hsd_trim_params *p,
-                                    hsd_trim_result *out);
+                                    int32_t v_full, const hsd_trim_params *p, hsd_trim_result *out);
 
 /* ====================================================================================
  * Synthetic and inflated models: random weights of a real shape (loader round trips and

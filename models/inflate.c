@@ -514,15 +514,17 @@ done:
 }
 
 hsd_inflate_params hsd_inflate_default_params(void) {
-    return (hsd_inflate_params){.shape = NULL, .tokenizer = NULL, .n_layers = 0,
-                                .type = HSD_FTYPE_F32};
+    return (hsd_inflate_params){
+        .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
 }
 
-hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params,
-                            const char *out_path, hsd_inflate_info *info) {
+hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, const char *out_path,
+                            hsd_inflate_info *info) {
     if (!in || !params || !out_path)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: %s is NULL",
-                         !in ? "input path" : !params ? "params" : "output path");
+                         !in       ? "input path"
+                         : !params ? "params"
+                                   : "output path");
     if (!params->shape)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: no shape given (known: %s)",
                          hsd_synth_shape_list());
@@ -551,9 +553,12 @@ hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params,
     hsd_synth_model *m;
     if ((st = hsd_inflate_build(src, shape, n_layers, dtype, &m))) goto done;
     if (info)
-        *info = (hsd_inflate_info){.dim = cfg.dim, .hidden_dim = cfg.hidden_dim,
-                                   .n_layers = cfg.n_layers, .n_heads = cfg.n_heads,
-                                   .n_kv_heads = cfg.n_kv_heads, .head_dim = cfg.head_dim,
+        *info = (hsd_inflate_info){.dim = cfg.dim,
+                                   .hidden_dim = cfg.hidden_dim,
+                                   .n_layers = cfg.n_layers,
+                                   .n_heads = cfg.n_heads,
+                                   .n_kv_heads = cfg.n_kv_heads,
+                                   .head_dim = cfg.head_dim,
                                    .vocab_size = cfg.vocab_size,
                                    .weight_bytes = hsd_synth_weight_bytes(m)};
     hsd_tf_free(src);

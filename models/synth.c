@@ -123,8 +123,9 @@ static hsd_status add(hsd_synth_model *m, hsd_tkind kind, int32_t layer, const c
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "synth: out is NULL");
     *out = NULL;
-    if (!shape) return hsd_error(HSD_ERR_INVALID_ARG, "synth: no shape given (known: %s)",
-                                 hsd_synth_shape_list());
+    if (!shape)
+        return hsd_error(HSD_ERR_INVALID_ARG, "synth: no shape given (known: %s)",
+                         hsd_synth_shape_list());
     hsd_synth_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "synth: out of memory");
     hsd_status s = hsd_synth_shape(shape, &m->cfg, &m->tied);
@@ -243,7 +244,8 @@ hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out)
     *out = NULL;
     if (!params) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: params is NULL");
     hsd_dtype dt = HSD_DT_F32;
-    if (hsd_synth_ftype(params->type, &dt)) return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");
+    if (hsd_synth_ftype(params->type, &dt))
+        return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");
     return hsd_synth_create(params->shape, dt, params->seed, out);
 }
 

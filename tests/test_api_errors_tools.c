@@ -139,7 +139,8 @@ static void row_hsd_pair_analyze(void **state) {
     hsd_pair_report r;
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_pair_analyze(NULL, tok_d, NULL, &r), "target tokenizer");
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_pair_analyze(tok_t, NULL, NULL, &r), "draft tokenizer");
-    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_pair_analyze(tok_t, tok_d, NULL, NULL), "hsd_pair_analyze");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_pair_analyze(tok_t, tok_d, NULL, NULL),
+                 "hsd_pair_analyze");
     EXPECT_NAMED(HSD_ERR_IO, hsd_pair_analyze(tok_t, tok_d, "/nonexistent/c.jsonl", &r),
                  "/nonexistent/c.jsonl");
     assert_int_equal(hsd_pair_analyze(tok_t, tok_d, NULL, &r), HSD_OK);
@@ -223,7 +224,8 @@ static void row_hsd_psi_ids_by_length(void **state) {
     hsd_psi_stats s = {0};
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_psi_ids_by_length(NULL, &ids, &n), "stats");
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_psi_ids_by_length(&s, NULL, &n), "ids");
-    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_psi_ids_by_length(&s, &ids, NULL), "hsd_psi_ids_by_length");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_psi_ids_by_length(&s, &ids, NULL),
+                 "hsd_psi_ids_by_length");
 }
 static void row_hsd_psi_by_length(void **state) {
     (void)state;
@@ -465,11 +467,14 @@ static void row_hsd_inflate_file(void **state) {
     (void)state;
     hsd_inflate_params p = hsd_inflate_default_params();
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file(NULL, &p, "/tmp/o.gguf", NULL), "input");
-    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", NULL, "/tmp/o.gguf", NULL), "params");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", NULL, "/tmp/o.gguf", NULL),
+                 "params");
     EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", &p, NULL, NULL), "output");
-    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", &p, "/tmp/o.gguf", NULL), "no shape");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", &p, "/tmp/o.gguf", NULL),
+                 "no shape");
     p.shape = "tiny", p.type = (hsd_ftype)-1;
-    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", &p, "/tmp/o.gguf", NULL), "hsd_ftype");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_inflate_file("m.bin", &p, "/tmp/o.gguf", NULL),
+                 "hsd_ftype");
     p.type = HSD_FTYPE_F32;
     hsd_status s = hsd_inflate_file("/nonexistent/m.bin", &p, "/tmp/hsd_api_tools_o.gguf", NULL);
     assert_int_not_equal(s, HSD_OK);

@@ -338,7 +338,10 @@ hsd_status hsd_inj_check_corpus(const hsd_tokenizer *tok, const hsd_corpus *c,
                                 const hsd_inj_params *o, hsd_inj_result *r) {
     if (!tok || !c || !o || !r)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inj_check_corpus: %s is NULL",
-                         !tok ? "tokenizer" : !c ? "corpus" : !o ? "params" : "result");
+                         !tok ? "tokenizer"
+                         : !c ? "corpus"
+                         : !o ? "params"
+                              : "result");
     for (size_t i = 0; i < c->n; i++) {
         size_t n = c->len[i];
         if (o->prefix_chars) { /* Appendix F: the first N characters of each sample */

@@ -215,7 +215,9 @@ static void seed_from_corpus(fuzzer *f, const hsd_corpus *c, USet *scripts) {
 hsd_status hsd_inj_fuzz(const hsd_tokenizer *tok, const hsd_inj_params *o, hsd_inj_result *r) {
     if (!tok || !o || !r)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inj_fuzz: %s is NULL",
-                         !tok ? "tokenizer" : !o ? "params" : "result");
+                         !tok ? "tokenizer"
+                         : !o ? "params"
+                              : "result");
     fuzzer f;
     memset(&f, 0, sizeof f);
     f.tok = tok;

@@ -104,7 +104,9 @@ hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
                                 hsd_pair_expr *out) {
     if (!a || !b || !out)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_expressible: %s is NULL",
-                         !a ? "tokenizer a" : !b ? "tokenizer b" : "out");
+                         !a   ? "tokenizer a"
+                         : !b ? "tokenizer b"
+                              : "out");
     memset(out, 0, sizeof *out);
     hsd_token_trie *tr;
     hsd_status st = hsd_token_trie_build(b, &tr);
@@ -219,7 +221,9 @@ hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d, cons
                             hsd_pair_report *r) {
     if (!t || !d || !r)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_analyze: %s is NULL",
-                         !t ? "target tokenizer" : !d ? "draft tokenizer" : "out");
+                         !t   ? "target tokenizer"
+                         : !d ? "draft tokenizer"
+                              : "out");
     memset(r, 0, sizeof *r);
     surface_sets dall = {0};
     hsd_status st = sets_build(d, NULL, 0, &dall);
@@ -367,7 +371,9 @@ void hsd_pair_recommend(hsd_pair_report *r) {
 hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {
     if (!t || !d || !out)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_pair_psi_summary: %s is NULL",
-                         !t ? "target tokenizer" : !d ? "draft tokenizer" : "out");
+                         !t   ? "target tokenizer"
+                         : !d ? "draft tokenizer"
+                              : "out");
     memset(out, 0, sizeof *out);
     out->max_id = -1;
     hsd_token_trie *trie = NULL;

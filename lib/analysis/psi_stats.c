@@ -224,7 +224,9 @@ void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out) {
 hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *n) {
     if (!s || !ids || !n)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_ids_by_length: %s is NULL",
-                         !s ? "stats" : !ids ? "ids" : "n");
+                         !s     ? "stats"
+                         : !ids ? "ids"
+                                : "n");
     *ids = NULL;
     *n = 0;
     /* counting sort by length keeps ids ascending within a length */
@@ -249,7 +251,9 @@ hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *
 hsd_status hsd_psi_by_length(const hsd_psi_stats *s, hsd_psi_length_row **rows, size_t *n_rows) {
     if (!s || !rows || !n_rows)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_psi_by_length: %s is NULL",
-                         !s ? "stats" : !rows ? "rows" : "n_rows");
+                         !s      ? "stats"
+                         : !rows ? "rows"
+                                 : "n_rows");
     *rows = NULL;
     *n_rows = 0;
     int32_t *ids;

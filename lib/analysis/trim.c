@@ -24,7 +24,10 @@ hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, in
                           int64_t *n_tokens) {
     if (!tok || !corpus || !counts || !n_tokens)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_count: %s is NULL",
-                         !tok ? "tokenizer" : !corpus ? "corpus" : !counts ? "counts" : "n_tokens");
+                         !tok      ? "tokenizer"
+                         : !corpus ? "corpus"
+                         : !counts ? "counts"
+                                   : "n_tokens");
     int32_t V = hsd_tokenizer_vocab_size(tok);
     *n_tokens = 0;
     for (size_t i = 0; i < corpus->n; i++) {
@@ -54,7 +57,9 @@ static int by_count(const void *a, const void *b) {
 hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *order) {
     if (!counts || !order || V < 0)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_rank: %s",
-                         V < 0 ? "negative vocabulary size" : !counts ? "counts is NULL" : "order is NULL");
+                         V < 0     ? "negative vocabulary size"
+                         : !counts ? "counts is NULL"
+                                   : "order is NULL");
     /* (count, id) pairs: qsort has no context argument and hsd keeps no global state */
     ranked_id *r = malloc((size_t)(V > 0 ? V : 1) * sizeof *r);
     if (!r) return hsd_error(HSD_ERR_NOMEM, "trim: out of memory ranking %d ids", V);
@@ -87,7 +92,9 @@ hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total
                             const hsd_trim_params *p, hsd_trim_result *out) {
     if (!prefix || !p || !out)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_optimum: %s is NULL",
-                         !prefix ? "prefix" : !p ? "params" : "out");
+                         !prefix ? "prefix"
+                         : !p    ? "params"
+                                 : "out");
     if (n_cand < 1 || v_full < n_cand)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "trim: bad arguments (%d candidates, head of %d rows)", n_cand, v_full);
@@ -132,8 +139,11 @@ hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer 
                                int32_t *order, int32_t n, int32_t *draft_ids, int32_t *n_cand) {
     if (!target || !draft || !order || !draft_ids || !n_cand)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_candidates: %s is NULL",
-                         !target ? "target tokenizer" : !draft ? "draft tokenizer"
-                         : !order ? "order" : !draft_ids ? "draft_ids" : "n_cand");
+                         !target      ? "target tokenizer"
+                         : !draft     ? "draft tokenizer"
+                         : !order     ? "order"
+                         : !draft_ids ? "draft_ids"
+                                      : "n_cand");
     *n_cand = 0;
     if (n < 0) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_candidates: n = %d is negative", n);
     /* drafter surface bytes -> drafter id (non-special, the smallest id of a surface) */
@@ -148,8 +158,8 @@ hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer 
     for (int32_t d = 0; d < DV && !st; d++) {
         size_t len;
         const uint8_t *b = hsd_tokenizer_token_bytes(draft, d, &len);
-        if (b && len && !hsd_tokenizer_is_special(draft, d) && hsd_strmap_get(&by_bytes, b, len) < 0 &&
-            hsd_strmap_put(&by_bytes, b, len, d))
+        if (b && len && !hsd_tokenizer_is_special(draft, d) &&
+            hsd_strmap_get(&by_bytes, b, len) < 0 && hsd_strmap_put(&by_bytes, b, len, d))
             st = hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory");
     }
     /* two target ids with the same bytes (a byte-fallback twin) name one drafter row: the
