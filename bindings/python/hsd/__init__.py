@@ -20,7 +20,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "ALGORITHMS",
-           "version", "set_log"]
+           "version", "set_log", "psi_summary", "synth", "SYNTH_TYPES"]
 
 #: algorithm names accepted by Engine.generate, in hsd_algo order
 ALGORITHMS = ("ar", "sd", "union", "tli", "slem", "slrs", "auto")
@@ -505,3 +505,41 @@ class Engine(_Handle):
         finally:
             stop.set()
             t.join()
+
+
+def psi_summary(target, draft):
+    """The ψ cost of SLRS for a target / drafter tokenizer pair (hsd_pair_psi_summary): how many
+    drafter-token sequences spell each target text token, the drafter tree nodes that needs,
+    and the lookahead n_max. Returns a dict of the struct's fields."""
+    out = _lib.PairPsi()
+    _check(lib.hsd_pair_psi_summary(target._handle, draft._handle, ctypes.byref(out)))
+    return {name: getattr(out, name) for name, _ in _lib.PairPsi._fields_}
+
+
+#: weight types accepted by synth, in hsd_ftype order
+SYNTH_TYPES = ("f32", "f16", "bf16", "q8_0")
+
+
+def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
+    """Writes a random-weight model of a known shape (hsd_synth_init + hsd_synth_write_*):
+    format "gguf" writes the file `path` (with `tokenizer`'s vocabulary in its metadata when
+    given), "safetensors" the directory `path` (config.json + model.safetensors). Returns the
+    weight bytes. Unknown shapes raise HsdError naming the known ones."""
+    if format not in ("gguf", "safetensors"):
+        raise ValueError("format must be gguf or safetensors")
+    if dtype not in SYNTH_TYPES:
+        raise ValueError("dtype must be one of %s" % ", ".join(SYNTH_TYPES))
+    p = lib.hsd_synth_default_params()
+    shape_b = _utf8(shape)
+    p.shape, p.type, p.seed = shape_b, SYNTH_TYPES.index(dtype), seed
+    m = ctypes.c_void_p()
+    _check(lib.hsd_synth_init(ctypes.byref(p), ctypes.byref(m)))
+    try:
+        if format == "gguf":
+            tok = _utf8(str(tokenizer)) if tokenizer is not None else None
+            _check(lib.hsd_synth_write_gguf_tok(m, _utf8(str(path)), tok))
+        else:
+            _check(lib.hsd_synth_write_safetensors(m, _utf8(str(path))))
+        return lib.hsd_synth_weight_bytes(m)
+    finally:
+        lib.hsd_synth_free(m)

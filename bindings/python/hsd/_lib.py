@@ -1,4 +1,5 @@
-"""Loading libhsd.so and declaring the C prototypes of include/hsd.h (ctypes, no compile step).
+"""Loading libhsd.so and declaring the C prototypes of include/hsd.h and hsd_tools.h (ctypes, no
+compile step).
 
 The library is looked up, in order: $HSD_LIBRARY (a path), a libhsd.so next to this package,
 the build directory of the source tree this package sits in (build/, then build-*/), and last
@@ -108,6 +109,19 @@ class ModelIface(ctypes.Structure):
                 ("forward_batch", ctypes.c_void_p)]
 
 
+class PairPsi(ctypes.Structure):
+    """struct hsd_pair_psi (include/hsd_tools.h)"""
+    _fields_ = [("tokens", ctypes.c_int32), ("none", ctypes.c_int32), ("mean", ctypes.c_double),
+                ("median", ctypes.c_double), ("p75", ctypes.c_double), ("max", ctypes.c_double),
+                ("max_id", ctypes.c_int32), ("nodes_mean", ctypes.c_double),
+                ("nodes_p75", ctypes.c_double), ("n_max", ctypes.c_int32)]
+
+
+class SynthParams(ctypes.Structure):
+    """struct hsd_synth_params (include/hsd_tools.h)"""
+    _fields_ = [("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
+
+
 P = ctypes.c_void_p
 _S = ctypes.c_int  # hsd_status
 _protos = {
@@ -162,6 +176,15 @@ _protos = {
     "hsd_engine_generate": (_S, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(GenParams),
                                  ctypes.POINTER(GenResult)]),
     "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
+    # tools (include/hsd_tools.h)
+    "hsd_pair_psi_summary": (_S, [P, P, ctypes.POINTER(PairPsi)]),
+    "hsd_synth_shape_list": (ctypes.c_char_p, []),
+    "hsd_synth_default_params": (SynthParams, []),
+    "hsd_synth_init": (_S, [ctypes.POINTER(SynthParams), ctypes.POINTER(P)]),
+    "hsd_synth_free": (None, [P]),
+    "hsd_synth_weight_bytes": (ctypes.c_size_t, [P]),
+    "hsd_synth_write_gguf_tok": (_S, [P, ctypes.c_char_p, ctypes.c_char_p]),
+    "hsd_synth_write_safetensors": (_S, [P, ctypes.c_char_p]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

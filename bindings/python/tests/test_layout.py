@@ -9,7 +9,8 @@ from hsd import _lib
 from tests import shared
 
 STRUCTS = {"hsd_model_params": _lib.ModelParams, "hsd_gen_params": _lib.GenParams,
-           "hsd_gen_result": _lib.GenResult, "hsd_model_iface": _lib.ModelIface}
+           "hsd_gen_result": _lib.GenResult, "hsd_model_iface": _lib.ModelIface,
+           "hsd_pair_psi": _lib.PairPsi, "hsd_synth_params": _lib.SynthParams}
 
 
 def header_fields(src, name):
@@ -34,8 +35,10 @@ def header_fields(src, name):
 
 class TestLayout(unittest.TestCase):
     def test_structs_match_header(self):
-        with open(os.path.join(shared.ROOT, "include", "hsd.h")) as f:
-            src = f.read()
+        src = ""
+        for header in ("hsd.h", "hsd_tools.h"):
+            with open(os.path.join(shared.ROOT, "include", header)) as f:
+                src += f.read()
         for name, cls in STRUCTS.items():
             with self.subTest(struct=name):
                 self.assertEqual([f[0] for f in cls._fields_], header_fields(src, name))
