@@ -303,9 +303,52 @@ static void test_dequant_and_dot(void **state) {
     free(row), free(ref), free(vec), free(x);
 }
 
+/* Q4_0 x Q8_0 integer dot (llama.cpp's repacked-kernel arithmetic): the AVX2 version equals
+ * the scalar reference bit for bit for every row count 1..8 of a group, and the reference is
+ * within float rounding of the float64 sum over blocks of d_w * d_x * (exact integer sum). */
+static void test_q4_0_integer_dot(void **state) {
+    (void)state;
+    const int64_t cols = 1024, nb = cols / 32;
+    const size_t rb = hsd_dtype_row_bytes(HSD_DT_Q4_0, cols);
+    uint8_t *rows = malloc(rb * 8);
+    float *x = malloc(sizeof(float) * cols), ref[8], vec[8];
+    hsd_q8_0 *xq = malloc(sizeof *xq * nb);
+    int have = 1;
+    for (int trial = 0; trial < 100; trial++) {
+        for (int r = 0; r < 8; r++) random_row(HSD_DT_Q4_0, rows + r * rb, cols);
+        for (int64_t i = 0; i < cols; i++) x[i] = ((float)(rnd() % 20001) - 10000.0f) * 1e-3f;
+        hsd_quant_q8_0(x, cols, xq);
+        for (int r = 0; r < 8; r++) {
+            ref[r] = hsd_quant_dot_q4_0_ref(rows + r * rb, xq, cols);
+            double s = 0, mag = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *blk = rows + r * rb + b * 18;
+                double dw = hsd_fp16_to_fp32((uint16_t)(blk[0] | blk[1] << 8)), isum = 0;
+                for (int j = 0; j < 32; j++) {
+                    int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
+                    isum += (double)(q - 8) * xq[b].qs[j];
+                }
+                s += dw * xq[b].d * isum, mag += fabs(dw * xq[b].d * isum);
+            }
+            /* nb + 1 float roundings (scale products, fused adds), each <= 2^-24 of mag */
+            if (fabs(ref[r] - s) > (double)(nb + 1) * 0x1p-24 * mag + 1e-30)
+                fail_msg("Q4_0 integer dot trial %d row %d: %.9g, float64 %.9g", trial, r, ref[r],
+                         s);
+        }
+        for (int32_t n = 1; n <= 8 && have; n++) {
+            have = hsd_quant_dot_q4_0_avx2(rows, rb, n, xq, cols, vec);
+            if (have && memcmp(vec, ref, sizeof(float) * (size_t)n))
+                fail_msg("Q4_0 integer dot trial %d, %d rows: AVX2 differs from the reference",
+                         trial, n);
+        }
+    }
+    if (!have) fprintf(stderr, "Q4_0 AVX2 integer dot not checked: no AVX2+FMA+F16C here\n");
+    free(rows), free(x), free(xq);
+}
+
 /* hsd_matmul_rows with several rows and tokens against float64 over the dequantised rows and
  * the activations rounded by llama.cpp's rule (Q4_K/Q5_K/Q6_K take the integer Q8_K kernels,
- * the other block types the dequantise-then-f32 path). */
+ * Q4_0 the integer Q8_0 one, the other block types the dequantise-then-f32 path). */
 static void test_matmul_rows(void **state) {
     (void)state;
     const int32_t rows = 7, cols = 512, ns[3] = {1, 3, 5};
@@ -704,6 +747,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequant_and_dot),
         cmocka_unit_test(test_act_round),
+        cmocka_unit_test(test_q4_0_integer_dot),
         cmocka_unit_test(test_matmul_rows),
         cmocka_unit_test(test_matmul_batch_invariance),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),

@@ -448,10 +448,11 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
            "%.2e\n",
            shape, tname, st.min_cos, st.agree, NTOK, st.near, st.max_rel);
     assert_true(st.min_cos >= min_cos);
-    /* quantised files: llama.cpp rounds activations to 8 bits where hsd may not, so a position
-     * whose top two tokens are closer than that difference may flip (counted as near-tied);
-     * F32 and BF16 files must agree outright */
-    assert_true(st.agree + (ftype >= 0 ? st.near : 0) >= (int32_t)ceil(0.98 * NTOK));
+    /* the same argmax at >= 98% of the positions outright: hsd multiplies each quantised type
+     * with the integer arithmetic llama.cpp's CPU backend uses for it (Q4_0 as its repacked
+     * kernels do), so near-ties are no excuse; the near-tied count is printed to say how many
+     * of the flips that remain sit at positions llama.cpp itself barely separates */
+    assert_true(st.agree >= (int32_t)ceil(0.98 * NTOK));
     free(want), free(got), free(wd);
     hsd_tf_free(tf);
 }
