@@ -72,6 +72,10 @@ void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
  * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
 bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                             float *dot);
+/* The same products with AVX-512 BW/VNNI, bit-identical to the AVX2 ones (false when the CPU
+ * lacks them). kernels/quant_x86_q8k_avx512.c. */
+bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                              float *dot);
 
 /* llama.cpp's Q8_0 activation block (d = fp16(amax / 127) as a float, q = round-half-even(x *
  * 127 / amax)): what it multiplies Q4_0 weights with. */

@@ -1,0 +1,184 @@
+/* AVX-512 (BW + VNNI) versions of the Q4_K / Q5_K / Q6_K x Q8_K integer dot products of
+ * kernels/quant_x86_q8k.c, bit-identical to them: the forward(1) of a Q4_K_M file spends ~85%
+ * of its time there.
+ *
+ * Why the results are the same bits: the AVX2 kernels sum, per 256-block, int32 lane l (0..7)
+ * = sum over the sub-blocks of scale * (products of bytes 4l..4l+3 of each 32-byte chunk),
+ * then take one float fma per block over those 8 lanes and one horizontal sum at the end.
+ * Here a 512-bit register carries two 32-byte chunks (two sub-blocks) side by side; lanes l
+ * and l + 8 are folded together once per block, so each of the 8 int32 lanes holds exactly
+ * the AVX2 lane's integer (integer sums are exact in any order), and the float operations
+ * that follow are the AVX2 ones, in the same order. VPDPWSSD fuses the AVX2 madd + add. */
+#include "kernels/quant.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HSD_AVX512K __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+
+/* as kernels/quant_x86_q8k.c: exact fp16 -> fp32 for finite values */
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    if ((h & 0x7c00) == 0x7c00) return hsd_fp16_to_fp32(h);
+    uint32_t bits = (uint32_t)(h & 0x7fff) << 13;
+    float f;
+    memcpy(&f, &bits, 4);
+    f *= 0x1p112f;
+    return h & 0x8000 ? -f : f;
+}
+
+HSD_AVX512K static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
+    uint32_t w[3], a[4];
+    memcpy(w, s, 12);
+    a[0] = w[0] & 0x3f3f3f3fu;
+    a[1] = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 6) & 0x03030303u) << 4;
+    a[2] = w[1] & 0x3f3f3f3fu;
+    a[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
+    memcpy(sc, a, 8);
+    memcpy(m, a + 2, 8);
+}
+
+/* lanes l and l + 8 added: the AVX2 kernel's 8 lanes */
+HSD_AVX512K static inline __m256i fold(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+HSD_AVX512K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x,
+                                  int64_t nb) {
+    const __m512i low = _mm512_set1_epi8(15), sixteen = _mm512_set1_epi8(16);
+    /* scale vector of the sub-block pair (2c, 2c+1): 16-bit lanes 0..15 take scale 2c, 16..31
+     * scale 2c+1 (permutexvar of the 8 scales as 16-bit values) */
+    __m512i pick[4];
+    for (int c = 0; c < 4; c++)
+        pick[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)),
+                                     _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_min = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += bb, x++) {
+        const uint8_t *qs = w + (five ? 48 : 16);
+        uint8_t sc[8], m[8];
+        k4_scales(w + 4, sc, m);
+        /* mins: the AVX2 kernel's integer, computed the same way */
+        __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)x->bsums);
+        __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        __m128i mv = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)m));
+        __m128i pm = _mm_madd_epi16(pairs, mv);
+        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
+        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
+        int mins = _mm_cvtsi128_si32(pm);
+        __m512i scv = _mm512_castsi128_si512(
+            _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc)));
+        __m512i h = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 16)))
+                         : _mm512_setzero_si512();
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            /* chunk c: low nibbles = sub-block 2c (low half), high nibbles = 2c+1 (high half);
+             * their activations are the 64 contiguous bytes 64c.. */
+            __m512i v = _mm512_broadcast_i64x4(
+                _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c)));
+            __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xffff0000u, v, 4), low);
+            if (five) {
+                __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))),
+                                                 _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
+                q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit),
+                                                             sixteen));
+            }
+            __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+            __m512i p = _mm512_maddubs_epi16(q, q8);
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(pick[c], scv));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(fold(sumi)),
+                              acc);
+        acc_min += x->d * half_at(w + 2) * (float)mins;
+    }
+    return hsum8(acc) - acc_min;
+}
+
+HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
+    const __m512i low = _mm512_set1_epi8(15), three = _mm512_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_corr = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += 210, x++) {
+        const int8_t *sc = (const int8_t *)(w + 192);
+        __m512i sumi = _mm512_setzero_si512();
+        /* sum_k sc[k] * bsums[k]: exact integers, the AVX2 kernel's value */
+        __m256i scw = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+        __m256i cp =
+            _mm256_madd_epi16(scw, _mm256_loadu_si256((const __m256i *)(const void *)x->bsums));
+        __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cp), _mm256_extracti128_si256(cp, 1));
+        c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
+        c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
+        int corr = _mm_cvtsi128_si32(c4);
+        for (int n = 0; n < 2; n++) {
+            __m512i l = _mm512_loadu_si512((const void *)(w + 64 * n)); /* groups 0|1 low nibbles */
+            __m512i qh = _mm512_broadcast_i64x4(
+                _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * n)));
+            for (int g = 0; g < 4; g += 2) {
+                /* groups g | g+1: low nibbles for g = 0, high ones for g = 2; high bits
+                 * (qh >> 2g) & 3 in the low half, (qh >> 2(g+1)) & 3 in the high half */
+                __m512i lo = g == 0 ? _mm512_and_si512(l, low)
+                                    : _mm512_and_si512(_mm512_srli_epi16(l, 4), low);
+                __m512i hsh = _mm512_mask_srli_epi16(_mm512_srli_epi16(qh, 2 * g), 0xffff0000u,
+                                                     qh, 2 * g + 2);
+                __m512i hi = _mm512_slli_epi16(_mm512_and_si512(hsh, three), 4);
+                __m512i q = _mm512_or_si512(lo, hi);
+                int k = n * 8 + 2 * g; /* scales k, k+1 (group g), k+2, k+3 (group g+1) */
+                __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 128 * n + 32 * g));
+                __m512i p = _mm512_maddubs_epi16(q, q8);
+                __m512i scv = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(sc[k + 1]),
+                                                            _mm_set1_epi16(sc[k]))),
+                    _mm256_set_m128i(_mm_set1_epi16(sc[k + 3]), _mm_set1_epi16(sc[k + 2])), 1);
+                sumi = _mm512_dpwssd_epi32(sumi, p, scv);
+            }
+        }
+        float d = x->d * half_at(w + 208);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold(sumi)), acc);
+        acc_corr += d * (float)(32 * corr);
+    }
+    return hsum8(acc) - acc_corr;
+}
+
+static int has_avx512(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("fma");
+}
+
+bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                              float *dot) {
+    if (!has_avx512()) return false;
+    int64_t nb = cols / HSD_QK_K;
+    switch (t) {
+    case HSD_DT_Q4_K:
+        *dot = dot_q45k(row, 144, 0, x, nb);
+        return true;
+    case HSD_DT_Q5_K:
+        *dot = dot_q45k(row, 176, 1, x, nb);
+        return true;
+    case HSD_DT_Q6_K:
+        *dot = dot_q6k(row, x, nb);
+        return true;
+    default:
+        return false;
+    }
+}
+
+#else
+
+bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                              float *dot) {
+    (void)t, (void)row, (void)x, (void)cols, (void)dot;
+    return false;
+}
+
+#endif
