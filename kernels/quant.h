@@ -72,6 +72,10 @@ void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
  * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
 bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                             float *dot);
+/* Their scalar reference (the arithmetic the vector versions must reproduce bit for bit);
+ * false for other types. kernels/quant_q8k_ref.c. */
+bool hsd_quant_dot_q8k_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                           float *dot);
 /* The same products with AVX-512 BW/VNNI, bit-identical to the AVX2 ones (false when the CPU
  * lacks them). kernels/quant_x86_q8k_avx512.c. */
 bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,

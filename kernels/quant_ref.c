@@ -277,9 +277,10 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) 
     return hsd_quant_dot_ref(t, row, x, cols);
 }
 
-/* A few tokens (decode, short verification) against Q4_K/Q5_K/Q6_K rows: activations to
- * Q8_K once, then integer dot products row by row (kernels/quant_x86_q8k.c). false when the
- * type or CPU is not covered, or on allocation failure: the caller takes the float path. */
+/* Q4_K/Q5_K/Q6_K rows: activations to Q8_K once, then integer dot products row by row, the
+ * fastest version this CPU has (kernels/quant_x86_q8k*.c; all equal to the scalar reference,
+ * kernels/quant_q8k_ref.c, bit for bit). false when the type is not covered, or on allocation
+ * failure: the caller takes the float path. */
 static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t n,
                              const hsd_mat *w, int32_t row0, int32_t count) {
     if (w->type != HSD_DT_Q4_K && w->type != HSD_DT_Q5_K && w->type != HSD_DT_Q6_K) return false;
@@ -290,21 +291,14 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     float probe;
     if (!xq) return false;
     for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
-    if (!hsd_quant_dot_q8k_avx2(w->type, base, xq, w->cols, &probe)) {
-        free(xq);
-        return false;
-    }
-    /* AVX-512 where the CPU has it: the same bits as AVX2, fewer instructions */
-    bool wide = hsd_quant_dot_q8k_avx512(w->type, base, xq, w->cols, &probe);
+    bool (*dot)(hsd_dtype, const void *, const hsd_q8k *, int64_t, float *) =
+        hsd_quant_dot_q8k_avx512(w->type, base, xq, 0, &probe)  ? hsd_quant_dot_q8k_avx512
+        : hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
+                                                                : hsd_quant_dot_q8k_ref;
     for (int32_t r = 0; r < count; r++)
-        for (int32_t t = 0; t < n; t++) {
-            const uint8_t *row = base + (size_t)r * rb;
-            float *o = &out[(size_t)t * ld_out + r];
-            if (wide)
-                hsd_quant_dot_q8k_avx512(w->type, row, xq + t * nb, w->cols, o);
-            else
-                hsd_quant_dot_q8k_avx2(w->type, row, xq + t * nb, w->cols, o);
-        }
+        for (int32_t t = 0; t < n; t++)
+            dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols,
+                &out[(size_t)t * ld_out + r]);
     free(xq);
     return true;
 }
