@@ -36,15 +36,17 @@ HSD_AVX512K static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
-    uint32_t w[3], a[4];
+/* The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block (12 bytes), as the AVX2 kernel decodes
+ * them, returned as 8 bytes each in two 64-bit integers (kept in registers: a round trip
+ * through a stack array cost a store-forwarding stall per block). */
+static inline void k4_scales(const uint8_t *s, uint64_t *sc, uint64_t *m) {
+    uint32_t w[3];
     memcpy(w, s, 12);
-    a[0] = w[0] & 0x3f3f3f3fu;
-    a[1] = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 6) & 0x03030303u) << 4;
-    a[2] = w[1] & 0x3f3f3f3fu;
-    a[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
-    memcpy(sc, a, 8);
-    memcpy(m, a + 2, 8);
+    uint32_t a0 = w[0] & 0x3f3f3f3fu, a2 = w[1] & 0x3f3f3f3fu;
+    uint32_t a1 = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 6) & 0x03030303u) << 4;
+    uint32_t a3 = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
+    *sc = a0 | (uint64_t)a1 << 32;
+    *m = a2 | (uint64_t)a3 << 32;
 }
 
 /* lanes l and l + 8 added: the AVX2 kernel's 8 lanes */
@@ -52,8 +54,10 @@ HSD_AVX512K static inline __m256i fold(__m512i v) {
     return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-HSD_AVX512K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x,
-                                  int64_t nb) {
+/* always inlined into two callers with `five` a constant, the sub-block loop unrolled: the
+ * generic version kept the Q5_K branch and computed the bit masks at run time (1.3x slower) */
+HSD_AVX512K static inline __attribute__((always_inline)) float
+dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int64_t nb) {
     const __m512i low = _mm512_set1_epi8(15), sixteen = _mm512_set1_epi8(16);
     /* scale vector of the sub-block pair (2c, 2c+1): 16-bit lanes 0..15 take scale 2c, 16..31
      * scale 2c+1 (permutexvar of the 8 scales as 16-bit values) */
@@ -65,21 +69,21 @@ HSD_AVX512K static float dot_q45k(const uint8_t *w, size_t bb, int five, const h
     float acc_min = 0.0f;
     for (int64_t i = 0; i < nb; i++, w += bb, x++) {
         const uint8_t *qs = w + (five ? 48 : 16);
-        uint8_t sc[8], m[8];
-        k4_scales(w + 4, sc, m);
+        uint64_t sc, m;
+        k4_scales(w + 4, &sc, &m);
         /* mins: the AVX2 kernel's integer, computed the same way */
         __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)x->bsums);
         __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        __m128i mv = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)m));
+        __m128i mv = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m));
         __m128i pm = _mm_madd_epi16(pairs, mv);
         pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
         pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
         int mins = _mm_cvtsi128_si32(pm);
-        __m512i scv = _mm512_castsi128_si512(
-            _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc)));
+        __m512i scv = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
         __m512i h = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 16)))
                          : _mm512_setzero_si512();
         __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             /* chunk c: low nibbles = sub-block 2c (low half), high nibbles = 2c+1 (high half);
              * their activations are the 64 contiguous bytes 64c.. */
@@ -103,6 +107,13 @@ HSD_AVX512K static float dot_q45k(const uint8_t *w, size_t bb, int five, const h
     return hsum8(acc) - acc_min;
 }
 
+HSD_AVX512K static float dot_q4k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
+    return dot_q45k(w, 144, 0, x, nb);
+}
+HSD_AVX512K static float dot_q5k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
+    return dot_q45k(w, 176, 1, x, nb);
+}
+
 HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
     const __m512i low = _mm512_set1_epi8(15), three = _mm512_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
@@ -118,10 +129,12 @@ HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
         c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
         c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
         int corr = _mm_cvtsi128_si32(c4);
+#pragma GCC unroll 2
         for (int n = 0; n < 2; n++) {
             __m512i l = _mm512_loadu_si512((const void *)(w + 64 * n)); /* groups 0|1 low nibbles */
             __m512i qh = _mm512_broadcast_i64x4(
                 _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * n)));
+#pragma GCC unroll 2
             for (int g = 0; g < 4; g += 2) {
                 /* groups g | g+1: low nibbles for g = 0, high ones for g = 2; high bits
                  * (qh >> 2g) & 3 in the low half, (qh >> 2(g+1)) & 3 in the high half */
@@ -160,10 +173,10 @@ bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, in
     int64_t nb = cols / HSD_QK_K;
     switch (t) {
     case HSD_DT_Q4_K:
-        *dot = dot_q45k(row, 144, 0, x, nb);
+        *dot = dot_q4k(row, x, nb);
         return true;
     case HSD_DT_Q5_K:
-        *dot = dot_q45k(row, 176, 1, x, nb);
+        *dot = dot_q5k(row, x, nb);
         return true;
     case HSD_DT_Q6_K:
         *dot = dot_q6k(row, x, nb);
