@@ -115,7 +115,17 @@ HSD_AVX512K static float dot_q5k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
 }
 
 HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
-    const __m512i low = _mm512_set1_epi8(15), three = _mm512_set1_epi8(3);
+    const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
+    /* scale vector of pass (n, g): 16-bit lanes 0..7, 8..15, 16..23, 24..31 take scales
+     * k, k+1, k+2, k+3 with k = 8n + 2g (permutexvar of the 16 scales as 16-bit values) */
+    __m512i pick[4];
+    for (int p = 0; p < 4; p++) {
+        short k = (short)(4 * p);
+        pick[p] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)(k + 1)),
+                                                    _mm_set1_epi16(k))),
+            _mm256_set_m128i(_mm_set1_epi16((short)(k + 3)), _mm_set1_epi16((short)(k + 2))), 1);
+    }
     __m256 acc = _mm256_setzero_ps();
     float acc_corr = 0.0f;
     for (int64_t i = 0; i < nb; i++, w += 210, x++) {
@@ -129,29 +139,25 @@ HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
         c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
         c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
         int corr = _mm_cvtsi128_si32(c4);
+        __m512i sc512 = _mm512_castsi256_si512(scw);
 #pragma GCC unroll 2
         for (int n = 0; n < 2; n++) {
             __m512i l = _mm512_loadu_si512((const void *)(w + 64 * n)); /* groups 0|1 low nibbles */
+            /* high bits: qh in the low half, qh >> 2 in the high half; group pair 0|1 takes
+             * bits 0-1 of each byte (moved to bits 4-5), pair 2|3 bits 4-5 where they are */
             __m512i qh = _mm512_broadcast_i64x4(
                 _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * n)));
+            qh = _mm512_mask_srli_epi16(qh, 0xffff0000u, qh, 2);
 #pragma GCC unroll 2
             for (int g = 0; g < 4; g += 2) {
-                /* groups g | g+1: low nibbles for g = 0, high ones for g = 2; high bits
-                 * (qh >> 2g) & 3 in the low half, (qh >> 2(g+1)) & 3 in the high half */
                 __m512i lo = g == 0 ? _mm512_and_si512(l, low)
                                     : _mm512_and_si512(_mm512_srli_epi16(l, 4), low);
-                __m512i hsh = _mm512_mask_srli_epi16(_mm512_srli_epi16(qh, 2 * g), 0xffff0000u,
-                                                     qh, 2 * g + 2);
-                __m512i hi = _mm512_slli_epi16(_mm512_and_si512(hsh, three), 4);
+                __m512i hi = _mm512_and_si512(g == 0 ? _mm512_slli_epi16(qh, 4) : qh, bits45);
                 __m512i q = _mm512_or_si512(lo, hi);
-                int k = n * 8 + 2 * g; /* scales k, k+1 (group g), k+2, k+3 (group g+1) */
                 __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 128 * n + 32 * g));
                 __m512i p = _mm512_maddubs_epi16(q, q8);
-                __m512i scv = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(sc[k + 1]),
-                                                            _mm_set1_epi16(sc[k]))),
-                    _mm256_set_m128i(_mm_set1_epi16(sc[k + 3]), _mm_set1_epi16(sc[k + 2])), 1);
-                sumi = _mm512_dpwssd_epi32(sumi, p, scv);
+                sumi = _mm512_dpwssd_epi32(sumi, p,
+                                           _mm512_permutexvar_epi16(pick[2 * n + g / 2], sc512));
             }
         }
         float d = x->d * half_at(w + 208);
