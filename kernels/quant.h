@@ -94,7 +94,7 @@ void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out);
 /* Q4_0 row times Q8_0 activations as llama.cpp's repacked Q4_0 kernels compute it (exact
  * integer sum per block, then acc = fma(sum, d_w * d_x, acc) in block order): the scalar
  * reference, and the AVX2 version for nrows rows rb bytes apart into out[0..nrows) (false when
- * the CPU lacks AVX2/FMA/F16C). Equal bit for bit. kernels/quant_q4_0.c. */
+ * the CPU lacks AVX2/FMA). Equal bit for bit. kernels/quant_q4_0.c. */
 float hsd_quant_dot_q4_0_ref(const void *row, const hsd_q8_0 *x, int64_t cols);
 bool hsd_quant_dot_q4_0_avx2(const void *rows, size_t rb, int32_t nrows, const hsd_q8_0 *x,
                              int64_t cols, float *out);

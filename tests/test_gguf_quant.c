@@ -342,7 +342,7 @@ static void test_q4_0_integer_dot(void **state) {
                          trial, n);
         }
     }
-    if (!have) fprintf(stderr, "Q4_0 AVX2 integer dot not checked: no AVX2+FMA+F16C here\n");
+    if (!have) fprintf(stderr, "Q4_0 AVX2 integer dot not checked: no AVX2+FMA here\n");
     free(rows), free(x), free(xq);
 }
 
