@@ -8,8 +8,8 @@
  * hsd_quant_matmul_rows multiplies as llama.cpp's CPU backend does: activations rounded to
  * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows by integer dot products with Q8_K blocks
  * (reference kernels/quant_q8k_ref.c; AVX2 kernels/quant_x86_q8k.c; AVX-512
- * kernels/quant_x86_q8k_avx512.c; all the same bits), Q4_0 rows by llama.cpp's integer Q8_0 arithmetic
- * (kernels/quant_q4_0.c), everything else dequantised to fp32 first.
+ * kernels/quant_x86_q8k_avx512.c; all the same bits), Q4_0 rows by llama.cpp's integer Q8_0
+ * arithmetic (kernels/quant_q4_0.c), everything else dequantised to fp32 first.
  *
  * Layouts (little endian, "h" = IEEE fp16), value of element e of a block:
  *   Q4_0  32/18 B: h d, u8 qs[16]               ((nibble) - 8) * d

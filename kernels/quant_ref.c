@@ -292,13 +292,12 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     if (!xq) return false;
     for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
     bool (*dot)(hsd_dtype, const void *, const hsd_q8k *, int64_t, float *) =
-        hsd_quant_dot_q8k_avx512(w->type, base, xq, 0, &probe)  ? hsd_quant_dot_q8k_avx512
+        hsd_quant_dot_q8k_avx512(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx512
         : hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
-                                                                : hsd_quant_dot_q8k_ref;
+                                                               : hsd_quant_dot_q8k_ref;
     for (int32_t r = 0; r < count; r++)
         for (int32_t t = 0; t < n; t++)
-            dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols,
-                &out[(size_t)t * ld_out + r]);
+            dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols, &out[(size_t)t * ld_out + r]);
     free(xq);
     return true;
 }
@@ -320,8 +319,8 @@ static bool quant_matmul_q4_0(float *out, int32_t ld_out, const float *x, int32_
             float *o = &out[(size_t)t * ld_out + r];
             if (!hsd_quant_dot_q4_0_avx2(base + (size_t)r * rb, rb, c, xq + t * nb, w->cols, col))
                 for (int32_t k = 0; k < c; k++)
-                    col[k] = hsd_quant_dot_q4_0_ref(base + (size_t)(r + k) * rb, xq + t * nb,
-                                                    w->cols);
+                    col[k] =
+                        hsd_quant_dot_q4_0_ref(base + (size_t)(r + k) * rb, xq + t * nb, w->cols);
             memcpy(o, col, sizeof(float) * (size_t)c);
         }
     }

@@ -93,15 +93,15 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int64_t nb) {
             if (five) {
                 __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))),
                                                  _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
-                q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit),
-                                                             sixteen));
+                q = _mm512_or_si512(q,
+                                    _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit), sixteen));
             }
             __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
             __m512i p = _mm512_maddubs_epi16(q, q8);
             sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(pick[c], scv));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(fold(sumi)),
-                              acc);
+        acc =
+            _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(fold(sumi)), acc);
         acc_min += x->d * half_at(w + 2) * (float)mins;
     }
     return hsum8(acc) - acc_min;
@@ -122,8 +122,8 @@ HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
     for (int p = 0; p < 4; p++) {
         short k = (short)(4 * p);
         pick[p] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)(k + 1)),
-                                                    _mm_set1_epi16(k))),
+            _mm512_castsi256_si512(
+                _mm256_set_m128i(_mm_set1_epi16((short)(k + 1)), _mm_set1_epi16(k))),
             _mm256_set_m128i(_mm_set1_epi16((short)(k + 3)), _mm_set1_epi16((short)(k + 2))), 1);
     }
     __m256 acc = _mm256_setzero_ps();

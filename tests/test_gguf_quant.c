@@ -379,11 +379,11 @@ static void test_q8k_dots(void **state) {
                 s += p, mag += fabs(p);
             }
             if (fabs(r - s) > 1e-5 * mag + 1e-30)
-                fail_msg("%s trial %d: reference %.9g, float64 %.9g", hsd_dtype_name(kt[ti]),
-                         trial, r, s);
+                fail_msg("%s trial %d: reference %.9g, float64 %.9g", hsd_dtype_name(kt[ti]), trial,
+                         r, s);
             if (have2 && (!hsd_quant_dot_q8k_avx2(kt[ti], row, xq, cols, &a) || memcmp(&a, &r, 4)))
-                fail_msg("%s trial %d: AVX2 %.9g != reference %.9g", hsd_dtype_name(kt[ti]),
-                         trial, a, r);
+                fail_msg("%s trial %d: AVX2 %.9g != reference %.9g", hsd_dtype_name(kt[ti]), trial,
+                         a, r);
             if (have512 &&
                 (!hsd_quant_dot_q8k_avx512(kt[ti], row, xq, cols, &b) || memcmp(&b, &r, 4)))
                 fail_msg("%s trial %d: AVX-512 %.9g != reference %.9g", hsd_dtype_name(kt[ti]),
