@@ -81,6 +81,11 @@ bool hsd_quant_dot_q8k_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64
  * lacks them). kernels/quant_x86_q8k_avx512.c. */
 bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                               float *dot);
+/* One row against n tokens (token k's blocks at x + k * cols / 256) into dots[0..n): the
+ * row's weights unpacked once per block for up to 4 tokens; each token's bits those of
+ * hsd_quant_dot_q8k_avx512 alone (batch invariance). */
+bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, int32_t n,
+                                int64_t cols, float *dots);
 
 /* llama.cpp's Q8_0 activation block (d = fp16(amax / 127) as a float, q = round-half-even(x *
  * 127 / amax)): what it multiplies Q4_0 weights with. */

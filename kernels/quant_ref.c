@@ -288,17 +288,28 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     hsd_q8k *xq = malloc(sizeof *xq * (size_t)(nb * n));
-    float probe;
-    if (!xq) return false;
+    float *col = malloc(sizeof *col * (size_t)n), probe;
+    if (!xq || !col) {
+        free(xq), free(col);
+        return false;
+    }
     for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    /* AVX-512: a row's weights unpacked once for up to 4 tokens (the same bits per token) */
+    if (hsd_quant_dot_q8k_avx512_n(w->type, base, xq, 0, w->cols, col)) {
+        for (int32_t r = 0; r < count; r++) {
+            hsd_quant_dot_q8k_avx512_n(w->type, base + (size_t)r * rb, xq, n, w->cols, col);
+            for (int32_t t = 0; t < n; t++) out[(size_t)t * ld_out + r] = col[t];
+        }
+        free(xq), free(col);
+        return true;
+    }
     bool (*dot)(hsd_dtype, const void *, const hsd_q8k *, int64_t, float *) =
-        hsd_quant_dot_q8k_avx512(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx512
-        : hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
-                                                               : hsd_quant_dot_q8k_ref;
+        hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
+                                                             : hsd_quant_dot_q8k_ref;
     for (int32_t r = 0; r < count; r++)
         for (int32_t t = 0; t < n; t++)
             dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols, &out[(size_t)t * ld_out + r]);
-    free(xq);
+    free(xq), free(col);
     return true;
 }
 

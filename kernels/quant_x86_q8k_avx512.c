@@ -54,10 +54,14 @@ HSD_AVX512K static inline __m256i fold(__m512i v) {
     return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-/* always inlined into two callers with `five` a constant, the sub-block loop unrolled: the
- * generic version kept the Q5_K branch and computed the bit masks at run time (1.3x slower) */
-HSD_AVX512K static inline __attribute__((always_inline)) float
-dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int64_t nb) {
+/* Q4_K (five 0) / Q5_K (five 1) row against T tokens (x + t * nb: token t's blocks), dots
+ * into out[t]. The weights of a block are unpacked once and used for every token; each token's
+ * operations are the single-token ones in the same order, so its result does not depend on T
+ * or on the other tokens (batch invariance). Always inlined with `five` and T constants, the
+ * loops unrolled (the generic version kept the Q5_K branch and run-time bit masks: 1.3x
+ * slower). */
+HSD_AVX512K static inline __attribute__((always_inline)) void
+dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int T, int64_t nb, float *out) {
     const __m512i low = _mm512_set1_epi8(15), sixteen = _mm512_set1_epi8(16);
     /* scale vector of the sub-block pair (2c, 2c+1): 16-bit lanes 0..15 take scale 2c, 16..31
      * scale 2c+1 (permutexvar of the 8 scales as 16-bit values) */
@@ -65,56 +69,62 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int64_t nb) {
     for (int c = 0; c < 4; c++)
         pick[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)),
                                      _mm256_set1_epi16((short)(2 * c + 1)), 1);
-    __m256 acc = _mm256_setzero_ps();
-    float acc_min = 0.0f;
-    for (int64_t i = 0; i < nb; i++, w += bb, x++) {
+    __m256 acc[4];
+    float acc_min[4];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps(), acc_min[t] = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += bb) {
         const uint8_t *qs = w + (five ? 48 : 16);
         uint64_t sc, m;
         k4_scales(w + 4, &sc, &m);
-        /* mins: the AVX2 kernel's integer, computed the same way */
-        __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)x->bsums);
-        __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
         __m128i mv = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m));
-        __m128i pm = _mm_madd_epi16(pairs, mv);
-        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
-        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
-        int mins = _mm_cvtsi128_si32(pm);
         __m512i scv = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
         __m512i h = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 16)))
                          : _mm512_setzero_si512();
-        __m512i sumi = _mm512_setzero_si512();
+        __m512i q[4], s4[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             /* chunk c: low nibbles = sub-block 2c (low half), high nibbles = 2c+1 (high half);
              * their activations are the 64 contiguous bytes 64c.. */
             __m512i v = _mm512_broadcast_i64x4(
                 _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c)));
-            __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xffff0000u, v, 4), low);
+            q[c] = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xffff0000u, v, 4), low);
             if (five) {
                 __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))),
                                                  _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
-                q = _mm512_or_si512(q,
-                                    _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit), sixteen));
+                q[c] = _mm512_or_si512(
+                    q[c], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit), sixteen));
             }
-            __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
-            __m512i p = _mm512_maddubs_epi16(q, q8);
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(pick[c], scv));
+            s4[c] = _mm512_permutexvar_epi16(pick[c], scv);
         }
-        acc =
-            _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(fold(sumi)), acc);
-        acc_min += x->d * half_at(w + 2) * (float)mins;
+        const float dw = half_at(w), dmin = half_at(w + 2);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const hsd_q8k *xb = x + t * nb + i;
+            /* mins: the AVX2 kernel's integer, computed the same way */
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums);
+            __m128i pairs =
+                _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            __m128i pm = _mm_madd_epi16(pairs, mv);
+            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
+            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
+            int mins = _mm_cvtsi128_si32(pm);
+            __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i q8 = _mm512_loadu_si512((const void *)(xb->qs + 64 * c));
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[c], q8), s4[c]);
+            }
+            acc[t] =
+                _mm256_fmadd_ps(_mm256_set1_ps(xb->d * dw), _mm256_cvtepi32_ps(fold(sumi)), acc[t]);
+            acc_min[t] += xb->d * dmin * (float)mins;
+        }
     }
-    return hsum8(acc) - acc_min;
+    for (int t = 0; t < T; t++) out[t] = hsum8(acc[t]) - acc_min[t];
 }
 
-HSD_AVX512K static float dot_q4k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
-    return dot_q45k(w, 144, 0, x, nb);
-}
-HSD_AVX512K static float dot_q5k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
-    return dot_q45k(w, 176, 1, x, nb);
-}
-
-HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
+/* Q6_K row against T tokens, as dot_q45k. */
+HSD_AVX512K static inline __attribute__((always_inline)) void
+dot_q6k(const uint8_t *w, const hsd_q8k *x, int T, int64_t nb, float *out) {
     const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
     /* scale vector of pass (n, g): 16-bit lanes 0..7, 8..15, 16..23, 24..31 take scales
      * k, k+1, k+2, k+3 with k = 8n + 2g (permutexvar of the 16 scales as 16-bit values) */
@@ -126,20 +136,13 @@ HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
                 _mm256_set_m128i(_mm_set1_epi16((short)(k + 1)), _mm_set1_epi16(k))),
             _mm256_set_m128i(_mm_set1_epi16((short)(k + 3)), _mm_set1_epi16((short)(k + 2))), 1);
     }
-    __m256 acc = _mm256_setzero_ps();
-    float acc_corr = 0.0f;
-    for (int64_t i = 0; i < nb; i++, w += 210, x++) {
+    __m256 acc[4];
+    float acc_corr[4];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps(), acc_corr[t] = 0.0f;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
         const int8_t *sc = (const int8_t *)(w + 192);
-        __m512i sumi = _mm512_setzero_si512();
-        /* sum_k sc[k] * bsums[k]: exact integers, the AVX2 kernel's value */
         __m256i scw = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
-        __m256i cp =
-            _mm256_madd_epi16(scw, _mm256_loadu_si256((const __m256i *)(const void *)x->bsums));
-        __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cp), _mm256_extracti128_si256(cp, 1));
-        c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
-        c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
-        int corr = _mm_cvtsi128_si32(c4);
-        __m512i sc512 = _mm512_castsi256_si512(scw);
+        __m512i sc512 = _mm512_castsi256_si512(scw), q[4], s4[4];
 #pragma GCC unroll 2
         for (int n = 0; n < 2; n++) {
             __m512i l = _mm512_loadu_si512((const void *)(w + 64 * n)); /* groups 0|1 low nibbles */
@@ -153,18 +156,52 @@ HSD_AVX512K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb)
                 __m512i lo = g == 0 ? _mm512_and_si512(l, low)
                                     : _mm512_and_si512(_mm512_srli_epi16(l, 4), low);
                 __m512i hi = _mm512_and_si512(g == 0 ? _mm512_slli_epi16(qh, 4) : qh, bits45);
-                __m512i q = _mm512_or_si512(lo, hi);
-                __m512i q8 = _mm512_loadu_si512((const void *)(x->qs + 128 * n + 32 * g));
-                __m512i p = _mm512_maddubs_epi16(q, q8);
-                sumi = _mm512_dpwssd_epi32(sumi, p,
-                                           _mm512_permutexvar_epi16(pick[2 * n + g / 2], sc512));
+                q[2 * n + g / 2] = _mm512_or_si512(lo, hi);
+                s4[2 * n + g / 2] = _mm512_permutexvar_epi16(pick[2 * n + g / 2], sc512);
             }
         }
-        float d = x->d * half_at(w + 208);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold(sumi)), acc);
-        acc_corr += d * (float)(32 * corr);
+        const float dw = half_at(w + 208);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const hsd_q8k *xb = x + t * nb + i;
+            /* sum_k sc[k] * bsums[k]: exact integers, the AVX2 kernel's value */
+            __m256i cp = _mm256_madd_epi16(
+                scw, _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums));
+            __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cp), _mm256_extracti128_si256(cp, 1));
+            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
+            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
+            int corr = _mm_cvtsi128_si32(c4);
+            __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++) { /* pass p = (n, g): activations 128n + 32g = 64p */
+                __m512i q8 = _mm512_loadu_si512((const void *)(xb->qs + 64 * p));
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[p], q8), s4[p]);
+            }
+            float d = xb->d * dw;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold(sumi)), acc[t]);
+            acc_corr[t] += d * (float)(32 * corr);
+        }
     }
-    return hsum8(acc) - acc_corr;
+    for (int t = 0; t < T; t++) out[t] = hsum8(acc[t]) - acc_corr[t];
+}
+
+HSD_AVX512K static void dot_q4k_1(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q45k(w, 144, 0, x, 1, nb, o);
+}
+HSD_AVX512K static void dot_q4k_4(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q45k(w, 144, 0, x, 4, nb, o);
+}
+HSD_AVX512K static void dot_q5k_1(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q45k(w, 176, 1, x, 1, nb, o);
+}
+HSD_AVX512K static void dot_q5k_4(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q45k(w, 176, 1, x, 4, nb, o);
+}
+HSD_AVX512K static void dot_q6k_1(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q6k(w, x, 1, nb, o);
+}
+HSD_AVX512K static void dot_q6k_4(const uint8_t *w, const hsd_q8k *x, int64_t nb, float *o) {
+    dot_q6k(w, x, 4, nb, o);
 }
 
 static int has_avx512(void) {
@@ -175,21 +212,32 @@ static int has_avx512(void) {
 
 bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                               float *dot) {
+    return hsd_quant_dot_q8k_avx512_n(t, row, x, 1, cols, dot);
+}
+
+bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, int32_t n,
+                                int64_t cols, float *dots) {
     if (!has_avx512()) return false;
-    int64_t nb = cols / HSD_QK_K;
+    void (*one)(const uint8_t *, const hsd_q8k *, int64_t, float *);
+    void (*four)(const uint8_t *, const hsd_q8k *, int64_t, float *);
     switch (t) {
     case HSD_DT_Q4_K:
-        *dot = dot_q4k(row, x, nb);
-        return true;
+        one = dot_q4k_1, four = dot_q4k_4;
+        break;
     case HSD_DT_Q5_K:
-        *dot = dot_q5k(row, x, nb);
-        return true;
+        one = dot_q5k_1, four = dot_q5k_4;
+        break;
     case HSD_DT_Q6_K:
-        *dot = dot_q6k(row, x, nb);
-        return true;
+        one = dot_q6k_1, four = dot_q6k_4;
+        break;
     default:
         return false;
     }
+    int64_t nb = cols / HSD_QK_K;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) four(row, x + k * nb, nb, dots + k);
+    for (; k < n; k++) one(row, x + k * nb, nb, dots + k);
+    return true;
 }
 
 #else
@@ -197,6 +245,12 @@ bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, in
 bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                               float *dot) {
     (void)t, (void)row, (void)x, (void)cols, (void)dot;
+    return false;
+}
+
+bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, int32_t n,
+                                int64_t cols, float *dots) {
+    (void)t, (void)row, (void)x, (void)n, (void)cols, (void)dots;
     return false;
 }
 

@@ -389,7 +389,27 @@ static void test_q8k_dots(void **state) {
                 fail_msg("%s trial %d: AVX-512 %.9g != reference %.9g", hsd_dtype_name(kt[ti]),
                          trial, b, r);
         }
-    free(row), free(x), free(xq), free(deq);
+    /* one row against 6 tokens at once (a group of 4, then single ones): token k's bits are
+     * the reference's for token k alone */
+    hsd_q8k *xs = malloc(sizeof *xs * nb * 6);
+    float dots[6];
+    for (size_t ti = 0; ti < sizeof kt / sizeof kt[0] && have512; ti++)
+        for (int trial = 0; trial < 50; trial++) {
+            random_row(kt[ti], row, cols);
+            for (int k = 0; k < 6; k++) {
+                for (int64_t i = 0; i < cols; i++)
+                    x[i] = ((float)(rnd() % 20001) - 10000.0f) * 1e-4f;
+                hsd_quant_q8k(x, cols, xs + k * nb);
+            }
+            assert_true(hsd_quant_dot_q8k_avx512_n(kt[ti], row, xs, 6, cols, dots));
+            for (int k = 0; k < 6; k++) {
+                assert_true(hsd_quant_dot_q8k_ref(kt[ti], row, xs + k * nb, cols, &r));
+                if (memcmp(&dots[k], &r, 4))
+                    fail_msg("%s trial %d: token %d of 6 %.9g != reference alone %.9g",
+                             hsd_dtype_name(kt[ti]), trial, k, dots[k], r);
+            }
+        }
+    free(row), free(x), free(xq), free(deq), free(xs);
 }
 
 /* hsd_matmul_rows with several rows and tokens against float64 over the dequantised rows and
