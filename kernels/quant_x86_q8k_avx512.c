@@ -54,6 +54,20 @@ HSD_AVX512K static inline __m256i fold(__m512i v) {
     return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
+/* Four tokens' exact sums of madd(a, bsums) (16 int16 products summed in pairs, then all 8):
+ * lane t for token t (blocks x, x + stride, ...). */
+HSD_AVX512K static inline __m128i sum4_madd(__m256i a, const hsd_q8k *x, int64_t stride) {
+    __m256i p[4];
+    for (int t = 0; t < 4; t++)
+        p[t] = _mm256_madd_epi16(
+            a, _mm256_loadu_si256((const __m256i *)(const void *)x[t * stride].bsums));
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+HSD_AVX512K static inline __m128 d4_of(const hsd_q8k *x, int64_t stride) {
+    return _mm_setr_ps(x[0].d, x[stride].d, x[2 * stride].d, x[3 * stride].d);
+}
+
 /* Q4_K (five 0) / Q5_K (five 1) row against T tokens (x + t * nb: token t's blocks), dots
  * into out[t]. The weights of a block are unpacked once and used for every token; each token's
  * operations are the single-token ones in the same order, so its result does not depend on T
@@ -71,6 +85,9 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int T, int64_t
                                      _mm256_set1_epi16((short)(2 * c + 1)), 1);
     __m256 acc[4];
     float acc_min[4];
+    /* four tokens: the mins of all four in one vector (the same integers and float operations
+     * per lane as the one-token code) */
+    __m128 acc_min4 = _mm_setzero_ps();
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps(), acc_min[t] = 0.0f;
     for (int64_t i = 0; i < nb; i++, w += bb) {
         const uint8_t *qs = w + (five ? 48 : 16);
@@ -97,17 +114,26 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int T, int64_t
             s4[c] = _mm512_permutexvar_epi16(pick[c], scv);
         }
         const float dw = half_at(w), dmin = half_at(w + 2);
+        if (T == 4) { /* mins_t = sum_k m_(k/2) * bsums_t[k] */
+            __m256i mdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)m),
+                                                                  _mm_cvtsi64_si128((long long)m)));
+            __m128 mins4 = _mm_cvtepi32_ps(sum4_madd(mdup, x + i, nb));
+            acc_min4 = _mm_add_ps(
+                acc_min4, _mm_mul_ps(_mm_mul_ps(d4_of(x + i, nb), _mm_set1_ps(dmin)), mins4));
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             const hsd_q8k *xb = x + t * nb + i;
-            /* mins: the AVX2 kernel's integer, computed the same way */
-            __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums);
-            __m128i pairs =
-                _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            __m128i pm = _mm_madd_epi16(pairs, mv);
-            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
-            pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
-            int mins = _mm_cvtsi128_si32(pm);
+            if (T != 4) { /* mins: the AVX2 kernel's integer, computed the same way */
+                __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums);
+                __m128i pairs =
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                __m128i pm = _mm_madd_epi16(pairs, mv);
+                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));
+                pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));
+                int mins = _mm_cvtsi128_si32(pm);
+                acc_min[t] += xb->d * dmin * (float)mins;
+            }
             __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
@@ -116,9 +142,9 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int T, int64_t
             }
             acc[t] =
                 _mm256_fmadd_ps(_mm256_set1_ps(xb->d * dw), _mm256_cvtepi32_ps(fold(sumi)), acc[t]);
-            acc_min[t] += xb->d * dmin * (float)mins;
         }
     }
+    if (T == 4) _mm_storeu_ps(acc_min, acc_min4);
     for (int t = 0; t < T; t++) out[t] = hsum8(acc[t]) - acc_min[t];
 }
 
@@ -138,6 +164,7 @@ dot_q6k(const uint8_t *w, const hsd_q8k *x, int T, int64_t nb, float *out) {
     }
     __m256 acc[4];
     float acc_corr[4];
+    __m128 acc_corr4 = _mm_setzero_ps();
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps(), acc_corr[t] = 0.0f;
     for (int64_t i = 0; i < nb; i++, w += 210) {
         const int8_t *sc = (const int8_t *)(w + 192);
@@ -161,27 +188,35 @@ dot_q6k(const uint8_t *w, const hsd_q8k *x, int T, int64_t nb, float *out) {
             }
         }
         const float dw = half_at(w + 208);
+        if (T == 4) { /* the four tokens' offsets in one vector, per lane the code below */
+            __m128 d4 = _mm_mul_ps(d4_of(x + i, nb), _mm_set1_ps(dw));
+            __m128i corr4 = _mm_slli_epi32(sum4_madd(scw, x + i, nb), 5);
+            acc_corr4 = _mm_add_ps(acc_corr4, _mm_mul_ps(d4, _mm_cvtepi32_ps(corr4)));
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             const hsd_q8k *xb = x + t * nb + i;
-            /* sum_k sc[k] * bsums[k]: exact integers, the AVX2 kernel's value */
-            __m256i cp = _mm256_madd_epi16(
-                scw, _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums));
-            __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cp), _mm256_extracti128_si256(cp, 1));
-            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
-            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
-            int corr = _mm_cvtsi128_si32(c4);
+            float d = xb->d * dw;
+            if (T != 4) { /* sum_k sc[k] * bsums[k]: exact integers, the AVX2 kernel's value */
+                __m256i cp = _mm256_madd_epi16(
+                    scw, _mm256_loadu_si256((const __m256i *)(const void *)xb->bsums));
+                __m128i c4 =
+                    _mm_add_epi32(_mm256_castsi256_si128(cp), _mm256_extracti128_si256(cp, 1));
+                c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
+                c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
+                int corr = _mm_cvtsi128_si32(c4);
+                acc_corr[t] += d * (float)(32 * corr);
+            }
             __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int p = 0; p < 4; p++) { /* pass p = (n, g): activations 128n + 32g = 64p */
                 __m512i q8 = _mm512_loadu_si512((const void *)(xb->qs + 64 * p));
                 sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[p], q8), s4[p]);
             }
-            float d = xb->d * dw;
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold(sumi)), acc[t]);
-            acc_corr[t] += d * (float)(32 * corr);
         }
     }
+    if (T == 4) _mm_storeu_ps(acc_corr, acc_corr4);
     for (int t = 0; t < T; t++) out[t] = hsum8(acc[t]) - acc_corr[t];
 }
 
