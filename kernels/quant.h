@@ -6,8 +6,10 @@
  * dequantisers must equal the reference bit for bit (tests/test_gguf_quant.c). The entry
  * points hsd_quant_dequant / hsd_quant_dot pick the fastest version this CPU runs.
  * hsd_quant_matmul_rows multiplies as llama.cpp's CPU backend does: activations rounded to
- * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows against 1-4 tokens by integer dot
- * products (kernels/quant_x86_q8k.c), everything else dequantised to fp32 first.
+ * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows by integer dot products with Q8_K blocks
+ * (reference kernels/quant_q8k_ref.c; AVX2 kernels/quant_x86_q8k.c; AVX-512
+ * kernels/quant_x86_q8k_avx512.c; all the same bits), Q4_0 rows by llama.cpp's integer Q8_0
+ * arithmetic (kernels/quant_q4_0.c), everything else dequantised to fp32 first.
  *
  * Layouts (little endian, "h" = IEEE fp16), value of element e of a block:
  *   Q4_0  32/18 B: h d, u8 qs[16]               ((nibble) - 8) * d
@@ -71,6 +73,36 @@ void hsd_quant_q8k(const float *x, int64_t cols, hsd_q8k *out);
  * computes them): false when the type or the CPU is not covered. kernels/quant_x86_q8k.c. */
 bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                             float *dot);
+/* Their scalar reference (the arithmetic the vector versions must reproduce bit for bit);
+ * false for other types. kernels/quant_q8k_ref.c. */
+bool hsd_quant_dot_q8k_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                           float *dot);
+/* The same products with AVX-512 BW/VNNI, bit-identical to the AVX2 ones (false when the CPU
+ * lacks them). kernels/quant_x86_q8k_avx512.c. */
+bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
+                              float *dot);
+/* One row against n tokens (token k's blocks at x + k * cols / 256) into dots[0..n): the
+ * row's weights unpacked once per block for up to 4 tokens; each token's bits those of
+ * hsd_quant_dot_q8k_avx512 alone (batch invariance). */
+bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, int32_t n,
+                                int64_t cols, float *dots);
+
+/* llama.cpp's Q8_0 activation block (d = fp16(amax / 127) as a float, q = round-half-even(x *
+ * 127 / amax)): what it multiplies Q4_0 weights with. */
+typedef struct hsd_q8_0 {
+    float d;
+    int8_t qs[32];
+} hsd_q8_0;
+
+/* Quantises x[0..cols) (cols a multiple of 32) to Q8_0 blocks by hsd_quant_act_round's rule. */
+void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out);
+/* Q4_0 row times Q8_0 activations as llama.cpp's repacked Q4_0 kernels compute it (exact
+ * integer sum per block, then acc = fma(sum, d_w * d_x, acc) in block order): the scalar
+ * reference, and the AVX2 version for nrows rows rb bytes apart into out[0..nrows) (false when
+ * the CPU lacks AVX2/FMA). Equal bit for bit. kernels/quant_q4_0.c. */
+float hsd_quant_dot_q4_0_ref(const void *row, const hsd_q8_0 *x, int64_t cols);
+bool hsd_quant_dot_q4_0_avx2(const void *rows, size_t rb, int32_t nrows, const hsd_q8_0 *x,
+                             int64_t cols, float *out);
 
 /* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
  * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with

@@ -44,14 +44,24 @@ static void round_q8_k(const float *x, float *out) {
     for (int j = 0; j < HSD_QK_K; j++) out[j] = (float)b.qs[j] * b.d;
 }
 
-/* Q8_0 / Q8_1 (ggml-cpu's x86 quantize_row_q8_0/1): d = amax/127 stored as fp16, q =
- * round-half-even(x * 127/amax), value q * fp16(d). */
-static void round_q8_0(const float *x, float *out) {
+/* Q8_0 / Q8_1 (ggml-cpu's x86 quantize_row_q8_0/1 and quantize_mat_q8_0_4x8): d = amax/127
+ * stored as fp16, q = round-half-even(x * 127/amax), value q * fp16(d). */
+static void q8_0_block(const float *x, hsd_q8_0 *b) {
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
-    float d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
+    b->d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++) out[j] = (float)to_i8(rintf(x[j] * id)) * d; /* int8 as ggml */
+    for (int j = 0; j < 32; j++) b->qs[j] = to_i8(rintf(x[j] * id)); /* int8 as ggml */
+}
+
+void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out) {
+    for (int64_t i = 0; i + 32 <= cols; i += 32) q8_0_block(x + i, out++);
+}
+
+static void round_q8_0(const float *x, float *out) {
+    hsd_q8_0 b;
+    q8_0_block(x, &b);
+    for (int j = 0; j < 32; j++) out[j] = (float)b.qs[j] * b.d;
 }
 
 bool hsd_quant_act_round(hsd_dtype wt, const float *x, int64_t cols, float *out) {

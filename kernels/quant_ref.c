@@ -277,9 +277,10 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) 
     return hsd_quant_dot_ref(t, row, x, cols);
 }
 
-/* A few tokens (decode, short verification) against Q4_K/Q5_K/Q6_K rows: activations to
- * Q8_K once, then integer dot products row by row (kernels/quant_x86_q8k.c). false when the
- * type or CPU is not covered, or on allocation failure: the caller takes the float path. */
+/* Q4_K/Q5_K/Q6_K rows: activations to Q8_K once, then integer dot products row by row, the
+ * fastest version this CPU has (kernels/quant_x86_q8k*.c; all equal to the scalar reference,
+ * kernels/quant_q8k_ref.c, bit for bit). false when the type is not covered, or on allocation
+ * failure: the caller takes the float path. */
 static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t n,
                              const hsd_mat *w, int32_t row0, int32_t count) {
     if (w->type != HSD_DT_Q4_K && w->type != HSD_DT_Q5_K && w->type != HSD_DT_Q6_K) return false;
@@ -287,17 +288,53 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     hsd_q8k *xq = malloc(sizeof *xq * (size_t)(nb * n));
-    float probe;
-    if (!xq) return false;
-    for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
-    if (!hsd_quant_dot_q8k_avx2(w->type, base, xq, w->cols, &probe)) {
-        free(xq);
+    float *col = malloc(sizeof *col * (size_t)n), probe;
+    if (!xq || !col) {
+        free(xq), free(col);
         return false;
     }
+    for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    /* AVX-512: a row's weights unpacked once for up to 4 tokens (the same bits per token) */
+    if (hsd_quant_dot_q8k_avx512_n(w->type, base, xq, 0, w->cols, col)) {
+        for (int32_t r = 0; r < count; r++) {
+            hsd_quant_dot_q8k_avx512_n(w->type, base + (size_t)r * rb, xq, n, w->cols, col);
+            for (int32_t t = 0; t < n; t++) out[(size_t)t * ld_out + r] = col[t];
+        }
+        free(xq), free(col);
+        return true;
+    }
+    bool (*dot)(hsd_dtype, const void *, const hsd_q8k *, int64_t, float *) =
+        hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
+                                                             : hsd_quant_dot_q8k_ref;
     for (int32_t r = 0; r < count; r++)
         for (int32_t t = 0; t < n; t++)
-            hsd_quant_dot_q8k_avx2(w->type, base + (size_t)r * rb, xq + t * nb, w->cols,
-                                   &out[(size_t)t * ld_out + r]);
+            dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols, &out[(size_t)t * ld_out + r]);
+    free(xq), free(col);
+    return true;
+}
+
+/* Q4_0 rows: activations to Q8_0 blocks once, then llama.cpp's integer block sums and fused
+ * scale (kernels/quant_q4_0.c), each (row, token) on its own. false on allocation failure. */
+static bool quant_matmul_q4_0(float *out, int32_t ld_out, const float *x, int32_t n,
+                              const hsd_mat *w, int32_t row0, int32_t count) {
+    int64_t nb = w->cols / 32;
+    size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
+    hsd_q8_0 *xq = malloc(sizeof *xq * (size_t)(nb * n));
+    float col[8];
+    if (!xq) return false;
+    for (int32_t t = 0; t < n; t++) hsd_quant_q8_0(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    for (int32_t r = 0; r < count; r += 8) {
+        int32_t c = count - r < 8 ? count - r : 8;
+        for (int32_t t = 0; t < n; t++) {
+            float *o = &out[(size_t)t * ld_out + r];
+            if (!hsd_quant_dot_q4_0_avx2(base + (size_t)r * rb, rb, c, xq + t * nb, w->cols, col))
+                for (int32_t k = 0; k < c; k++)
+                    col[k] =
+                        hsd_quant_dot_q4_0_ref(base + (size_t)(r + k) * rb, xq + t * nb, w->cols);
+            memcpy(o, col, sizeof(float) * (size_t)c);
+        }
+    }
     free(xq);
     return true;
 }
@@ -309,6 +346,7 @@ void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n
      * so a token's result does not depend on how many are verified with it (batch invariance:
      * greedy speculative output must equal AR's even at near-ties) */
     if (quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
+    if (w->type == HSD_DT_Q4_0 && quant_matmul_q4_0(out, ld_out, x, n, w, row0, count)) return;
     /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
     float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
     bool rounded = xr != NULL;

@@ -448,22 +448,17 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
            "%.2e\n",
            shape, tname, st.min_cos, st.agree, NTOK, st.near, st.max_rel);
     assert_true(st.min_cos >= min_cos);
-    /* quantised files: llama.cpp rounds activations to 8 bits where hsd may not, so a position
-     * whose top two tokens are closer than that difference may flip (counted as near-tied);
-     * F32 and BF16 files must agree outright */
-    assert_true(st.agree + (ftype >= 0 ? st.near : 0) >= (int32_t)ceil(0.98 * NTOK));
+    /* the same argmax at >= 98% of the positions outright: hsd multiplies each quantised type
+     * with the integer arithmetic llama.cpp's CPU backend uses for it (Q4_0 as its repacked
+     * kernels do), so near-ties are no excuse; the near-tied count is printed to say how many
+     * of the flips that remain sit at positions llama.cpp itself barely separates */
+    assert_true(st.agree >= (int32_t)ceil(0.98 * NTOK));
     free(want), free(got), free(wd);
     hsd_tf_free(tf);
 }
-#endif /* HSD_HAVE_LLAMA_CPP */
 
 static void test_llama_cpp(void **state) {
     (void)state;
-#ifndef HSD_HAVE_LLAMA_CPP
-    printf("skipped: llama.cpp not installed; run scripts/install_llama_cpp.sh (then re-run "
-           "cmake)\n");
-    skip();
-#else
     llama_log_set(quiet, NULL);
     ggml_backend_load_all_from_path(HSD_LLAMA_CPP_LIB);
     llama_backend_init();
@@ -479,19 +474,16 @@ static void test_llama_cpp(void **state) {
             llama_cpp_cell(shapes[s], HSD_DT_F32, quant[q].ftype, quant[q].name, 0.999);
     }
     llama_backend_free();
-#endif
 }
+#endif /* HSD_HAVE_LLAMA_CPP */
 
-/* GGUF sliding_window_pattern as one flag per layer: the same flags as pattern 2 give the same
- * logits, the opposite flags do not, and llama.cpp reads the array the same way. */
-static void test_swa_layer_array(void **state) {
-    (void)state;
+/* GGUF sliding_window_pattern as one flag per layer: writes swa{0,1,2}.gguf (no array; layer 0
+ * slides = pattern 2; layer 1 slides) and returns hsd's logits of each in lg[0..3). */
+static int32_t swa_files(int32_t *tok, int32_t n, float *lg[3]) {
     hsd_synth_model *sm;
     assert_int_equal(hsd_synth_create("tiny-gemma3", HSD_DT_F32, 9, &sm), HSD_OK);
-    const int32_t V = sm->cfg.vocab_size, n = 40;
-    int32_t tok[NTOK];
+    const int32_t V = sm->cfg.vocab_size;
     tokens(tok, n, V);
-    float *lg[3];
     for (int v = 0; v < 3; v++) {
         char name[32];
         snprintf(name, sizeof name, "swa%d.gguf", v);
@@ -507,8 +499,30 @@ static void test_swa_layer_array(void **state) {
         lg[v] = hsd_logits(tf, tok, n, 0, false);
         hsd_tf_free(tf);
     }
+    hsd_synth_free(sm);
+    return V;
+}
+
+/* The same flags as pattern 2 give the same logits, the opposite flags do not. */
+static void test_swa_layer_array(void **state) {
+    (void)state;
+    const int32_t n = 40;
+    int32_t tok[NTOK];
+    float *lg[3];
+    const int32_t V = swa_files(tok, n, lg);
     assert_memory_equal(lg[0], lg[1], (size_t)n * V * sizeof(float));
+    assert_memory_not_equal(lg[0], lg[2], (size_t)n * V * sizeof(float));
+    for (int v = 0; v < 3; v++) free(lg[v]);
+}
+
 #ifdef HSD_HAVE_LLAMA_CPP
+/* llama.cpp reads the per-layer array the same way hsd does. */
+static void test_swa_llama_cpp(void **state) {
+    (void)state;
+    const int32_t n = 40;
+    int32_t tok[NTOK];
+    float *lg[3];
+    const int32_t V = swa_files(tok, n, lg);
     llama_log_set(quiet, NULL);
     ggml_backend_load_all_from_path(HSD_LLAMA_CPP_LIB);
     llama_backend_init();
@@ -526,17 +540,32 @@ static void test_swa_layer_array(void **state) {
         free(want), free(wd);
     }
     llama_backend_free();
-#endif
-    assert_memory_not_equal(lg[0], lg[2], (size_t)n * V * sizeof(float));
     for (int v = 0; v < 3; v++) free(lg[v]);
-    hsd_synth_free(sm);
 }
+#endif
 
-int main(void) {
+/* Without arguments: the tests that need nothing outside hsd. With --llama-cpp: the comparisons
+ * with llama.cpp (ctest's test_model_arch_llama_cpp), exit 77 (ctest: Skipped) when this build
+ * has no llama.cpp. */
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--llama-cpp")) {
+#ifndef HSD_HAVE_LLAMA_CPP
+        printf("skipped: llama.cpp not installed; run scripts/install_llama_cpp.sh (then re-run "
+               "cmake)\n");
+        return 77;
+#else
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_swa_llama_cpp),
+            cmocka_unit_test(test_llama_cpp),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+#endif
+    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float64_reference), cmocka_unit_test(test_file_roundtrip),
-        cmocka_unit_test(test_swa_layer_array),   cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_llama_cpp),
+        cmocka_unit_test(test_float64_reference),
+        cmocka_unit_test(test_file_roundtrip),
+        cmocka_unit_test(test_swa_layer_array),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
