@@ -61,8 +61,10 @@ static void wait_job(hsd_pool *pool, unsigned seen) {
         CPU_RELAX();
         if ((i & 255) == 0) { /* read the clock rarely: it costs more than a pause */
             int64_t t = now_ns();
-            if (!t0) t0 = t;
-            else if (t - t0 > HSD_POOL_SPIN_NS) break;
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > HSD_POOL_SPIN_NS)
+                break;
         }
     }
     /* Sleep. sleepers++ then reading gen (here) pairs with gen++ then reading sleepers (in
@@ -129,7 +131,9 @@ void hsd_pool_free(hsd_pool *pool) {
     free(pool);
 }
 
-int32_t hsd_pool_size(const hsd_pool *pool) { return pool ? pool->size : 1; }
+int32_t hsd_pool_size(const hsd_pool *pool) {
+    return pool ? pool->size : 1;
+}
 
 void hsd_pool_run(hsd_pool *pool, hsd_pool_fn fn, void *arg, int32_t nth) {
     if (!pool || pool->size <= 1 || nth <= 1) {
@@ -149,6 +153,8 @@ void hsd_pool_run(hsd_pool *pool, hsd_pool_fn fn, void *arg, int32_t nth) {
     }
     fn(arg, 0, nth);
     for (int spins = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0;)
-        if (++spins > HSD_POOL_WAIT_SPIN) sched_yield();
-        else CPU_RELAX();
+        if (++spins > HSD_POOL_WAIT_SPIN)
+            sched_yield();
+        else
+            CPU_RELAX();
 }
