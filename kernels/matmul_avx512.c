@@ -303,12 +303,12 @@ TGT static void rows_bf16_n1(const hsd_mm_acts *a, const uint8_t *const *rows, i
             c0 = _mm512_dpbf16_ps(c0, (__m512bh)_mm512_loadu_si512(rows[r] + 2 * (size_t)i),
                                   (__m512bh)_mm512_loadu_si512(xb + i));
         if (full < cols)
-            c0 = _mm512_dpbf16_ps(c0, (__m512bh)_mm512_maskz_loadu_epi16(m, rows[r] + 2 * (size_t)full),
+            c0 = _mm512_dpbf16_ps(c0,
+                                  (__m512bh)_mm512_maskz_loadu_epi16(m, rows[r] + 2 * (size_t)full),
                                   (__m512bh)_mm512_maskz_loadu_epi16(m, xb + full));
         out[r] = _mm512_reduce_add_ps(c0);
     }
 }
-
 
 /* One instance per (R, T): constant shapes let the compiler keep the tile in registers. */
 typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, float *, int32_t,
