@@ -21,10 +21,11 @@
 
 /* How long a worker spins for the next job before sleeping: longer than the gaps inside a
  * forward (norms, attention, RoPE between two products: tens of µs), short enough that an
- * idle pool (a drafter running alone, sampling) stops taking a core within 0.1 ms. */
-#define HSD_POOL_SPIN_NS 100000
-/* The caller waiting for the workers: spins this many rounds, then yields the core (on a
- * loaded machine the worker it waits for may need it). */
+ * idle pool (a drafter running alone, sampling) stops taking a core within 0.05 ms. */
+#define HSD_POOL_SPIN_NS 50000
+/* The caller waiting for the workers: spins this many rounds (a few µs, no pause: the
+ * workers finish their last chunk within that), then yields the core each round, because
+ * on a loaded machine the worker it waits for may be the one that needs it. */
 #define HSD_POOL_WAIT_SPIN 20000
 
 typedef struct hsd_pool_worker {
@@ -153,8 +154,5 @@ void hsd_pool_run(hsd_pool *pool, hsd_pool_fn fn, void *arg, int32_t nth) {
     }
     fn(arg, 0, nth);
     for (int spins = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0;)
-        if (++spins > HSD_POOL_WAIT_SPIN)
-            sched_yield();
-        else
-            CPU_RELAX();
+        if (++spins > HSD_POOL_WAIT_SPIN) sched_yield();
 }
