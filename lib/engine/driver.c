@@ -231,8 +231,9 @@ static hsd_status verify_all(request *rq) {
         if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
             (s = hsd_eng_target_request(g, cand, g->m)))
             break;
-        rq->ent[nb] = (hsd_model_batch_seq){g->t_slot,   g->rd.toks, g->rd.n_toks,
-                                            g->rd.cpar ? g->rd.tpar : NULL, g->rd.rows, g->m + 1};
+        rq->ent[nb] = (hsd_model_batch_seq){g->t_slot,    g->rd.toks,
+                                            g->rd.n_toks, g->rd.cpar ? g->rd.tpar : NULL,
+                                            g->rd.rows,   g->m + 1};
         rq->idx[nb++] = i;
         rows += (size_t)g->m + 1;
     }

@@ -44,8 +44,8 @@ enum {
 
 typedef struct dnode {
     int32_t tok, par, depth;
-    double lp;        /* log path probability */
-    size_t off, len;  /* the path's text in st->text */
+    double lp;       /* log path probability */
+    size_t off, len; /* the path's text in st->text */
 } dnode;
 
 typedef struct tnode {
@@ -57,11 +57,11 @@ typedef struct hsd_eng_slem {
     dnode d[DNODES];
     dnode front[DFRONT];
     int32_t nd, nf;
-    int32_t cur;      /* the drafter node being expanded (-1: the root) */
-    int32_t root_n;   /* drafter ids before the tree (after healing) */
-    size_t heal;      /* bytes of the healed token that the root's children spell first */
+    int32_t cur;    /* the drafter node being expanded (-1: the root) */
+    int32_t root_n; /* drafter ids before the tree (after healing) */
+    size_t heal;    /* bytes of the healed token that the root's children spell first */
     const uint8_t *heal_bytes;
-    hsd_buf text;     /* the drafter paths' texts */
+    hsd_buf text; /* the drafter paths' texts */
     tnode t[TNODES];
     int32_t nt;
     int32_t sel[HSD_ENG_MAX_CAND], cpar[HSD_ENG_MAX_CAND], cand[HSD_ENG_MAX_CAND];
@@ -85,8 +85,8 @@ static bool allowed(const hsd_engine *e, int32_t i, const uint8_t *pre, size_t p
 
 /* The CHILDREN most probable allowed drafter tokens after node `par` join the frontier, with
  * their probabilities renormalised over the allowed tokens (softmax at temperature 1). */
-static void push_children(const hsd_eng_seq *g, hsd_eng_slem *st, const float *logits,
-                          int32_t par, const uint8_t *pre, size_t plen) {
+static void push_children(const hsd_eng_seq *g, hsd_eng_slem *st, const float *logits, int32_t par,
+                          const uint8_t *pre, size_t plen) {
     const hsd_engine *e = g->e;
     int32_t best[CHILDREN];
     int32_t nb = 0;
@@ -196,7 +196,8 @@ static hsd_status slem_take(hsd_eng_seq *g, const float *logits) {
 }
 
 /* Adds a target-id sequence to the trie; every node on it scores at least `score`. */
-static void trie_add(hsd_eng_slem *st, const int32_t *ids, size_t n, double score, int32_t max_depth) {
+static void trie_add(hsd_eng_slem *st, const int32_t *ids, size_t n, double score,
+                     int32_t max_depth) {
     int32_t cur = -1;
     for (size_t i = 0; i < n && (int32_t)i < max_depth; i++) {
         int32_t c = -1;

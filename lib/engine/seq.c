@@ -192,7 +192,8 @@ hsd_status hsd_eng_target_request(hsd_eng_seq *g, const int32_t *cand, int32_t m
             r->tpar_cap = n;
         }
         for (int32_t i = 0; i < pend; i++) r->tpar[i] = i - 1;
-        for (int32_t j = 0; j < m; j++) r->tpar[pend + j] = r->cpar[j] >= 0 ? pend + r->cpar[j] : pend - 1;
+        for (int32_t j = 0; j < m; j++)
+            r->tpar[pend + j] = r->cpar[j] >= 0 ? pend + r->cpar[j] : pend - 1;
     }
     r->n_toks = n;
     r->n_old = (int32_t)g->T.ids.n;
