@@ -64,45 +64,54 @@ typedef struct hsd_eng_slem {
     hsd_buf text; /* the drafter paths' texts */
     tnode t[TNODES];
     int32_t nt;
+    int32_t *ids; /* the drafter ids a healed root allows (vd entries of room) */
     int32_t sel[HSD_ENG_MAX_CAND], cpar[HSD_ENG_MAX_CAND], cand[HSD_ENG_MAX_CAND];
 } hsd_eng_slem;
 
 static void slem_free(hsd_eng_seq *g) {
     if (!g->slem) return;
     hsd_buf_free(&g->slem->text);
+    free(g->slem->ids);
     free(g->slem);
     g->slem = NULL;
 }
 
-/* Whether drafter token i may follow: not special, and (healing) spelling `pre` first. */
-static bool allowed(const hsd_engine *e, int32_t i, const uint8_t *pre, size_t plen) {
-    if (hsd_tokenizer_is_special(e->dt, i)) return false;
-    if (!plen) return true;
-    size_t n;
-    const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, i, &n);
-    return b && n >= plen && !memcmp(b, pre, plen);
-}
-
-/* The CHILDREN most probable allowed drafter tokens after node `par` join the frontier, with
- * their probabilities renormalised over the allowed tokens (softmax at temperature 1). */
+/* The CHILDREN most probable drafter tokens after node `par` join the frontier, with their
+ * probabilities (softmax at temperature 1) renormalised over the tokens allowed there: not
+ * special, and, when healing (plen > 0), spelling `pre` first. Those are found in one pass
+ * over the vocabulary into st->ids, so the softmax runs over a handful of ids. */
 static void push_children(const hsd_eng_seq *g, hsd_eng_slem *st, const float *logits, int32_t par,
                           const uint8_t *pre, size_t plen) {
     const hsd_engine *e = g->e;
+    const hsd_tokenizer *dt = e->dt;
+    int32_t n = 0;
+    const bool listed = plen > 0 && st->ids;
+    if (listed)
+        for (int32_t i = 0; i < e->vd; i++) {
+            size_t len;
+            const uint8_t *b =
+                hsd_tokenizer_is_special(dt, i) ? NULL : hsd_tokenizer_token_bytes(dt, i, &len);
+            if (b && len >= plen && !memcmp(b, pre, plen)) st->ids[n++] = i;
+        }
+    const int32_t count = listed ? n : e->vd;
+#define SLEM_ID(k) (listed ? st->ids[k] : (k))
     int32_t best[CHILDREN];
     int32_t nb = 0;
     float mx = -INFINITY;
-    for (int32_t i = 0; i < e->vd; i++)
-        if (allowed(e, i, pre, plen)) mx = fmaxf(mx, logits[i]);
+    for (int32_t k = 0; k < count; k++)
+        if (listed || !hsd_tokenizer_is_special(dt, k)) mx = fmaxf(mx, logits[SLEM_ID(k)]);
     if (!(mx > -INFINITY)) return;
     double sum = 0;
-    for (int32_t i = 0; i < e->vd; i++) {
-        if (!allowed(e, i, pre, plen)) continue;
-        sum += exp((double)logits[i] - mx);
+    for (int32_t k = 0; k < count; k++) {
+        int32_t i = SLEM_ID(k);
+        if (!listed && hsd_tokenizer_is_special(dt, i)) continue;
+        sum += expf(logits[i] - mx);
         if (nb == CHILDREN && !(logits[i] > logits[best[nb - 1]])) continue;
         int32_t j = nb < CHILDREN ? nb++ : nb - 1; /* best[0..nb) by decreasing logit */
         while (j > 0 && logits[best[j - 1]] < logits[i]) best[j] = best[j - 1], j--;
         best[j] = i;
     }
+#undef SLEM_ID
     double base = par >= 0 ? st->d[par].lp : 0;
     int32_t depth = par >= 0 ? st->d[par].depth + 1 : 1;
     for (int32_t j = 0; j < nb && st->nf < DFRONT; j++)
@@ -139,6 +148,7 @@ static int32_t adopt_best(const hsd_eng_seq *g, hsd_eng_slem *st) {
 static hsd_status slem_begin(hsd_eng_seq *g) {
     if (!g->slem && !(g->slem = calloc(1, sizeof *g->slem))) return hsd_eng_oom();
     hsd_eng_slem *st = g->slem;
+    if (!st->ids && !(st->ids = malloc((size_t)g->e->vd * sizeof *st->ids))) return hsd_eng_oom();
     st->nd = st->nf = 0;
     st->cur = -1;
     st->text.n = 0;
