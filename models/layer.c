@@ -135,10 +135,15 @@ static void attn_token(hsd_transformer *tf, int32_t layer, int32_t t, int32_t h,
     hsd_attn_scores(att + nc, qv, kb + (size_t)L * st, st, slots + a0, nn, hd, scale);
     softcap_scores(c, att, nv);
     hsd_softmax(att, nv);
-    float *tmp = att + nv; /* room: att holds n_ctx + hd floats, nv <= n_ctx */
     hsd_attn_accum(o, att, vb + (size_t)c0 * st, st, NULL, nc, hd);
-    hsd_attn_accum(tmp, att + nc, vb + (size_t)L * st, st, slots + a0, nn, hd);
-    hsd_add(o, tmp, hd);
+    /* the ancestors continue the same running sum, one fused multiply-add per key in
+     * position order as the chain path's vector kernel does per lane: a tree row is then
+     * bit-identical to the row of the same path fed as a chain, so greedy verification of
+     * a tree cannot leave the target's own greedy text at a near-tie */
+    for (int32_t i = 0; i < nn; i++) {
+        const float a = att[nc + i], *vr = vb + (size_t)(L + slots[a0 + i]) * st;
+        for (int32_t d = 0; d < hd; d++) o[d] = fmaf(a, vr[d], o[d]);
+    }
 }
 
 static void attn_task(void *arg, int32_t tid, int32_t nth) {

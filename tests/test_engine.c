@@ -3,7 +3,8 @@
  *   - greedy: SD, union, TLI and SLEM produce ids identical to AR on every bench prompt;
  *   - one model given two tokenizers, one of them non-injective (lowercasing): identical too;
  *   - temperature 1: the first token of every algorithm follows AR's law (chi-square, 20k
- *     seeded samples each, p > 1e-3) — the law computed exactly from the target's logits. */
+ *     seeded samples each, p > 1e-3) — the law computed exactly from the target's logits;
+ *   - temperature 1: SLEM's sampled ids equal AR's for the same seed (one draw per token). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -119,6 +120,42 @@ static void test_greedy_identical_to_ar(void **state) {
     check_greedy_pair(&small, &baby, "target stories260K, drafter babyllama");
     check_greedy_pair(&small, &small2, "stories260K drafting for itself");
     check_greedy_pair(&baby, &baby2, "babyllama drafting for itself");
+}
+
+/* SLEM draws the target's token once per emitted token from the same stream as AR (it walks
+ * its candidate tree with those draws), and its tree rows are bit-identical to AR's rows: the
+ * sampled text for a seed must then be AR's own, token for token, whatever the tree held. */
+static void check_sampled_pair(lm *target, lm *draft, const char *label) {
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
+    int checked = 0, long_rounds = 0;
+    for (int i = 0; i < n_prompts; i += 3) {
+        hsd_gen_result ar;
+        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 1.0f, 77 + (uint64_t)i, 40, &ar);
+        for (int adaptive = 0; adaptive < 2; adaptive++) {
+            hsd_gen_result r;
+            gen(e, prompts[i], HSD_ALGO_SLEM, 4, adaptive, 1.0f, 77 + (uint64_t)i, 40, &r);
+            if (!same_ids(&ar, &r))
+                fprintf(stderr, "%s sampled slem prompt %d differs:\n AR:   %s\n slem: %s\n",
+                        label, i, ar.text, r.text);
+            assert_true(same_ids(&ar, &r));
+            long_rounds += r.n_accepted > 0; /* the tree was used, not only the bonus draw */
+            checked++;
+            hsd_gen_result_free(&r);
+        }
+        hsd_gen_result_free(&ar);
+    }
+    printf("%s: %d sampled SLEM generations identical to sampled AR (same seeds), %d with "
+           "accepted candidates\n",
+           label, checked, long_rounds);
+    assert_true(long_rounds > checked / 2);
+    hsd_engine_free(e);
+}
+
+static void test_sampled_slem_equals_ar(void **state) {
+    (void)state;
+    check_sampled_pair(&baby, &small, "target babyllama, drafter stories260K");
+    check_sampled_pair(&small, &baby, "target stories260K, drafter babyllama");
 }
 
 static void test_noninjective_drafter(void **state) {
@@ -258,6 +295,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_contract),
         cmocka_unit_test(test_greedy_identical_to_ar),
+        cmocka_unit_test(test_sampled_slem_equals_ar),
         cmocka_unit_test(test_noninjective_drafter),
         cmocka_unit_test(test_first_token_law),
     };

@@ -134,6 +134,10 @@ static void test_tree_equals_paths(void **state) {
                  * q8_0 dot), so the ~1e-7 differences of tree attention can move one
                  * quantised activation by a step (1/127 of its block): ~1e-4 in logits */
                 assert_true(e < (f.synth && w == 2 ? 1e-3 : 1e-5));
+                /* tree attention continues the chain's running sum (models/layer.c) and the
+                 * kernels are batch-invariant: the row is the path's, bit for bit, which
+                 * greedy tree verification relies on (SLEM's candidate tree) */
+                assert_memory_equal(tree + (size_t)i * V, ref, (size_t)V * sizeof(float));
             }
             free(tree), free(ref);
         }

@@ -149,6 +149,8 @@ static hsd_status plan(request *rq, bool *any) {
         g->drafted_before = g->drafted;
         g->acc_before = g->accepted;
         g->rd.kd = 0;
+        g->rd.cpar = NULL; /* a chain unless the round builds a tree */
+        g->rd.depth = 0;
         g->t0 = hsd_timer_ms();
         *any = true;
     }
@@ -171,6 +173,7 @@ static hsd_status draft_all(request *rq) {
             if (!(s = hsd_eng_seq_select(g))) s = g->cur->draft(g);
         } else {
             chain = true;
+            if (g->cur->draft_begin && !(s = hsd_eng_seq_select(g))) s = g->cur->draft_begin(g);
         }
     }
     while (chain && !s) {
@@ -228,8 +231,9 @@ static hsd_status verify_all(request *rq) {
         if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
             (s = hsd_eng_target_request(g, cand, g->m)))
             break;
-        rq->ent[nb] =
-            (hsd_model_batch_seq){g->t_slot, g->rd.toks, g->rd.n_toks, NULL, g->rd.rows, g->m + 1};
+        rq->ent[nb] = (hsd_model_batch_seq){g->t_slot,    g->rd.toks,
+                                            g->rd.n_toks, g->rd.cpar ? g->rd.tpar : NULL,
+                                            g->rd.rows,   g->m + 1};
         rq->idx[nb++] = i;
         rows += (size_t)g->m + 1;
     }
@@ -255,8 +259,10 @@ static hsd_status after_round(request *rq, const hsd_gen_params *p) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
         if (g->before == 0 && g->out.n > 0) g->t_first = t;
-        if (p->adaptive_k && g->drafted > g->drafted_before) {
-            double a = (double)(g->accepted - g->acc_before) / (g->drafted - g->drafted_before);
+        /* a tree's rate is accepted over its depth (its nodes are alternatives) */
+        int32_t den = g->rd.depth > 0 ? g->rd.depth : g->drafted - g->drafted_before;
+        if (p->adaptive_k && den > 0) {
+            double a = (double)(g->accepted - g->acc_before) / den;
             g->acc_ema = 0.8 * g->acc_ema + 0.2 * a;
             if (g->acc_ema > 0.8 && g->k < p->k_max)
                 g->k++;

@@ -34,6 +34,7 @@
 #include "lib/base/rng.h"
 
 struct hsd_eng_slrs;
+struct hsd_eng_slem;
 struct hsd_first_token;
 
 #define HSD_ENG_MAX_CAND 64 /* most target candidates a round verifies */
@@ -63,7 +64,12 @@ typedef struct hsd_eng_round {
     /* Own drafting (SLRS's tree); NULL: the driver drafts a chain of up to g->kk tokens and
      * calls draft_take with the drafter's logits after each forward. */
     hsd_status (*draft)(hsd_eng_seq *g);
-    /* One chain draft from the drafter's logits (appends to rd.d, g->dj++), or sets g->dstop. */
+    /* Optional, before a chain round's drafting (the sequence's slots selected): may change
+     * what the first lockstep forward feeds (SLEM's token healing). */
+    hsd_status (*draft_begin)(hsd_eng_seq *g);
+    /* One chain draft from the drafter's logits (appends to rd.d, g->dj++), or sets g->dstop.
+     * The next lockstep forward feeds D.ids[d_kv..): a round may rewrite those ids and cut
+     * d_kv (and the drafter's cache) back to move to another branch (SLEM's tree). */
     hsd_status (*draft_take)(hsd_eng_seq *g, const float *logits);
     /* After drafting: the m candidates the target scores and the width of its rows. */
     hsd_status (*candidates)(hsd_eng_seq *g, const int32_t **cand, int32_t *m, int32_t *width);
@@ -85,11 +91,16 @@ typedef struct hsd_eng_round_data {
     int32_t kd;                                            /* drafts taken */
     int32_t m;                                             /* candidates fed to the target */
     int32_t n_old; /* committed target ids before the round */
+    int32_t depth; /* SLEM: the verified tree's depth (the adaptive-k controller's "drafted") */
     hsd_ids cand;  /* SLEM's target candidates */
     double t1, t2; /* end of drafting, end of the bridge */
     /* the target forward: pending ids + candidates, and the rows whose logits it needs */
     int32_t *toks, *rows;
     int32_t n_toks, toks_cap, rows_cap;
+    /* candidates as a tree (SLEM): cpar[j] = parent candidate of candidate j (< j) or -1
+     * for the committed text; NULL = a chain. tpar: the forward's parents over toks. */
+    const int32_t *cpar;
+    int32_t *tpar, tpar_cap;
 } hsd_eng_round_data;
 
 struct hsd_eng_seq {
@@ -118,6 +129,7 @@ struct hsd_eng_seq {
     hsd_stop_reason stop;
     hsd_eng_round_data rd;
     struct hsd_eng_slrs *slrs; /* SLRS round buffers and statistics */
+    struct hsd_eng_slem *slem; /* SLEM's draft tree, candidate trie and cost estimates */
     /* driver state of the round in progress */
     bool live, dstop;
     const hsd_eng_round *cur; /* this round's (AR when the drafter's context is full) */
@@ -148,8 +160,10 @@ hsd_status hsd_eng_feed_drafter(hsd_eng_seq *g, float *logits);
  * rows of vocab_size) into g->p rows of `width` (entries past the vocabulary are zero). */
 hsd_status hsd_eng_target_request(hsd_eng_seq *g, const int32_t *cand, int32_t m);
 hsd_status hsd_eng_target_probs(hsd_eng_seq *g, const float *logits, int32_t m, int32_t width);
-/* Keeps acc of the round's candidates in the target cache, emits out[0..r) (EOS, stop
- * strings, budget) and realigns the drafter. */
+/* Keeps acc of the round's candidates in the target cache (a tree round has moved its
+ * accepted path to the front with kv_keep, or cut the cache back to the round's start when
+ * the model has no kv_keep: then the accepted ids are fed again next round), emits
+ * out[0..r) (EOS, stop strings, budget) and realigns the drafter. */
 hsd_status hsd_eng_commit(hsd_eng_seq *g, int32_t acc, const int32_t *out, int32_t r);
 /* Hands newly final text to params->on_text; final: the sequence ended (flush all). */
 hsd_status hsd_eng_stream(hsd_eng_seq *g, bool final);

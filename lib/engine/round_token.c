@@ -10,7 +10,7 @@
 
 /* One draft from the drafter's logits. For TLI the drafter's distribution is restricted to
  * T ∩ D. The rows written to q are in the verification space: target ids (SD, TLI) or union
- * ids; SLEM verifies candidates, not distributions, and writes none. */
+ * ids. (SLEM drafts a tree of its own: round_slem.c.) */
 hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits) {
     hsd_engine *e = g->e;
     hsd_status s;

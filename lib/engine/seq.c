@@ -142,6 +142,8 @@ static hsd_status sync_drafter(hsd_eng_seq *g) {
 hsd_status hsd_eng_commit(hsd_eng_seq *g, int32_t acc, const int32_t *out, int32_t r) {
     /* the target's cache holds the old ids + the candidates: keep the accepted ones */
     g->t_kv = g->rd.n_old + acc;
+    int32_t kvl = hsd_model_kv_len(g->e->tm);
+    if (g->t_kv > kvl) g->t_kv = kvl;
     hsd_status s = hsd_model_kv_truncate(g->e->tm, g->t_kv);
     if (!s) s = emit(g, out, r);
     if (s) return s;
@@ -182,6 +184,17 @@ hsd_status hsd_eng_target_request(hsd_eng_seq *g, const int32_t *cand, int32_t m
     memcpy(r->toks, g->T.ids.p + g->t_kv, (size_t)pend * sizeof *r->toks);
     if (m) memcpy(r->toks + pend, cand, (size_t)m * sizeof *r->toks);
     for (int32_t j = 0; j <= m; j++) r->rows[j] = pend - 1 + j;
+    if (r->cpar) { /* a candidate tree hangs below the last pending id */
+        if (n > r->tpar_cap) {
+            int32_t *t = realloc(r->tpar, (size_t)n * sizeof *t);
+            if (!t) return hsd_eng_oom();
+            r->tpar = t;
+            r->tpar_cap = n;
+        }
+        for (int32_t i = 0; i < pend; i++) r->tpar[i] = i - 1;
+        for (int32_t j = 0; j < m; j++)
+            r->tpar[pend + j] = r->cpar[j] >= 0 ? pend + r->cpar[j] : pend - 1;
+    }
     r->n_toks = n;
     r->n_old = (int32_t)g->T.ids.n;
     return HSD_OK;
@@ -248,6 +261,7 @@ void hsd_eng_seq_free(hsd_eng_seq *g) {
     hsd_ids_free(&g->rd.cand);
     free(g->rd.toks);
     free(g->rd.rows);
+    free(g->rd.tpar);
     if (g->round && g->round->seq_free) g->round->seq_free(g);
 }
 
