@@ -8,11 +8,15 @@
 #include <string.h>
 
 #include "kernels/matmul_kern.h"
+#include "kernels/matmul_q8.h"
 #include "lib/base/error.h"
 
 /* Below this many multiply-adds a product runs on one thread: the hand-off costs more. */
 #define MM_PAR_MIN_WORK (1 << 17)
 #define MM_ROW_BATCH 64 /* row pointers built per kernel call */
+/* Per-thread scratch in floats: 4 rows of fp32 (the AVX2 set), or one 16-row group of Q8_0
+ * packed on the fly (17 bytes per column, matmul_q8_avx512.c) */
+#define MM_SCRATCH_FLOATS(cols) (5 * (size_t)(cols))
 
 const char *hsd_mm_isa_name(hsd_mm_isa isa) {
     static const char *names[] = {"scalar", "avx2", "avx512"};
@@ -84,8 +88,10 @@ static size_t ws_bytes(int32_t nth, int32_t n, int32_t cols) {
     size_t a = hsd_mm_avx512_acts_bytes(HSD_DT_BF16, n, cols),
            b = hsd_mm_avx512_acts_bytes(HSD_DT_Q8_0, n, cols);
     acts = a > b ? a : b;
+    size_t c = hsd_q8p_acts_bytes(n, cols);
+    acts = acts > c ? acts : c;
 #endif
-    return acts + (size_t)nth * 4 * cols * sizeof(float);
+    return acts + (size_t)nth * MM_SCRATCH_FLOATS(cols) * sizeof(float);
 }
 
 hsd_status hsd_mm_ws_reserve(hsd_mm_ws *ws, int32_t nth, int32_t n, int32_t cols) {
@@ -119,7 +125,8 @@ typedef struct mm_job {
     int32_t rows;
     float *out;
     int32_t ld;
-    float *scratch; /* [threads][4 * cols] */
+    float *scratch; /* [threads][MM_SCRATCH_FLOATS(cols)] */
+    const struct hsd_q8p *q8p; /* Q8_0 under AVX-512: the packed copy of w, if any */
 } mm_job;
 
 /* Rows [r0, r0 + count) of the job (indices into ids when there are ids). */
@@ -133,6 +140,10 @@ static void job_rows(const mm_job *j, int32_t r0, int32_t count, float *scratch)
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = w->data;
 #ifdef HSD_MM_HAVE_AVX512
+    if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
+        hsd_q8p_rows(&j->a, w, j->q8p, j->ids, r0, count, out, j->ld, (uint8_t *)scratch);
+        return;
+    }
     if (j->isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
         const uint8_t *ptr[MM_ROW_BATCH];
         for (int32_t k = 0; k < count; k += MM_ROW_BATCH) {
@@ -164,7 +175,7 @@ static void mm_task(void *arg, int32_t tid, int32_t nth) {
     int32_t per = ((j->rows + nth - 1) / nth + 3) & ~3;
     int32_t r0 = tid * per, r1 = r0 + per < j->rows ? r0 + per : j->rows;
     if (r0 >= r1) return;
-    job_rows(j, r0, r1 - r0, j->scratch + (size_t)tid * 4 * j->w->cols);
+    job_rows(j, r0, r1 - r0, j->scratch + (size_t)tid * MM_SCRATCH_FLOATS(j->w->cols));
 }
 
 static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nth, float *out,
@@ -182,15 +193,23 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
     j->ld = ld;
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    if (isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type))
+    const int q8p = isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0;
+    if (q8p)
+        acts = hsd_q8p_acts_bytes(n, w->cols);
+    else if (isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type))
         acts = hsd_mm_avx512_acts_bytes(w->type, n, w->cols);
 #endif
-    size_t rows = (size_t)nth * 4 * w->cols * sizeof(float);
+    size_t rows = (size_t)nth * MM_SCRATCH_FLOATS(w->cols) * sizeof(float);
     hsd_status s = ws_reserve(ws, acts + rows);
     if (s) return s;
     j->scratch = (float *)(void *)((uint8_t *)ws->buf + acts);
 #ifdef HSD_MM_HAVE_AVX512
-    if (acts) hsd_mm_avx512_prepare(&j->a, w->type, ws->buf);
+    if (q8p) {
+        hsd_q8p_prepare(&j->a, ws->buf);
+        j->q8p = ids ? NULL : hsd_q8p_find(w);
+    } else if (acts) {
+        hsd_mm_avx512_prepare(&j->a, w->type, ws->buf);
+    }
 #endif
     return HSD_OK;
 }

@@ -1,0 +1,148 @@
+/* The row-interleaved Q8_0 layout (see matmul_q8.h): packing, and the registry of copies
+ * packed at load time. The registry is keyed by the matrix's data pointer so that hsd_mat
+ * stays four fields (it is built by value in many places); hsd_mm_run looks a matrix up
+ * once per call, and an entry also checks rows and cols, so a view of part of a packed
+ * matrix (another pointer or shape) is never mistaken for it. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matmul.h"
+#include "kernels/matmul_q8.h"
+#include "lib/base/error.h"
+
+size_t hsd_q8p_group_bytes(int32_t cols) {
+    size_t nb = (size_t)cols / 32;
+    size_t b = nb * (HSD_Q8P_BLOCK_BYTES + HSD_Q8P_SCALE_BYTES);
+    return (b + 63) & ~(size_t)63;
+}
+
+void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t cols, uint8_t *dst) {
+    const int32_t nb = cols / 32;
+    uint8_t *sc = dst + (size_t)nb * HSD_Q8P_BLOCK_BYTES;
+    for (int32_t j = 0; j < HSD_Q8P_ROWS; j++) {
+        for (int32_t b = 0; b < nb; b++) {
+            uint8_t *wv = dst + (size_t)b * HSD_Q8P_BLOCK_BYTES + 4 * (size_t)j;
+            uint8_t *sv = sc + (size_t)b * HSD_Q8P_SCALE_BYTES + 2 * (size_t)j;
+            if (j >= count) { /* a missing row: weight 0 (stored 128), scale +0 */
+                for (int k = 0; k < 8; k++) memset(wv + 64 * k, 0x80, 4);
+                memset(sv, 0, 2);
+                continue;
+            }
+            const uint8_t *blk = rows[j] + (size_t)b * HSD_Q8_0_BYTES;
+            memcpy(sv, blk, 2);
+            for (int k = 0; k < 8; k++) {
+                uint32_t v;
+                memcpy(&v, blk + 2 + 4 * k, 4);
+                v ^= 0x80808080u; /* s8 -> u8 + 128, every byte */
+                memcpy(wv + 64 * k, &v, 4);
+            }
+        }
+    }
+    size_t used = (size_t)nb * (HSD_Q8P_BLOCK_BYTES + HSD_Q8P_SCALE_BYTES);
+    memset(dst + used, 0, hsd_q8p_group_bytes(cols) - used);
+}
+
+/* ---- registry --------------------------------------------------------------------------- */
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static hsd_q8p **reg;
+static size_t reg_n, reg_cap;
+
+static hsd_q8p *reg_lookup(const hsd_mat *w) {
+    for (size_t i = 0; i < reg_n; i++)
+        if (reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols)
+            return reg[i];
+    return NULL;
+}
+
+const hsd_q8p *hsd_q8p_find(const hsd_mat *w) {
+    if (w->type != HSD_DT_Q8_0) return NULL;
+    pthread_mutex_lock(&reg_mu);
+    const hsd_q8p *p = reg_n ? reg_lookup(w) : NULL;
+    pthread_mutex_unlock(&reg_mu);
+    return p;
+}
+
+static bool worth_packing(const hsd_mat *w) {
+#ifdef HSD_MM_HAVE_AVX512
+    return w->type == HSD_DT_Q8_0 && w->rows > 0 && w->cols >= 32 && w->cols % 32 == 0 &&
+           hsd_mm_isa_available(HSD_MM_AVX512);
+#else
+    (void)w;
+    return false;
+#endif
+}
+
+hsd_status hsd_mm_pack(const hsd_mat *w) {
+    if (!worth_packing(w)) return HSD_OK;
+    pthread_mutex_lock(&reg_mu);
+    hsd_q8p *p = reg_lookup(w);
+    if (p) { /* the same data loaded twice (two transformers of one synth model) */
+        p->refs++;
+        pthread_mutex_unlock(&reg_mu);
+        return HSD_OK;
+    }
+    pthread_mutex_unlock(&reg_mu);
+
+    int32_t groups = (w->rows + HSD_Q8P_ROWS - 1) / HSD_Q8P_ROWS;
+    size_t gb = hsd_q8p_group_bytes(w->cols), rb = hsd_dtype_row_bytes(w->type, w->cols);
+    p = calloc(1, sizeof *p);
+    void *data = NULL;
+    if (!p || posix_memalign(&data, 64, gb * (size_t)groups) != 0) {
+        free(p);
+        return hsd_error(HSD_ERR_NOMEM, "matmul: out of memory packing a %d x %d Q8_0 matrix (%zu bytes)",
+                         w->rows, w->cols, gb * (size_t)groups);
+    }
+    *p = (hsd_q8p){w->data, w->rows, w->cols, 1, gb, data};
+    const uint8_t *rows[HSD_Q8P_ROWS];
+    for (int32_t g = 0; g < groups; g++) {
+        int32_t c = w->rows - g * HSD_Q8P_ROWS;
+        if (c > HSD_Q8P_ROWS) c = HSD_Q8P_ROWS;
+        for (int32_t j = 0; j < c; j++)
+            rows[j] = (const uint8_t *)w->data + (size_t)(g * HSD_Q8P_ROWS + j) * rb;
+        hsd_q8p_pack_group(rows, c, w->cols, p->data + (size_t)g * gb);
+    }
+
+    pthread_mutex_lock(&reg_mu);
+    hsd_q8p *other = reg_lookup(w); /* packed by another thread meanwhile */
+    if (other) {
+        other->refs++;
+        pthread_mutex_unlock(&reg_mu);
+        free(p->data), free(p);
+        return HSD_OK;
+    }
+    if (reg_n == reg_cap) {
+        size_t cap = reg_cap ? 2 * reg_cap : 64;
+        hsd_q8p **r = realloc(reg, cap * sizeof *r);
+        if (!r) {
+            pthread_mutex_unlock(&reg_mu);
+            free(p->data), free(p);
+            return hsd_error(HSD_ERR_NOMEM, "matmul: out of memory for the packed-matrix registry");
+        }
+        reg = r, reg_cap = cap;
+    }
+    reg[reg_n++] = p;
+    pthread_mutex_unlock(&reg_mu);
+    return HSD_OK;
+}
+
+void hsd_mm_unpack(const hsd_mat *w) {
+    if (!w || w->type != HSD_DT_Q8_0) return;
+    pthread_mutex_lock(&reg_mu);
+    hsd_q8p *p = NULL;
+    for (size_t i = 0; i < reg_n; i++)
+        if (reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols) {
+            if (--reg[i]->refs == 0) {
+                p = reg[i];
+                reg[i] = reg[--reg_n];
+            }
+            break;
+        }
+    if (reg_n == 0) { /* last one out: no allocation left behind for leak checkers */
+        free(reg);
+        reg = NULL, reg_cap = 0;
+    }
+    pthread_mutex_unlock(&reg_mu);
+    if (p) free(p->data), free(p);
+}
