@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_q8.h"
@@ -44,6 +45,8 @@ void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t cols,
 }
 
 /* ---- registry --------------------------------------------------------------------------- */
+
+#define HUGE_ALIGN ((size_t)2 << 20)
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static hsd_q8p **reg;
@@ -89,11 +92,18 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     size_t gb = hsd_q8p_group_bytes(w->cols), rb = hsd_dtype_row_bytes(w->type, w->cols);
     p = calloc(1, sizeof *p);
     void *data = NULL;
-    if (!p || posix_memalign(&data, 64, gb * (size_t)groups) != 0) {
+    size_t bytes = gb * (size_t)groups;
+    if (!p || posix_memalign(&data, HUGE_ALIGN, bytes) != 0) {
         free(p);
         return hsd_error(HSD_ERR_NOMEM, "matmul: out of memory packing a %d x %d Q8_0 matrix (%zu bytes)",
                          w->rows, w->cols, gb * (size_t)groups);
     }
+#ifdef MADV_HUGEPAGE
+    /* 2 MB pages: the hardware prefetchers stop at page boundaries, and a stream of 4 KB
+     * pages ran the n = 1 product ~20% below a mapped file's (huge-page) speed. Advice
+     * only: without it the copy is just slower. */
+    if (bytes >= HUGE_ALIGN) (void)madvise(data, bytes, MADV_HUGEPAGE);
+#endif
     *p = (hsd_q8p){w->data, w->rows, w->cols, 1, gb, data};
     const uint8_t *rows[HSD_Q8P_ROWS];
     for (int32_t g = 0; g < groups; g++) {
