@@ -11,6 +11,9 @@
  * A group of a missing row (the last group of a matrix) holds zero weights and zero scales.
  * The bytes equal Q8_0's (34 per 32 weights) up to that padding.
  *
+ * Activations are stored block-major ([nb][n]) so that a tile's tokens sit at constant
+ * offsets from one pointer per block.
+ *
  * Weights come from a copy packed at load time (hsd_mm_pack, registered by the matrix's
  * data pointer) or, for matrices without one and for row subsets (ids), are packed one group
  * at a time into scratch as the product runs: the same lanes, the same bits. */
@@ -36,13 +39,14 @@ typedef struct hsd_q8p {
 
 /* Bytes of one group of `cols` columns (cols a multiple of 32). */
 size_t hsd_q8p_group_bytes(int32_t cols);
-/* Packs `count` (<= 16) rows given by pointers to their Q8_0 data into one group at dst
- * (hsd_q8p_group_bytes(cols) bytes); lanes count..15 get zero weights and scales. */
-void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t cols, uint8_t *dst);
 /* The registered packed copy of w, or NULL. */
 const hsd_q8p *hsd_q8p_find(const hsd_mat *w);
 
 #ifdef HSD_MM_HAVE_AVX512
+/* Packs `count` (<= 16) rows given by pointers to their Q8_0 data (nb blocks each) into one
+ * group at dst (hsd_q8p_group_bytes, 64-byte aligned); lanes count..15 get zero weights
+ * (stored 128) and zero scales. AVX-512: call only where the kernels run. */
+void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst);
 /* Bytes of prepared activations for n tokens of `cols` (64-byte aligned buffer). */
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols);
 /* Fills a->xq (int8 quants, [n][cols]), a->xd (fp32 block scales, [n][nb]) and a->xc

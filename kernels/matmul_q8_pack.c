@@ -18,32 +18,6 @@ size_t hsd_q8p_group_bytes(int32_t cols) {
     return (b + 63) & ~(size_t)63;
 }
 
-void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t cols, uint8_t *dst) {
-    const int32_t nb = cols / 32;
-    uint8_t *sc = dst + (size_t)nb * HSD_Q8P_BLOCK_BYTES;
-    for (int32_t j = 0; j < HSD_Q8P_ROWS; j++) {
-        for (int32_t b = 0; b < nb; b++) {
-            uint8_t *wv = dst + (size_t)b * HSD_Q8P_BLOCK_BYTES + 4 * (size_t)j;
-            uint8_t *sv = sc + (size_t)b * HSD_Q8P_SCALE_BYTES + 2 * (size_t)j;
-            if (j >= count) { /* a missing row: weight 0 (stored 128), scale +0 */
-                for (int k = 0; k < 8; k++) memset(wv + 64 * k, 0x80, 4);
-                memset(sv, 0, 2);
-                continue;
-            }
-            const uint8_t *blk = rows[j] + (size_t)b * HSD_Q8_0_BYTES;
-            memcpy(sv, blk, 2);
-            for (int k = 0; k < 8; k++) {
-                uint32_t v;
-                memcpy(&v, blk + 2 + 4 * k, 4);
-                v ^= 0x80808080u; /* s8 -> u8 + 128, every byte */
-                memcpy(wv + 64 * k, &v, 4);
-            }
-        }
-    }
-    size_t used = (size_t)nb * (HSD_Q8P_BLOCK_BYTES + HSD_Q8P_SCALE_BYTES);
-    memset(dst + used, 0, hsd_q8p_group_bytes(cols) - used);
-}
-
 /* ---- registry --------------------------------------------------------------------------- */
 
 #define HUGE_ALIGN ((size_t)2 << 20)
@@ -67,18 +41,11 @@ const hsd_q8p *hsd_q8p_find(const hsd_mat *w) {
     return p;
 }
 
-static bool worth_packing(const hsd_mat *w) {
 #ifdef HSD_MM_HAVE_AVX512
-    return w->type == HSD_DT_Q8_0 && w->rows > 0 && w->cols >= 32 && w->cols % 32 == 0 &&
-           hsd_mm_isa_available(HSD_MM_AVX512);
-#else
-    (void)w;
-    return false;
-#endif
-}
-
 hsd_status hsd_mm_pack(const hsd_mat *w) {
-    if (!worth_packing(w)) return HSD_OK;
+    if (w->type != HSD_DT_Q8_0 || w->rows <= 0 || w->cols < 32 || w->cols % 32 != 0 ||
+        !hsd_mm_isa_available(HSD_MM_AVX512))
+        return HSD_OK;
     pthread_mutex_lock(&reg_mu);
     hsd_q8p *p = reg_lookup(w);
     if (p) { /* the same data loaded twice (two transformers of one synth model) */
@@ -111,7 +78,7 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
         if (c > HSD_Q8P_ROWS) c = HSD_Q8P_ROWS;
         for (int32_t j = 0; j < c; j++)
             rows[j] = (const uint8_t *)w->data + (size_t)(g * HSD_Q8P_ROWS + j) * rb;
-        hsd_q8p_pack_group(rows, c, w->cols, p->data + (size_t)g * gb);
+        hsd_q8p_pack_group(rows, c, w->cols / 32, p->data + (size_t)g * gb);
     }
 
     pthread_mutex_lock(&reg_mu);
@@ -136,6 +103,13 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     pthread_mutex_unlock(&reg_mu);
     return HSD_OK;
 }
+
+#else
+hsd_status hsd_mm_pack(const hsd_mat *w) {
+    (void)w; /* no AVX-512 kernels in this build: nothing reads a packed copy */
+    return HSD_OK;
+}
+#endif
 
 void hsd_mm_unpack(const hsd_mat *w) {
     if (!w || w->type != HSD_DT_Q8_0) return;
