@@ -25,9 +25,9 @@
 
 #include "kernels/matmul_kern.h"
 
-#define HSD_Q8P_ROWS 16                 /* rows per group */
-#define HSD_Q8P_BLOCK_BYTES 512         /* weight bytes of one block of a group */
-#define HSD_Q8P_SCALE_BYTES 32          /* fp16 scales of one block of a group */
+#define HSD_Q8P_ROWS 16         /* rows per group */
+#define HSD_Q8P_BLOCK_BYTES 512 /* weight bytes of one block of a group */
+#define HSD_Q8P_SCALE_BYTES 32  /* fp16 scales of one block of a group */
 
 /* A packed copy of a Q8_0 matrix. */
 typedef struct hsd_q8p {

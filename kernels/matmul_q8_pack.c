@@ -62,8 +62,9 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     size_t bytes = gb * (size_t)groups;
     if (!p || posix_memalign(&data, HUGE_ALIGN, bytes) != 0) {
         free(p);
-        return hsd_error(HSD_ERR_NOMEM, "matmul: out of memory packing a %d x %d Q8_0 matrix (%zu bytes)",
-                         w->rows, w->cols, gb * (size_t)groups);
+        return hsd_error(HSD_ERR_NOMEM,
+                         "matmul: out of memory packing a %d x %d Q8_0 matrix (%zu bytes)", w->rows,
+                         w->cols, gb * (size_t)groups);
     }
 #ifdef MADV_HUGEPAGE
     /* 2 MB pages: the hardware prefetchers stop at page boundaries, and a stream of 4 KB
