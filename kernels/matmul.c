@@ -85,11 +85,8 @@ static hsd_status ws_reserve(hsd_mm_ws *ws, size_t bytes) {
 static size_t ws_bytes(int32_t nth, int32_t n, int32_t cols) {
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    size_t a = hsd_mm_avx512_acts_bytes(HSD_DT_BF16, n, cols),
-           b = hsd_mm_avx512_acts_bytes(HSD_DT_Q8_0, n, cols);
+    size_t a = hsd_mm_avx512_acts_bytes(HSD_DT_BF16, n, cols), b = hsd_q8p_acts_bytes(n, cols);
     acts = a > b ? a : b;
-    size_t c = hsd_q8p_acts_bytes(n, cols);
-    acts = acts > c ? acts : c;
 #endif
     return acts + (size_t)nth * MM_SCRATCH_FLOATS(cols) * sizeof(float);
 }
