@@ -114,31 +114,41 @@ static void scalar_rows(const hsd_mm_acts *a, const hsd_mat *w, const int32_t *i
 
 /* ---- the job ------------------------------------------------------------------------- */
 
-typedef struct mm_job {
-    hsd_mm_acts a;
-    hsd_mm_isa isa;
+/* One product of a job. */
+typedef struct mm_part {
     const hsd_mat *w;
     const int32_t *ids;
     int32_t rows;
     float *out;
     int32_t ld;
-    float *scratch; /* [threads][MM_SCRATCH_FLOATS(cols)] */
+    int32_t chunk; /* rows per chunk (a multiple of 4: threads keep whole 4-row tiles; of 16
+                    * for Q8_0 under AVX-512: its 16-row groups) */
+    int32_t first; /* index of its first chunk among the job's */
     const struct hsd_q8p *q8p; /* Q8_0 under AVX-512: the packed copy of w, if any */
+} mm_part;
+
+typedef struct mm_job {
+    hsd_mm_acts a;
+    hsd_mm_isa isa;
+    mm_part part[HSD_MM_MAX_FUSED];
+    int32_t n_parts, n_chunks;
+    atomic_int next; /* next chunk to hand out */
+    float *scratch;  /* [threads][MM_SCRATCH_FLOATS(cols)] */
 } mm_job;
 
-/* Rows [r0, r0 + count) of the job (indices into ids when there are ids). */
-static void job_rows(const mm_job *j, int32_t r0, int32_t count, float *scratch) {
-    const hsd_mat *w = j->w;
-    float *out = j->out + r0;
+/* Rows [r0, r0 + count) of part p (indices into ids when there are ids). */
+static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t count, float *scratch) {
+    const hsd_mat *w = p->w;
+    float *out = p->out + r0;
     if (j->isa == HSD_MM_SCALAR) {
-        scalar_rows(&j->a, w, j->ids, r0, count, out, j->ld, scratch);
+        scalar_rows(&j->a, w, p->ids, r0, count, out, p->ld, scratch);
         return;
     }
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = w->data;
 #ifdef HSD_MM_HAVE_AVX512
     if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
-        hsd_q8p_rows(&j->a, w, j->q8p, j->ids, r0, count, out, j->ld, (uint8_t *)scratch);
+        hsd_q8p_rows(&j->a, w, p->q8p, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
     if (j->isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
@@ -146,8 +156,8 @@ static void job_rows(const mm_job *j, int32_t r0, int32_t count, float *scratch)
         for (int32_t k = 0; k < count; k += MM_ROW_BATCH) {
             int32_t c = count - k < MM_ROW_BATCH ? count - k : MM_ROW_BATCH;
             for (int32_t i = 0; i < c; i++)
-                ptr[i] = base + (size_t)(j->ids ? j->ids[r0 + k + i] : r0 + k + i) * rb;
-            hsd_mm_avx512_rows(&j->a, w->type, ptr, c, out + k, j->ld);
+                ptr[i] = base + (size_t)(p->ids ? p->ids[r0 + k + i] : r0 + k + i) * rb;
+            hsd_mm_avx512_rows(&j->a, w->type, ptr, c, out + k, p->ld);
         }
         return;
     }
@@ -156,72 +166,120 @@ static void job_rows(const mm_job *j, int32_t r0, int32_t count, float *scratch)
      * on runs of consecutive rows */
     int32_t k = 0;
     while (k < count) {
-        int32_t first = j->ids ? j->ids[r0 + k] : r0 + k, run = 1;
-        if (j->ids)
-            while (k + run < count && j->ids[r0 + k + run] == first + run) run++;
+        int32_t first = p->ids ? p->ids[r0 + k] : r0 + k, run = 1;
+        if (p->ids)
+            while (k + run < count && p->ids[r0 + k + run] == first + run) run++;
         else
             run = count - k;
-        hsd_matmul_rows(out + k, j->ld, j->a.x, j->a.n, w, first, run, scratch);
+        hsd_matmul_rows(out + k, p->ld, j->a.x, j->a.n, w, first, run, scratch);
         k += run;
     }
 }
 
+/* Threads take chunks of rows from a shared counter until none is left: whichever thread
+ * runs faster (the caller starts first, a core may be shared or interrupted) takes more,
+ * so all finish within one chunk of each other. A row's result does not depend on which
+ * thread computes it (batch invariance). */
 static void mm_task(void *arg, int32_t tid, int32_t nth) {
-    const mm_job *j = arg;
-    /* split rows in multiples of 4 so each thread keeps whole 4-row tiles */
-    int32_t per = ((j->rows + nth - 1) / nth + 3) & ~3;
-    int32_t r0 = tid * per, r1 = r0 + per < j->rows ? r0 + per : j->rows;
-    if (r0 >= r1) return;
-    job_rows(j, r0, r1 - r0, j->scratch + (size_t)tid * MM_SCRATCH_FLOATS(j->w->cols));
+    mm_job *j = arg;
+    (void)nth;
+    float *scratch = j->scratch + (size_t)tid * MM_SCRATCH_FLOATS(j->a.cols);
+    int32_t p = 0;
+    for (;;) {
+        int32_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= j->n_chunks) return;
+        while (p + 1 < j->n_parts && c >= j->part[p + 1].first) p++;
+        const mm_part *pt = &j->part[p];
+        int32_t r0 = (c - pt->first) * pt->chunk;
+        int32_t cnt = pt->rows - r0 < pt->chunk ? pt->rows - r0 : pt->chunk;
+        job_rows(j, pt, r0, cnt, scratch);
+    }
 }
 
-static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nth, float *out,
-                            int32_t ld, const float *x, int32_t n, const hsd_mat *w,
-                            const int32_t *ids, int32_t count) {
+/* Rows per chunk: about MM_CHUNK_BYTES of weights per token, at least enough chunks for
+ * every thread to take several (balance), a multiple of 4 — of 16 for Q8_0, whose AVX-512
+ * tile is a 16-row group: a chunk edge inside a group would compute the group twice. */
+#define MM_CHUNK_BYTES (256 << 10)
+static int32_t chunk_rows(const hsd_mat *w, int32_t rows, int32_t nth) {
+    if (nth <= 1) return rows > 0 ? rows : 1;
+    size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    int64_t c = (int64_t)(MM_CHUNK_BYTES / (rb ? rb : 1));
+    int64_t most = rows / (4 * nth); /* >= 4 chunks per thread when the product allows */
+    if (c > most) c = most;
+    int64_t m = w->type == HSD_DT_Q8_0 ? 16 : 4;
+    c = (c + m - 1) / m * m;
+    return c < m ? (int32_t)m : (int32_t)c;
+}
+
+static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nth, const float *x,
+                            int32_t n, const hsd_mm_prod *prods, int32_t np) {
     memset(j, 0, sizeof *j);
+    const hsd_mat *w0 = prods[0].w;
     j->a.n = n;
-    j->a.cols = w->cols;
+    j->a.cols = w0->cols;
     j->a.x = x;
     j->isa = isa;
-    j->w = w;
-    j->ids = ids;
-    j->rows = ids ? count : w->rows;
-    j->out = out;
-    j->ld = ld;
+    for (int32_t i = 0; i < np; i++) {
+        mm_part *p = &j->part[j->n_parts];
+        p->w = prods[i].w;
+        p->ids = prods[i].ids;
+        p->rows = prods[i].ids ? prods[i].count : prods[i].w->rows;
+        p->out = prods[i].out;
+        p->ld = prods[i].ld;
+        if (p->rows <= 0) continue;
+        p->chunk = chunk_rows(p->w, p->rows, nth);
+        p->first = j->n_chunks;
+        j->n_chunks += (p->rows + p->chunk - 1) / p->chunk;
+        j->n_parts++;
+    }
+    atomic_init(&j->next, 0);
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    const int q8p = isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0;
+    const int q8p = isa == HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;
     if (q8p)
-        acts = hsd_q8p_acts_bytes(n, w->cols);
-    else if (isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type))
-        acts = hsd_mm_avx512_acts_bytes(w->type, n, w->cols);
+        acts = hsd_q8p_acts_bytes(n, w0->cols);
+    else if (isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w0->type))
+        acts = hsd_mm_avx512_acts_bytes(w0->type, n, w0->cols);
 #endif
-    size_t rows = (size_t)nth * MM_SCRATCH_FLOATS(w->cols) * sizeof(float);
+    size_t rows = (size_t)nth * MM_SCRATCH_FLOATS(w0->cols) * sizeof(float);
     hsd_status s = ws_reserve(ws, acts + rows);
     if (s) return s;
     j->scratch = (float *)(void *)((uint8_t *)ws->buf + acts);
 #ifdef HSD_MM_HAVE_AVX512
     if (q8p) {
         hsd_q8p_prepare(&j->a, ws->buf);
-        j->q8p = ids ? NULL : hsd_q8p_find(w);
+        for (int32_t i = 0; i < j->n_parts; i++)
+            j->part[i].q8p = j->part[i].ids ? NULL : hsd_q8p_find(j->part[i].w);
     } else if (acts) {
-        hsd_mm_avx512_prepare(&j->a, w->type, ws->buf);
+        hsd_mm_avx512_prepare(&j->a, w0->type, ws->buf);
     }
 #endif
     return HSD_OK;
 }
 
-hsd_status hsd_mm_run(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, float *out, int32_t ld,
-                      const float *x, int32_t n, const hsd_mat *w, const int32_t *ids,
-                      int32_t count) {
-    if (n <= 0) return HSD_OK;
-    int32_t rows = ids ? count : w->rows;
-    if (rows <= 0) return HSD_OK;
+hsd_status hsd_mm_run_fused(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, const float *x, int32_t n,
+                            const hsd_mm_prod *prods, int32_t np) {
+    if (n <= 0 || np <= 0) return HSD_OK;
+    if (np > HSD_MM_MAX_FUSED)
+        return hsd_error(HSD_ERR_INVALID_ARG, "matmul: %d products in one job (at most %d)", np,
+                         HSD_MM_MAX_FUSED);
+    int64_t work = 0;
+    for (int32_t i = 0; i < np; i++) {
+        const hsd_mat *w = prods[i].w;
+        /* one activation preparation serves the job: same columns and storage type */
+        if (w->cols != prods[0].w->cols || w->type != prods[0].w->type)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "matmul: fused product %d has %d columns of %s, product 0 %d of %s", i,
+                             w->cols, hsd_dtype_name(w->type), prods[0].w->cols,
+                             hsd_dtype_name(prods[0].w->type));
+        work += (int64_t)(prods[i].ids ? prods[i].count : w->rows) * w->cols * n;
+    }
+    if (work <= 0) return HSD_OK;
     if (!pool || nth < 1) nth = 1;
     if (pool && nth > hsd_pool_size(pool)) nth = hsd_pool_size(pool);
-    if ((int64_t)rows * w->cols * n < MM_PAR_MIN_WORK) nth = 1;
+    if (work < MM_PAR_MIN_WORK) nth = 1;
     mm_job j;
-    hsd_status s = job_setup(&j, ws, hsd_mm_isa_default(), nth, out, ld, x, n, w, ids, count);
+    hsd_status s = job_setup(&j, ws, hsd_mm_isa_default(), nth, x, n, prods, np);
     if (s) return s;
     if (nth == 1)
         mm_task(&j, 0, 1);
@@ -230,14 +288,22 @@ hsd_status hsd_mm_run(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, float *out, in
     return HSD_OK;
 }
 
+hsd_status hsd_mm_run(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, float *out, int32_t ld,
+                      const float *x, int32_t n, const hsd_mat *w, const int32_t *ids,
+                      int32_t count) {
+    hsd_mm_prod p = {out, ld, w, ids, count};
+    return hsd_mm_run_fused(ws, pool, nth, x, n, &p, 1);
+}
+
 hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
                           int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count) {
     if ((unsigned)isa >= HSD_MM_N_ISA || !hsd_mm_isa_available(isa))
         return hsd_error(HSD_ERR_UNSUPPORTED, "matmul: kernel set %s not available on this CPU",
                          hsd_mm_isa_name(isa));
     if (n <= 0 || (ids ? count : w->rows) <= 0) return HSD_OK;
+    hsd_mm_prod p = {out, ld, w, ids, count};
     mm_job j;
-    hsd_status s = job_setup(&j, ws, isa, 1, out, ld, x, n, w, ids, count);
+    hsd_status s = job_setup(&j, ws, isa, 1, x, n, &p, 1);
     if (s) return s;
     mm_task(&j, 0, 1);
     return HSD_OK;

@@ -59,6 +59,22 @@ hsd_status hsd_mm_run(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, float *out, in
                       const float *x, int32_t n, const hsd_mat *w, const int32_t *ids,
                       int32_t count);
 
+/* One product of a fused job: out[t][i] = W[ids ? ids[i] : i] · x[t] as in hsd_mm_run. */
+typedef struct hsd_mm_prod {
+    float *out;
+    int32_t ld;
+    const hsd_mat *w;
+    const int32_t *ids;
+    int32_t count;
+} hsd_mm_prod;
+#define HSD_MM_MAX_FUSED 4
+/* Up to HSD_MM_MAX_FUSED products of the same activations x (a layer's q, k, v or gate, up)
+ * as one threaded job: one activation preparation and one hand-off instead of one each, the
+ * rows of all products shared out together. Their weights must have the same columns and
+ * storage type (HSD_ERR_INVALID_ARG otherwise); the results are those of hsd_mm_run. */
+hsd_status hsd_mm_run_fused(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, const float *x, int32_t n,
+                            const hsd_mm_prod *prods, int32_t np);
+
 /* The same product with a given kernel set on the calling thread (tests compare the sets). */
 hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
                           int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count);

@@ -47,6 +47,21 @@ void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
     (void)hsd_mm_run(&tf->mm, tf->pool, tf->n_threads, out, ld, x, n, w, NULL, 0);
 }
 
+/* Products of the same activations (q, k, v; gate, up) as one job on the pool: one hand-off
+ * and one activation preparation for all. Where they cannot share a job (different storage
+ * types, as in some quantised files, or sgemm's range) they run one after the other. */
+static void tf_matmul_fused(hsd_transformer *tf, const float *x, int32_t n, const hsd_mm_prod *p,
+                            int32_t np) {
+    int same = 1;
+    for (int32_t i = 1; i < np; i++)
+        same &= p[i].w->type == p[0].w->type && p[i].w->cols == p[0].w->cols;
+#ifdef HSD_HAVE_OPENBLAS
+    same &= !(p[0].w->type == HSD_DT_F32 && n >= 32); /* hsd_tf_matmul may take sgemm */
+#endif
+    if (same && hsd_mm_run_fused(&tf->mm, tf->pool, tf->n_threads, x, n, p, np) == HSD_OK) return;
+    for (int32_t i = 0; i < np; i++) hsd_tf_matmul(tf, p[i].out, p[i].ld, x, n, p[i].w);
+}
+
 /* ---- small row operations --------------------------------------------------------------- */
 
 static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t N, int32_t dim,
@@ -145,9 +160,10 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
 
     /* 1. attention norm, then the q, k, v projections */
     rmsnorm_rows(tf->xb, tf->x, Ly->attn_norm, N, dim, c->norm_eps);
-    hsd_tf_matmul(tf, tf->q, tf->q_dim, tf->xb, N, &Ly->wq);
-    hsd_tf_matmul(tf, k, tf->kv_dim, tf->xb, N, &Ly->wk);
-    hsd_tf_matmul(tf, v, tf->kv_dim, tf->xb, N, &Ly->wv);
+    const hsd_mm_prod qkv[3] = {{tf->q, tf->q_dim, &Ly->wq, NULL, 0},
+                                {k, tf->kv_dim, &Ly->wk, NULL, 0},
+                                {v, tf->kv_dim, &Ly->wv, NULL, 0}};
+    tf_matmul_fused(tf, tf->xb, N, qkv, 3);
     const float *cos_t = Ly->slides && tf->rope_cos_swa ? tf->rope_cos_swa : tf->rope_cos;
     const float *sin_t = Ly->slides && tf->rope_sin_swa ? tf->rope_sin_swa : tf->rope_sin;
     for (int32_t t = 0; t < N; t++) {
@@ -183,8 +199,9 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
 
     /* 6. FFN norm, gate and up projections, SwiGLU or GeGLU, down projection */
     rmsnorm_rows(tf->xb, tf->x, Ly->ffn_norm, N, dim, c->norm_eps);
-    hsd_tf_matmul(tf, tf->hb, H, tf->xb, N, &Ly->w_gate);
-    hsd_tf_matmul(tf, tf->hb2, H, tf->xb, N, &Ly->w_up);
+    const hsd_mm_prod gate_up[2] = {{tf->hb, H, &Ly->w_gate, NULL, 0},
+                                    {tf->hb2, H, &Ly->w_up, NULL, 0}};
+    tf_matmul_fused(tf, tf->xb, N, gate_up, 2);
     if (c->act == HSD_ACT_GELU_TANH) gelu_tanh_mul(tf->hb, tf->hb2, (size_t)N * H);
     else /* row by row: over all N rows at once, where the vector body (exp8) ends and the
           * scalar tail (expf) begins would depend on N (batch invariance) */

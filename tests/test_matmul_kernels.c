@@ -258,6 +258,69 @@ static void test_threads_invariant(void **state) {
     hsd_pool_free(pool);
 }
 
+/* A fused job (a layer's q, k, v: one activation, several matrices of different row counts)
+ * on 2 threads, rows handed out in chunks: every product equals the float64 reference and
+ * has the bits of that matrix's product computed alone for each token alone (n = 1), at
+ * every n. Mismatched columns or storage types are refused. */
+static void test_fused_products(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 23, 1);
+    hsd_pool *pool = hsd_pool_create(2);
+    assert_non_null(pool);
+    hsd_mm_isa isa = hsd_mm_isa_default();
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    enum { COLS = 512, NP = 3, NMAX = 16 };
+    static const int32_t rows[NP] = {1003, 130, 61};
+    for (int ty = 0; ty < 4; ty++) {
+        mat m[NP];
+        float *x = malloc((size_t)NMAX * COLS * sizeof *x);
+        double *xe = malloc((size_t)NMAX * COLS * sizeof *xe);
+        for (int i = 0; i < NMAX * COLS; i++) x[i] = nz();
+        for (int32_t tk = 0; tk < NMAX; tk++)
+            effective_x(isa, types[ty], x + (size_t)tk * COLS, COLS, xe + (size_t)tk * COLS);
+        float *out[NP], *one[NP];
+        hsd_mm_prod prods[NP];
+        hsd_mm_ws ws = {0}, w1 = {0};
+        for (int p = 0; p < NP; p++) {
+            m[p] = make_mat(types[ty], rows[p], COLS);
+            out[p] = malloc((size_t)NMAX * rows[p] * sizeof(float));
+            one[p] = malloc((size_t)NMAX * rows[p] * sizeof(float));
+            prods[p] = (hsd_mm_prod){out[p], rows[p], &m[p].m, NULL, 0};
+            for (int32_t tk = 0; tk < NMAX; tk++)
+                assert_int_equal(hsd_mm_run_isa(&w1, isa, one[p] + (size_t)tk * rows[p], rows[p],
+                                                x + (size_t)tk * COLS, 1, &m[p].m, NULL, 0),
+                                 HSD_OK);
+        }
+        for (int32_t n = 1; n <= NMAX; n++) {
+            assert_int_equal(hsd_mm_run_fused(&ws, pool, 2, x, n, prods, NP), HSD_OK);
+            for (int p = 0; p < NP; p++) {
+                for (int32_t tk = 0; tk < n; tk++)
+                    for (int32_t r = 0; r < rows[p]; r++) {
+                        double s = 0, mag = 0;
+                        for (int32_t i = 0; i < COLS; i++) {
+                            double v = m[p].v[(size_t)r * COLS + i] * xe[(size_t)tk * COLS + i];
+                            s += v, mag += fabs(v);
+                        }
+                        assert_true(fabs(out[p][(size_t)tk * rows[p] + r] - s) <=
+                                    steps(isa, COLS) * ldexp(mag, -24));
+                    }
+                assert_memory_equal(out[p], one[p], (size_t)n * rows[p] * sizeof(float));
+            }
+        }
+        /* one activation preparation serves the job: other columns or types are refused */
+        mat odd = make_mat(types[ty], 7, COLS + 32), other = make_mat(types[(ty + 1) % 4], 7, COLS);
+        hsd_mm_prod bad[2] = {prods[0], {out[1], 7, &odd.m, NULL, 0}};
+        assert_int_equal(hsd_mm_run_fused(&ws, pool, 2, x, 1, bad, 2), HSD_ERR_INVALID_ARG);
+        bad[1].w = &other.m;
+        assert_int_equal(hsd_mm_run_fused(&ws, pool, 2, x, 1, bad, 2), HSD_ERR_INVALID_ARG);
+        free_mat(&odd), free_mat(&other);
+        for (int p = 0; p < NP; p++) free(out[p]), free(one[p]), free_mat(&m[p]);
+        hsd_mm_ws_free(&ws), hsd_mm_ws_free(&w1);
+        free(x), free(xe);
+    }
+    hsd_pool_free(pool);
+}
+
 /* ---- real models: logits of a token alone vs inside a forward of n = 2..16 ------------ */
 
 static void check_model_invariance(hsd_model *m, const char *label) {
@@ -319,6 +382,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_vs_float64),
         cmocka_unit_test(test_threads_invariant),
+        cmocka_unit_test(test_fused_products),
         cmocka_unit_test(test_models_batch_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
