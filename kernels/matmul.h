@@ -79,4 +79,12 @@ hsd_status hsd_mm_run_fused(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, const fl
 hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
                           int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count);
 
+/* Load-time repacking (Q8_0 weights, when hsd_mm_isa_default() is the AVX-512 set; else a no-op):
+ * keeps a row-interleaved copy of w (kernels/matmul_q8.h; as many bytes as w) that the
+ * products of w then read instead of w, with the same results bit for bit. The copy is
+ * found by w's data pointer and shape and counted per call: call hsd_mm_unpack(w) as many
+ * times, before w's data goes away. Returns HSD_ERR_NOMEM when the copy cannot be made. */
+hsd_status hsd_mm_pack(const hsd_mat *w);
+void hsd_mm_unpack(const hsd_mat *w);
+
 #endif

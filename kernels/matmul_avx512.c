@@ -3,9 +3,7 @@
  * so each weight vector loaded feeds T multiply-adds and each activation vector R.
  *
  *   BF16: activations rounded to bf16 once per call; vdpbf16ps (32 products per instruction).
- *   Q8_0: activations quantised per 32-block to int8 (stored as q + 128 in u8) once per
- *         call; vpdpbusd gives the exact integer block dot, started from -128·Σw so that the
- *         u8 offset cancels; then one fp32 FMA by d_w·d_x per pair of blocks.
+ *   (Q8_0: row-interleaved weights and their own tile, matmul_q8_avx512.c.)
  *   F16/F32: weights widened to fp32 in registers, fp32 FMA against fp32 activations.
  *
  * Every tile shape runs the same per-(row, token) sequence: chunks of the row in order, one
@@ -33,31 +31,20 @@
 
 #define TILE_R 4 /* rows per tile (BF16, F16, F32) */
 #define TILE_T 4 /* tokens per tile */
-/* Q8_0's tile, apart so that it can be tuned alone: 2 rows × 8 tokens spilled registers
- * (GCC 12) and ran slower; 3 × 4 was within the noise of 4 × 4 */
-#define Q8_R 4
-#define Q8_T 4
-#define MAX_R 4 /* table bounds */
+#define MAX_R 4  /* table bounds */
 #define MAX_T 4
 
 int hsd_mm_avx512_handles(hsd_dtype t) {
-    return t == HSD_DT_F32 || t == HSD_DT_F16 || t == HSD_DT_BF16 || t == HSD_DT_Q8_0;
+    return t == HSD_DT_F32 || t == HSD_DT_F16 || t == HSD_DT_BF16;
 }
 
 static size_t align64(size_t b) {
     return (b + 63) & ~(size_t)63;
 }
 
-/* Q8_0 rows go in chunks of two blocks (64 values, one zmm of u8). */
-static size_t q8_chunks(int32_t cols) {
-    return (size_t)(cols / 32 + 1) / 2;
-}
-
 size_t hsd_mm_avx512_acts_bytes(hsd_dtype t, int32_t n, int32_t cols) {
     size_t N = (size_t)n;
     if (t == HSD_DT_BF16) return align64(N * cols * 2);
-    if (t == HSD_DT_Q8_0)
-        return align64(N * cols) + align64(N * q8_chunks(cols) * 16 * sizeof(float));
     return 0;
 }
 
@@ -71,43 +58,11 @@ TGT static void prep_bf16(const float *x, size_t len, uint16_t *o) {
     for (; i < len; i++) o[i] = hsd_fp32_to_bf16(x[i]);
 }
 
-/* One row of nb blocks: d = fp16(max|x|/127), q = round-to-even(x · 127/max|x|), stored as q + 128;
- * the scales as 16 lanes per chunk of two blocks (8 each; 0 for a missing second block),
- * ready for the tile's scale product. */
-TGT static void prep_q8(const float *x, int32_t nb, uint8_t *q, float *d) {
-    memset(d, 0, q8_chunks(nb * 32) * 16 * sizeof *d);
-    const __m512 sign = _mm512_set1_ps(-0.0f);
-    for (int32_t b = 0; b < nb; b++, x += 32, q += 32) {
-        __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-        __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1));
-        float amax = _mm512_reduce_max_ps(m);
-        /* llama.cpp's rule (ggml-cpu quantize_row_q8_0): the scale is stored as fp16 and the
-         * inverse is 127/amax, so the products equal llama.cpp's on the same Q8_0 file */
-        float db = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
-        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        for (int k = 0; k < 8; k++) d[b * 8 + k] = db;
-        __m512 s = _mm512_set1_ps(id);
-        __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, s)));
-        __m128i q1 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, s)));
-        __m256i qq = _mm256_xor_si256(_mm256_set_m128i(q1, q0), _mm256_set1_epi8((char)0x80));
-        _mm256_storeu_si256((__m256i *)(void *)q, qq);
-    }
-}
-
 void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
     size_t N = (size_t)a->n;
     if (t == HSD_DT_BF16) {
         prep_bf16(a->x, N * a->cols, buf);
         a->xb = buf;
-    } else if (t == HSD_DT_Q8_0) {
-        int32_t nb = a->cols / 32;
-        uint8_t *q = buf;
-        float *d = (float *)(void *)(q + align64(N * a->cols));
-        size_t dstride = q8_chunks(a->cols) * 16;
-        for (size_t i = 0; i < N; i++)
-            prep_q8(a->x + i * a->cols, nb, q + i * nb * 32, d + i * dstride);
-        a->xq = q;
-        a->xd = d;
     }
 }
 
@@ -119,9 +74,9 @@ void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
  * G = ceil(n/4) passes over its rows: the first streams them from memory, the others compute
  * from L1/L2 and leave the memory idle, so streaming and arithmetic would add up instead of
  * overlapping. Pass g of G fetches the lines c of the next tile's rows with c % G == g,
- * spreading the next tile's stream over all passes. Even at n = 1 it pays for Q8_0, whose
- * many instructions per byte keep the out-of-order window from running far enough ahead:
- * measured single-thread (CPU time, 428 MB of Q8_0 rows) 31 ms -> 15.5 ms; BF16 unchanged. */
+ * spreading the next tile's stream over all passes. Even at n = 1 it paid for the Q8_0 tile
+ * that was here (now matmul_q8_avx512.c), whose many instructions per byte kept the
+ * out-of-order window from running far enough ahead: single-thread 31 ms -> 15.5 ms. */
 typedef struct pf_plan {
     const uint8_t *next[MAX_R];
     int32_t g, G;
@@ -170,26 +125,14 @@ TGT static INL void tile_bf16(const hsd_mm_acts *a, const uint8_t *const *rows, 
     TILE_STORE(R, T)
 }
 
-TGT static INL float fp16_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
-/* 16 weights of row p from element i widened to fp32 (exactly; Q8_0: the float product
- * d·q, as cpu_ops.c's dequantisation), m: lanes to load (Q8_0: i multiple of 16). */
+/* 16 weights of row p from element i widened to fp32 (exactly), m: lanes to load. */
 TGT static INL __m512 load_w16(hsd_dtype ty, const uint8_t *p, int32_t i, __mmask16 m) {
     switch (ty) {
-    case HSD_DT_F32: return _mm512_maskz_loadu_ps(m, p + 4 * (size_t)i);
     case HSD_DT_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + 2 * (size_t)i));
     case HSD_DT_BF16:
         return _mm512_castsi512_ps(
             _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p + 2 * (size_t)i)), 16));
-    default: {
-        const uint8_t *b = p + (size_t)(i / 32) * HSD_Q8_0_BYTES;
-        __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 2 + i % 32));
-        return _mm512_mul_ps(_mm512_set1_ps(fp16_at(b)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-    }
+    default: return _mm512_maskz_loadu_ps(m, p + 4 * (size_t)i); /* F32 */
     }
 }
 
@@ -213,54 +156,6 @@ TGT static INL void tile_fp(const hsd_mm_acts *a, hsd_dtype ty, const uint8_t *c
     }
     TILE_STORE(R, T)
 }
-
-/* Two Q8_0 blocks' scales as 16 lanes (8 per block); a missing second block scales by 0. */
-TGT static INL __m512 scales2(float d0, float d1) {
-    return _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
-}
-
-TGT static INL void tile_q8(const hsd_mm_acts *a, const uint8_t *const *rows, int32_t t0,
-                            float *out, int32_t ld, const pf_plan *pf, const int R, const int T) {
-    __m512 acc[Q8_R][Q8_T];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-    const int32_t nb = a->cols / 32;
-    const size_t xs = (size_t)nb * 32; /* row stride of xq */
-    const uint8_t *xq = a->xq + (size_t)t0 * xs;
-    const size_t ds = q8_chunks(a->cols) * 16; /* row stride of xd */
-    const float *xd = a->xd + (size_t)t0 * ds;
-    const __m512i zero = _mm512_setzero_si512(), u128 = _mm512_set1_epi8((char)0x80);
-    for (int32_t b = 0; b < nb; b += 2) {
-        PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES);
-        PREFETCH(pf, b / 2, (size_t)b * HSD_Q8_0_BYTES + 64);
-        const int two = b + 1 < nb;
-        __m512i w[Q8_R], corr[Q8_R];
-        __m512 dw[Q8_R];
-        UNROLL for (int r = 0; r < R; r++) {
-            const uint8_t *blk = rows[r] + (size_t)b * HSD_Q8_0_BYTES;
-            __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-            __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 36))
-                             : _mm256_setzero_si256();
-            w[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            /* Σ (q+128)·w − 128·Σw = Σ q·w: start each lane at −128·Σ of its 4 weights */
-            corr[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, u128, w[r]));
-            dw[r] = scales2(fp16_at(blk), two ? fp16_at(blk + HSD_Q8_0_BYTES) : 0.0f);
-        }
-        UNROLL for (int t = 0; t < T; t++) {
-            const uint8_t *xp = xq + (size_t)t * xs + (size_t)b * 32;
-            __m512i xv = two ? _mm512_loadu_si512(xp)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)xp));
-            if (!two) xv = _mm512_inserti64x4(xv, _mm256_setzero_si256(), 1);
-            __m512 dx = _mm512_load_ps(xd + (size_t)t * ds + (size_t)b * 8);
-            UNROLL for (int r = 0; r < R; r++) {
-                __m512i s = _mm512_dpbusd_epi32(corr[r], xv, w[r]);
-                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[r], dx), acc[r][t]);
-            }
-        }
-    }
-    TILE_STORE(R, T)
-}
-
 
 /* BF16, two tokens: as rows_bf16_n1, 4 rows × 2 tokens in 8 accumulators (single thread,
  * 1 GB of rows, CPU time: 34-37 ms against 37-39 ms for the tile table's 4 × 2 tile). */
@@ -393,17 +288,14 @@ typedef void (*tile_fn)(const hsd_mm_acts *, const uint8_t *const *, int32_t, fl
 #define B_BF16(R, T) tile_bf16(a, rows, t0, out, ld, pf, R, T)
 #define B_F32(R, T) tile_fp(a, HSD_DT_F32, rows, t0, out, ld, pf, R, T)
 #define B_F16(R, T) tile_fp(a, HSD_DT_F16, rows, t0, out, ld, pf, R, T)
-#define B_Q8(R, T) tile_q8(a, rows, t0, out, ld, pf, R, T)
 
 DEF_TILES(k_bf16, B_BF16)
 DEF_TILES(k_f32, B_F32)
 DEF_TILES(k_f16, B_F16)
-DEF_TILES(k_q8, B_Q8)
 
 static const tile_fn tiles_bf16[MAX_R][MAX_T] = TABLE(k_bf16);
 static const tile_fn tiles_f32[MAX_R][MAX_T] = TABLE(k_f32);
 static const tile_fn tiles_f16[MAX_R][MAX_T] = TABLE(k_f16);
-static const tile_fn tiles_q8[MAX_R][MAX_T] = TABLE(k_q8);
 
 void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const *rows,
                         int32_t count, float *out, int32_t ld) {
@@ -415,11 +307,8 @@ void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const 
         rows_bf16_n2(a, rows, count, out, ld);
         return;
     }
-    const tile_fn(*tab)[MAX_T] = t == HSD_DT_BF16   ? tiles_bf16
-                                 : t == HSD_DT_Q8_0 ? tiles_q8
-                                 : t == HSD_DT_F16  ? tiles_f16
-                                                    : tiles_f32;
-    const int32_t tr = t == HSD_DT_Q8_0 ? Q8_R : TILE_R, tt = t == HSD_DT_Q8_0 ? Q8_T : TILE_T;
+    const tile_fn(*tab)[MAX_T] = t == HSD_DT_BF16 ? tiles_bf16 : t == HSD_DT_F16 ? tiles_f16 : tiles_f32;
+    const int32_t tr = TILE_R, tt = TILE_T;
     /* rows outer, tokens inner: a tile's rows come from memory once and stay in L1/L2 for
      * the following token groups */
     const int32_t G = (a->n + tt - 1) / tt;

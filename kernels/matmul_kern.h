@@ -13,8 +13,10 @@ typedef struct hsd_mm_acts {
     int32_t n, cols;
     const float *x;     /* fp32 [n][cols] */
     const uint16_t *xb; /* bf16 [n][cols] (BF16 weights) */
-    const uint8_t *xq;  /* q + 128 as u8, [n][nb*32] (Q8_0 weights), nb = cols/32 */
-    const float *xd;    /* [n][nb] block scales of xq */
+    const uint8_t *xq;  /* q + 128 as u8, [n][nb*32] (Q8_0 weights), nb = cols/32;
+                           matmul_q8_avx512.c: q as int8, [nb][n][32] */
+    const float *xd;    /* [n][nb] block scales of xq (matmul_q8_avx512.c: [nb][n]) */
+    const int32_t *xc;  /* matmul_q8_avx512.c: −128·Σq per block, [nb][n] */
 } hsd_mm_acts;
 
 #if defined(__x86_64__) && defined(__GNUC__)

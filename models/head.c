@@ -62,6 +62,7 @@ const char *hsd_head_desc(const hsd_head *h) {
 void hsd_head_free(hsd_head *h) {
     if (!h) return;
     free(h->keep);
+    if (h->packed) hsd_mm_unpack(&h->packed_m);
     free(h->packed);
     free(h->down);
     free(h->up);
@@ -122,6 +123,12 @@ static hsd_status setup_trimmed(hsd_head *h, const hsd_head_params *p, const cha
         memcpy((uint8_t *)h->packed + (size_t)i * rb,
                (const uint8_t *)h->cls.data + (size_t)h->keep[i] * rb, rb);
     h->packed_m = (hsd_mat){h->cls.type, h->n_keep, h->dim, h->packed};
+    hsd_status ps = hsd_mm_pack(&h->packed_m); /* Q8_0: the AVX-512 layout (kernels/matmul.h) */
+    if (ps) {
+        free(h->packed);
+        h->packed = NULL;
+        return ps;
+    }
     snprintf(h->desc, sizeof h->desc, "trimmed: %d of %d rows", h->n_keep, h->vocab);
     return HSD_OK;
 }

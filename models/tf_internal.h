@@ -25,6 +25,7 @@ struct hsd_transformer {
     hsd_tf_config cfg;
     char desc[320];
     hsd_mat tok_emb, cls;
+    bool packed; /* hsd_mm_pack ran on the products' matrices (hsd_tf_free undoes it) */
     float *out_norm;
     hsd_tf_layer *layers;
     void (*release)(void *);

@@ -173,6 +173,29 @@ static hsd_mat row_view(const hsd_mat *m, int32_t r0, int32_t rows) {
     return v;
 }
 
+/* The i-th matrix of the forward's products, i < 7 · layers + 1 (not tok_emb: its rows are
+ * looked up). */
+static const hsd_mat *product_mat(const hsd_transformer *tf, int32_t i) {
+    if (i == 7 * tf->cfg.n_layers) return &tf->cls;
+    const hsd_tf_layer *L = &tf->layers[i / 7];
+    const hsd_mat *m[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up};
+    return m[i % 7];
+}
+/* Q8_0 weights get a row-interleaved copy for the AVX-512 products (kernels/matmul.h): as
+ * many bytes again as the Q8_0 matrices; the mapped file's pages are not read after this. */
+static hsd_status pack_weights(hsd_transformer *tf) {
+    int32_t n = 7 * tf->cfg.n_layers + 1;
+    for (int32_t i = 0; i < n; i++) {
+        hsd_status s = hsd_mm_pack(product_mat(tf, i));
+        if (s) {
+            while (i-- > 0) hsd_mm_unpack(product_mat(tf, i));
+            return s;
+        }
+    }
+    tf->packed = true;
+    return HSD_OK;
+}
+
 static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, void *lctx, const char *src,
                              int32_t l) {
     const hsd_tf_config *c = &tf->cfg;
@@ -255,6 +278,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     if (!found) tf->cls = tf->tok_emb; /* tied embeddings */
     for (int32_t l = 0; l < c->n_layers; l++)
         if ((s = load_layer(tf, lookup, lctx, src, l))) goto fail;
+    if ((s = pack_weights(tf))) goto fail;
 
     size_t kv = (size_t)tf->n_seq * c->n_layers * tf->n_ctx * tf->kv_dim;
     tf->kv_lens = calloc((size_t)tf->n_seq, sizeof *tf->kv_lens);
@@ -307,6 +331,8 @@ fail:
 
 void hsd_tf_free(hsd_transformer *tf) {
     if (!tf) return;
+    for (int32_t i = 0; tf->packed && i < 7 * tf->cfg.n_layers + 1; i++)
+        hsd_mm_unpack(product_mat(tf, i));
     if (tf->layers)
         for (int32_t l = 0; l < tf->cfg.n_layers; l++) {
             hsd_tf_layer *L = &tf->layers[l];

@@ -187,6 +187,14 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
         /* batch invariance: bit-identical to the token computed alone */
         assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
     }
+    /* Q8_0 packed at load time (kernels/matmul_q8.h; a no-op where AVX-512 does not run):
+     * the same bits as above, so the float64 check holds for it too */
+    assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
+    for (int32_t n = 1; n <= NMAX; n++) {
+        assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
+        assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
+    }
+    hsd_mm_unpack(&a.m);
     /* row subsets (ids) give the same bits as the same rows of the full product */
     int32_t ids[8]; /* runs and jumps, repeats when rows < 8 */
     for (int j = 0; j < 8; j++) ids[j] = (j < 3 ? j : 5 * j + 1) % rows;
@@ -235,6 +243,12 @@ static void test_threads_invariant(void **state) {
         for (int32_t n = 1; n <= 16; n++) {
             assert_int_equal(hsd_mm_run(&w1, NULL, 1, p, 1003, x, n, &a.m, NULL, 0), HSD_OK);
             assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
+            assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
+            if (types[ty] != HSD_DT_Q8_0) continue;
+            /* packed Q8_0: threads split the 16-row groups (1003 / 2 = 502 rows each) */
+            assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
+            assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
+            hsd_mm_unpack(&a.m);
             assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
         }
         hsd_mm_ws_free(&w1), hsd_mm_ws_free(&w2);

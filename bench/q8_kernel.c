@@ -1,0 +1,68 @@
+/* Q8_0 products alone, one thread, CPU time: the matrices of L layers of the llama-3.2-1b
+ * shape (q, k, v, o 2048 wide; gate, up 8192 x 2048; down 2048 x 8192; random Q8_0 blocks),
+ * each multiplied by n tokens per "forward", for n = 1, 2, 4, 8, 16. Thread CPU time rather
+ * than wall time, and the minimum over repetitions, so that a shared machine's other
+ * processes distort it less (their memory traffic still does). Built and run by
+ * bench/q8_kernel.sh; -DQ8K_NO_PACK builds it against a library without hsd_mm_pack. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/matmul.h"
+
+static double cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+int main(int argc, char **argv) {
+    int L = argc > 1 ? atoi(argv[1]) : 4, reps = argc > 2 ? atoi(argv[2]) : 9;
+    static const int shapes[7][2] = {{2048, 2048}, {512, 2048},  {512, 2048}, {2048, 2048},
+                                     {8192, 2048}, {8192, 2048}, {2048, 8192}};
+    int nm = 7 * L;
+    hsd_mat *m = calloc((size_t)nm, sizeof *m);
+    size_t total = 0;
+    srand(1);
+    for (int i = 0; i < nm; i++) {
+        int r = shapes[i % 7][0], c = shapes[i % 7][1];
+        size_t b = (size_t)r * (c / 32) * 34;
+        uint8_t *d = malloc(b);
+        if (!d) return 1;
+        for (size_t k = 0; k < b; k++) d[k] = (uint8_t)rand();
+        for (size_t k = 0; k < b; k += 34) { /* a finite fp16 scale, 2^-7 .. 2^-6 */
+            uint16_t h = (uint16_t)(0x2000 | (rand() & 0x3ff));
+            memcpy(d + k, &h, 2);
+        }
+        m[i] = (hsd_mat){HSD_DT_Q8_0, r, c, d};
+        total += b;
+#ifndef Q8K_NO_PACK
+        if (hsd_mm_pack(&m[i])) return 1;
+#endif
+    }
+    float *x = malloc(16 * 8192 * sizeof *x), *out = malloc(16 * 8192 * sizeof *out);
+    for (int i = 0; i < 16 * 8192; i++) x[i] = (float)(rand() % 2000 - 1000) / 1000.0f;
+    hsd_mm_ws ws = {0};
+    if (hsd_mm_ws_reserve(&ws, 1, 16, 8192)) return 1;
+    printf("%d layers, %.0f MB of Q8_0 rows, 1 thread, min CPU ms over %d reps\n", L, total / 1e6,
+           reps);
+    static const int ns[] = {1, 2, 4, 8, 16};
+    double t1 = 0;
+    for (int a = 0; a < 5; a++) {
+        int n = ns[a];
+        double best = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double t0 = cpu_ms();
+            for (int i = 0; i < nm; i++)
+                (void)hsd_mm_run(&ws, NULL, 1, out, 8192, x, n, &m[i], NULL, 0);
+            double t = cpu_ms() - t0;
+            if (t < best) best = t;
+        }
+        if (n == 1) t1 = best;
+        printf("n=%2d  %7.2f ms  f(n)/f(1) %.2f  %5.1f GB/s  %6.1f GMAC/s\n", n, best, best / t1,
+               total / best / 1e6, (double)total / 34 * 32 * n / best / 1e6);
+    }
+    return 0;
+}
