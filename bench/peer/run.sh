@@ -66,7 +66,7 @@ for dt in $dtypes; do
         done
         echo "  $dt round $r done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
-    bytes=$(stat -c %s "$gguf")
+    bytes=$(stat -L -c %s "$gguf")
     echo
     echo "## $shape $dt ($(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB file), median over $rounds rounds"
     awk -v gbs="$gbs" -v mbytes="$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')" '
