@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hsd needs to build and test. Idempotent: does nothing when
 # everything is present. Called by `make` and `.ci/run`, so a fresh machine needs no setup.
-# `--ci` adds what CI needs beyond the build: jq (fuzz seeds), node + npm (the pinned llama.cpp
-# oracle and the Unicode table check).
+# `--ci` adds what CI needs beyond the build, when its command is missing (node and npm often
+# come from elsewhere than Debian, and Debian's npm package then conflicts): jq (fuzz seeds),
+# node + npm (the pinned llama.cpp oracle and the Unicode table check).
 set -euo pipefail
 pkgs="cmake make gcc clang pkg-config libpcre2-dev libutf8proc-dev libxxhash-dev libcmocka-dev
       libjansson-dev libopenblas-dev libicu-dev python3"
-[ "${1:-}" = --ci ] && pkgs="$pkgs jq nodejs npm"
+if [ "${1:-}" = --ci ]; then
+    command -v jq >/dev/null || pkgs="$pkgs jq"
+    command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
+fi
 missing=()
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
