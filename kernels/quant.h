@@ -32,6 +32,23 @@
 
 #include "kernels/cpu_ops.h"
 
+#include <string.h>
+
+/* The fp16 at p (unaligned) as fp32 without branches for finite values: the magnitude bits
+ * moved into a float's and rescaled by 2^112, exact for normal and subnormal halves; inf/nan
+ * take the library conversion. The k-quant kernels read two per block, and the generic
+ * conversion's branches showed in profiles (7%). */
+static inline float hsd_quant_half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    if ((h & 0x7c00) == 0x7c00) return hsd_fp16_to_fp32(h);
+    uint32_t bits = (uint32_t)(h & 0x7fff) << 13;
+    float f;
+    memcpy(&f, &bits, 4);
+    f *= 0x1p112f;
+    return h & 0x8000 ? -f : f;
+}
+
 #define HSD_QK_K 256 /* elements of a k-quant super-block */
 
 /* true for the block-quantised types (Q8_0 included), false for F32/F16/BF16 */

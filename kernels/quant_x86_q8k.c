@@ -16,19 +16,6 @@
 #include <immintrin.h>
 #define HSD_AVX2K __attribute__((target("avx2,fma")))
 
-/* fp16 -> fp32 without branches for finite values (the magnitude bits moved into a float's
- * and rescaled by 2^112: exact for normal and subnormal halves); inf/nan take the library
- * conversion. Two per block, so the generic one's branches showed in profiles (7%). */
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    if ((h & 0x7c00) == 0x7c00) return hsd_fp16_to_fp32(h);
-    uint32_t bits = (uint32_t)(h & 0x7fff) << 13;
-    float f;
-    memcpy(&f, &bits, 4);
-    f *= 0x1p112f;
-    return h & 0x8000 ? -f : f;
-}
 
 HSD_AVX2K static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -88,8 +75,8 @@ HSD_AVX2K static float dot_q45k(const uint8_t *w, size_t bb, int five, const hsd
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16((short)sc[j])));
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(x->d * half_at(w)), _mm256_cvtepi32_ps(sumi), acc);
-        acc_min += x->d * half_at(w + 2) * (float)mins;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x->d * hsd_quant_half_at(w)), _mm256_cvtepi32_ps(sumi), acc);
+        acc_min += x->d * hsd_quant_half_at(w + 2) * (float)mins;
     }
     return hsum(acc) - acc_min;
 }
@@ -122,7 +109,7 @@ HSD_AVX2K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
                 corr += sc[k] * x->bsums[k] + sc[k + 1] * x->bsums[k + 1];
             }
         }
-        float d = x->d * half_at(w + 208);
+        float d = x->d * hsd_quant_half_at(w + 208);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
         acc_corr += d * (float)(32 * corr);
     }

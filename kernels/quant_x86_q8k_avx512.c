@@ -17,17 +17,6 @@
 #include <immintrin.h>
 #define HSD_AVX512K __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
-/* as kernels/quant_x86_q8k.c: exact fp16 -> fp32 for finite values */
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    if ((h & 0x7c00) == 0x7c00) return hsd_fp16_to_fp32(h);
-    uint32_t bits = (uint32_t)(h & 0x7fff) << 13;
-    float f;
-    memcpy(&f, &bits, 4);
-    f *= 0x1p112f;
-    return h & 0x8000 ? -f : f;
-}
 
 HSD_AVX512K static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -113,7 +102,7 @@ dot_q45k(const uint8_t *w, size_t bb, int five, const hsd_q8k *x, int T, int64_t
             }
             s4[c] = _mm512_permutexvar_epi16(pick[c], scv);
         }
-        const float dw = half_at(w), dmin = half_at(w + 2);
+        const float dw = hsd_quant_half_at(w), dmin = hsd_quant_half_at(w + 2);
         if (T == 4) { /* mins_t = sum_k m_(k/2) * bsums_t[k] */
             __m256i mdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)m),
                                                                   _mm_cvtsi64_si128((long long)m)));
@@ -187,7 +176,7 @@ dot_q6k(const uint8_t *w, const hsd_q8k *x, int T, int64_t nb, float *out) {
                 s4[2 * n + g / 2] = _mm512_permutexvar_epi16(pick[2 * n + g / 2], sc512);
             }
         }
-        const float dw = half_at(w + 208);
+        const float dw = hsd_quant_half_at(w + 208);
         if (T == 4) { /* the four tokens' offsets in one vector, per lane the code below */
             __m128 d4 = _mm_mul_ps(d4_of(x + i, nb), _mm_set1_ps(dw));
             __m128i corr4 = _mm_slli_epi32(sum4_madd(scw, x + i, nb), 5);

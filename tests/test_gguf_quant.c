@@ -21,6 +21,7 @@
 #include "hsd.h"
 #include "kernels/quant.h"
 #include "models/synth.h"
+#include "tests/quant_rows.h"
 #include "tests/testutil.h"
 
 /* ---- float64 re-derivation of each block type --------------------------------------- */
@@ -140,44 +141,9 @@ static const hsd_dtype qtypes[] = {HSD_DT_Q4_0, HSD_DT_Q4_1, HSD_DT_Q5_0, HSD_DT
                                    HSD_DT_Q2_K, HSD_DT_Q3_K, HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static void put_f16(uint8_t *p, float v) {
-    uint16_t h = hsd_fp32_to_fp16(v);
-    p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
-}
-/* Random row: random bytes, fp16 scale fields set to finite values of either sign. */
+static uint32_t rnd(void) { return hsd_test_xorshift(&rng_state); }
 static void random_row(hsd_dtype t, uint8_t *row, int64_t cols) {
-    size_t bb = hsd_dtype_block_bytes(t);
-    int64_t nb = cols / hsd_dtype_block(t);
-    for (size_t i = 0; i < bb * (size_t)nb; i++) row[i] = (uint8_t)rnd();
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t *b = row + i * bb;
-        float d = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f,
-              m = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f;
-        switch (t) {
-        case HSD_DT_Q4_1:
-        case HSD_DT_Q5_1:
-        case HSD_DT_Q4_K:
-        case HSD_DT_Q5_K:
-            put_f16(b, d), put_f16(b + 2, m);
-            break;
-        case HSD_DT_Q2_K:
-            put_f16(b + 80, d), put_f16(b + 82, m);
-            break;
-        case HSD_DT_Q3_K:
-            put_f16(b + 108, d);
-            break;
-        case HSD_DT_Q6_K:
-            put_f16(b + 208, d);
-            break;
-        default:
-            put_f16(b, d);
-            break;
-        }
-    }
+    hsd_test_random_quant_row(t, row, cols, &rng_state);
 }
 
 /* llama.cpp's activation rounding before a quantised matmul (ggml quantize_row_q8_K_ref;

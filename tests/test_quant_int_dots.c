@@ -11,33 +11,13 @@
 #include <string.h>
 
 #include "kernels/quant.h"
+#include "tests/quant_rows.h"
 #include "tests/testutil.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static void put_f16(uint8_t *p, float v) {
-    uint16_t h = hsd_fp32_to_fp16(v);
-    p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
-}
-/* Random row of Q4_0 / Q4_K / Q5_K / Q6_K: random bytes, fp16 scales finite of either sign. */
+static uint32_t rnd(void) { return hsd_test_xorshift(&rng_state); }
 static void random_row(hsd_dtype t, uint8_t *row, int64_t cols) {
-    size_t bb = hsd_dtype_block_bytes(t);
-    int64_t nb = cols / hsd_dtype_block(t);
-    for (size_t i = 0; i < bb * (size_t)nb; i++) row[i] = (uint8_t)rnd();
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t *b = row + i * bb;
-        float d = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f,
-              m = ((float)(rnd() % 2000) - 1000.0f) * 1e-4f;
-        if (t == HSD_DT_Q4_K || t == HSD_DT_Q5_K)
-            put_f16(b, d), put_f16(b + 2, m);
-        else if (t == HSD_DT_Q6_K)
-            put_f16(b + 208, d);
-        else
-            put_f16(b, d);
-    }
+    hsd_test_random_quant_row(t, row, cols, &rng_state);
 }
 
 /* Q4_0 x Q8_0 integer dot (llama.cpp's repacked-kernel arithmetic): the AVX2 version equals
