@@ -26,11 +26,18 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static hsd_q8p **reg;
 static size_t reg_n, reg_cap;
 
+/* index of w's entry, or reg_n (caller holds reg_mu) */
+static size_t reg_index(const hsd_mat *w) {
+    size_t i = 0;
+    while (i < reg_n &&
+           !(reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols))
+        i++;
+    return i;
+}
+
 static hsd_q8p *reg_lookup(const hsd_mat *w) {
-    for (size_t i = 0; i < reg_n; i++)
-        if (reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols)
-            return reg[i];
-    return NULL;
+    size_t i = reg_index(w);
+    return i < reg_n ? reg[i] : NULL;
 }
 
 const hsd_q8p *hsd_q8p_find(const hsd_mat *w) {
@@ -118,14 +125,11 @@ void hsd_mm_unpack(const hsd_mat *w) {
     if (!w || w->type != HSD_DT_Q8_0) return;
     pthread_mutex_lock(&reg_mu);
     hsd_q8p *p = NULL;
-    for (size_t i = 0; i < reg_n; i++)
-        if (reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols) {
-            if (--reg[i]->refs == 0) {
-                p = reg[i];
-                reg[i] = reg[--reg_n];
-            }
-            break;
-        }
+    size_t i = reg_index(w);
+    if (i < reg_n && --reg[i]->refs == 0) {
+        p = reg[i];
+        reg[i] = reg[--reg_n];
+    }
     if (reg_n == 0) { /* last one out: no allocation left behind for leak checkers */
         free(reg);
         reg = NULL, reg_cap = 0;

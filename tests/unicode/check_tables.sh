@@ -7,7 +7,7 @@ set -u
 src=${1:-.}
 command -v node >/dev/null || {
     echo "skipped: node not installed; run apt-get install nodejs"
-    exit 0
+    exit 77
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
