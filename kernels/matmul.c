@@ -8,15 +8,17 @@
 #include <string.h>
 
 #include "kernels/matmul_kern.h"
+#include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_q8.h"
 #include "lib/base/error.h"
 
 /* Below this many multiply-adds a product runs on one thread: the hand-off costs more. */
 #define MM_PAR_MIN_WORK (1 << 17)
 #define MM_ROW_BATCH 64 /* row pointers built per kernel call */
-/* Per-thread scratch in floats: 4 rows of fp32 (the AVX2 set), or one 16-row group of Q8_0
- * packed on the fly (17 bytes per column, matmul_q8_avx512.c) */
-#define MM_SCRATCH_FLOATS(cols) (5 * (size_t)(cols))
+/* Per-thread scratch in floats: 4 rows of fp32 (the AVX2 set), or one 16-row group packed on
+ * the fly: Q8_0 17 bytes per column (matmul_q8_avx512.c), BF16 32 bytes per column pair
+ * rounded up (matmul_bf16p_avx512.c) */
+#define MM_SCRATCH_FLOATS(cols) (8 * (size_t)(cols) + 16)
 
 const char *hsd_mm_isa_name(hsd_mm_isa isa) {
     static const char *names[] = {"scalar", "avx2", "avx512"};
@@ -81,11 +83,11 @@ static hsd_status ws_reserve(hsd_mm_ws *ws, size_t bytes) {
     return HSD_OK;
 }
 
-/* Activations of the widest kind (Q8_0's u8 + scales, or BF16's), then the row buffers. */
+/* Activations of the widest kind (Q8_0's u8 + scales, or BF16's pairs), then the row buffers. */
 static size_t ws_bytes(int32_t nth, int32_t n, int32_t cols) {
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    size_t a = hsd_mm_avx512_acts_bytes(HSD_DT_BF16, n, cols), b = hsd_q8p_acts_bytes(n, cols);
+    size_t a = hsd_bf16p_acts_bytes(n, cols), b = hsd_q8p_acts_bytes(n, cols);
     acts = a > b ? a : b;
 #endif
     return acts + (size_t)nth * MM_SCRATCH_FLOATS(cols) * sizeof(float);
@@ -122,9 +124,9 @@ typedef struct mm_part {
     float *out;
     int32_t ld;
     int32_t chunk; /* rows per chunk (a multiple of 4: threads keep whole 4-row tiles; of 16
-                    * for Q8_0 under AVX-512: its 16-row groups) */
+                    * for Q8_0 and BF16 under AVX-512: their 16-row groups) */
     int32_t first; /* index of its first chunk among the job's */
-    const struct hsd_q8p *q8p; /* Q8_0 under AVX-512: the packed copy of w, if any */
+    const hsd_mm_packed *pk; /* Q8_0 / BF16 under AVX-512: the packed copy of w, if any */
 } mm_part;
 
 typedef struct mm_job {
@@ -150,7 +152,11 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
     const uint8_t *base = w->data;
 #ifdef HSD_MM_HAVE_AVX512
     if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
-        hsd_q8p_rows(&j->a, w, p->q8p, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        hsd_q8p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        return;
+    }
+    if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_BF16) { /* matmul_bf16p_avx512.c */
+        hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
     if (j->isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
@@ -217,12 +223,12 @@ static int32_t chunk_rows(const hsd_mat *w, int32_t rows, int32_t nth) {
     int64_t c = (int64_t)(MM_CHUNK_BYTES / (rb ? rb : 1));
     int64_t most = rows / (4 * nth); /* >= 4 chunks per thread when the product allows */
     if (c > most) c = most;
-    int64_t m = w->type == HSD_DT_Q8_0 ? 16 : 4;
+    int64_t m = w->type == HSD_DT_Q8_0 || w->type == HSD_DT_BF16 ? 16 : 4;
     c = (c + m - 1) / m * m;
     return c < m ? (int32_t)m : (int32_t)c;
 }
 
-/* Q8_0 products under AVX-512 go in one contiguous range of rows per thread (a multiple of
+/* Q8_0 and BF16 products under AVX-512 go in one contiguous range of rows per thread (a multiple of
  * the tile's 16-row group) instead of chunks handed out from the counter: measured at the
  * llama-3.2-1b shape, 2 threads (18:58 UTC, load ~1.1, 2 rounds), forward(8) 34.8 -> 27.7 ms
  * and forward(16) 52.3 -> 43.3 ms with the same kernel; n = 1 unchanged. Interleaving 256 KB
@@ -231,6 +237,11 @@ static int32_t chunk_rows(const hsd_mat *w, int32_t rows, int32_t nth) {
 static int32_t split_rows(int32_t rows, int32_t nth) {
     int32_t c = (rows + nth - 1) / nth;
     return (c + 15) / 16 * 16;
+}
+
+/* Storage types whose AVX-512 products run on 16-row groups (kernels/matmul_pack.h). */
+static bool packed_type(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
 }
 
 static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nth, const float *x,
@@ -249,34 +260,35 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         p->out = prods[i].out;
         p->ld = prods[i].ld;
         if (p->rows <= 0) continue;
-        p->chunk = isa == HSD_MM_AVX512 && p->w->type == HSD_DT_Q8_0
-                       ? split_rows(p->rows, nth)
-                       : chunk_rows(p->w, p->rows, nth);
+        p->chunk = isa == HSD_MM_AVX512 && packed_type(p->w->type) ? split_rows(p->rows, nth)
+                                                                    : chunk_rows(p->w, p->rows, nth);
         p->first = j->n_chunks;
         j->n_chunks += (p->rows + p->chunk - 1) / p->chunk;
         j->n_parts++;
     }
     atomic_init(&j->next, 0);
-    j->split = isa == HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0 && nth > 1;
+    j->split = isa == HSD_MM_AVX512 && packed_type(w0->type) && nth > 1;
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
     const int q8p = isa == HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;
+    const int bfp = isa == HSD_MM_AVX512 && w0->type == HSD_DT_BF16;
     if (q8p)
         acts = hsd_q8p_acts_bytes(n, w0->cols);
-    else if (isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w0->type))
-        acts = hsd_mm_avx512_acts_bytes(w0->type, n, w0->cols);
+    else if (bfp)
+        acts = hsd_bf16p_acts_bytes(n, w0->cols);
 #endif
     size_t rows = (size_t)nth * MM_SCRATCH_FLOATS(w0->cols) * sizeof(float);
     hsd_status s = ws_reserve(ws, acts + rows);
     if (s) return s;
     j->scratch = (float *)(void *)((uint8_t *)ws->buf + acts);
 #ifdef HSD_MM_HAVE_AVX512
-    if (q8p) {
-        hsd_q8p_prepare(&j->a, ws->buf);
+    if (q8p || bfp) {
+        if (q8p)
+            hsd_q8p_prepare(&j->a, ws->buf);
+        else
+            hsd_bf16p_prepare(&j->a, ws->buf);
         for (int32_t i = 0; i < j->n_parts; i++)
-            j->part[i].q8p = j->part[i].ids ? NULL : hsd_q8p_find(j->part[i].w);
-    } else if (acts) {
-        hsd_mm_avx512_prepare(&j->a, w0->type, ws->buf);
+            j->part[i].pk = j->part[i].ids ? NULL : hsd_mm_packed_find(j->part[i].w);
     }
 #endif
     return HSD_OK;

@@ -14,7 +14,7 @@
  *
  * Activation rounding (the AVX-512 set only, as llama.cpp does): for BF16 weights the
  * activations are rounded to bf16 once per call (vdpbf16ps multiplies bf16 pairs and adds in
- * fp32); for Q8_0 weights each block of 32 activations is quantised to int8 with an fp32
+ * fp32, each row's pairs in column order in one lane: matmul_bf16p.h); for Q8_0 weights each block of 32 activations is quantised to int8 with an fp32
  * scale d = max|x|/127, q = round-to-even(x / d) (vpdpbusd multiplies u8 × s8). */
 #ifndef HSD_KERNELS_MATMUL_H
 #define HSD_KERNELS_MATMUL_H
@@ -79,11 +79,13 @@ hsd_status hsd_mm_run_fused(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, const fl
 hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
                           int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count);
 
-/* Load-time repacking (Q8_0 weights, when hsd_mm_isa_default() is the AVX-512 set; else a no-op):
- * keeps a row-interleaved copy of w (kernels/matmul_q8.h; as many bytes as w) that the
+/* Load-time repacking (Q8_0 and BF16 weights, when hsd_mm_isa_default() is the AVX-512 set;
+ * else a no-op): keeps a row-interleaved copy of w (kernels/matmul_pack.h; as many bytes as w) that the
  * products of w then read instead of w, with the same results bit for bit. The copy is
  * found by w's data pointer and shape and counted per call: call hsd_mm_unpack(w) as many
- * times, before w's data goes away. Returns HSD_ERR_NOMEM when the copy cannot be made. */
+ * times, before w's data goes away. Returns HSD_ERR_NOMEM when the copy cannot be made.
+ * The environment variable HSD_NO_PACK=1 turns the copies off (memory over speed: the
+ * products then pack each 16-row group on the fly, the same bits, slower). */
 hsd_status hsd_mm_pack(const hsd_mat *w);
 void hsd_mm_unpack(const hsd_mat *w);
 

@@ -12,7 +12,7 @@
 typedef struct hsd_mm_acts {
     int32_t n, cols;
     const float *x;     /* fp32 [n][cols] */
-    const uint16_t *xb; /* bf16 [n][cols] (BF16 weights) */
+    const uint32_t *xp; /* bf16 pairs, [ceil(cols/2)][n] (matmul_bf16p_avx512.c) */
     const uint8_t *xq;  /* q + 128 as u8, [n][nb*32] (Q8_0 weights), nb = cols/32;
                            matmul_q8_avx512.c: q as int8, [nb][n][32] */
     const float *xd;    /* [n][nb] block scales of xq (matmul_q8_avx512.c: [nb][n]) */
@@ -23,10 +23,6 @@ typedef struct hsd_mm_acts {
 #define HSD_MM_HAVE_AVX512 1
 /* Whether the AVX-512 kernels handle storage type t (others go to the fallback). */
 int hsd_mm_avx512_handles(hsd_dtype t);
-/* Bytes of prepared activations for n tokens of `cols` (64-byte aligned buffer). */
-size_t hsd_mm_avx512_acts_bytes(hsd_dtype t, int32_t n, int32_t cols);
-/* Fills a->xb or a->xq/xd from a->x into buf (hsd_mm_avx512_acts_bytes bytes). */
-void hsd_mm_avx512_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 /* out[t][j] = rows[j] · x[t] for j < count, t < a->n (rows: pointers to the weight rows). */
 void hsd_mm_avx512_rows(const hsd_mm_acts *a, hsd_dtype t, const uint8_t *const *rows,
                         int32_t count, float *out, int32_t ld);

@@ -24,23 +24,14 @@
 #include <stdint.h>
 
 #include "kernels/matmul_kern.h"
+#include "kernels/matmul_pack.h"
 
-#define HSD_Q8P_ROWS 16         /* rows per group */
+#define HSD_Q8P_ROWS HSD_MM_PACK_ROWS /* rows per group */
 #define HSD_Q8P_BLOCK_BYTES 512 /* weight bytes of one block of a group */
 #define HSD_Q8P_SCALE_BYTES 32  /* fp16 scales of one block of a group */
 
-/* A packed copy of a Q8_0 matrix. */
-typedef struct hsd_q8p {
-    const void *src; /* the matrix data it was packed from */
-    int32_t rows, cols, refs;
-    size_t group_bytes; /* bytes per group, a multiple of 64 */
-    uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
-} hsd_q8p;
-
 /* Bytes of one group of `cols` columns (cols a multiple of 32). */
 size_t hsd_q8p_group_bytes(int32_t cols);
-/* The registered packed copy of w, or NULL. */
-const hsd_q8p *hsd_q8p_find(const hsd_mat *w);
 
 #ifdef HSD_MM_HAVE_AVX512
 /* Packs `count` (<= 16) rows given by pointers to their Q8_0 data (nb blocks each) into one
@@ -57,7 +48,7 @@ size_t hsd_q8p_scratch_bytes(int32_t cols);
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
  * copy pk when given (rows without ids only) and `scratch` (hsd_q8p_scratch_bytes, 64-byte
  * aligned) otherwise. */
-void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_q8p *pk, const int32_t *ids,
+void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk, const int32_t *ids,
                   int32_t r0, int32_t count, float *out, int32_t ld, uint8_t *scratch);
 #endif
 

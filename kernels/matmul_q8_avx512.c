@@ -211,7 +211,7 @@ static void run_group(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, int p
     }
 }
 
-void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_q8p *pk, const int32_t *ids,
+void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk, const int32_t *ids,
                   int32_t r0, int32_t count, float *out, int32_t ld, uint8_t *scratch) {
     const size_t gb = hsd_q8p_group_bytes(a->cols);
     if (pk && !ids) {

@@ -131,10 +131,13 @@ static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t col
 }
 
 /* Additions per (row, token) in sequence, a bound on the rounding steps: plain C sums the
- * row in order; AVX2 in 8 lanes, AVX-512 in 16 (then a tree), +2 for widening products
- * (Q8_0's d·q) and the scale product. |error| <= steps · 2^-24 · sum|w·x| (Higham's γ_k). */
-static double steps(hsd_mm_isa isa, int32_t cols) {
-    return (isa == HSD_MM_SCALAR ? cols : isa == HSD_MM_AVX2 ? cols / 8 + 8 : cols / 16 + 8) + 2;
+ * row in order, and so does AVX-512 for BF16 weights (one lane per row, two fused steps per
+ * column pair: matmul_bf16p.h); AVX2 in 8 lanes, AVX-512 otherwise in 16 (then a tree), +2
+ * for widening products (Q8_0's d·q) and the scale product.
+ * |error| <= steps · 2^-24 · sum|w·x| (Higham's γ_k). */
+static double steps(hsd_mm_isa isa, hsd_dtype t, int32_t cols) {
+    if (isa == HSD_MM_SCALAR || (isa == HSD_MM_AVX512 && t == HSD_DT_BF16)) return cols + 2;
+    return (isa == HSD_MM_AVX2 ? cols / 8 + 8 : cols / 16 + 8) + 2;
 }
 
 static int32_t isa_list(hsd_mm_isa *out) {
@@ -175,7 +178,7 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
                     s += p, mag += fabs(p);
                 }
                 double err = fabs(out[(size_t)tk * rows + r] - s),
-                       tol = steps(isa, cols) * ldexp(mag, -24);
+                       tol = steps(isa, t, cols) * ldexp(mag, -24);
                 if (err > tol)
                     fprintf(stderr,
                             "%s %s %dx%d n=%d token %d row %d: got %.9g want %.9g (tol %.3g)\n",
@@ -187,7 +190,7 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
         /* batch invariance: bit-identical to the token computed alone */
         assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
     }
-    /* Q8_0 packed at load time (kernels/matmul_q8.h; a no-op where AVX-512 does not run):
+    /* Q8_0 and BF16 packed at load time (kernels/matmul_pack.h; a no-op where AVX-512 does not run):
      * the same bits as above, so the float64 check holds for it too */
     assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
     for (int32_t n = 1; n <= NMAX; n++) {
@@ -204,7 +207,7 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
         for (int j = 0; j < 8; j++)
             assert_memory_equal(&sub[tk * 8 + j], &out[(size_t)tk * rows + ids[j]], sizeof(float));
     fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16: worst error %5.2f ulp-steps (bound %g)\n",
-            hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, worst, steps(isa, cols));
+            hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, worst, steps(isa, t, cols));
     hsd_mm_ws_free(&ws);
     free(x), free(xe), free(out), free(one);
     free_mat(&a);
@@ -244,8 +247,8 @@ static void test_threads_invariant(void **state) {
             assert_int_equal(hsd_mm_run(&w1, NULL, 1, p, 1003, x, n, &a.m, NULL, 0), HSD_OK);
             assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
             assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
-            if (types[ty] != HSD_DT_Q8_0) continue;
-            /* packed Q8_0: threads split the 16-row groups (1003 / 2 = 502 rows each) */
+            if (types[ty] != HSD_DT_Q8_0 && types[ty] != HSD_DT_BF16) continue;
+            /* packed: threads split the 16-row groups (1003 / 2 = 502 rows each) */
             assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
             assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
             hsd_mm_unpack(&a.m);
@@ -302,7 +305,7 @@ static void test_fused_products(void **state) {
                             s += v, mag += fabs(v);
                         }
                         assert_true(fabs(out[p][(size_t)tk * rows[p] + r] - s) <=
-                                    steps(isa, COLS) * ldexp(mag, -24));
+                                    steps(isa, types[ty], COLS) * ldexp(mag, -24));
                     }
                 assert_memory_equal(out[p], one[p], (size_t)n * rows[p] * sizeof(float));
             }

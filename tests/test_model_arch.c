@@ -312,9 +312,19 @@ static void test_file_roundtrip(void **state) {
                                     : hsd_arch_from_hf(hsd_arch_hf_model_type(sm->cfg.arch), NULL));
             float *got = hsd_logits(tf, tok, n, 0, false);
             cmp_stats st = compare(got, wd, n, V);
-            printf("%-13s %-11s loaded vs in-memory: max rel err %.2e\n", shapes[s],
-                   fmt ? "GGUF" : "safetensors", st.max_rel);
-            assert_true(st.max_rel < 1e-5);
+            /* The same weights in the same order give the same bits. llama's GGUF permutes the
+             * q/k rows for interleaved rope (llama.cpp's converter), so q·k sums its terms in
+             * another order; with activations rounded to bf16 before each product (BF16
+             * weights under AVX-512), a last-bit difference can move one activation by a bf16
+             * step (2^-8 relative): close, not equal. */
+            bool reordered = hsd_tf_get_config(tf)->rope_interleaved != hsd_tf_get_config(mem)->rope_interleaved;
+            printf("%-13s %-11s loaded vs in-memory: max rel err %.2e, min cosine %.9f%s\n", shapes[s],
+                   fmt ? "GGUF" : "safetensors", st.max_rel, st.min_cos,
+                   reordered ? " (q/k rows permuted)" : "");
+            if (reordered)
+                assert_true(st.max_rel < 1e-2 && st.min_cos > 0.99999 && st.agree == n);
+            else
+                assert_true(st.max_rel == 0);
             free(got);
             hsd_tf_free(tf);
         }

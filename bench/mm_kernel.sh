@@ -1,41 +1,42 @@
 #!/usr/bin/env bash
-# The Q8_0 products alone (bench/q8_kernel.c: 1B-shaped matrices, one thread, CPU time),
-# for this tree's library and optionally another tree's (before/after, alternating rounds).
+# The Q8_0 or BF16 products alone (bench/mm_kernel.c: 1B-shaped matrices, one thread, CPU
+# time), for this tree's library and optionally another tree's (before/after, alternating rounds).
 #
-#   bench/q8_kernel.sh [--build DIR] [--other TREE] [--layers 4] [--rounds 3]
+#   bench/mm_kernel.sh [--build DIR] [--other TREE] [--type q8_0|bf16] [--layers 4] [--rounds 3]
 #
 # --other TREE: a checkout whose TREE/build/libhsd.a is built; compiled without the packing
 # call when TREE has no hsd_mm_pack (trees before issue 12's Q8_0 layout).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build other="" layers=4 rounds=3
+build=$root/build other="" type=q8_0 layers=4 rounds=3
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) build=$2 ;;
     --other) other=$2 ;;
+    --type) type=$2 ;;
     --layers) layers=$2 ;;
     --rounds) rounds=$2 ;;
-    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,8p' "$0" >&2; exit 2 ;;
     esac
     shift 2
 done
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-cc -O2 -I"$root" -I"$root/include" "$root/bench/q8_kernel.c" "$build/libhsd.a" -lm -lpthread \
+cc -O2 -I"$root" -I"$root/include" "$root/bench/mm_kernel.c" "$build/libhsd.a" -lm -lpthread \
     -o "$bin/this"
 if [ -n "$other" ]; then
     flag=""
-    grep -q hsd_mm_pack "$other/kernels/matmul.h" || flag=-DQ8K_NO_PACK
-    cc -O2 $flag -I"$other" -I"$other/include" "$root/bench/q8_kernel.c" "$other/build/libhsd.a" \
+    grep -q hsd_mm_pack "$other/kernels/matmul.h" || flag=-DMMK_NO_PACK
+    cc -O2 $flag -I"$other" -I"$other/include" "$root/bench/mm_kernel.c" "$other/build/libhsd.a" \
         -lm -lpthread -o "$bin/other"
 fi
 echo "# $(date -u '+%F %T UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
     echo "## round $r: this tree ($root)"
-    "$bin/this" "$layers"
+    "$bin/this" "$type" "$layers"
     if [ -n "$other" ]; then
         echo "## round $r: other tree ($other)"
-        "$bin/other" "$layers"
+        "$bin/other" "$type" "$layers"
     fi
 done
 echo "# end load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,9 +1,13 @@
-/* Q8_0 products alone, one thread, CPU time: the matrices of L layers of the llama-3.2-1b
- * shape (q, k, v, o 2048 wide; gate, up 8192 x 2048; down 2048 x 8192; random Q8_0 blocks),
- * each multiplied by n tokens per "forward", for n = 1, 2, 4, 8, 16. Thread CPU time rather
- * than wall time, and the minimum over repetitions, so that a shared machine's other
- * processes distort it less (their memory traffic still does). Built and run by
- * bench/q8_kernel.sh; -DQ8K_NO_PACK builds it against a library without hsd_mm_pack. */
+/* The Q8_0 or BF16 products alone, one thread, CPU time: the matrices of L layers of the
+ * llama-3.2-1b shape (q, k, v, o 2048 wide; gate, up 8192 x 2048; down 2048 x 8192; random
+ * Q8_0 blocks or bf16 values), each multiplied by n tokens per "forward", for n = 1, 2, 4, 8,
+ * 16. Thread CPU time rather than wall time, and the minimum over repetitions, so that a
+ * shared machine's other processes distort it less (their memory traffic still does).
+ *
+ *   mm_kernel [q8_0|bf16] [layers] [reps]
+ *
+ * Built and run by bench/mm_kernel.sh; -DMMK_NO_PACK builds it against a library without
+ * hsd_mm_pack. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +23,12 @@ static double cpu_ms(void) {
 }
 
 int main(int argc, char **argv) {
-    int L = argc > 1 ? atoi(argv[1]) : 4, reps = argc > 2 ? atoi(argv[2]) : 9;
+    const int bf16 = argc > 1 && !strcmp(argv[1], "bf16");
+    if (argc > 1 && !bf16 && strcmp(argv[1], "q8_0")) {
+        fprintf(stderr, "mm_kernel: unknown type %s (q8_0 or bf16)\n", argv[1]);
+        return 2;
+    }
+    int L = argc > 2 ? atoi(argv[2]) : 4, reps = argc > 3 ? atoi(argv[3]) : 9;
     static const int shapes[7][2] = {{2048, 2048}, {512, 2048},  {512, 2048}, {2048, 2048},
                                      {8192, 2048}, {8192, 2048}, {2048, 8192}};
     int nm = 7 * L;
@@ -28,17 +37,20 @@ int main(int argc, char **argv) {
     srand(1);
     for (int i = 0; i < nm; i++) {
         int r = shapes[i % 7][0], c = shapes[i % 7][1];
-        size_t b = (size_t)r * (c / 32) * 34;
+        size_t b = bf16 ? (size_t)r * c * 2 : (size_t)r * (c / 32) * 34;
         uint8_t *d = malloc(b);
         if (!d) return 1;
         for (size_t k = 0; k < b; k++) d[k] = (uint8_t)rand();
-        for (size_t k = 0; k < b; k += 34) { /* a finite fp16 scale, 2^-7 .. 2^-6 */
-            uint16_t h = (uint16_t)(0x2000 | (rand() & 0x3ff));
-            memcpy(d + k, &h, 2);
-        }
-        m[i] = (hsd_mat){HSD_DT_Q8_0, r, c, d};
+        if (bf16) /* finite: exponent bits 0x3c..0x3f (|w| in 2^-7 .. 2) */
+            for (size_t k = 1; k < b; k += 2) d[k] = (uint8_t)((d[k] & 0x80) | 0x3c | (d[k] & 3));
+        else
+            for (size_t k = 0; k < b; k += 34) { /* a finite fp16 scale, 2^-7 .. 2^-6 */
+                uint16_t h = (uint16_t)(0x2000 | (rand() & 0x3ff));
+                memcpy(d + k, &h, 2);
+            }
+        m[i] = (hsd_mat){bf16 ? HSD_DT_BF16 : HSD_DT_Q8_0, r, c, d};
         total += b;
-#ifndef Q8K_NO_PACK
+#ifndef MMK_NO_PACK
         if (hsd_mm_pack(&m[i])) return 1;
 #endif
     }
@@ -46,8 +58,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 16 * 8192; i++) x[i] = (float)(rand() % 2000 - 1000) / 1000.0f;
     hsd_mm_ws ws = {0};
     if (hsd_mm_ws_reserve(&ws, 1, 16, 8192)) return 1;
-    printf("%d layers, %.0f MB of Q8_0 rows, 1 thread, min CPU ms over %d reps\n", L, total / 1e6,
-           reps);
+    printf("%d layers, %.0f MB of %s rows, 1 thread, min CPU ms over %d reps\n", L, total / 1e6,
+           bf16 ? "BF16" : "Q8_0", reps);
     static const int ns[] = {1, 2, 4, 8, 16};
     double t1 = 0;
     for (int a = 0; a < 5; a++) {
@@ -62,7 +74,7 @@ int main(int argc, char **argv) {
         }
         if (n == 1) t1 = best;
         printf("n=%2d  %7.2f ms  f(n)/f(1) %.2f  %5.1f GB/s  %6.1f GMAC/s\n", n, best, best / t1,
-               total / best / 1e6, (double)total / 34 * 32 * n / best / 1e6);
+               total / best / 1e6, (double)total / (bf16 ? 2 : 34.0 / 32) * n / best / 1e6);
     }
     return 0;
 }

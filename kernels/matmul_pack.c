@@ -1,14 +1,14 @@
-/* The row-interleaved Q8_0 layout (see matmul_q8.h): packing, and the registry of copies
- * packed at load time. The registry is keyed by the matrix's data pointer so that hsd_mat
- * stays four fields (it is built by value in many places); hsd_mm_run looks a matrix up
- * once per call, and an entry also checks rows and cols, so a view of part of a packed
- * matrix (another pointer or shape) is never mistaken for it. */
+/* The registry of copies packed at load time (see matmul_pack.h; the layouts: matmul_q8.h,
+ * matmul_bf16p.h). hsd_mm_run looks a matrix up once per call; an entry also checks the
+ * type, rows and cols, so a view of part of a packed matrix (another pointer or shape) is
+ * never mistaken for it. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_q8.h"
 #include "lib/base/error.h"
 
@@ -23,27 +23,31 @@ size_t hsd_q8p_group_bytes(int32_t cols) {
 #define HUGE_ALIGN ((size_t)2 << 20)
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static hsd_q8p **reg;
+static hsd_mm_packed **reg;
 static size_t reg_n, reg_cap;
 
 /* index of w's entry, or reg_n (caller holds reg_mu) */
 static size_t reg_index(const hsd_mat *w) {
     size_t i = 0;
-    while (i < reg_n &&
-           !(reg[i]->src == w->data && reg[i]->rows == w->rows && reg[i]->cols == w->cols))
+    while (i < reg_n && !(reg[i]->src == w->data && reg[i]->type == w->type &&
+                          reg[i]->rows == w->rows && reg[i]->cols == w->cols))
         i++;
     return i;
 }
 
-static hsd_q8p *reg_lookup(const hsd_mat *w) {
+static hsd_mm_packed *reg_lookup(const hsd_mat *w) {
     size_t i = reg_index(w);
     return i < reg_n ? reg[i] : NULL;
 }
 
-const hsd_q8p *hsd_q8p_find(const hsd_mat *w) {
-    if (w->type != HSD_DT_Q8_0) return NULL;
+static bool packs(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
+}
+
+const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w) {
+    if (!packs(w->type)) return NULL;
     pthread_mutex_lock(&reg_mu);
-    const hsd_q8p *p = reg_n ? reg_lookup(w) : NULL;
+    const hsd_mm_packed *p = reg_n ? reg_lookup(w) : NULL;
     pthread_mutex_unlock(&reg_mu);
     return p;
 }
@@ -51,12 +55,15 @@ const hsd_q8p *hsd_q8p_find(const hsd_mat *w) {
 #ifdef HSD_MM_HAVE_AVX512
 hsd_status hsd_mm_pack(const hsd_mat *w) {
     /* only where the products will read it: not with HSD_MATMUL=avx2|scalar (1.3 GB saved
-     * for a 1B model) */
-    if (w->type != HSD_DT_Q8_0 || w->rows <= 0 || w->cols < 32 || w->cols % 32 != 0 ||
-        hsd_mm_isa_default() != HSD_MM_AVX512)
+     * for a 1B Q8_0 model, 2.5 GB for BF16) */
+    const bool q8 = w->type == HSD_DT_Q8_0;
+    const char *off = getenv("HSD_NO_PACK"); /* memory over speed: see matmul.h */
+    if (off && *off && strcmp(off, "0")) return HSD_OK;
+    if (!packs(w->type) || w->rows <= 0 || w->cols <= 0 ||
+        (q8 && (w->cols < 32 || w->cols % 32 != 0)) || hsd_mm_isa_default() != HSD_MM_AVX512)
         return HSD_OK;
     pthread_mutex_lock(&reg_mu);
-    hsd_q8p *p = reg_lookup(w);
+    hsd_mm_packed *p = reg_lookup(w);
     if (p) { /* the same data loaded twice (two transformers of one synth model) */
         p->refs++;
         pthread_mutex_unlock(&reg_mu);
@@ -64,16 +71,17 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     }
     pthread_mutex_unlock(&reg_mu);
 
-    int32_t groups = (w->rows + HSD_Q8P_ROWS - 1) / HSD_Q8P_ROWS;
-    size_t gb = hsd_q8p_group_bytes(w->cols), rb = hsd_dtype_row_bytes(w->type, w->cols);
+    int32_t groups = (w->rows + HSD_MM_PACK_ROWS - 1) / HSD_MM_PACK_ROWS;
+    size_t gb = q8 ? hsd_q8p_group_bytes(w->cols) : hsd_bf16p_group_bytes(w->cols),
+           rb = hsd_dtype_row_bytes(w->type, w->cols);
     p = calloc(1, sizeof *p);
     void *data = NULL;
     size_t bytes = gb * (size_t)groups;
     if (!p || posix_memalign(&data, HUGE_ALIGN, bytes) != 0) {
         free(p);
         return hsd_error(HSD_ERR_NOMEM,
-                         "matmul: out of memory packing a %d x %d Q8_0 matrix (%zu bytes)", w->rows,
-                         w->cols, gb * (size_t)groups);
+                         "matmul: out of memory packing a %d x %d %s matrix (%zu bytes)", w->rows,
+                         w->cols, hsd_dtype_name(w->type), gb * (size_t)groups);
     }
 #ifdef MADV_HUGEPAGE
     /* 2 MB pages: the hardware prefetchers stop at page boundaries, and a stream of 4 KB
@@ -81,18 +89,21 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
      * only: without it the copy is just slower. */
     if (bytes >= HUGE_ALIGN) (void)madvise(data, bytes, MADV_HUGEPAGE);
 #endif
-    *p = (hsd_q8p){w->data, w->rows, w->cols, 1, gb, data};
-    const uint8_t *rows[HSD_Q8P_ROWS];
+    *p = (hsd_mm_packed){w->data, w->type, w->rows, w->cols, 1, gb, data};
+    const uint8_t *rows[HSD_MM_PACK_ROWS];
     for (int32_t g = 0; g < groups; g++) {
-        int32_t c = w->rows - g * HSD_Q8P_ROWS;
-        if (c > HSD_Q8P_ROWS) c = HSD_Q8P_ROWS;
+        int32_t c = w->rows - g * HSD_MM_PACK_ROWS;
+        if (c > HSD_MM_PACK_ROWS) c = HSD_MM_PACK_ROWS;
         for (int32_t j = 0; j < c; j++)
-            rows[j] = (const uint8_t *)w->data + (size_t)(g * HSD_Q8P_ROWS + j) * rb;
-        hsd_q8p_pack_group(rows, c, w->cols / 32, p->data + (size_t)g * gb);
+            rows[j] = (const uint8_t *)w->data + (size_t)(g * HSD_MM_PACK_ROWS + j) * rb;
+        if (q8)
+            hsd_q8p_pack_group(rows, c, w->cols / 32, p->data + (size_t)g * gb);
+        else
+            hsd_bf16p_pack_group(rows, c, w->cols, p->data + (size_t)g * gb);
     }
 
     pthread_mutex_lock(&reg_mu);
-    hsd_q8p *other = reg_lookup(w); /* packed by another thread meanwhile */
+    hsd_mm_packed *other = reg_lookup(w); /* packed by another thread meanwhile */
     if (other) {
         other->refs++;
         pthread_mutex_unlock(&reg_mu);
@@ -101,7 +112,7 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     }
     if (reg_n == reg_cap) {
         size_t cap = reg_cap ? 2 * reg_cap : 64;
-        hsd_q8p **r = realloc(reg, cap * sizeof *r);
+        hsd_mm_packed **r = realloc(reg, cap * sizeof *r);
         if (!r) {
             pthread_mutex_unlock(&reg_mu);
             free(p->data), free(p);
@@ -122,9 +133,9 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
 #endif
 
 void hsd_mm_unpack(const hsd_mat *w) {
-    if (!w || w->type != HSD_DT_Q8_0) return;
+    if (!w || !packs(w->type)) return;
     pthread_mutex_lock(&reg_mu);
-    hsd_q8p *p = NULL;
+    hsd_mm_packed *p = NULL;
     size_t i = reg_index(w);
     if (i < reg_n && --reg[i]->refs == 0) {
         p = reg[i];

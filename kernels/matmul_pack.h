@@ -1,0 +1,31 @@
+/* Load-time packed copies of weight matrices for the AVX-512 products (kernels-internal).
+ *
+ * Q8_0 and BF16 products under AVX-512 read their weights row-interleaved: rows in groups of
+ * 16, one row per vector lane (layouts: matmul_q8.h, matmul_bf16p.h), so that one weight
+ * vector feeds every token of a tile with no horizontal sum. hsd_mm_pack keeps such a copy of
+ * a matrix; the registry is keyed by the matrix's data pointer so that hsd_mat stays four
+ * fields (it is built by value in many places). Products of matrices without a copy, and of
+ * row subsets, pack one group at a time into scratch: the same lanes, the same bits. */
+#ifndef HSD_KERNELS_MATMUL_PACK_H
+#define HSD_KERNELS_MATMUL_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu_ops.h"
+
+#define HSD_MM_PACK_ROWS 16 /* rows per group, one per 32-bit lane of a 512-bit vector */
+
+/* A packed copy of a matrix. */
+typedef struct hsd_mm_packed {
+    const void *src; /* the matrix data it was packed from */
+    hsd_dtype type;
+    int32_t rows, cols, refs;
+    size_t group_bytes; /* bytes per group, a multiple of 64 */
+    uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
+} hsd_mm_packed;
+
+/* The registered packed copy of w, or NULL. */
+const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w);
+
+#endif
