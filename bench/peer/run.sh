@@ -44,12 +44,16 @@ echo "# hsd vs llama.cpp ($(cat "$llama/VERSION")), shape $shape, $threads threa
 echo "# $(date -u '+%F %T UTC'), $(uname -n), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$hsd" bench bandwidth --threads "$threads" | tee "$out/bw"
 gbs=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s") {print $(i - 1); exit}}' "$out/bw")
+# the best repetition too: this VM's read bandwidth swings between ~47 and ~82 GB/s within
+# seconds, and a floor at the median can sit above what a forward reaches in a fast phase
+best=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s)") {print $(i - 1); exit}}' "$out/bw")
 
 for dt in $dtypes; do
     gguf=$dir/$shape-$dt/model.gguf
     [ -f "$gguf" ] || "$hsd" synth --shape "$shape" --format gguf --dtype "$dt" -o "$dir/$shape-$dt"
     : > "$out/hsd.$dt"
     : > "$out/llama.$dt"
+    : > "$out/ratios.$dt"
     for r in $(seq 1 "$rounds"); do
         # alternate which tool goes first, so neither always runs on a warmer page cache
         order="hsd llama"
@@ -63,13 +67,18 @@ for dt in $dtypes; do
             fi
             # rows of the table: n ms/forward ms/token ratio
             awk '$1 ~ /^[0-9]+$/ && NF == 4 {print $1, $2}' "$out/run" >> "$out/$tool.$dt"
+            # this round's f(n)/f(1) within one process: the machine's read bandwidth drifts
+            # between rounds (±30% over minutes here), a ratio of medians mixes states
+            awk -v t="$tool" -v r="$r" '$1 ~ /^[0-9]+$/ && NF == 4 { if (!f1) f1 = $2
+                    s = s sprintf(" %s:%.2f", $1, $2 / f1) }
+                END { printf "  round %d %-5s f(n)/f(1)%s\n", r, t, s }' "$out/run" >> "$out/ratios.$dt"
         done
         echo "  $dt round $r done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
     bytes=$(stat -L -c %s "$gguf")
     echo
     echo "## $shape $dt ($(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB file), median over $rounds rounds"
-    awk -v gbs="$gbs" -v mbytes="$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')" '
+    awk -v gbs="$gbs" -v best="$best" -v mbytes="$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')" '
         function median(a, k,    i, j, t, m) { # sort a[1..k] in place
             for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
             m = int((k + 1) / 2); return k % 2 ? a[m] : (a[m] + a[m + 1]) / 2 }
@@ -86,6 +95,11 @@ for dt in $dtypes; do
             floor = mbytes / gbs
             printf "bandwidth floor: %.1f MB / %.2f GB/s = %.1f ms; hsd forward(1) at %.0f%% of it, llama.cpp at %.0f%%\n",
                 mbytes, gbs, floor, 100 * floor / med["hsd", ns[1]], 100 * floor / med["llama", ns[1]]
+            if (best > 0) { floor = mbytes / best
+                printf "at the best repetition, %.2f GB/s: %.1f ms; hsd forward(1) at %.0f%%, llama.cpp at %.0f%%\n",
+                    best, floor, 100 * floor / med["hsd", ns[1]], 100 * floor / med["llama", ns[1]] }
         }' "$out/hsd.$dt" "$out/llama.$dt"
+    echo "per round (one process each):"
+    cat "$out/ratios.$dt"
 done
 echo "# end: $(date -u '+%T UTC'), load: $(cut -d' ' -f1-3 /proc/loadavg)"
