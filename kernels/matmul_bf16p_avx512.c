@@ -158,9 +158,10 @@ typedef void (*tile_fn)(const uint8_t *, size_t, int32_t, const uint32_t *, size
     }
 /* G·T <= 16: four groups up to 4 tokens, two up to 8, one up to 16 */
 DEF(4, 1)
-DEF(4, 2) DEF(4, 3) DEF(4, 4) DEF(2, 5) DEF(2, 6) DEF(2, 7) DEF(2, 8) DEF(1, 1) DEF(1, 2) DEF(1, 3)
-    DEF(1, 4) DEF(1, 5) DEF(1, 6) DEF(1, 7) DEF(1, 8) DEF(1, 9) DEF(1, 10) DEF(1, 11) DEF(1, 12)
-        DEF(1, 13) DEF(1, 14) DEF(1, 15) DEF(1, 16) static const tile_fn wide[BFP_T] = {
+DEF(4, 2)
+DEF(4, 3) DEF(4, 4) DEF(2, 5) DEF(2, 6) DEF(2, 7) DEF(2, 8) DEF(1, 1) DEF(1, 2) DEF(1, 3) DEF(1, 4)
+    DEF(1, 5) DEF(1, 6) DEF(1, 7) DEF(1, 8) DEF(1, 9) DEF(1, 10) DEF(1, 11) DEF(1, 12) DEF(1, 13)
+        DEF(1, 14) DEF(1, 15) DEF(1, 16) static const tile_fn wide[BFP_T] = {
             tile_4_1, tile_4_2, tile_4_3, tile_4_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8};
 static const tile_fn one[BFP_T] = {tile_1_1,  tile_1_2,  tile_1_3,  tile_1_4,  tile_1_5,  tile_1_6,
                                    tile_1_7,  tile_1_8,  tile_1_9,  tile_1_10, tile_1_11, tile_1_12,
@@ -219,12 +220,10 @@ void hsd_bf16p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed 
         return;
     }
     /* no packed copy, or a row subset: pack each group into scratch first */
-    const size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *rows[HSD_MM_PACK_ROWS];
     for (int32_t k = 0; k < count; k += R) {
         int32_t c = count - k < R ? count - k : R;
-        for (int32_t j = 0; j < c; j++)
-            rows[j] = (const uint8_t *)w->data + (size_t)(ids ? ids[r0 + k + j] : r0 + k + j) * rb;
+        hsd_mm_group_rows(w, ids, r0 + k, c, rows);
         hsd_bf16p_pack_group(rows, c, a->cols, scratch);
         if (c == R)
             run_groups(a, scratch, gb, 1, out + k, ld);

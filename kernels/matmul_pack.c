@@ -72,8 +72,7 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     pthread_mutex_unlock(&reg_mu);
 
     int32_t groups = (w->rows + HSD_MM_PACK_ROWS - 1) / HSD_MM_PACK_ROWS;
-    size_t gb = q8 ? hsd_q8p_group_bytes(w->cols) : hsd_bf16p_group_bytes(w->cols),
-           rb = hsd_dtype_row_bytes(w->type, w->cols);
+    size_t gb = q8 ? hsd_q8p_group_bytes(w->cols) : hsd_bf16p_group_bytes(w->cols);
     p = calloc(1, sizeof *p);
     void *data = NULL;
     size_t bytes = gb * (size_t)groups;
@@ -94,8 +93,7 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
     for (int32_t g = 0; g < groups; g++) {
         int32_t c = w->rows - g * HSD_MM_PACK_ROWS;
         if (c > HSD_MM_PACK_ROWS) c = HSD_MM_PACK_ROWS;
-        for (int32_t j = 0; j < c; j++)
-            rows[j] = (const uint8_t *)w->data + (size_t)(g * HSD_MM_PACK_ROWS + j) * rb;
+        hsd_mm_group_rows(w, NULL, g * HSD_MM_PACK_ROWS, c, rows);
         if (q8)
             hsd_q8p_pack_group(rows, c, w->cols / 32, p->data + (size_t)g * gb);
         else

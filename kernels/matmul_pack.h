@@ -28,4 +28,13 @@ typedef struct hsd_mm_packed {
 /* The registered packed copy of w, or NULL. */
 const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w);
 
+/* Pointers to the `count` (<= 16) rows of one group: w's rows ids[first + j] with ids, else
+ * first + j. */
+static inline void hsd_mm_group_rows(const hsd_mat *w, const int32_t *ids, int32_t first,
+                                     int32_t count, const uint8_t **rows) {
+    const size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
+    for (int32_t j = 0; j < count; j++)
+        rows[j] = (const uint8_t *)w->data + (size_t)(ids ? ids[first + j] : first + j) * rb;
+}
+
 #endif

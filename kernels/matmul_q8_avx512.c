@@ -226,12 +226,10 @@ void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
         return;
     }
     /* no packed copy, or a row subset: pack each group into scratch first */
-    const size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *rows[HSD_Q8P_ROWS];
     for (int32_t k = 0; k < count; k += HSD_Q8P_ROWS) {
         int32_t c = count - k < HSD_Q8P_ROWS ? count - k : HSD_Q8P_ROWS;
-        for (int32_t j = 0; j < c; j++)
-            rows[j] = (const uint8_t *)w->data + (size_t)(ids ? ids[r0 + k + j] : r0 + k + j) * rb;
+        hsd_mm_group_rows(w, ids, r0 + k, c, rows);
         hsd_q8p_pack_group(rows, c, a->cols / 32, scratch);
         run_group(a, scratch, gb, 0, 0, c, out + k, ld);
     }
