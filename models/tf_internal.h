@@ -25,7 +25,7 @@ struct hsd_transformer {
     hsd_tf_config cfg;
     char desc[320];
     hsd_mat tok_emb, cls;
-    bool packed;     /* hsd_mm_pack ran on the products' matrices (hsd_tf_free undoes it) */
+    bool packed; /* hsd_mm_pack ran on the products' matrices (hsd_tf_free undoes it) */
     bool pack_tried; /* the first forward tried it (pack_weights in transformer.c) */
     float *out_norm;
     hsd_tf_layer *layers;
@@ -47,7 +47,7 @@ struct hsd_transformer {
     float *x, *xb, *q, *hb, *hb2;
     float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
-    float *att;                          /* [n_threads][n_ctx + head_dim] attention scores */
+    float *att;      /* [n_threads][n_ctx + head_dim] attention scores */
     hsd_mm_ws mm; /* products' scratch, reserved for cap_n tokens of max_cols */
     int32_t max_cols;
     int64_t attn_work; /* multiply-adds of this forward's attention (threading threshold) */

@@ -30,28 +30,12 @@ static size_t cache_off(const hsd_transformer *tf, int32_t seq, int32_t layer) {
 }
 
 const char *hsd_tkind_name(hsd_tkind kind) {
-    static const char *names[HSD_T_COUNT] = {"token embedding",
-                                             "output norm",
-                                             "classifier",
-                                             "rope frequency factors",
-                                             "attention norm",
-                                             "q projection",
-                                             "k projection",
-                                             "v projection",
-                                             "output projection",
-                                             "q bias",
-                                             "k bias",
-                                             "v bias",
-                                             "ffn norm",
-                                             "ffn gate",
-                                             "ffn down",
-                                             "ffn up",
-                                             "q norm",
-                                             "k norm",
-                                             "post-attention norm",
-                                             "post-FFN norm",
-                                             "fused qkv projection",
-                                             "fused gate/up projection"};
+    static const char *names[HSD_T_COUNT] = {
+        "token embedding", "output norm", "classifier", "rope frequency factors",
+        "attention norm", "q projection", "k projection", "v projection", "output projection",
+        "q bias", "k bias", "v bias", "ffn norm", "ffn gate", "ffn down", "ffn up",
+        "q norm", "k norm", "post-attention norm", "post-FFN norm", "fused qkv projection",
+        "fused gate/up projection"};
     return kind < HSD_T_COUNT ? names[kind] : "?";
 }
 
@@ -88,9 +72,8 @@ static hsd_status get_matrix(hsd_tensor_lookup_fn lookup, void *ctx, const char 
                          (long long)(r.n_dims > 1 ? r.shape[1] : 0),
                          r.n_dims != 2 ? " (not a matrix)" : "", rows, cols);
     if (cols % hsd_dtype_block(r.type))
-        return hsd_error(HSD_ERR_PARSE,
-                         "%s: tensor '%s' is %s with %d columns (not a multiple of %d)", src,
-                         r.name, hsd_dtype_name(r.type), cols, hsd_dtype_block(r.type));
+        return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' is %s with %d columns (not a multiple of %d)",
+                         src, r.name, hsd_dtype_name(r.type), cols, hsd_dtype_block(r.type));
     m->type = r.type;
     m->rows = rows;
     m->cols = cols;
@@ -138,8 +121,8 @@ static hsd_status check_config(const hsd_tf_config *c, const char *src) {
                          c->head_dim);
     if (c->dim > (1 << 20) || c->hidden_dim > (1 << 20) || c->n_layers > 4096 ||
         c->n_heads > 4096 || c->head_dim > 4096 || c->vocab_size > (1 << 24))
-        return hsd_error(HSD_ERR_PARSE, "%s: implausible shape (dim %d, %d layers, vocab %d)", src,
-                         c->dim, c->n_layers, c->vocab_size);
+        return hsd_error(HSD_ERR_PARSE, "%s: implausible shape (dim %d, %d layers, vocab %d)",
+                         src, c->dim, c->n_layers, c->vocab_size);
     return HSD_OK;
 }
 
@@ -175,9 +158,8 @@ static void rope_table(hsd_transformer *tf, double theta, bool global, const flo
 }
 
 /* A norm weight: HF Gemma stores w for a norm that scales by 1 + w. */
-static hsd_status get_norm(hsd_tensor_lookup_fn lookup, void *ctx, const char *src,
-                           const hsd_tf_config *c, hsd_tkind kind, int32_t layer, int32_t len,
-                           bool required, float **out) {
+static hsd_status get_norm(hsd_tensor_lookup_fn lookup, void *ctx, const char *src, const hsd_tf_config *c,
+                           hsd_tkind kind, int32_t layer, int32_t len, bool required, float **out) {
     hsd_status s = get_vector(lookup, ctx, src, kind, layer, len, required, out);
     if (s == HSD_OK && *out && c->norm_unit_offset)
         for (int32_t i = 0; i < len; i++) (*out)[i] += 1.0f;
@@ -220,8 +202,8 @@ static void pack_weights(hsd_transformer *tf) {
     tf->packed = true;
 }
 
-static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, void *lctx,
-                             const char *src, int32_t l) {
+static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, void *lctx, const char *src,
+                             int32_t l) {
     const hsd_tf_config *c = &tf->cfg;
     hsd_tf_layer *L = &tf->layers[l];
     const int32_t d = c->dim, H = c->hidden_dim, q = tf->q_dim, kv = tf->kv_dim;
@@ -229,10 +211,8 @@ static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, v
     if ((s = get_norm(lookup, lctx, src, c, HSD_T_ATTN_NORM, l, d, true, &L->attn_norm))) return s;
     if (c->fused_qkv) { /* Phi-3: [q; k; v] in one matrix */
         hsd_mat qkv;
-        if ((s = get_matrix(lookup, lctx, src, HSD_T_WQKV, l, q + 2 * kv, d, true, &qkv, NULL)))
-            return s;
-        L->wq = row_view(&qkv, 0, q), L->wk = row_view(&qkv, q, kv),
-        L->wv = row_view(&qkv, q + kv, kv);
+        if ((s = get_matrix(lookup, lctx, src, HSD_T_WQKV, l, q + 2 * kv, d, true, &qkv, NULL))) return s;
+        L->wq = row_view(&qkv, 0, q), L->wk = row_view(&qkv, q, kv), L->wv = row_view(&qkv, q + kv, kv);
     } else if ((s = get_matrix(lookup, lctx, src, HSD_T_WQ, l, q, d, true, &L->wq, NULL)) ||
                (s = get_matrix(lookup, lctx, src, HSD_T_WK, l, kv, d, true, &L->wk, NULL)) ||
                (s = get_matrix(lookup, lctx, src, HSD_T_WV, l, kv, d, true, &L->wv, NULL))) {
@@ -243,28 +223,25 @@ static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, v
         return s;
     if (c->fused_gate_up) { /* Phi-3: [gate; up] in one matrix */
         hsd_mat gu;
-        if ((s = get_matrix(lookup, lctx, src, HSD_T_W_GATE_UP, l, 2 * H, d, true, &gu, NULL)))
-            return s;
+        if ((s = get_matrix(lookup, lctx, src, HSD_T_W_GATE_UP, l, 2 * H, d, true, &gu, NULL))) return s;
         L->w_gate = row_view(&gu, 0, H), L->w_up = row_view(&gu, H, H);
     } else if ((s = get_matrix(lookup, lctx, src, HSD_T_W_GATE, l, H, d, true, &L->w_gate, NULL))) {
         return s;
     }
-    if ((s = get_matrix(lookup, lctx, src, HSD_T_W_DOWN, l, d, H, true, &L->w_down, NULL)))
+    if ((s = get_matrix(lookup, lctx, src, HSD_T_W_DOWN, l, d, H, true, &L->w_down, NULL))) return s;
+    if (!c->fused_gate_up && (s = get_matrix(lookup, lctx, src, HSD_T_W_UP, l, H, d, true, &L->w_up, NULL)))
         return s;
-    if (!c->fused_gate_up &&
-        (s = get_matrix(lookup, lctx, src, HSD_T_W_UP, l, H, d, true, &L->w_up, NULL)))
-        return s;
-    if (c->qkv_bias && ((s = get_vector(lookup, lctx, src, HSD_T_BQ, l, q, true, &L->bq)) ||
-                        (s = get_vector(lookup, lctx, src, HSD_T_BK, l, kv, true, &L->bk)) ||
-                        (s = get_vector(lookup, lctx, src, HSD_T_BV, l, kv, true, &L->bv))))
+    if (c->qkv_bias &&
+        ((s = get_vector(lookup, lctx, src, HSD_T_BQ, l, q, true, &L->bq)) ||
+         (s = get_vector(lookup, lctx, src, HSD_T_BK, l, kv, true, &L->bk)) ||
+         (s = get_vector(lookup, lctx, src, HSD_T_BV, l, kv, true, &L->bv))))
         return s;
     if (c->qk_norm &&
         ((s = get_norm(lookup, lctx, src, c, HSD_T_Q_NORM, l, c->head_dim, true, &L->q_norm)) ||
          (s = get_norm(lookup, lctx, src, c, HSD_T_K_NORM, l, c->head_dim, true, &L->k_norm))))
         return s;
     if (c->post_norms &&
-        ((s = get_norm(lookup, lctx, src, c, HSD_T_ATTN_POST_NORM, l, d, true,
-                       &L->attn_post_norm)) ||
+        ((s = get_norm(lookup, lctx, src, c, HSD_T_ATTN_POST_NORM, l, d, true, &L->attn_post_norm)) ||
          (s = get_norm(lookup, lctx, src, c, HSD_T_FFN_POST_NORM, l, d, true, &L->ffn_post_norm))))
         return s;
     L->slides = hsd_arch_layer_slides(c, l);
@@ -272,8 +249,8 @@ static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, v
 }
 
 hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, void *lctx,
-                         const char *src, const hsd_model_params *params, void (*release)(void *),
-                         void *release_ctx, hsd_transformer **out) {
+                         const char *src, const hsd_model_params *params,
+                         void (*release)(void *), void *release_ctx, hsd_transformer **out) {
     *out = NULL;
     hsd_status s = check_config(cfg, src);
     if (s != HSD_OK) return s;
@@ -284,8 +261,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     const hsd_tf_config *c = &tf->cfg;
     tf->q_dim = c->n_heads * c->head_dim;
     tf->kv_dim = c->n_kv_heads * c->head_dim;
-    tf->n_ctx = p.n_ctx > 0 ? p.n_ctx
-                            : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
+    tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
@@ -331,17 +307,15 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
         (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
         goto nomem;
     rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
-    if (swa_rope)
-        rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa);
+    if (swa_rope) rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa);
     free(freq_factors);
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
              "ctx %d/%d, %s weights%s%s%s%s%s",
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
-             c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len,
-             hsd_dtype_name(tf->layers[0].wq.type), c->qkv_bias ? ", qkv bias" : "",
-             c->qk_norm ? ", qk norm" : "", c->post_norms ? ", post norms" : "",
-             c->swa_window > 0 ? ", sliding window" : "",
+             c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
+             c->qkv_bias ? ", qkv bias" : "", c->qk_norm ? ", qk norm" : "",
+             c->post_norms ? ", post norms" : "", c->swa_window > 0 ? ", sliding window" : "",
              tf->cls.data == tf->tok_emb.data ? ", tied" : "");
     if (tf->n_seq > 1) {
         size_t dl = strlen(tf->desc);
@@ -406,12 +380,8 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf);
 }
 
-const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf) {
-    return &tf->cfg;
-}
-const char *hsd_tf_desc(const hsd_transformer *tf) {
-    return tf->desc;
-}
+const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf) { return &tf->cfg; }
+const char *hsd_tf_desc(const hsd_transformer *tf) { return tf->desc; }
 int32_t hsd_tf_kv_len(const hsd_transformer *tf) {
     return tf->kv_lens[tf->cur];
 }
@@ -471,7 +441,7 @@ static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b,
     for (int32_t s = 0; s < nb; s++) {
         const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
         for (int32_t i = 0; parents && i < b[s].n; i++) {
-            int32_t p = parents[i];                            /* checked by hsd_forward_check */
+            int32_t p = parents[i]; /* checked by hsd_forward_check */
             tf->pos[t0 + i] = p < 0 ? 0 : tf->pos[t0 + p] + 1; /* depth for now */
             total += tf->pos[t0 + i] + 1;
         }
@@ -497,10 +467,8 @@ static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b,
 /* Checks one entry before anything is computed (a failed forward changes no cache). */
 static hsd_status check_entry(const hsd_transformer *tf, const hsd_model_batch_seq *e, bool batch) {
     char who[64];
-    if (batch)
-        snprintf(who, sizeof who, "forward_batch: sequence %d", e->seq);
-    else
-        snprintf(who, sizeof who, "forward");
+    if (batch) snprintf(who, sizeof who, "forward_batch: sequence %d", e->seq);
+    else snprintf(who, sizeof who, "forward");
     return hsd_forward_check(who, e->tokens, e->n, e->parents, e->rows, e->n_rows, true,
                              tf->cfg.vocab_size, tf->kv_lens[e->seq], tf->n_ctx);
 }
@@ -674,12 +642,8 @@ void hsd_tf_reset_timing(hsd_transformer *tf) {
 
 /* ---- hsd_model_iface adapter ------------------------------------------------------- */
 
-static int32_t if_vocab(void *c) {
-    return ((hsd_transformer *)c)->cfg.vocab_size;
-}
-static int32_t if_n_ctx(void *c) {
-    return ((hsd_transformer *)c)->n_ctx;
-}
+static int32_t if_vocab(void *c) { return ((hsd_transformer *)c)->cfg.vocab_size; }
+static int32_t if_n_ctx(void *c) { return ((hsd_transformer *)c)->n_ctx; }
 static hsd_status if_forward(void *c, const int32_t *tokens, int32_t n, const int32_t *parents,
                              const int32_t *rows, int32_t n_rows, float *logits) {
     return hsd_tf_forward(c, tokens, n, parents, rows, n_rows, logits);
@@ -687,15 +651,11 @@ static hsd_status if_forward(void *c, const int32_t *tokens, int32_t n, const in
 static int32_t if_kv_len(void *c) {
     return hsd_tf_kv_len(c);
 }
-static hsd_status if_truncate(void *c, int32_t len) {
-    return hsd_tf_kv_truncate(c, len);
-}
+static hsd_status if_truncate(void *c, int32_t len) { return hsd_tf_kv_truncate(c, len); }
 static hsd_status if_keep(void *c, int32_t base, const int32_t *keep, int32_t n) {
     return hsd_tf_kv_keep(c, base, keep, n);
 }
-static void if_free(void *c) {
-    hsd_tf_free(c);
-}
+static void if_free(void *c) { hsd_tf_free(c); }
 static int32_t if_n_seq(void *c) {
     return hsd_tf_n_seq(c);
 }
@@ -732,22 +692,14 @@ const hsd_mat *hsd_tf_matrix(const hsd_transformer *tf, hsd_tkind kind, int32_t 
     if (layer >= tf->cfg.n_layers) return NULL;
     const hsd_tf_layer *L = &tf->layers[layer];
     switch (kind) {
-    case HSD_T_WQ:
-        return &L->wq;
-    case HSD_T_WK:
-        return &L->wk;
-    case HSD_T_WV:
-        return &L->wv;
-    case HSD_T_WO:
-        return &L->wo;
-    case HSD_T_W_GATE:
-        return &L->w_gate;
-    case HSD_T_W_DOWN:
-        return &L->w_down;
-    case HSD_T_W_UP:
-        return &L->w_up;
-    default:
-        return NULL;
+    case HSD_T_WQ: return &L->wq;
+    case HSD_T_WK: return &L->wk;
+    case HSD_T_WV: return &L->wv;
+    case HSD_T_WO: return &L->wo;
+    case HSD_T_W_GATE: return &L->w_gate;
+    case HSD_T_W_DOWN: return &L->w_down;
+    case HSD_T_W_UP: return &L->w_up;
+    default: return NULL;
     }
 }
 
@@ -756,24 +708,16 @@ const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t la
     if (layer >= tf->cfg.n_layers) return NULL;
     const hsd_tf_layer *L = &tf->layers[layer];
     switch (kind) {
-    case HSD_T_ATTN_NORM:
-        return L->attn_norm;
-    case HSD_T_FFN_NORM:
-        return L->ffn_norm;
-    case HSD_T_BQ:
-        return L->bq;
-    case HSD_T_BK:
-        return L->bk;
-    case HSD_T_BV:
-        return L->bv;
-    default:
-        return NULL;
+    case HSD_T_ATTN_NORM: return L->attn_norm;
+    case HSD_T_FFN_NORM: return L->ffn_norm;
+    case HSD_T_BQ: return L->bq;
+    case HSD_T_BK: return L->bk;
+    case HSD_T_BV: return L->bv;
+    default: return NULL;
     }
 }
 
-int32_t hsd_tf_n_ctx(const hsd_transformer *tf) {
-    return tf->n_ctx;
-}
+int32_t hsd_tf_n_ctx(const hsd_transformer *tf) { return tf->n_ctx; }
 
 void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
     *cos_t = tf->rope_cos;
