@@ -87,6 +87,8 @@ hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld,
  * The environment variable HSD_NO_PACK=1 turns the copies off (memory over speed: the
  * products then pack each 16-row group on the fly, the same bits, slower). */
 hsd_status hsd_mm_pack(const hsd_mat *w);
+/* The same, packing on up to nth threads of pool (NULL: the calling thread). */
+hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth);
 void hsd_mm_unpack(const hsd_mat *w);
 
 #endif

@@ -191,7 +191,7 @@ static void pack_weights(hsd_transformer *tf) {
     tf->pack_tried = true;
     int32_t n = 7 * tf->cfg.n_layers + 1;
     for (int32_t i = 0; i < n; i++) {
-        if (hsd_mm_pack(product_mat(tf, i)) != HSD_OK) {
+        if (hsd_mm_pack_on(product_mat(tf, i), tf->pool, tf->n_threads) != HSD_OK) {
             hsd_log(HSD_LOG_INFO, "%s; weights are packed on the fly instead (slower)",
                     hsd_last_error());
             hsd_error_clear();

@@ -261,6 +261,37 @@ static void test_threads_invariant(void **state) {
     hsd_pool_free(pool);
 }
 
+/* A copy packed on 2 threads (each writing its share of the groups: matrices of 4 MB and up)
+ * gives the bits of the products without a copy (packed on the fly), for every n. */
+static void test_pack_on_threads(void **state) {
+    (void)state;
+    hsd_rng_init(&rng, 24, 1);
+    hsd_pool *pool = hsd_pool_create(2);
+    assert_non_null(pool);
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0};
+    enum { ROWS = 4099, COLS = 1056 }; /* 8.7 MB of BF16, 4.6 MB of Q8_0 */
+    for (int ty = 0; ty < 2; ty++) {
+        mat a = make_mat(types[ty], ROWS, COLS);
+        float *x = malloc(16 * COLS * sizeof *x), *p = malloc(16 * ROWS * sizeof *p),
+              *q = malloc(16 * ROWS * sizeof *q);
+        for (int i = 0; i < 16 * COLS; i++) x[i] = nz();
+        hsd_mm_ws ws = {0};
+        assert_int_equal(hsd_mm_pack_on(&a.m, pool, 2), HSD_OK);
+        for (int32_t n = 1; n <= 16; n++) {
+            assert_int_equal(hsd_mm_run(&ws, pool, 2, q, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+            hsd_mm_unpack(&a.m);
+            assert_int_equal(hsd_mm_run(&ws, pool, 2, p, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+            assert_memory_equal(p, q, (size_t)n * ROWS * sizeof *p);
+            assert_int_equal(hsd_mm_pack_on(&a.m, pool, 2), HSD_OK);
+        }
+        hsd_mm_unpack(&a.m);
+        hsd_mm_ws_free(&ws);
+        free(x), free(p), free(q);
+        free_mat(&a);
+    }
+    hsd_pool_free(pool);
+}
+
 /* A fused job (a layer's q, k, v: one activation, several matrices of different row counts)
  * on 2 threads, rows handed out in chunks: every product equals the float64 reference and
  * has the bits of that matrix's product computed alone for each token alone (n = 1), at
@@ -385,6 +416,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_vs_float64),
         cmocka_unit_test(test_threads_invariant),
+        cmocka_unit_test(test_pack_on_threads),
         cmocka_unit_test(test_fused_products),
         cmocka_unit_test(test_models_batch_invariant),
     };
