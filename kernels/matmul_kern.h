@@ -17,6 +17,7 @@ typedef struct hsd_mm_acts {
                            matmul_q8_avx512.c: q as int8, [nb][n][32] */
     const float *xd;    /* [n][nb] block scales of xq (matmul_q8_avx512.c: [nb][n]) */
     const int32_t *xc;  /* matmul_q8_avx512.c: −128·Σq per block, [nb][n] */
+    const struct hsd_q8k *xk; /* Q8_K blocks [n][cols/256] (Q4_K/Q5_K/Q6_K weights) */
 } hsd_mm_acts;
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -121,6 +121,13 @@ float hsd_quant_dot_q4_0_ref(const void *row, const hsd_q8_0 *x, int64_t cols);
 bool hsd_quant_dot_q4_0_avx2(const void *rows, size_t rb, int32_t nrows, const hsd_q8_0 *x,
                              int64_t cols, float *out);
 
+/* Whether t is a k-quant whose products take Q8_K activations (Q4_K, Q5_K, Q6_K). */
+bool hsd_quant_is_q8k(hsd_dtype t);
+/* out[t][r] = W[row0 + r] · token t for a k-quant W, with the n tokens' activations already
+ * quantised (hsd_quant_q8k, [n][cols/256] blocks): llama.cpp's integer arithmetic, each (row,
+ * token) on its own, the same bits as hsd_quant_matmul_rows. */
+void hsd_quant_matmul_q8k_rows(float *out, int32_t ld_out, const hsd_q8k *xq, int32_t n,
+                               const hsd_mat *w, int32_t row0, int32_t count);
 /* hsd_matmul_rows for a quantised matrix (kernels/cpu_ops.c dispatches here): rows are
  * dequantised four at a time into `scratch` (4*w->cols floats) and multiplied as fp32 with
  * x rounded by hsd_quant_act_round (fp32 x if that copy cannot be allocated). */

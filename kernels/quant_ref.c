@@ -281,27 +281,26 @@ float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) 
  * fastest version this CPU has (kernels/quant_x86_q8k*.c; all equal to the scalar reference,
  * kernels/quant_q8k_ref.c, bit for bit). false when the type is not covered, or on allocation
  * failure: the caller takes the float path. */
-static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t n,
-                             const hsd_mat *w, int32_t row0, int32_t count) {
-    if (w->type != HSD_DT_Q4_K && w->type != HSD_DT_Q5_K && w->type != HSD_DT_Q6_K) return false;
+bool hsd_quant_is_q8k(hsd_dtype t) {
+    return t == HSD_DT_Q4_K || t == HSD_DT_Q5_K || t == HSD_DT_Q6_K;
+}
+
+void hsd_quant_matmul_q8k_rows(float *out, int32_t ld_out, const hsd_q8k *xq, int32_t n,
+                               const hsd_mat *w, int32_t row0, int32_t count) {
     int64_t nb = w->cols / HSD_QK_K;
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
-    hsd_q8k *xq = malloc(sizeof *xq * (size_t)(nb * n));
-    float *col = malloc(sizeof *col * (size_t)n), probe;
-    if (!xq || !col) {
-        free(xq), free(col);
-        return false;
-    }
-    for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    float col[16], probe;
     /* AVX-512: a row's weights unpacked once for up to 4 tokens (the same bits per token) */
-    if (hsd_quant_dot_q8k_avx512_n(w->type, base, xq, 0, w->cols, col)) {
-        for (int32_t r = 0; r < count; r++) {
-            hsd_quant_dot_q8k_avx512_n(w->type, base + (size_t)r * rb, xq, n, w->cols, col);
-            for (int32_t t = 0; t < n; t++) out[(size_t)t * ld_out + r] = col[t];
-        }
-        free(xq), free(col);
-        return true;
+    if (hsd_quant_dot_q8k_avx512_n(w->type, base, xq, 0, w->cols, &probe)) {
+        for (int32_t r = 0; r < count; r++)
+            for (int32_t t0 = 0; t0 < n; t0 += 16) {
+                int32_t m = n - t0 < 16 ? n - t0 : 16;
+                hsd_quant_dot_q8k_avx512_n(w->type, base + (size_t)r * rb, xq + t0 * nb, m,
+                                           w->cols, col);
+                for (int32_t t = 0; t < m; t++) out[(size_t)(t0 + t) * ld_out + r] = col[t];
+            }
+        return;
     }
     bool (*dot)(hsd_dtype, const void *, const hsd_q8k *, int64_t, float *) =
         hsd_quant_dot_q8k_avx2(w->type, base, xq, 0, &probe) ? hsd_quant_dot_q8k_avx2
@@ -309,7 +308,19 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     for (int32_t r = 0; r < count; r++)
         for (int32_t t = 0; t < n; t++)
             dot(w->type, base + (size_t)r * rb, xq + t * nb, w->cols, &out[(size_t)t * ld_out + r]);
-    free(xq), free(col);
+}
+
+/* Q4_K/Q5_K/Q6_K rows with the activations quantised here (callers that run many row ranges
+ * of one product quantise once: hsd_quant_matmul_q8k_rows). false on allocation failure. */
+static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t n,
+                             const hsd_mat *w, int32_t row0, int32_t count) {
+    if (!hsd_quant_is_q8k(w->type)) return false;
+    int64_t nb = w->cols / HSD_QK_K;
+    hsd_q8k *xq = malloc(sizeof *xq * (size_t)(nb * n));
+    if (!xq) return false;
+    for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w->cols, w->cols, xq + t * nb);
+    hsd_quant_matmul_q8k_rows(out, ld_out, xq, n, w, row0, count);
+    free(xq);
     return true;
 }
 
