@@ -18,12 +18,8 @@ size_t hsd_bf16p_group_bytes(int32_t cols) {
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
-#define INL inline __attribute__((always_inline))
-#ifdef __clang__
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL _Pragma("GCC unroll 16")
-#endif
+#define INL HSD_MM_INLINE
+#define UNROLL HSD_MM_UNROLL
 
 #define BFP_T 16 /* tokens per tile, at most */
 #define BFP_G 4  /* groups per tile, at most */
@@ -40,12 +36,8 @@ size_t hsd_bf16p_group_bytes(int32_t cols) {
 #endif
 #define BFP_PF(T) ((T) <= 4 ? BFP_PFA : (T) <= 8 ? BFP_PFB : BFP_PFC)
 
-static size_t align64(size_t b) {
-    return (b + 63) & ~(size_t)63;
-}
-
 size_t hsd_bf16p_acts_bytes(int32_t n, int32_t cols) {
-    return align64((size_t)n * (size_t)((cols + 1) / 2) * 4);
+    return hsd_mm_align64((size_t)n * (size_t)((cols + 1) / 2) * 4);
 }
 
 size_t hsd_bf16p_scratch_bytes(int32_t cols) {

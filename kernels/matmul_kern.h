@@ -20,6 +20,20 @@ typedef struct hsd_mm_acts {
     const struct hsd_q8k *xk; /* Q8_K blocks [n][cols/256] (Q4_K/Q5_K/Q6_K weights) */
 } hsd_mm_acts;
 
+/* n rounded up to a whole number of 64-byte lines (prepared activation buffers). */
+static inline size_t hsd_mm_align64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
+
+/* The tile loops of the AVX-512 kernels must unroll fully (-O2 does not when code grows), or
+ * their accumulators live in memory instead of registers. */
+#define HSD_MM_INLINE inline __attribute__((always_inline))
+#ifdef __clang__
+#define HSD_MM_UNROLL _Pragma("unroll")
+#else
+#define HSD_MM_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HSD_MM_HAVE_AVX512 1
 /* Whether the AVX-512 kernels handle storage type t (others go to the fallback). */

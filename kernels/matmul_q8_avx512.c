@@ -17,12 +17,8 @@
 #include <string.h>
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
-#define INL inline __attribute__((always_inline))
-#ifdef __clang__
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL _Pragma("GCC unroll 16")
-#endif
+#define INL HSD_MM_INLINE
+#define UNROLL HSD_MM_UNROLL
 
 #define Q8P_T 16 /* tokens per tile */
 /* Software prefetch distance in blocks of the group stream (512 weight bytes each): the
@@ -32,13 +28,9 @@
  * for every distance from 16, within the noise). */
 #define Q8P_PF_BLOCKS 24
 
-static size_t align64(size_t b) {
-    return (b + 63) & ~(size_t)63;
-}
-
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
     size_t N = (size_t)n, nb = (size_t)cols / 32;
-    return align64(N * nb * 32) + 2 * align64(N * nb * 4);
+    return hsd_mm_align64(N * nb * 32) + 2 * hsd_mm_align64(N * nb * 4);
 }
 
 size_t hsd_q8p_scratch_bytes(int32_t cols) {
@@ -70,8 +62,8 @@ TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int
 void hsd_q8p_prepare(hsd_mm_acts *a, void *buf) {
     size_t N = (size_t)a->n, nb = (size_t)a->cols / 32;
     int8_t *q = buf;
-    float *d = (float *)(void *)((uint8_t *)buf + align64(N * nb * 32));
-    int32_t *c = (int32_t *)(void *)((uint8_t *)d + align64(N * nb * 4));
+    float *d = (float *)(void *)((uint8_t *)buf + hsd_mm_align64(N * nb * 32));
+    int32_t *c = (int32_t *)(void *)((uint8_t *)d + hsd_mm_align64(N * nb * 4));
     for (int32_t t = 0; t < a->n; t++)
         prep_token(a->x + (size_t)t * a->cols, (int32_t)nb, a->n, t, q, d, c);
     a->xq = (const uint8_t *)q;
