@@ -142,6 +142,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         hsd_log(HSD_LOG_INFO, "no CUDA device, using CPU");
         hsd_error_clear();
     }
+    hsd_tf_pack(tf); /* on the CPU for good: the products' weight copies are load time */
     hsd_tf_iface(tf, &iface);
     s = wrap(&iface, hsd_tf_desc(tf), out);
     if (s != HSD_OK)

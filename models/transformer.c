@@ -183,9 +183,9 @@ static const hsd_mat *product_mat(const hsd_transformer *tf, int32_t i) {
     return m[i % 7];
 }
 /* BF16 and Q8_0 weights get a row-interleaved copy for the AVX-512 products
- * (kernels/matmul.h; as many bytes again as those matrices) at the first forward, not at
- * load: a model that hsd_model_load hands to the CUDA backend (copied to the device, then
- * freed) never pays for it. Without the memory for a copy the products pack each group on the
+ * (kernels/matmul.h; as many bytes again as those matrices) once the model is known to stay
+ * on the CPU (hsd_tf_pack from hsd_model_load), or else at its first forward: a model that
+ * hsd_model_load hands to the CUDA backend (copied to the device, then freed) never pays. Without the memory for a copy the products pack each group on the
  * fly: the same bits, slower, so a failure here is a notice, not an error. */
 static void pack_weights(hsd_transformer *tf) {
     tf->pack_tried = true;
@@ -200,6 +200,10 @@ static void pack_weights(hsd_transformer *tf) {
         }
     }
     tf->packed = true;
+}
+
+void hsd_tf_pack(hsd_transformer *tf) {
+    if (!tf->pack_tried) pack_weights(tf);
 }
 
 static hsd_status load_layer(hsd_transformer *tf, hsd_tensor_lookup_fn lookup, void *lctx, const char *src,

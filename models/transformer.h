@@ -92,6 +92,10 @@ const hsd_tf_config *hsd_tf_get_config(const hsd_transformer *tf);
 void hsd_tf_iface(hsd_transformer *tf, hsd_model_iface *iface);
 const char *hsd_tf_desc(const hsd_transformer *tf);
 
+/* Makes the row-interleaved copies of the BF16 and Q8_0 products' weights now (kernels/matmul.h)
+ * instead of at the first forward: hsd_model_load calls it once a model stays on the CPU, so
+ * that the copy is load time, not the first token's. Idempotent; a failure is a notice. */
+void hsd_tf_pack(hsd_transformer *tf);
 hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
                           const int32_t *parents, const int32_t *rows, int32_t n_rows,
                           float *logits);
