@@ -152,23 +152,24 @@ static int32_t isa_list(hsd_mm_isa *out) {
 }
 
 static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols) {
-    enum { NMAX = 16 };
+    /* n = 1..16 (verification) and 37 (a prefill: 16-token tiles, then 5) */
+    enum { NMAX = 16, NALL = 37 };
     mat a = make_mat(t, rows, cols);
-    float *x = malloc((size_t)NMAX * cols * sizeof *x);
-    double *xe = malloc((size_t)NMAX * cols * sizeof *xe);
-    for (int32_t i = 0; i < NMAX * cols; i++) x[i] = nz() * 4.0f;
-    for (int32_t tk = 0; tk < NMAX; tk++)
+    float *x = malloc((size_t)NALL * cols * sizeof *x);
+    double *xe = malloc((size_t)NALL * cols * sizeof *xe);
+    for (int32_t i = 0; i < NALL * cols; i++) x[i] = nz() * 4.0f;
+    for (int32_t tk = 0; tk < NALL; tk++)
         effective_x(isa, t, x + (size_t)tk * cols, cols, xe + (size_t)tk * cols);
-    float *out = malloc((size_t)NMAX * rows * sizeof *out),
-          *one = malloc((size_t)NMAX * rows * sizeof *one);
+    float *out = malloc((size_t)NALL * rows * sizeof *out),
+          *one = malloc((size_t)NALL * rows * sizeof *one);
     hsd_mm_ws ws = {0};
     /* each token alone (n = 1): the reference for invariance */
-    for (int32_t tk = 0; tk < NMAX; tk++)
+    for (int32_t tk = 0; tk < NALL; tk++)
         assert_int_equal(hsd_mm_run_isa(&ws, isa, one + (size_t)tk * rows, rows,
                                         x + (size_t)tk * cols, 1, &a.m, NULL, 0),
                          HSD_OK);
     double worst = 0;
-    for (int32_t n = 1; n <= NMAX; n++) {
+    for (int32_t n = 1; n <= NALL; n = n == NMAX ? NALL : n + 1) {
         assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
         for (int32_t tk = 0; tk < n; tk++)
             for (int32_t r = 0; r < rows; r++) {
@@ -193,7 +194,7 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
     /* Q8_0 and BF16 packed at load time (kernels/matmul_pack.h; a no-op where AVX-512 does not run):
      * the same bits as above, so the float64 check holds for it too */
     assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
-    for (int32_t n = 1; n <= NMAX; n++) {
+    for (int32_t n = 1; n <= NALL; n = n == NMAX ? NALL : n + 1) {
         assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
         assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
     }
@@ -206,7 +207,7 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
     for (int32_t tk = 0; tk < NMAX; tk++)
         for (int j = 0; j < 8; j++)
             assert_memory_equal(&sub[tk * 8 + j], &out[(size_t)tk * rows + ids[j]], sizeof(float));
-    fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16: worst error %5.2f ulp-steps (bound %g)\n",
+    fprintf(stderr, "%-6s %-4s %4d x %-5d n 1..16, 37: worst error %5.2f ulp-steps (bound %g)\n",
             hsd_mm_isa_name(isa), hsd_dtype_name(t), rows, cols, worst, steps(isa, t, cols));
     hsd_mm_ws_free(&ws);
     free(x), free(xe), free(out), free(one);
