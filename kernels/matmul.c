@@ -19,7 +19,9 @@
 /* Per-thread scratch in floats: 4 rows of fp32 (the AVX2 set), or one 16-row group packed on
  * the fly: Q8_0 17 bytes per column (matmul_q8_avx512.c), BF16 32 bytes per column pair
  * rounded up (matmul_bf16p_avx512.c) */
-#define MM_SCRATCH_FLOATS(cols) (8 * (size_t)(cols) + 16)
+#define MM_SCRATCH_FLOATS(cols) ((8 * (size_t)(cols) + 16 + 15) & ~(size_t)15)
+/* (a multiple of 16 floats: every thread's share starts 64-byte aligned, as the packing's
+ * aligned stores need; 8·cols + 16 alone is 32 bytes off for odd cols) */
 
 const char *hsd_mm_isa_name(hsd_mm_isa isa) {
     static const char *names[] = {"scalar", "avx2", "avx512"};

@@ -127,7 +127,9 @@ TGT static INL void tile(const uint8_t *grp, size_t gb, int32_t P, const uint32_
         const uint8_t *wp = grp + 64 * (size_t)p;
         if (BFP_PF(T))
             UNROLL for (int g = 0; g < G; g++)
-                _mm_prefetch((const char *)(wp + g * gb + 64 * BFP_PF(T)), _MM_HINT_T0);
+                /* may point past the buffer near its end: formed as an integer, and a
+                 * prefetch never faults */
+                _mm_prefetch((const char *)((uintptr_t)wp + g * gb + 64 * BFP_PF(T)), _MM_HINT_T0);
         __m512i w[BFP_G];
         UNROLL for (int g = 0; g < G; g++) w[g] = _mm512_load_si512((const void *)(wp + g * gb));
         UNROLL for (int t = 0; t < T; t++) {

@@ -10,6 +10,7 @@
 #include "kernels/head_ops.h"
 #include "kernels/matmul.h"
 #include "lib/base/error.h"
+#include "lib/base/log.h"
 
 #define HEAD_CAPTURE 100 /* internal kind: collect rows (calibration) */
 
@@ -123,11 +124,12 @@ static hsd_status setup_trimmed(hsd_head *h, const hsd_head_params *p, const cha
         memcpy((uint8_t *)h->packed + (size_t)i * rb,
                (const uint8_t *)h->cls.data + (size_t)h->keep[i] * rb, rb);
     h->packed_m = (hsd_mat){h->cls.type, h->n_keep, h->dim, h->packed};
-    hsd_status ps = hsd_mm_pack(&h->packed_m); /* Q8_0: the AVX-512 layout (kernels/matmul.h) */
-    if (ps) {
-        free(h->packed);
-        h->packed = NULL;
-        return ps;
+    /* Q8_0 / BF16: the AVX-512 layout (kernels/matmul.h). Without memory for it the product
+     * packs on the fly (the same bits, slower): a notice, not an error. */
+    if (hsd_mm_pack(&h->packed_m) != HSD_OK) {
+        hsd_log(HSD_LOG_INFO, "%s: %s; the trimmed head's rows are packed on the fly", src,
+                hsd_last_error());
+        hsd_error_clear();
     }
     snprintf(h->desc, sizeof h->desc, "trimmed: %d of %d rows", h->n_keep, h->vocab);
     return HSD_OK;

@@ -238,27 +238,43 @@ static void test_threads_invariant(void **state) {
     hsd_pool *pool = hsd_pool_create(2);
     assert_non_null(pool);
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
-    for (int ty = 0; ty < 4; ty++) {
-        mat a = make_mat(types[ty], 1003, 256);
-        float *x = malloc(16 * 256 * sizeof *x), *p = malloc(16 * 1003 * sizeof *p),
-              *q = malloc(16 * 1003 * sizeof *q);
-        for (int i = 0; i < 16 * 256; i++) x[i] = nz();
-        hsd_mm_ws w1 = {0}, w2 = {0};
-        for (int32_t n = 1; n <= 16; n++) {
-            assert_int_equal(hsd_mm_run(&w1, NULL, 1, p, 1003, x, n, &a.m, NULL, 0), HSD_OK);
-            assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
-            assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
-            if (types[ty] != HSD_DT_Q8_0 && types[ty] != HSD_DT_BF16) continue;
-            /* packed: threads split the 16-row groups (1003 / 2 = 502 rows each) */
-            assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
-            assert_int_equal(hsd_mm_run(&w2, pool, 2, q, 1003, x, n, &a.m, NULL, 0), HSD_OK);
-            hsd_mm_unpack(&a.m);
-            assert_memory_equal(p, q, (size_t)n * 1003 * sizeof *p);
+    /* an odd column count too: each thread's scratch for packing on the fly must stay
+     * 64-byte aligned (Q8_0 rows are whole 32-blocks) */
+    static const int32_t colss[] = {256, 255};
+    enum { ROWS = 1003, NIDS = 600 };
+    int32_t ids[NIDS]; /* a row subset, large enough to be split over the threads */
+    for (int i = 0; i < NIDS; i++) ids[i] = (7 * i + 3) % ROWS;
+    for (int ci = 0; ci < 2; ci++)
+        for (int ty = 0; ty < 4; ty++) {
+            const int32_t cols = colss[ci];
+            if (types[ty] == HSD_DT_Q8_0 && cols % 32) continue;
+            mat a = make_mat(types[ty], ROWS, cols);
+            float *x = malloc(16 * (size_t)cols * sizeof *x), *p = malloc(16 * ROWS * sizeof *p),
+                  *q = malloc(16 * ROWS * sizeof *q), *sub = malloc(16 * NIDS * sizeof *sub);
+            for (int i = 0; i < 16 * cols; i++) x[i] = nz();
+            hsd_mm_ws w1 = {0}, w2 = {0};
+            for (int32_t n = 1; n <= 16; n++) {
+                assert_int_equal(hsd_mm_run(&w1, NULL, 1, p, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+                assert_int_equal(hsd_mm_run(&w2, pool, 2, q, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+                assert_memory_equal(p, q, (size_t)n * ROWS * sizeof *p);
+                /* a row subset on 2 threads: the same bits as those rows of the product */
+                assert_int_equal(hsd_mm_run(&w2, pool, 2, sub, NIDS, x, n, &a.m, ids, NIDS),
+                                 HSD_OK);
+                for (int32_t t = 0; t < n; t++)
+                    for (int i = 0; i < NIDS; i++)
+                        assert_memory_equal(&sub[t * NIDS + i], &p[t * ROWS + ids[i]],
+                                            sizeof(float));
+                if (types[ty] != HSD_DT_Q8_0 && types[ty] != HSD_DT_BF16) continue;
+                /* packed: threads split the 16-row groups (1003 / 2 = 502 rows each) */
+                assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
+                assert_int_equal(hsd_mm_run(&w2, pool, 2, q, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+                hsd_mm_unpack(&a.m);
+                assert_memory_equal(p, q, (size_t)n * ROWS * sizeof *p);
+            }
+            hsd_mm_ws_free(&w1), hsd_mm_ws_free(&w2);
+            free(x), free(p), free(q), free(sub);
+            free_mat(&a);
         }
-        hsd_mm_ws_free(&w1), hsd_mm_ws_free(&w2);
-        free(x), free(p), free(q);
-        free_mat(&a);
-    }
     hsd_pool_free(pool);
 }
 
