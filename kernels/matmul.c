@@ -237,7 +237,7 @@ static int32_t chunk_rows(const hsd_mat *w, int32_t rows, int32_t nth) {
     int64_t c = (int64_t)(MM_CHUNK_BYTES / (rb ? rb : 1));
     int64_t most = rows / (4 * nth); /* >= 4 chunks per thread when the product allows */
     if (c > most) c = most;
-    int64_t m = w->type == HSD_DT_Q8_0 || w->type == HSD_DT_BF16 ? 16 : 4;
+    int64_t m = hsd_mm_packed_type(w->type) ? HSD_MM_PACK_ROWS : 4;
     c = (c + m - 1) / m * m;
     return c < m ? (int32_t)m : (int32_t)c;
 }
@@ -251,11 +251,6 @@ static int32_t chunk_rows(const hsd_mat *w, int32_t rows, int32_t nth) {
 static int32_t split_rows(int32_t rows, int32_t nth) {
     int32_t c = (rows + nth - 1) / nth;
     return (c + 15) / 16 * 16;
-}
-
-/* Storage types whose AVX-512 products run on 16-row groups (kernels/matmul_pack.h). */
-static bool packed_type(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
 }
 
 static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nth, const float *x,
@@ -274,14 +269,15 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         p->out = prods[i].out;
         p->ld = prods[i].ld;
         if (p->rows <= 0) continue;
-        p->chunk = isa == HSD_MM_AVX512 && packed_type(p->w->type) ? split_rows(p->rows, nth)
-                                                                    : chunk_rows(p->w, p->rows, nth);
+        p->chunk = isa == HSD_MM_AVX512 && hsd_mm_packed_type(p->w->type)
+                       ? split_rows(p->rows, nth)
+                       : chunk_rows(p->w, p->rows, nth);
         p->first = j->n_chunks;
         j->n_chunks += (p->rows + p->chunk - 1) / p->chunk;
         j->n_parts++;
     }
     atomic_init(&j->next, 0);
-    j->split = isa == HSD_MM_AVX512 && packed_type(w0->type) && nth > 1;
+    j->split = isa == HSD_MM_AVX512 && hsd_mm_packed_type(w0->type) && nth > 1;
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
     const int q8p = isa == HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;

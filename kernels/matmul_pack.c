@@ -53,12 +53,8 @@ __attribute__((unused)) static bool no_pack(void) {
     return v;
 }
 
-static bool packs(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
-}
-
 const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w) {
-    if (!packs(w->type)) return NULL;
+    if (!hsd_mm_packed_type(w->type)) return NULL;
     pthread_mutex_lock(&reg_mu);
     const hsd_mm_packed *p = reg_n ? reg_lookup(w) : NULL;
     pthread_mutex_unlock(&reg_mu);
@@ -102,7 +98,7 @@ hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth) {
      * for a 1B Q8_0 model, 2.5 GB for BF16) */
     const bool q8 = w->type == HSD_DT_Q8_0;
     if (no_pack()) return HSD_OK;
-    if (!packs(w->type) || w->rows <= 0 || w->cols <= 0 ||
+    if (!hsd_mm_packed_type(w->type) || w->rows <= 0 || w->cols <= 0 ||
         (q8 && (w->cols < 32 || w->cols % 32 != 0)) || hsd_mm_isa_default() != HSD_MM_AVX512)
         return HSD_OK;
     pthread_mutex_lock(&reg_mu);
@@ -174,7 +170,7 @@ hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth) {
 #endif
 
 void hsd_mm_unpack(const hsd_mat *w) {
-    if (!w || !packs(w->type)) return;
+    if (!w || !hsd_mm_packed_type(w->type)) return;
     pthread_mutex_lock(&reg_mu);
     hsd_mm_packed *p = NULL;
     size_t i = reg_index(w);

@@ -9,6 +9,7 @@
 #ifndef HSD_KERNELS_MATMUL_PACK_H
 #define HSD_KERNELS_MATMUL_PACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,12 @@ typedef struct hsd_mm_packed {
     size_t group_bytes; /* bytes per group, a multiple of 64 */
     uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
 } hsd_mm_packed;
+
+/* Whether storage type t has a row-interleaved layout (Q8_0, BF16): its AVX-512 products run
+ * on 16-row groups. */
+static inline bool hsd_mm_packed_type(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
+}
 
 /* The registered packed copy of w, or NULL. */
 const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w);
