@@ -138,8 +138,10 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
             hsd_tf_free(tf);
             return s;
         }
-        hsd_log(HSD_LOG_DEBUG, "%s", hsd_last_error());
-        hsd_log(HSD_LOG_INFO, "no CUDA device, using CPU");
+        /* say why: "no CUDA device (...)", "built without CUDA", or what the device model
+         * cannot run (an architecture, a weight type): a user with a GPU must not be told
+         * there is none */
+        hsd_log(HSD_LOG_INFO, "CUDA backend not used (%s); using CPU", hsd_last_error());
         hsd_error_clear();
     }
     hsd_tf_pack(tf); /* on the CPU for good: the products' weight copies are load time */

@@ -30,10 +30,19 @@ typedef struct log_capture {
     int n_graph_warn, n_notice;
 } log_capture;
 
+/* The fallback notice names its reason: no device (CUDA's own words), a build without CUDA,
+ * or what the device model cannot run. */
+static bool is_fallback_notice(const char *msg) {
+    const char *head = "CUDA backend not used (", *tail = "); using CPU";
+    size_t n = strlen(msg), nt = strlen(tail);
+    return !strncmp(msg, head, strlen(head)) && n > strlen(head) + nt &&
+           !strcmp(msg + n - nt, tail);
+}
+
 static void on_log(hsd_log_level level, const char *msg, void *user) {
     log_capture *c = user;
     if (level == HSD_LOG_WARN && strstr(msg, "graph capture failed")) c->n_graph_warn++;
-    if (!strcmp(msg, "no CUDA device, using CPU")) c->n_notice++;
+    if (is_fallback_notice(msg)) c->n_notice++;
 }
 
 static double max_rel(const float *a, const float *b, size_t n) {
