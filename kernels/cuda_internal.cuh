@@ -40,8 +40,9 @@ struct hsd_cuda {
     int sms;              /* multiprocessors, for grid sizes */
     int max_smem;         /* opt-in dynamic shared memory per block, set up for the kernels
                            * at open (not at launch: a launch may be inside a graph capture) */
-    bool cublas_gemv;     /* n = 1 products through cuBLAS instead of the warp-per-row kernel */
-    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel, not cuBLAS */
+    bool cublas_gemv;     /* every product through cuBLAS (per-n algorithms: not batch-invariant) */
+    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel (fp32 x; not
+                           * batch-invariant either), for comparison */
     char desc[320];
 };
 
@@ -57,6 +58,15 @@ hsd_status hsd_cuda_rows_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const 
 /* The indexed-head kernel, optionally adding into out (the GEMV path of hsd_cuda_matmul). */
 hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
                                 const int32_t *d_idx, int32_t k, bool accumulate);
+/* The same over n vectors (h + t·cols into out + t·ld_out), each summed as a lone one is. */
+hsd_status hsd_cuda_head_launch_n(hsd_cuda *cu, float *d_out, int32_t ld_out, const hsd_mat *U,
+                                  const float *d_h, int32_t n, const int32_t *d_idx, int32_t k,
+                                  bool accumulate);
+/* The batch-invariant tensor-core product (kernels/cuda_mma.cu): F16/BF16 weights whose
+ * width is a multiple of 8. */
+bool hsd_cuda_mma_fits(const hsd_mat *w);
+hsd_status hsd_cuda_mma_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                             int32_t n, const hsd_mat *w, bool accumulate);
 
 #define HSD_CU(call)                                                                               \
     do {                                                                                           \

@@ -170,12 +170,17 @@ static hsd_status matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "matmul");
-    /* one token (a decode step): the indexed-head kernel over all rows is a GEMV that reads
-     * each weight row once with fp32 x (no narrowing launch); cuBLAS on request */
-    if (n == 1 && !cu->cublas_gemv)
-        return hsd_cuda_head_launch(cu, d_out, w, d_x, NULL, w->rows, accumulate);
-    if (cu->warp_gemm && hsd_cuda_rows_gemm_fits(cu, n, w->cols))
-        return hsd_cuda_rows_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+    /* By default every product is batch-invariant: a token's result does not depend on n, so
+     * a verification forward gives each row the logits a decode step would (greedy SD = AR).
+     * F16/BF16: the tensor-core kernel for every n; F32 (tiny models): the warp-per-row GEMV
+     * once per token. cuBLAS (per-n algorithms) and the fp32 warp GEMM on request. */
+    if (!cu->cublas_gemv) {
+        if (cu->warp_gemm && n >= 2 && hsd_cuda_rows_gemm_fits(cu, n, w->cols))
+            return hsd_cuda_rows_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+        if (hsd_cuda_mma_fits(w)) return hsd_cuda_mma_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+        if ((size_t)w->cols * sizeof(float) <= (size_t)cu->max_smem)
+            return hsd_cuda_head_launch_n(cu, d_out, ld_out, w, d_x, n, NULL, w->rows, accumulate);
+    }
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
