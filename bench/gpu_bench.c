@@ -159,17 +159,24 @@ static void bench_1b(double bw) {
     /* decode configurations: graph replay or eager launches; GEMVs by the warp-per-row
      * kernel or by cuBLAS (the forward(n) table is taken with the first) */
     const struct {
-        bool graphs, cublas, warp_gemm;
-        const char *name;
-    } cfgs[4] = {{true, false, false, "CUDA graph, tensor-core products (batch-invariant)"},
-                 {true, true, false, "CUDA graph, cuBLAS products"},
-                 {false, false, false, "eager, tensor-core products"},
-                 {true, false, true, "CUDA graph, fp32 warp GEMM for n = 2..8"}};
-    for (int ci = 0; ci < 4; ci++) {
+        bool graphs, cublas, warp_gemm, pdl;
+        const char *mma, *name;
+    } cfgs[8] = {
+        {true, false, false, true, "0", "CUDA graph, tensor-core products (batch-invariant), PDL"},
+        {true, true, false, true, "0", "CUDA graph, cuBLAS products"},
+        {false, false, false, true, "0", "eager, tensor-core products, PDL"},
+        {true, false, true, true, "0", "CUDA graph, fp32 warp GEMM for n = 2..8"},
+        {true, false, false, false, "0", "CUDA graph, tensor-core products, no PDL"},
+        {true, false, false, true, "2", "CUDA graph, tensor-core 4 warps x 4 chunks, PDL"},
+        {true, false, false, true, "3", "CUDA graph, tensor-core 16 warps x 2 chunks, PDL"},
+        {true, false, false, true, "4", "CUDA graph, tensor-core 8 warps x 2 chunks, PDL"}};
+    for (int ci = 0; ci < 8; ci++) {
         bool graphs = cfgs[ci].graphs;
         setenv("HSD_CUDA_GRAPHS", graphs ? "1" : "0", 1);
         setenv("HSD_CUDA_GEMV", cfgs[ci].cublas ? "cublas" : "warp", 1);
         setenv("HSD_CUDA_GEMM", cfgs[ci].warp_gemm ? "warp" : "cublas", 1);
+        setenv("HSD_CUDA_PDL", cfgs[ci].pdl ? "1" : "0", 1);
+        setenv("HSD_CUDA_MMA", cfgs[ci].mma, 1);
         hsd_model_iface g;
         char desc[512];
         OK(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc));
@@ -190,7 +197,7 @@ static void bench_1b(double bw) {
                met ? "met" : "NOT met");
         mdf("| AR decode, %s | %.1f tok/s (%.3f ms), %.0f%% of bound, target %s |\n", cfgs[ci].name,
             1e3 / ms, ms, 100.0 * (1e3 / ms) / ideal, met ? "met" : "**not met**");
-        if (ci <= 1 || ci == 3) { /* forward(n): tensor cores, cuBLAS, the warp GEMM */
+        if (ci <= 1 || ci == 3 || ci == 4) { /* forward(n): tensor cores, cuBLAS, warp GEMM */
             printf("  %4s %12s %12s %14s\n", "n", "ms (all rows)", "vs n=1", "ms (1 row)");
             double base = 0;
             for (int32_t n = 1; n <= 16; n *= 2) {
@@ -248,10 +255,12 @@ static void bench_shapes(double bw) {
         float *dx = dev_from(x, sizeof(float) * 16 * sh[i].cols),
               *dout = dev(sizeof(float) * 16 * sh[i].rows);
         void *dxh = dev((size_t)16 * sh[i].cols * 2);
-        double med[5];
-        const int cfg_n[5] = {1, 8, 16, 1, 8};
-        for (int c = 0; c < 5; c++) {
-            hsd_cuda_use_cublas_gemv(cu, c >= 3);
+        double med[8];
+        /* default shape n = 1, 8, 16; cuBLAS n = 1, 8; fixed shapes 2..4 at n = 1 */
+        const int cfg_n[8] = {1, 8, 16, 1, 8, 1, 1, 1}, cfg_v[8] = {0, 0, 0, 0, 0, 2, 3, 4};
+        for (int c = 0; c < 8; c++) {
+            hsd_cuda_use_cublas_gemv(cu, c == 3 || c == 4);
+            hsd_cuda_set_mma_variant(cu, cfg_v[c]);
             float t[21];
             for (int r = -3; r < 21; r++) {
                 float ms;
@@ -264,7 +273,13 @@ static void bench_shapes(double bw) {
             med[c] = t[10];
         }
         hsd_cuda_use_cublas_gemv(cu, false);
+        hsd_cuda_set_mma_variant(cu, 0);
         double bytes = (double)sh[i].rows * sh[i].cols * 2, gbs = bytes / (med[0] * 1e-3) / 1e9;
+        printf("  %-18s shapes at n=1: 8 warps x 4 chunks %.4f ms, 4x4 %.4f, 16x2 %.4f, 8x2 %.4f\n",
+               "", med[0], med[5], med[6], med[7]);
+        mdf("| %s, block shapes at n=1 (8x4 default, 4x4, 16x2, 8x2) | %.4f / %.4f / %.4f / %.4f ms | "
+            "| | | | | |\n",
+            sh[i].name, med[0], med[5], med[6], med[7]);
         sum1 += med[0] * sh[i].per_step;
         printf("  %-18s %6d x %-5d  mma n=1 %.4f ms %5.0f GB/s (%3.0f%%)  n=8 %.2fx  n=16 %.2fx  "
                "cuBLAS n=1 %.4f ms, n=8 %.4f ms\n",

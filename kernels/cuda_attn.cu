@@ -44,6 +44,7 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
     extern __shared__ __align__(16) float sh[];            /* q (hd floats), then the scores */
     __shared__ __align__(16) float part[ATTN_THREADS * 4]; /* value partial sums */
     __shared__ float red[32];
+    hsd_pdl_trigger(); /* the o projection follows */
     const int32_t h = blockIdx.x, t = blockIdx.y, L = meta[0];
     const bool chain = anc_off == NULL;
     const int32_t q_dim = n_heads * hd, kv_dim = (n_heads / kv_mul) * hd;

@@ -43,8 +43,25 @@ struct hsd_cuda {
     bool cublas_gemv;     /* every product through cuBLAS (per-n algorithms: not batch-invariant) */
     bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel (fp32 x; not
                            * batch-invariant either), for comparison */
+    bool pdl;             /* programmatic dependent launch of the products (sm_90+) */
+    int cc_major;         /* compute capability */
+    int mma_variant;      /* 0: the tensor-core product's shape chosen per matrix */
     char desc[320];
 };
+
+/* Programmatic dependent launch (sm_90+): a kernel that precedes a product lets it start early
+ * (hsd_pdl_trigger), and a product waits for its input (hsd_pdl_wait) after it has fetched the
+ * weights it does not need to wait for. Both are no-ops without the launch attribute. */
+__device__ __forceinline__ void hsd_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void hsd_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 /* Let the kernels that size shared memory at run time use up to `bytes` of it. */

@@ -26,11 +26,16 @@
  * columns C+8q .. C+8q+7 of rows g and g+8 (and of token g's x), and the two mma steps take
  * columns C+8q+{0,1,2,3} and C+8q+{4,5,6,7} as their k slots {2q, 2q+1, 2q+8, 2q+9}. A and B
  * use the same slot map, so each step is a dot product over 16 real columns, and the four
- * threads of a row together cover the chunk's 32 columns once. */
+ * threads of a row together cover the chunk's 32 columns once.
+ *
+ * Launched as a programmatic dependent of the kernel before it (sm_90+, hsd_cuda_use_pdl): the
+ * weights do not depend on that kernel, so a block loads its first chunks into registers and
+ * asks L2 for the rest of its share before it waits for its input (griddepcontrol.wait); the
+ * decode step's many small products then overlap the tails of the kernels between them. */
 #include "kernels/cuda_internal.cuh"
 
-#define MMA_WARPS 8 /* warps per block, splitting the columns */
-#define MMA_U 4     /* 32-column chunks a warp loads before it multiplies */
+/* A block shape: WARPS warps split the columns, each loading U 32-column chunks before it
+ * multiplies. */
 
 template <bool BF16>
 __device__ __forceinline__ unsigned mma_pack(float lo, float hi) {
@@ -58,15 +63,30 @@ __device__ __forceinline__ void mma_16816(float c[4], unsigned a0, unsigned a1, 
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <bool BF16, int MT, int NTILE>
-__global__ static void __launch_bounds__(MMA_WARPS * 32)
+template <bool BF16, int MT, int NTILE, int WARPS, int U>
+__device__ __forceinline__ void mma_load_w(uint4 (&wv)[U][MT][2], const uint4 *const (&wrow)[MT][2],
+                                           int32_t c0, int32_t n_chunks, int32_t cols, int q) {
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int32_t seg = (c0 + u) * 4 + q; /* 8-column segment: columns 8·seg .. +7 */
+        const bool on = (c0 + u) < n_chunks && seg * 8 < cols;
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                wv[u][m][h] = on ? __ldg(wrow[m][h] + seg) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <bool BF16, int MT, int NTILE, int WARPS, int U>
+__global__ static void __launch_bounds__(WARPS * 32)
     mma_gemm_kernel(float *out, int32_t ld_out, const unsigned short *W, int32_t rows,
                     int32_t cols, const float *x, int32_t n, bool accumulate) {
-    __shared__ float part[MMA_WARPS][MT * NTILE * 4][32];
+    __shared__ float part[WARPS][MT * NTILE * 4][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3;
     const int32_t row0 = blockIdx.x * (16 * MT), tok0 = blockIdx.y * (8 * NTILE);
-    const int32_t n_chunks = (cols + 31) / 32;
+    const int32_t n_chunks = (cols + 31) / 32, stride = WARPS * U;
     /* this thread's rows (g and g+8 of each m-tile) and tokens (g of each n-tile); rows past
      * the end read row 0 and are never stored, tokens past n are zeros */
     const uint4 *wrow[MT][2];
@@ -77,6 +97,21 @@ __global__ static void __launch_bounds__(MMA_WARPS * 32)
             int32_t r = row0 + m * 16 + g + 8 * h;
             wrow[m][h] = (const uint4 *)(W + (size_t)(r < rows ? r : 0) * cols);
         }
+    /* before the wait: the first chunks into registers, the rest of this warp's share of the
+     * rows into L2 (one request per 128-byte line: lane q = 0, every fourth segment) */
+    uint4 wv[U][MT][2];
+    mma_load_w<BF16, MT, NTILE, WARPS, U>(wv, wrow, warp * U, n_chunks, cols, q);
+    if (q == 0)
+        for (int32_t c0 = warp * U + stride; c0 < n_chunks; c0 += stride)
+#pragma unroll
+            for (int u = 0; u < U; u += 2)
+                if (c0 + u < n_chunks)
+#pragma unroll
+                    for (int m = 0; m < MT; m++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++)
+                            asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[m][h] + (c0 + u) * 4));
+    hsd_pdl_wait();
     const float4 *xrow[NTILE];
     bool xon[NTILE];
 #pragma unroll
@@ -93,19 +128,13 @@ __global__ static void __launch_bounds__(MMA_WARPS * 32)
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[m][t][i] = 0.0f;
 
-    for (int32_t c0 = warp * MMA_U; c0 < n_chunks; c0 += MMA_WARPS * MMA_U) {
-        uint4 wv[MMA_U][MT][2];
-        float4 xv[MMA_U][NTILE][2];
-        /* every load of the U chunks first, so they are in flight together */
+    for (int32_t c0 = warp * U; c0 < n_chunks; c0 += stride) {
+        if (c0 != warp * U) mma_load_w<BF16, MT, NTILE, WARPS, U>(wv, wrow, c0, n_chunks, cols, q);
+        float4 xv[U][NTILE][2];
 #pragma unroll
-        for (int u = 0; u < MMA_U; u++) {
-            const int32_t seg = (c0 + u) * 4 + q; /* 8-column segment: columns 8·seg .. +7 */
+        for (int u = 0; u < U; u++) {
+            const int32_t seg = (c0 + u) * 4 + q;
             const bool on = (c0 + u) < n_chunks && seg * 8 < cols;
-#pragma unroll
-            for (int m = 0; m < MT; m++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    wv[u][m][h] = on ? __ldg(wrow[m][h] + seg) : make_uint4(0, 0, 0, 0);
 #pragma unroll
             for (int t = 0; t < NTILE; t++) {
                 const bool xo = on && xon[t];
@@ -114,7 +143,7 @@ __global__ static void __launch_bounds__(MMA_WARPS * 32)
             }
         }
 #pragma unroll
-        for (int u = 0; u < MMA_U; u++) {
+        for (int u = 0; u < U; u++) {
 #pragma unroll
             for (int t = 0; t < NTILE; t++) {
                 /* step A: columns +0..3 of the segment, step B: +4..7 */
@@ -143,7 +172,7 @@ __global__ static void __launch_bounds__(MMA_WARPS * 32)
         const int el = e >> 5, l = e & 31;
         float s = 0.0f;
 #pragma unroll
-        for (int w = 0; w < MMA_WARPS; w++) s += part[w][el][l];
+        for (int w = 0; w < WARPS; w++) s += part[w][el][l];
         const int m = el / (NTILE * 4), t = (el >> 2) % NTILE, i = el & 3;
         /* the accumulator layout of m16n8: c0,c1 row g, c2,c3 row g+8; columns 2q, 2q+1 */
         const int32_t row = row0 + m * 16 + (l >> 2) + (i >= 2 ? 8 : 0);
@@ -153,6 +182,38 @@ __global__ static void __launch_bounds__(MMA_WARPS * 32)
             *d = accumulate ? *d + s : s;
         }
     }
+}
+
+/* One launch, as a programmatic dependent when the device allows it. */
+template <bool BF16, int MT, int NTILE, int WARPS, int U>
+static cudaError_t mma_launch(hsd_cuda *cu, dim3 grid, float *out, int32_t ld_out,
+                              const hsd_mat *w, const float *x, int32_t n, bool accumulate) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(WARPS * 32);
+    cfg.stream = cu->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cu->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, mma_gemm_kernel<BF16, MT, NTILE, WARPS, U>, out, ld_out,
+                              (const unsigned short *)w->data, w->rows, w->cols, x, n, accumulate);
+}
+
+template <bool BF16, int WARPS, int U>
+static cudaError_t mma_dispatch(hsd_cuda *cu, float *out, int32_t ld_out, const hsd_mat *w,
+                                const float *x, int32_t n, bool accumulate, bool mt2) {
+    /* one token tile of 8 while n <= 8, else tiles of 16 along y */
+    const bool nt2 = n > 8;
+    const int32_t rows_per = mt2 ? 32 : 16, toks_per = nt2 ? 16 : 8;
+    dim3 grid((unsigned)((w->rows + rows_per - 1) / rows_per),
+              (unsigned)((n + toks_per - 1) / toks_per));
+    if (mt2)
+        return nt2 ? mma_launch<BF16, 2, 2, WARPS, U>(cu, grid, out, ld_out, w, x, n, accumulate)
+                   : mma_launch<BF16, 2, 1, WARPS, U>(cu, grid, out, ld_out, w, x, n, accumulate);
+    return nt2 ? mma_launch<BF16, 1, 2, WARPS, U>(cu, grid, out, ld_out, w, x, n, accumulate)
+               : mma_launch<BF16, 1, 1, WARPS, U>(cu, grid, out, ld_out, w, x, n, accumulate);
 }
 
 bool hsd_cuda_mma_fits(const hsd_mat *w) {
@@ -165,35 +226,29 @@ hsd_status hsd_cuda_mma_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const f
         return hsd_error(HSD_ERR_INTERNAL, "cuda mma_gemm: weight type %d with %d columns",
                          (int)w->type, w->cols);
     /* two m-tiles per block where that still gives every multiprocessor two blocks (x is then
-     * read half as often); the choice depends on the matrix alone, never on n */
+     * read half as often); every choice here depends on the matrix alone, never on n */
     const int sms = cu->sms > 0 ? cu->sms : 1;
     const bool mt2 = w->rows >= 2 * 32 * sms;
-    /* one token tile of 8 while n <= 8, else tiles of 16 */
-    const bool nt2 = n > 8;
-    const int32_t rows_per = mt2 ? 32 : 16, toks_per = nt2 ? 16 : 8;
-    dim3 grid((unsigned)((w->rows + rows_per - 1) / rows_per), (unsigned)((n + toks_per - 1) / toks_per));
-    const unsigned short *W = (const unsigned short *)w->data;
     const bool bf = w->type == HSD_DT_BF16;
-#define HSD_MMA_LAUNCH(B, M, T)                                                                    \
-    mma_gemm_kernel<B, M, T><<<grid, MMA_WARPS * 32, 0, cu->stream>>>(d_out, ld_out, W, w->rows,   \
-                                                                      w->cols, d_x, n, accumulate)
-    if (bf && mt2 && nt2)
-        HSD_MMA_LAUNCH(true, 2, 2);
-    else if (bf && mt2)
-        HSD_MMA_LAUNCH(true, 2, 1);
-    else if (bf && nt2)
-        HSD_MMA_LAUNCH(true, 1, 2);
-    else if (bf)
-        HSD_MMA_LAUNCH(true, 1, 1);
-    else if (mt2 && nt2)
-        HSD_MMA_LAUNCH(false, 2, 2);
-    else if (mt2)
-        HSD_MMA_LAUNCH(false, 2, 1);
-    else if (nt2)
-        HSD_MMA_LAUNCH(false, 1, 2);
-    else
-        HSD_MMA_LAUNCH(false, 1, 1);
-#undef HSD_MMA_LAUNCH
+    cudaError_t e;
+    switch (cu->mma_variant) { /* benchmarks compare fixed shapes; BF16 only */
+    case 2:
+        e = bf ? mma_dispatch<true, 4, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
+               : mma_dispatch<false, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
+        break;
+    case 3:
+        e = bf ? mma_dispatch<true, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
+               : mma_dispatch<false, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
+        break;
+    case 4:
+        e = bf ? mma_dispatch<true, 8, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
+               : mma_dispatch<false, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
+        break;
+    default: /* 0 and 1: 8 warps, 4 chunks */
+        e = bf ? mma_dispatch<true, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
+               : mma_dispatch<false, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
+    }
+    HSD_CU(e);
     HSD_CU_LAUNCHED("mma_gemm");
     return HSD_OK;
 }

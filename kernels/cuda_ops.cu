@@ -19,6 +19,7 @@ __device__ static float block_sum(float v, float *shared32) {
 __global__ static void rmsnorm_kernel(float *o, const float *x, const float *w, const int32_t *rows,
                                       int32_t dim, float eps) {
     __shared__ float red[32];
+    hsd_pdl_trigger(); /* a product follows: let it fetch its weights meanwhile */
     int r = blockIdx.x;
     const float *xr = x + (size_t)(rows ? rows[r] : r) * dim;
     float ss = 0.0f;
@@ -272,6 +273,7 @@ extern "C" hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_
  * out[t][i] = silu(gate[t][i]) * up[t][i]. */
 __global__ static void silu_mul_split_kernel(float *out, const float *gu, int32_t n,
                                              int32_t hidden) {
+    hsd_pdl_trigger(); /* the down projection follows */
     int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n * hidden) return;
     int64_t t = id / hidden, i = id % hidden;

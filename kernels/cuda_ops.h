@@ -41,13 +41,21 @@ hsd_status hsd_cuda_open(int device, hsd_cuda **out);
 void hsd_cuda_close(hsd_cuda *cu);
 /* "NVIDIA H100 80GB HBM3, sm_90, 79 GiB". */
 const char *hsd_cuda_device_desc(const hsd_cuda *cu);
-/* Single-token products (GEMV) through cuBLAS (true) or the warp-per-row kernel (false, the
- * default); see hsd_cuda_matmul. */
+/* Every product through cuBLAS (true), whose algorithm depends on n, instead of the default
+ * batch-invariant kernels (false); see hsd_cuda_matmul. For comparison only. */
 void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on);
-/* Products of 2..8 tokens through a warp-per-row kernel that reads each weight row once for
- * all of them with fp32 x (true), or through cuBLAS (false, the default); rows whose n*cols
- * floats do not fit in shared memory always go to cuBLAS. */
+/* Products of 2..8 tokens through a warp-per-row kernel with fp32 x (true; not batch-invariant,
+ * for comparison), or through the default kernels (false); rows whose n*cols floats do not fit
+ * in shared memory never take it. */
 void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on);
+/* Programmatic dependent launch of the products (Hopper and later; on by default where the
+ * device has it): a product starts while the kernel before it finishes and fetches its first
+ * weights into L2, then waits for its input. Off: plain stream order. Same results either way. */
+void hsd_cuda_use_pdl(hsd_cuda *cu, bool on);
+/* The tensor-core product's block shape, for benchmarks: 0 = chosen per matrix (default),
+ * 1..4 = fixed shapes (see kernels/cuda_mma.cu). Results are identical for every n within one
+ * choice, but differ between choices. */
+void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant);
 hsd_status hsd_cuda_sync(hsd_cuda *cu);
 
 hsd_status hsd_cuda_alloc(hsd_cuda *cu, size_t bytes, void **d_out);

@@ -30,6 +30,12 @@ void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
 void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
     (void)cu, (void)on;
 }
+void hsd_cuda_use_pdl(hsd_cuda *cu, bool on) {
+    (void)cu, (void)on;
+}
+void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant) {
+    (void)cu, (void)variant;
+}
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
     return "no CUDA device";

@@ -470,6 +470,10 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
     const char *gemm = getenv("HSD_CUDA_GEMM"); /* "warp": 2..8-token products by rows */
     hsd_cuda_use_warp_gemm(cu, gemm && !strcmp(gemm, "warp"));
+    const char *pdl = getenv("HSD_CUDA_PDL"); /* "0": products in plain stream order */
+    if (pdl && !strcmp(pdl, "0")) hsd_cuda_use_pdl(cu, false);
+    const char *mv = getenv("HSD_CUDA_MMA"); /* 1..4: a fixed tensor-core block shape */
+    if (mv) hsd_cuda_set_mma_variant(cu, atoi(mv));
     s = cm_upload_all(m, tf, params);
     if (s != HSD_OK) {
         hsd_error_prefix(s, "cuda model: ");
