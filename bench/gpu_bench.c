@@ -167,8 +167,8 @@ static void bench_1b(double bw) {
         {false, false, false, true, "0", "eager, tensor-core products, PDL"},
         {true, false, true, true, "0", "CUDA graph, fp32 warp GEMM for n = 2..8"},
         {true, false, false, false, "0", "CUDA graph, tensor-core products, no PDL"},
+        {true, false, false, true, "1", "CUDA graph, tensor-core 8 warps x 4 chunks, PDL"},
         {true, false, false, true, "2", "CUDA graph, tensor-core 4 warps x 4 chunks, PDL"},
-        {true, false, false, true, "3", "CUDA graph, tensor-core 16 warps x 2 chunks, PDL"},
         {true, false, false, true, "4", "CUDA graph, tensor-core 8 warps x 2 chunks, PDL"}};
     for (int ci = 0; ci < 8; ci++) {
         bool graphs = cfgs[ci].graphs;
@@ -256,8 +256,8 @@ static void bench_shapes(double bw) {
               *dout = dev(sizeof(float) * 16 * sh[i].rows);
         void *dxh = dev((size_t)16 * sh[i].cols * 2);
         double med[8];
-        /* default shape n = 1, 8, 16; cuBLAS n = 1, 8; fixed shapes 2..4 at n = 1 */
-        const int cfg_n[8] = {1, 8, 16, 1, 8, 1, 1, 1}, cfg_v[8] = {0, 0, 0, 0, 0, 2, 3, 4};
+        /* default shape (16 warps x 2) n = 1, 8, 16; cuBLAS n = 1, 8; fixed shapes at n = 1 */
+        const int cfg_n[8] = {1, 8, 16, 1, 8, 1, 1, 1}, cfg_v[8] = {0, 0, 0, 0, 0, 1, 2, 4};
         for (int c = 0; c < 8; c++) {
             hsd_cuda_use_cublas_gemv(cu, c == 3 || c == 4);
             hsd_cuda_set_mma_variant(cu, cfg_v[c]);
@@ -275,9 +275,9 @@ static void bench_shapes(double bw) {
         hsd_cuda_use_cublas_gemv(cu, false);
         hsd_cuda_set_mma_variant(cu, 0);
         double bytes = (double)sh[i].rows * sh[i].cols * 2, gbs = bytes / (med[0] * 1e-3) / 1e9;
-        printf("  %-18s shapes at n=1: 8 warps x 4 chunks %.4f ms, 4x4 %.4f, 16x2 %.4f, 8x2 %.4f\n",
+        printf("  %-18s shapes at n=1: 16 warps x 2 chunks %.4f ms, 8x4 %.4f, 4x4 %.4f, 8x2 %.4f\n",
                "", med[0], med[5], med[6], med[7]);
-        mdf("| %s, block shapes at n=1 (8x4 default, 4x4, 16x2, 8x2) | %.4f / %.4f / %.4f / %.4f ms | "
+        mdf("| %s, block shapes at n=1 (16x2 default, 8x4, 4x4, 8x2) | %.4f / %.4f / %.4f / %.4f ms | "
             "| | | | | |\n",
             sh[i].name, med[0], med[5], med[6], med[7]);
         sum1 += med[0] * sh[i].per_step;
@@ -458,6 +458,7 @@ int main(int argc, char **argv) {
     check_elementwise();
     check_matmul();
     check_invariance();
+    check_head_norm();
     check_fused();
     check_attention();
     check_indexed_head();
@@ -465,6 +466,8 @@ int main(int argc, char **argv) {
     check_heads();
     check_model("tiny", HSD_DT_F32, TOL_F32);
     check_model("tiny-qwen2", HSD_DT_F32, TOL_F32);
+    check_model("tiny-qwen3", HSD_DT_F32, TOL_F32);
+    check_model("tiny-phi3", HSD_DT_F32, TOL_F32);
     check_model("small", HSD_DT_BF16, TOL_BF16);
     printf("  %d checks passed, %d failed\n", n_pass, n_fail);
     mdf("\n%d checks passed, %d failed.\n", n_pass, n_fail);

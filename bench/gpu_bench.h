@@ -54,6 +54,7 @@ hsd_mat rand_mat(hsd_dtype t, int32_t rows, int32_t cols, void **host);
 void check_elementwise(void);
 void check_matmul(void);
 void check_invariance(void);
+void check_head_norm(void);
 void check_fused(void);
 void check_attention(void);
 /* gpu_bench_checks_heads.c */

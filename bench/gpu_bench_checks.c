@@ -142,6 +142,27 @@ void check_matmul(void) {
     }
 }
 
+/* Qwen3's per-head q/k norm against hsd_rmsnorm on each head. */
+void check_head_norm(void) {
+    const int32_t nh = 8, nkv = 2, hd = 128, n = 3, W = (nh + 2 * nkv) * hd;
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, 16, 0};
+    float *qkv = rand_f32((size_t)n * W), *qn = rand_f32(hd), *kn = rand_f32(hd);
+    float *want = malloc(sizeof(float) * n * W);
+    memcpy(want, qkv, sizeof(float) * n * W);
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t h = 0; h < nh + nkv; h++) {
+            float *x = want + (size_t)t * W + (size_t)h * hd;
+            hsd_rmsnorm(x, x, h < nh ? qn : kn, hd, 1e-6f);
+        }
+    float *d = dev_from(qkv, sizeof(float) * n * W), *dq = dev_from(qn, sizeof(float) * hd),
+          *dk = dev_from(kn, sizeof(float) * hd);
+    OK(hsd_cuda_head_norm(cu, d, n, &shape, dq, dk, 1e-6f));
+    float *got = host_from(d, (size_t)n * W);
+    report("head_norm (Qwen3 q/k per-head RMSNorm)", rel_err(got, want, (size_t)n * W), TOL_F32);
+    free(qkv), free(qn), free(kn), free(want), free(got);
+    hsd_cuda_free(cu, d), hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dk);
+}
+
 /* Batch invariance of the default products, which greedy SD = AR rests on: the result of a
  * token must be bit-identical whether it is alone (a decode step), the first of n = 2..17
  * (a verification), or inside a batch of 40 (a first round with its prompt), also when the
@@ -214,7 +235,7 @@ void check_fused(void) {
           *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
     int32_t *dpos = dev_from(pos, sizeof pos), *dmeta = dev_from(meta, sizeof meta);
     float *dq = dev(sizeof(float) * n * q_dim);
-    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx};
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, 0};
     for (int inter = 0; inter < 2; inter++) {
         float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
               *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
@@ -304,8 +325,10 @@ void check_fused(void) {
 void check_attention(void) {
     const int32_t nh = 8, nkv = 2, hd = 64, n_ctx = 128, L = 37, kv_dim = nkv * hd, q_dim = nh * hd;
     const int32_t parents[6] = {-1, 0, 0, 1, 2, -1};
-    for (int tree = 0; tree < 2; tree++) {
-        const int32_t n = tree ? 6 : 4;
+    for (int variant = 0; variant < 4; variant++) {
+        /* chain, tree, then both under a sliding window of 20 positions */
+        const int tree = variant & 1;
+        const int32_t n = tree ? 6 : 4, window = variant >= 2 ? 20 : 0;
         float *kc = rand_f32((size_t)n_ctx * kv_dim), *vc = rand_f32((size_t)n_ctx * kv_dim);
         float *knew = rand_f32((size_t)n * kv_dim), *vnew = rand_f32((size_t)n * kv_dim);
         float *q = rand_f32((size_t)n * q_dim), *want = malloc(sizeof(float) * n * q_dim);
@@ -330,7 +353,7 @@ void check_attention(void) {
         int32_t *dmeta = dev_from(meta, sizeof meta);
         OK(hsd_cuda_kv_store(cu, dkc, dkn, n, kv_dim, dmeta));
         OK(hsd_cuda_kv_store(cu, dvc, dvn, n, kv_dim, dmeta));
-        hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx};
+        hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, window};
         OK(hsd_cuda_attention(cu, dout, dq, dkc, dvc, &shape, n, dmeta, tree ? dmeta + 2 + n : NULL,
                               tree ? dmeta + 1 : NULL));
         /* reference */
@@ -342,28 +365,32 @@ void check_attention(void) {
                 const float *qv = q + (size_t)t * q_dim + h * hd;
                 const float *kb = kc + (h / (nh / nkv)) * hd, *vb = vc + (h / (nh / nkv)) * hd;
                 float *ov = want + (size_t)t * q_dim + h * hd;
-                int32_t n_new = tree ? off[t + 1] - off[t] : t + 1;
-                int32_t slots[8];
-                for (int32_t i = 0; i < n_new; i++) slots[i] = tree ? anc[off[t] + i] : i;
-                hsd_attn_scores(att, qv, kb, kv_dim, NULL, L, hd, 1.0f / sqrtf((float)hd));
-                hsd_attn_scores(att + L, qv, kb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd,
-                                1.0f / sqrtf((float)hd));
-                hsd_softmax(att, L + n_new);
-                hsd_attn_accum(ov, att, vb, kv_dim, NULL, L, hd);
-                hsd_attn_accum(tmp, att + L, vb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd);
-                hsd_add(ov, tmp, hd);
+                int32_t n_new = tree ? off[t + 1] - off[t] : t + 1, nv = L + n_new;
+                /* the cache rows the token sees, oldest first: the cache, then its new
+                 * predecessors or ancestors; a window keeps the last `window` of them */
+                int32_t vis[128], lo = window > 0 && nv > window ? nv - window : 0;
+                for (int32_t i = lo; i < nv; i++)
+                    vis[i - lo] = i < L ? i : L + (tree ? anc[off[t] + i - L] : i - L);
+                hsd_attn_scores(att, qv, kb, kv_dim, vis, nv - lo, hd, 1.0f / sqrtf((float)hd));
+                hsd_softmax(att, nv - lo);
+                hsd_attn_accum(ov, att, vb, kv_dim, vis, nv - lo, hd);
+                (void)tmp;
             }
         float *got = host_from(dout, (size_t)n * q_dim);
-        report(tree ? "attention f32, token tree (6 new, GQA 4:1)"
-                    : "attention f32, chain (4 new, GQA 4:1)",
+        const char *names[4] = {"attention f32, chain (4 new, GQA 4:1)",
+                                "attention f32, token tree (6 new, GQA 4:1)",
+                                "attention f32, chain, sliding window 20",
+                                "attention f32, token tree, sliding window 20"};
+        report(names[variant],
                rel_err(got, want, (size_t)n * q_dim), TOL_F32);
         free(got);
         /* the cache rows written by kv_store */
         float *gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-        report(tree ? "kv_store (tree)" : "kv_store (chain)",
-               rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
+        if (variant < 2)
+            report(tree ? "kv_store (tree)" : "kv_store (chain)",
+                   rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
         free(gk);
-        if (tree) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
+        if (tree && variant < 2) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
             int32_t keep[3] = {0, 2, 4}, nl = 1;
             int32_t *dkeep = dev_from(keep, sizeof keep);
             OK(hsd_cuda_kv_keep(cu, dkc, nl, n_ctx, kv_dim, L, dkeep, 3));

@@ -212,6 +212,37 @@ extern "C" hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld
     return matmul(cu, d_out, ld_out, d_x, n, w, d_xh, true);
 }
 
+/* hsd_rmsnorm of each q and k head: one warp per (token, head), the head's sum of squares by a
+ * warp reduction. */
+__global__ static void head_norm_kernel(float *qkv, int32_t n, int32_t n_heads, int32_t n_kv,
+                                        int32_t hd, const float *qn, const float *kn, float eps) {
+    const int32_t heads = n_heads + n_kv, width = (n_heads + 2 * n_kv) * hd;
+    const int32_t wid = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (wid >= n * heads) return;
+    const int32_t t = wid / heads, h = wid % heads;
+    float *x = qkv + (size_t)t * width + (size_t)h * hd; /* k heads follow the q heads */
+    const float *w = h < n_heads ? qn : kn;
+    float ss = 0.0f;
+    for (int32_t i = lane; i < hd; i += 32) ss += x[i] * x[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float scale = rsqrtf(ss / (float)hd + eps);
+    for (int32_t i = lane; i < hd; i += 32) x[i] = w[i] * (scale * x[i]);
+}
+
+extern "C" hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                                         const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                                         const float *d_knorm, float eps) {
+    HSD_CU_NEED(cu, "head_norm");
+    if (!shape || !d_qkv || !d_qnorm || !d_knorm || n <= 0 || shape->head_dim <= 0 ||
+        shape->n_heads <= 0 || shape->n_kv_heads <= 0)
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda head_norm: NULL argument or bad shape");
+    int32_t warps = n * (shape->n_heads + shape->n_kv_heads);
+    head_norm_kernel<<<hsd_blocks(warps, 8), 256, 0, cu->stream>>>(
+        d_qkv, n, shape->n_heads, shape->n_kv_heads, shape->head_dim, d_qnorm, d_knorm, eps);
+    HSD_CU_LAUNCHED("head_norm");
+    return HSD_OK;
+}
+
 /* After the fused q/k/v projection (rows [q | k | v] of width q_dim + 2 kv_dim): bias, rope of
  * q and k at each token's position, rotated q out, k and v into the cache at kv_len + t. One
  * thread per q pair, k pair or v element: the work of add_bias, rope and kv_store in one

@@ -122,11 +122,20 @@ hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu
  * per layer), queries q_dim floats, output q_dim floats. */
 typedef struct hsd_cuda_attn_shape {
     int32_t n_heads, n_kv_heads, head_dim, n_ctx;
+    /* sliding window (Phi-3, Mistral v0.1): a token at position p sees the keys at positions
+     * p - window + 1 .. p only; 0 = every earlier position */
+    int32_t window;
 } hsd_cuda_attn_shape;
 /* Writes n new k (or v) rows into the cache at d_meta[0] (= kv_len, read on the device so a
  * captured graph stays valid as the cache grows). */
 hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
                              int32_t kv_dim, const int32_t *d_meta);
+/* Qwen3's per-head RMSNorm of q and k, in place on fused q/k/v rows (q_dim + 2*kv_dim floats,
+ * n of them): every q head (head_dim floats) by d_qnorm, every k head by d_knorm, as
+ * hsd_rmsnorm does each head; v is left alone. Runs before hsd_cuda_qkv_post (no bias). */
+hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                              const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                              const float *d_knorm, float eps);
 /* After a fused q/k/v projection (rows [q | k | v], q_dim + 2*kv_dim floats): adds the bias
  * (optional, same layout), applies rope at d_pos[t] to q and k, writes the rotated q to d_q
  * (q_dim per row) and k, v into the caches at kv_len + t (kv_len = d_meta[0]): add_bias, rope

@@ -216,7 +216,15 @@ hsd_status hsd_cuda_reject(hsd_cuda *cu, int32_t *d_out, const float *d_p, const
     return s != HSD_OK ? s : NO_CUDA("reject");
 }
 
+hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                              const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                              const float *d_knorm, float eps) {
+    (void)cu, (void)d_qkv, (void)n, (void)shape, (void)d_qnorm, (void)d_knorm, (void)eps;
+    return NO_CUDA("head_norm");
+}
+
 #else
 /* The CUDA build defines these in kernels/cuda_*.cu. */
 typedef int hsd_cuda_stub_unused;
+
 #endif

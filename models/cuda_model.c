@@ -9,6 +9,7 @@
  * single-token decode step is replayed from a captured CUDA graph, since the kernels read
  * kv_len on the device. */
 #include "models/cuda_model.h"
+#include "models/arch.h"
 #include "models/forward_check.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ typedef struct cm_layer {
     hsd_mat w_gu; /* rows: gate (hidden), up (hidden) */
     hsd_mat w_down;
     float *attn_norm, *ffn_norm, *bqkv; /* bqkv: Qwen2's biases in the wqkv layout, or NULL */
+    float *q_norm, *k_norm;             /* Qwen3's per-head norms, or NULL */
 } cm_layer;
 
 typedef struct cuda_model {
@@ -76,7 +78,9 @@ static void cm_free(void *ctx) {
                          (void *)L->w_down.data,
                          L->attn_norm,
                          L->ffn_norm,
-                         L->bqkv};
+                         L->bqkv,
+                         L->q_norm,
+                         L->k_norm};
             for (size_t i = 0; i < sizeof p / sizeof *p; i++) hsd_cuda_free(m->cu, p[i]);
         }
     free(m->layers);
@@ -242,15 +246,18 @@ static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chai
     const int32_t dim = c->dim, hid = c->hidden_dim, qkv_w = m->q_dim + 2 * m->kv_dim;
     const int32_t *meta = m->d_meta, *tok = meta + 1, *pos = tok + n, *rows = pos + n;
     const int32_t *anc_off = chain ? NULL : rows + n_rows, *anc = chain ? NULL : anc_off + n + 1;
-    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx};
+    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0};
 
     TRY(hsd_cuda_embed(cu, m->x, &m->tok_emb, tok, n));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const cm_layer *L = &m->layers[l];
+        shape.window = hsd_arch_layer_slides(c, l) ? c->swa_window : 0; /* Phi-3, Mistral */
         float *kc = m->kc + (size_t)l * m->n_ctx * m->kv_dim;
         float *vc = m->vc + (size_t)l * m->n_ctx * m->kv_dim;
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->attn_norm, NULL, n, dim, c->norm_eps));
         TRY(hsd_cuda_matmul(cu, m->qkv, qkv_w, m->xb, n, &L->wqkv, m->xh));
+        if (L->q_norm) /* Qwen3: each q and k head normalized before rope */
+            TRY(hsd_cuda_head_norm(cu, m->qkv, n, &shape, L->q_norm, L->k_norm, c->norm_eps));
         TRY(hsd_cuda_qkv_post(cu, m->qkv, n, &shape, L->bqkv, pos, m->rope_cos, m->rope_sin,
                               c->rope_interleaved, m->q, kc, vc, meta));
         TRY(hsd_cuda_attention(cu, m->ao, m->q, kc, vc, &shape, n, meta, anc, anc_off));
@@ -416,6 +423,12 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
         TRY(upload_mat(m, down, WT(down), &L->w_down));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_ATTN_NORM, l), (size_t)c->dim, &L->attn_norm));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_FFN_NORM, l), (size_t)c->dim, &L->ffn_norm));
+        if (c->qk_norm) {
+            TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_Q_NORM, l), (size_t)c->head_dim, &L->q_norm));
+            TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_K_NORM, l), (size_t)c->head_dim, &L->k_norm));
+            if (!L->q_norm || !L->k_norm)
+                return hsd_error(HSD_ERR_INTERNAL, "cuda model: layer %d has no q/k norm", l);
+        }
         const float *bq = hsd_tf_vector(tf, HSD_T_BQ, l), *bk = hsd_tf_vector(tf, HSD_T_BK, l),
                     *bv = hsd_tf_vector(tf, HSD_T_BV, l);
         if (bq && bk && bv) {
@@ -442,10 +455,11 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
 hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_params *params,
                                  hsd_model_iface *iface, char *desc, size_t desc_cap) {
     if (!tf || !iface) return hsd_error(HSD_ERR_INVALID_ARG, "cuda model: NULL argument");
-    /* the device layer is Llama's (with Qwen2's biases): later architectures stay on the CPU */
+    /* the device layer is Llama's, with Qwen2's biases or Qwen3's per-head q/k norms: the
+     * other architectures stay on the CPU, and the notice names them */
     const hsd_tf_config *tc = hsd_tf_get_config(tf);
-    if (tc->qk_norm || tc->post_norms || tc->act != HSD_ACT_SILU || tc->emb_scale > 0 || tc->attn_scale > 0 ||
-        tc->attn_softcap > 0 || tc->final_softcap > 0 || tc->swa_window > 0)
+    if ((tc->qk_norm && hsd_tf_vector(tf, HSD_T_BQ, 0)) || tc->post_norms || tc->act != HSD_ACT_SILU || tc->emb_scale > 0 || tc->attn_scale > 0 ||
+        tc->attn_softcap > 0 || tc->final_softcap > 0 || tc->rope_theta_swa > 0 || tc->rope_linear > 0)
         return hsd_error(HSD_ERR_UNSUPPORTED, "cuda model: architecture %s is not implemented on the device",
                          tc->arch);
     hsd_cuda *cu = NULL;

@@ -233,7 +233,7 @@ static void test_kernel_argument_checks(void **state) {
     assert_non_null(strstr(hsd_last_error(), "half-precision scratch"));
     assert_int_equal(hsd_cuda_matmul(NULL, fake, 1000, fake, 0, &U, fake), HSD_ERR_INVALID_ARG);
 
-    hsd_cuda_attn_shape bad = {6, 4, 64, 128}, ok = {8, 4, 64, 128};
+    hsd_cuda_attn_shape bad = {6, 4, 64, 128, 0}, ok = {8, 4, 64, 128, 0};
     assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &bad, 1, ifake, NULL, NULL),
                      HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "6 heads, 4 kv heads"));

@@ -138,6 +138,16 @@ static void test_qwen2_f32_bias_tied(void **state) {
     (void)state;
     compare_shape("tiny-qwen2", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
 }
+/* Qwen3: per-head q/k RMSNorm before rope (hsd_cuda_head_norm), tied embeddings. */
+static void test_qwen3_f32_qk_norm(void **state) {
+    (void)state;
+    compare_shape("tiny-qwen3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+}
+/* Phi-3: fused q/k/v and gate/up in the file, restacked on upload as for every model. */
+static void test_phi3_f32_fused(void **state) {
+    (void)state;
+    compare_shape("tiny-phi3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+}
 /* BF16 file, BF16 on the device: the same stored values on both sides; but on an AVX-512
  * BF16 CPU the CPU kernels round the activations to bf16 (vdpbf16ps, kernels/matmul.h) where
  * the emulated device multiplies fp32 ones: 2^-9 relative per product, ~1e-3 in logits. */
@@ -193,6 +203,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_f32),
         cmocka_unit_test(test_qwen2_f32_bias_tied),
+        cmocka_unit_test(test_qwen3_f32_qk_norm),
+        cmocka_unit_test(test_phi3_f32_fused),
         cmocka_unit_test(test_llama_bf16),
         cmocka_unit_test(test_q8_0_to_bf16),
         cmocka_unit_test(test_model_load_on_device),
