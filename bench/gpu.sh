@@ -165,6 +165,44 @@ if [ -n "$SHARED" ] && [ "${HSD_GPU_NO_INFLATED:-0}" != 1 ]; then
                 || { status=1; tail -3 "$OUT/inf${pi}_${name}.err" >&2; }
         done
     done
+    # four prompts as one batch on the device (sequence slots: one target forward per round
+    # for all of them), each checked against its own single run
+    printf '%s\n' "$P1" "$P2" "One day, a little bird" "Tom and his mom went to the park." > "$OUT/batch_prompts.txt"
+    for algo in ar slem; do
+        extra=()
+        [ "$algo" = slem ] && extra=("${DS[@]}")
+        t0=$(date +%s.%N)
+        timeout 150 "$BUILD/hsd" generate "${TT[@]}" "${extra[@]}" --algo "$algo" -k 6 -n "$N" \
+            --batch-file "$OUT/batch_prompts.txt" --backend cuda --threads "$THREADS" --json \
+            > "$OUT/batch_${algo}.jsonl" 2> "$OUT/batch_${algo}.err" || { status=1; tail -3 "$OUT/batch_${algo}.err" >&2; }
+        echo "$t0 $(date +%s.%N)" > "$OUT/batch_${algo}.wall"
+        i=0
+        while IFS= read -r pr; do
+            timeout 150 "$BUILD/hsd" generate "${TT[@]}" "${extra[@]}" --algo "$algo" -k 6 -n "$N" -p "$pr" \
+                --backend cuda --threads "$THREADS" --json > "$OUT/batch_${algo}_single$i.json" 2>/dev/null || status=1
+            i=$((i + 1))
+        done < "$OUT/batch_prompts.txt"
+    done
+    python3 - "$OUT" >> "$OUT/batch.md" <<'PYEOF' || status=1
+import json, os, sys
+out = sys.argv[1]
+print("| batch of 4 on the device | outputs equal to their single runs | sum of tokens | batch wall s |")
+print("|---|---|---|---|")
+ok = True
+for algo in ("ar", "slem"):
+    try:
+        rows = [json.loads(l) for l in open(os.path.join(out, f"batch_{algo}.jsonl")) if l.strip()]
+        rows.sort(key=lambda r: r.get("index", 0))
+        singles = [json.load(open(os.path.join(out, f"batch_{algo}_single{i}.json"))) for i in range(4)]
+        same = sum(r["ids"] == s["ids"] for r, s in zip(rows, singles))
+        t0, t1 = map(float, open(os.path.join(out, f"batch_{algo}.wall")).read().split())
+        print(f"| {algo} | {same}/4 | {sum(len(r['ids']) for r in rows)} | {t1 - t0:.2f} (load included) |")
+        ok &= same == 4 and len(rows) == 4
+    except Exception as e:
+        print(f"| {algo} | failed: {e} | | |"); ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+    cat "$OUT/batch.md"
     python3 - "$OUT" >> "$inf" <<'PYEOF' || status=1
 import json, os, sys
 out = sys.argv[1]
@@ -210,6 +248,10 @@ fi
     echo "Greedy AR, CPU vs CUDA, step by step (hsd_ar_compare):"
     echo
     cat "$arc"
+    echo
+    echo "Sequence slots on the device:"
+    echo
+    cat "$OUT/batch.md" 2>/dev/null
     echo
     echo "Inflated pair (make demo's files: babyllama at the llama-3.2-1b shape, bf16; drafters stories260K as is (S) and at the smollm-135m shape (B)), -k 6, ${N_INFLATED:-128} tokens:"
     echo

@@ -469,6 +469,8 @@ int main(int argc, char **argv) {
     check_model("tiny-qwen3", HSD_DT_F32, TOL_F32);
     check_model("tiny-phi3", HSD_DT_F32, TOL_F32);
     check_model("small", HSD_DT_BF16, TOL_BF16);
+    check_model_batch("tiny-qwen3", HSD_DT_F32, TOL_F32);
+    check_model_batch("small", HSD_DT_BF16, TOL_BF16);
     printf("  %d checks passed, %d failed\n", n_pass, n_fail);
     mdf("\n%d checks passed, %d failed.\n", n_pass, n_fail);
 

@@ -62,5 +62,6 @@ void check_indexed_head(void);
 void check_heads(void);
 void check_sampling(void);
 void check_model(const char *shape, hsd_dtype dt, double tol);
+void check_model_batch(const char *shape, hsd_dtype dt, double tol);
 
 #endif

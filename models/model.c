@@ -113,12 +113,6 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         int b = hsd_backend_parse(getenv("HSD_BACKEND"));
         if (b > 0) p.backend = (hsd_backend)b;
     }
-    if (p.backend != HSD_BACKEND_CPU && p.n_seq > 1) {
-        /* the device model has one KV cache; batches of sequences stay on the CPU for now */
-        hsd_log(HSD_LOG_INFO, "CUDA backend has one sequence slot; n_seq %d runs on the CPU",
-                p.n_seq);
-        p.backend = HSD_BACKEND_CPU;
-    }
     if (p.backend != HSD_BACKEND_CPU) {
         /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
         char desc[640];
