@@ -237,7 +237,11 @@ fi
     dev=$(sed -n 's/^device: //p' "$OUT/gpu_bench.txt" 2>/dev/null | head -1)
     echo "### CUDA backend on ${dev:-no device} ($(date -u +%Y-%m-%d), bench/gpu.sh)"
     echo
-    echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); build (HSD_CUDA=ON, sm_90, $JOBS jobs): ${build_s} s."
+    if [ -n "${HSD_GPU_PREBUILT:-}" ]; then
+        echo "Commit $(tr '\n' ' ' < "$P/commit" 2>/dev/null || echo '?'); binaries prebuilt by bench/gpu_pack.sh (HSD_CUDA=ON, sm_90)."
+    else
+        echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); build (HSD_CUDA=ON, sm_90, $JOBS jobs): ${build_s} s."
+    fi
     echo
     cat "$OUT/gpu_bench.md" 2>/dev/null || echo "hsd_gpu_bench wrote no results (exit $bench_rc)."
     echo

@@ -241,6 +241,11 @@ hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, in
 
 static hsd_status need_tf(const hsd_model *m, const char *fn) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL model", fn);
+    if (!m->tf && m->backend == HSD_BACKEND_CUDA)
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "%s: draft heads and timings are on the CPU backend only (this model runs "
+                         "on the CUDA device; load the drafter with backend cpu)",
+                         fn);
     if (!m->tf)
         return hsd_error(HSD_ERR_UNSUPPORTED,
                          "%s: only models loaded by hsd_model_load have draft heads and timings",
