@@ -266,6 +266,16 @@ void check_model(const char *shape, hsd_dtype dt, double tol) {
     BOTH(c.forward(c.ctx, toks + 9, 5, parents, NULL, 5, lc),
          g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lg));
     double et = rel_err(lg, lc, (size_t)5 * V);
+    /* the same tree again, twice: captured as a graph the second time, replayed the third;
+     * both must give the eager forward's logits bit for bit */
+    float *lt = malloc(sizeof(float) * 5 * V);
+    long t_eq = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        OK(g.kv_truncate(g.ctx, 9));
+        OK(g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lt));
+        for (size_t k = 0; k < (size_t)5 * V; k++) t_eq += !memcmp(&lt[k], &lg[k], sizeof(float));
+    }
+    free(lt);
     BOTH(c.kv_keep(c.ctx, 9, keep, 3), g.kv_keep(g.ctx, 9, keep, 3));
     /* decode steps (the graph path), then truncate and a forward with a row subset */
     double ed = 0;
@@ -284,6 +294,9 @@ void check_model(const char *shape, hsd_dtype dt, double tol) {
     report(name, e, tol);
     snprintf(name, sizeof name, "model %s %s: tree of 5", shape, hsd_dtype_name(dt));
     report(name, et, tol);
+    snprintf(name, sizeof name, "model %s %s: tree from its graph = eager", shape,
+             hsd_dtype_name(dt));
+    report_ids(name, (int)t_eq, 2 * 5 * V);
     snprintf(name, sizeof name, "model %s %s: kv_keep + 4 decode steps", shape, hsd_dtype_name(dt));
     report(name, ed, tol);
     snprintf(name, sizeof name, "model %s %s: truncate + rows subset", shape, hsd_dtype_name(dt));

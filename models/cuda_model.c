@@ -35,6 +35,17 @@ typedef struct cm_layer {
     float *q_norm, *k_norm;             /* Qwen3's per-head norms, or NULL */
 } cm_layer;
 
+/* Forwards of up to CM_GRAPH_MAX_N tokens are replayed from graphs (their inputs then sit at
+ * fixed offsets of the per-step buffer, and every kernel reads its counts from it). */
+#define CM_GRAPH_MAX_N 16
+#define CM_GRAPHS 8
+typedef struct cm_graph {
+    hsd_cuda_graph *g;
+    int32_t n, rows;
+    bool chain;
+    uint32_t used; /* the model's tick at the last replay */
+} cm_graph;
+
 typedef struct cuda_model {
     hsd_cuda *cu;
     hsd_tf_config cfg;
@@ -57,15 +68,20 @@ typedef struct cuda_model {
     size_t meta_cap;
     int32_t *tree_depth; /* host, cap_n */
 
-    hsd_cuda_graph **graphs; /* per slot, the decode step: n = 1, chain, one logits row */
+    /* captured forwards of one entry, per slot: CM_GRAPHS of them, keyed by (n, rows, chain)
+     * and replaced least recently used. A shape is captured the second time it is seen (a
+     * decode step, and the few verification and draft-tree sizes that recur), since a capture
+     * costs about as much as the launches it saves once. */
+    cm_graph *graphs; /* [n_seq][CM_GRAPHS] */
+    uint32_t seen[CM_GRAPH_MAX_N + 1][CM_GRAPH_MAX_N + 1][2], tick;
     bool graphs_on;
 } cuda_model;
 
 /* The captured decode steps hold buffer addresses: dropped when a buffer moves. */
 static void cm_drop_graphs(cuda_model *m) {
-    for (int32_t i = 0; m->graphs && i < m->n_seq; i++) {
-        hsd_cuda_graph_free(m->graphs[i]);
-        m->graphs[i] = NULL;
+    for (int32_t i = 0; m->graphs && i < m->n_seq * CM_GRAPHS; i++) {
+        hsd_cuda_graph_free(m->graphs[i].g);
+        m->graphs[i] = (cm_graph){0};
     }
 }
 
@@ -312,29 +328,41 @@ static hsd_status cm_enqueue(cuda_model *m, const cm_seg *segs, int32_t n_segs, 
     return HSD_OK;
 }
 
-/* The decode step of a slot from its graph, captured on first use (the inputs sit at fixed
- * offsets for n = 1: token, position, row, then [kv_len]). A capture that fails (an old
- * driver, a kernel that cannot be captured) turns graphs off for this model with a notice;
- * the step then runs eagerly, with the same result. */
-static hsd_status cm_decode_graph(cuda_model *m, const cm_seg *seg) {
-    hsd_cuda_graph **slot = &m->graphs[seg->slot];
-    if (!*slot) {
+/* A forward of one entry from its slot's graph of that shape, captured on the shape's second
+ * use (the inputs sit at fixed offsets for a given n and rows: tokens, positions, rows, then
+ * [kv_len, tree offsets, ancestors], and the kernels read them on the device). A capture that
+ * fails (an old driver, a kernel that cannot be captured) turns graphs off for this model
+ * with a notice; the step then runs eagerly, with the same result. */
+static hsd_status cm_graph_run(cuda_model *m, const cm_seg *seg, int32_t n_rows) {
+    cm_graph *set = &m->graphs[(size_t)seg->slot * CM_GRAPHS], *hit = NULL, *lru = &set[0];
+    m->tick++;
+    for (int i = 0; i < CM_GRAPHS; i++) {
+        if (set[i].g && set[i].n == seg->n && set[i].rows == n_rows && set[i].chain == seg->chain)
+            hit = &set[i];
+        if (!set[i].g || (lru->g && set[i].used < lru->used)) lru = &set[i];
+    }
+    uint32_t *seen = &m->seen[seg->n][n_rows][seg->chain];
+    if (!hit && ++*seen < 2) return cm_enqueue(m, seg, 1, seg->n, n_rows);
+    if (!hit) {
         hsd_status s = hsd_cuda_graph_begin(m->cu), e = HSD_OK;
         hsd_cuda_graph *g = NULL;
         if (s == HSD_OK) {
-            s = cm_enqueue(m, seg, 1, 1, 1);
+            s = cm_enqueue(m, seg, 1, seg->n, n_rows);
             e = hsd_cuda_graph_end(m->cu, &g);
         }
         if (s != HSD_OK || e != HSD_OK) {
             hsd_cuda_graph_free(g);
-            hsd_log(HSD_LOG_WARN, "cuda: decode-step graph capture failed (%s), running eagerly",
+            hsd_log(HSD_LOG_WARN, "cuda: forward graph capture failed (%s), running eagerly",
                     hsd_last_error());
             m->graphs_on = false;
-            return cm_enqueue(m, seg, 1, 1, 1);
+            return cm_enqueue(m, seg, 1, seg->n, n_rows);
         }
-        *slot = g;
+        hsd_cuda_graph_free(lru->g);
+        *lru = (cm_graph){g, seg->n, n_rows, seg->chain, 0};
+        hit = lru;
     }
-    return hsd_cuda_graph_launch(m->cu, *slot);
+    hit->used = m->tick;
+    return hsd_cuda_graph_launch(m->cu, hit->g);
 }
 
 /* A forward of n_e entries (already checked by the caller: slots distinct, inputs in range):
@@ -391,8 +419,8 @@ static hsd_status cm_run(cuda_model *m, const hsd_model_batch_seq *e, int32_t n_
     }
     hsd_status s = hsd_cuda_upload(m->cu, m->d_meta, h, (size_t)blk * sizeof(int32_t));
     if (s == HSD_OK) {
-        if (m->graphs_on && n_e == 1 && n == 1 && segs[0].chain && R == 1)
-            s = cm_decode_graph(m, &segs[0]);
+        if (m->graphs_on && n_e == 1 && n <= CM_GRAPH_MAX_N && R <= CM_GRAPH_MAX_N)
+            s = cm_graph_run(m, &segs[0], R);
         else
             s = cm_enqueue(m, segs, n_e, n, R);
     }
@@ -564,7 +592,7 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     m->cfg = *hsd_tf_get_config(tf);
     m->n_seq = params && params->n_seq > 1 ? params->n_seq : 1;
     m->kv_lens = calloc((size_t)m->n_seq, sizeof *m->kv_lens);
-    m->graphs = calloc((size_t)m->n_seq, sizeof *m->graphs);
+    m->graphs = calloc((size_t)m->n_seq * CM_GRAPHS, sizeof *m->graphs);
     if (!m->kv_lens || !m->graphs) {
         cm_free(m);
         return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
