@@ -196,6 +196,10 @@ class TestVllmProposer(unittest.TestCase):
         self.assertEqual(out[1:], [[], [], []])
         self.assertTrue(all(isinstance(t, int) and 0 <= t < 512 for t in out[0]))
         self.assertLessEqual(len(out[0]), K)
+        # PR 39487's earlier wrapper (CustomClassProposer) calls with keywords
+        again = p.propose(sampled_token_ids=sampled, num_tokens_no_spec=batch.num_tokens_no_spec,
+                          token_ids_cpu=batch.token_ids_cpu, slot_mappings=None)
+        self.assertEqual(again, out)
 
     def test_a_proposals_equal_engine_slem(self):
         rec = RecordingTarget(self.target)

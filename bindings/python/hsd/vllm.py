@@ -34,7 +34,9 @@ environment (HSD_VLLM_<KEY>, upper case), else the default:
     target_tokenizer  the target's tokenizer (default: model_config.tokenizer/tokenizer.json
                       when that is a local directory, else required)
     n_draft           drafter forwards per step, SLEM's k (default num_speculative_tokens)
-    max_states        request states kept = drafter sequence slots (default max_num_seqs)
+    max_states        request states kept = drafter sequence slots, each with its own KV
+                      cache of draft_n_ctx positions: the memory bound (default
+                      min(max_num_seqs, 32)); requests past it in one step get no drafts
     n_threads         drafter threads (default 0: hsd's default)
     draft_n_ctx       drafter KV capacity per slot (default 0: its context, capped at 4096)
     backend           where the drafter runs: auto, cpu, cuda (default cpu)
@@ -120,7 +122,7 @@ class HsdProposer:
             tt = self._default_tokenizer(str(local), "target_tokenizer")
         self.target_tokenizer_path = tt
         self.n_draft = min(int(c("n_draft", self.k)), 63)
-        self.max_states = int(c("max_states", max_seqs))
+        self.max_states = int(c("max_states", min(max_seqs, 32)))
         self.n_threads = int(c("n_threads", 0))
         self.draft_n_ctx = int(c("draft_n_ctx", 0))
         self.backend = str(c("backend", "cpu"))
