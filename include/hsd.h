@@ -705,9 +705,9 @@ HSD_API int32_t hsd_proposer_n_slots(const hsd_proposer *p);
  * nothing. Errors: INVALID_ARG (NULL p/slots/ctx/n_ctx/out/n_out with n > 0, a NULL
  * context, n_ctx[i] < 1, a slot outside 0..n_slots-1 or repeated, k_out outside 1..64),
  * OUT_OF_RANGE (a context id outside the target tokenizer's vocabulary, naming the request
- * and position), NOMEM, and the drafter's errors. On failure the slots of this call are
- * forgotten (their next call starts afresh) and n_out is zeroed. Not thread-safe per
- * handle. */
+ * and position), NOMEM, and the drafter's errors. Bad arguments change nothing; a failure
+ * after them forgets this call's slots (their next call starts afresh) and zeroes n_out.
+ * Not thread-safe per handle. */
 HSD_API hsd_status hsd_proposer_propose(hsd_proposer *p, int32_t n, const int32_t *slots,
                                         const int32_t *const *ctx, const int32_t *n_ctx,
                                         int32_t k_out, int32_t *out, int32_t *n_out);
