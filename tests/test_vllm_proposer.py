@@ -201,6 +201,33 @@ class TestVllmProposer(unittest.TestCase):
                           token_ids_cpu=batch.token_ids_cpu, slot_mappings=None)
         self.assertEqual(again, out)
 
+    def test_key_collision_starts_afresh(self):
+        """States are found by a prefix's length and last ids; hsd checks the whole prefix. A
+        request whose previous context has another request's key but not its ids must get
+        the proposal of a fresh state, not one built on the other request's text."""
+        tail = self.tt.encode(" and they played with the ball all day long in the sun. They ran"
+                              " and jumped and laughed until the sky was dark. Then")
+        self.assertGreater(len(tail), hsd_vllm._TAIL)
+        a = self.prompt_ids("Tom had a dog") + tail
+        b = self.prompt_ids("Mia saw a cat") + tail
+        n = min(len(a), len(b))
+        a, b = a[len(a) - n:], b[len(b) - n:]
+        a[0] = b[0] = self.tt.bos_id
+        self.assertNotEqual(a, b)
+        b_next = b + [self.tt.encode(" Tom")[0]]
+        self.assertEqual(hsd_vllm._key(a), hsd_vllm._key(b_next, len(b_next) - 1))
+        p = create_custom_proposer(vllm_config())
+        batch = InputBatch()
+        batch.put(0, a)
+        p.propose([[a[-1]]], batch.num_tokens_no_spec, batch.token_ids_cpu)
+        batch.put(0, b_next)
+        got = p.propose([b_next[-1:]], batch.num_tokens_no_spec, batch.token_ids_cpu)[0]
+        self.assertEqual(p.stats()["n_fresh"], 2)  # hsd refused to extend a's state
+        fresh = create_custom_proposer(vllm_config())
+        want = fresh.propose([b_next[-1:]], batch.num_tokens_no_spec, batch.token_ids_cpu)[0]
+        self.assertTrue(want)
+        self.assertEqual(got, want)
+
     def test_a_proposals_equal_engine_slem(self):
         rec = RecordingTarget(self.target)
         tm = hsd.Model.from_callbacks(rec)

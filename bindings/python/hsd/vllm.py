@@ -23,7 +23,8 @@ keeps the target's law.
 
 vLLM passes no request ids. A request's bridge state (hsd's slot: committed text, both
 sides' tokens, the drafter's KV cache) is found by its token prefix: this step's context
-minus the ids it just gained is the context it had at its previous proposal. States live in
+minus the ids it just gained is the context it had at its previous proposal (keyed by its
+length and last ids; hsd checks the whole prefix before reusing a state). States live in
 the drafter's sequence slots, so their number (max_states) bounds the memory; the least
 recently used one is given to a request that has none.
 
@@ -86,12 +87,20 @@ def _row(token_ids_cpu, i, n):
         return list(row[:n])
 
 
-def _key(ids):
-    """A hashable key of a token prefix: its bytes (contiguous int32 buffer) or a tuple."""
+_TAIL = 32  # ids of a prefix's end that key it, with its length
+
+
+def _key(ids, end=None):
+    """The key of the prefix ids[:end]: its length and its last _TAIL ids, in O(1) (a
+    memoryview slice of a numpy row or stdlib array; a tuple for lists). A key is a hint: hsd
+    checks that a state's context really is a prefix of the new one and starts afresh if
+    not, so two prefixes that share a key only cost a rebuild."""
+    end = len(ids) if end is None else end
+    lo = max(0, end - _TAIL)
     try:
-        return bytes(memoryview(ids).cast("B"))
+        return end, bytes(memoryview(ids)[lo:end].cast("B"))
     except TypeError:
-        return tuple(ids)
+        return end, tuple(ids[lo:end])
 
 
 class HsdProposer:
@@ -195,7 +204,7 @@ class HsdProposer:
             if n >= self.max_model_len or n < 1:
                 continue
             ctx = _row(token_ids_cpu, i, n)
-            wanted.append((i, ctx, _key(ctx[:n - n_new]) if n > n_new else None, n_new))
+            wanted.append((i, ctx, _key(ctx, n - n_new) if n > n_new else None, n_new))
         # requests that find their state first, so that a newcomer never evicts the state of
         # a request of the same step; then the others, on free or least recently used slots
         claimed, batch, rest = set(), [], []
