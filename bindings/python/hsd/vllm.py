@@ -34,7 +34,8 @@ environment (HSD_VLLM_<KEY>, upper case), else the default:
     draft_tokenizer   its tokenizer (default: the GGUF itself, or DIR/tokenizer.json)
     target_tokenizer  the target's tokenizer (default: model_config.tokenizer/tokenizer.json
                       when that is a local directory, else required)
-    n_draft           drafter forwards per step, SLEM's k (default num_speculative_tokens)
+    n_draft           drafter forwards per step, SLEM's k (default ceil(num_speculative_tokens
+                      / 2): k drafter tokens spell about 2k target tokens)
     max_states        request states kept = drafter sequence slots, each with its own KV
                       cache of draft_n_ctx positions: the memory bound (default
                       min(max_num_seqs, 32)); requests past it in one step get no drafts
@@ -130,7 +131,7 @@ class HsdProposer:
             local = getattr(model_config, "tokenizer", None) or getattr(model_config, "model", "")
             tt = self._default_tokenizer(str(local), "target_tokenizer")
         self.target_tokenizer_path = tt
-        self.n_draft = min(int(c("n_draft", self.k)), 63)
+        self.n_draft = min(int(c("n_draft", (self.k + 1) // 2)), 63)
         self.max_states = int(c("max_states", min(max_seqs, 32)))
         self.n_threads = int(c("n_threads", 0))
         self.draft_n_ctx = int(c("draft_n_ctx", 0))
