@@ -283,10 +283,10 @@ class TestVllmProposer(unittest.TestCase):
         self.assertLessEqual(st["n_drafter_forwards"], steps * N_DRAFT)
         self.assertGreater(checked, 4 * len(PROMPTS))
 
-    def verify_loop(self, prompts, max_states, sampled_mode=False):
+    def verify_loop(self, prompts, max_states, **hsd_cfg):
         """vLLM's step loop in miniature. Greedy: accept the longest matching prefix, then the
         target's own next token. Returns the generated ids per prompt and the acceptance."""
-        p = create_custom_proposer(vllm_config(max_states=max_states))
+        p = create_custom_proposer(vllm_config(max_states=max_states, **hsd_cfg))
         p.load_model(None)
         batch = InputBatch()
         waiting = list(range(len(prompts)))
@@ -357,6 +357,20 @@ class TestVllmProposer(unittest.TestCase):
         self.assertEqual(st["n_reused"], st["n_proposals"] - st["n_fresh"])
         # the drafts are worth verifying: random ids would almost never be accepted
         self.assertGreater(accepted, 0.4 * st["n_proposals"])
+
+    def test_b_low_rank_draft_head_stays_exact(self):
+        """A cheaper drafter head (draft_head, hsd's --draft-head) changes the proposals, never
+        the output: the verify loop still ends with AR's greedy text."""
+        out, drafted, accepted, steps, p = self.verify_loop(PROMPTS[:4], max_states=4,
+                                                            draft_head="lowrank:8")
+        self.assertIn("lowrank", p.drafter.head_desc)
+        with hsd.Engine(self.target, self.tt) as e:
+            for i, prompt in enumerate(PROMPTS[:4]):
+                e.reset()
+                self.target.kv_truncate(0)
+                self.assertEqual(out[i], list(e.generate(prompt, algo="ar",
+                                                         max_new_tokens=N_NEW).ids))
+        self.assertGreater(drafted, 0)
 
     def test_c_sampled_point_mass_keeps_law(self):
         """vLLM verifies hsd's drafts as point masses q = delta(d): the first draft is kept

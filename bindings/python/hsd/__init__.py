@@ -349,6 +349,15 @@ class Model(_Handle):
     def kv_truncate(self, length):
         _check(lib.hsd_model_kv_truncate(self._handle, int(length)))
 
+    def set_head(self, spec):
+        """Replaces the LM head for drafting (hsd_model_set_head_spec without an engine):
+        "full", "trim:IDS_FILE", "spec:K[/R][:FILE]" or "lowrank:R[:FILE]"."""
+        _check(lib.hsd_model_set_head_spec(self._handle, _utf8(spec), None, None, 0))
+
+    @property
+    def head_desc(self):
+        return lib.hsd_model_head_desc(self._handle).decode("utf-8", "replace")
+
     def kv_keep(self, base, keep):
         k, n = _ids_array(keep)
         _check(lib.hsd_model_kv_keep(self._handle, int(base), k, n))

@@ -193,6 +193,8 @@ _protos = {
     "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
     "hsd_model_n_seq": (ctypes.c_int32, [P]),
     "hsd_backend_parse": (ctypes.c_int, [ctypes.c_char_p]),
+    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, P, c_int32_p, ctypes.c_int32]),
+    "hsd_model_head_desc": (ctypes.c_char_p, [P]),
     # draft-only proposals (issue 25)
     "hsd_proposer_default_params": (ProposerParams, []),
     "hsd_proposer_init": (_S, [P, P, P, ctypes.POINTER(ProposerParams), ctypes.POINTER(P)]),

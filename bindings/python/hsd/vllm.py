@@ -43,6 +43,9 @@ environment (HSD_VLLM_<KEY>, upper case), else the default:
     draft_n_ctx       drafter KV capacity per slot (default 0: its context, capped at 4096)
     backend           where the drafter runs: auto, cpu, cuda (default cpu)
     add_bos           drafter BOS at the start of a fresh state (default true)
+    draft_head        a cheaper LM head for the drafter, as hsd's --draft-head: "trim:IDS_FILE",
+                      "spec:K[/R][:FILE]", "lowrank:R[:FILE]" (default: its own head). It
+                      changes only what is proposed, never what is accepted
 """
 import os
 
@@ -51,7 +54,7 @@ from . import HsdError, Model, Proposer, Tokenizer
 __all__ = ["HsdProposer", "CONFIG_KEYS"]
 
 CONFIG_KEYS = ("draft", "draft_tokenizer", "target_tokenizer", "n_draft", "max_states",
-               "n_threads", "draft_n_ctx", "backend", "add_bos")
+               "n_threads", "draft_n_ctx", "backend", "add_bos", "draft_head")
 
 
 def _config(vllm_config, key, default=None):
@@ -137,6 +140,7 @@ class HsdProposer:
         self.draft_n_ctx = int(c("draft_n_ctx", 0))
         self.backend = str(c("backend", "cpu"))
         self.add_bos = _as_bool(c("add_bos", True))
+        self.draft_head = c("draft_head")
         if self.max_states < 1:
             raise ValueError("hsd: max_states must be >= 1 (got %d)" % self.max_states)
         self._prop = None
@@ -164,6 +168,8 @@ class HsdProposer:
         self.draft_tokenizer = Tokenizer(self.draft_tokenizer_path)
         self.drafter = Model(self.draft_path, n_ctx=self.draft_n_ctx, n_threads=self.n_threads,
                              n_seq=self.max_states, backend=self.backend)
+        if self.draft_head:
+            self.drafter.set_head(str(self.draft_head))
         self._prop = Proposer(self.drafter, self.draft_tokenizer, self.target_tokenizer,
                               n_draft=self.n_draft, n_ctx=self.max_model_len,
                               target_vocab=self.target_vocab, add_bos=self.add_bos)
