@@ -230,28 +230,16 @@ hsd_status hsd_cuda_mma_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const f
     const int sms = cu->sms > 0 ? cu->sms : 1;
     const bool mt2 = w->rows >= 2 * 32 * sms;
     const bool bf = w->type == HSD_DT_BF16;
-    cudaError_t e;
-    switch (cu->mma_variant) { /* benchmarks compare fixed shapes; BF16 only */
-    case 1:
-        e = bf ? mma_dispatch<true, 8, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
-               : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
-        break;
-    case 2:
-        e = bf ? mma_dispatch<true, 4, 4>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
-               : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
-        break;
-    case 3:
-        e = bf ? mma_dispatch<true, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
-               : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
-        break;
-    case 4:
-        e = bf ? mma_dispatch<true, 8, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
-               : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
-        break;
-    default: /* 16 warps, 2 chunks: the fastest decode step of the four on an H100 */
-        e = bf ? mma_dispatch<true, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)
-               : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2);
-    }
+    /* F16 always, and BF16 by default: 16 warps x 2 chunks, the fastest decode step of the
+     * four shapes on an H100; benchmarks may fix another BF16 shape (HSD_CUDA_MMA) */
+#define HSD_MMA_SHAPE(WARPS, U)                                                                    \
+    (bf ? mma_dispatch<true, WARPS, U>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2)              \
+        : mma_dispatch<false, 16, 2>(cu, d_out, ld_out, w, d_x, n, accumulate, mt2))
+    cudaError_t e = cu->mma_variant == 1   ? HSD_MMA_SHAPE(8, 4)
+                    : cu->mma_variant == 2 ? HSD_MMA_SHAPE(4, 4)
+                    : cu->mma_variant == 4 ? HSD_MMA_SHAPE(8, 2)
+                                           : HSD_MMA_SHAPE(16, 2);
+#undef HSD_MMA_SHAPE
     HSD_CU(e);
     HSD_CU_LAUNCHED("mma_gemm");
     return HSD_OK;
