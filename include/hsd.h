@@ -642,6 +642,55 @@ HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, h
  * End of Draft heads
  * ==================================================================================== */
 
+/* ====================================================================================
+ * Chat templates (docs/CHAT.md)
+ *
+ * A model's chat template is a Jinja2 program (GGUF tokenizer.chat_template, or
+ * chat_template in tokenizer_config.json). hsd renders it byte-identically to Python Jinja2
+ * configured as HF transformers' apply_chat_template configures it (sandboxed, trim_blocks,
+ * lstrip_blocks, loopcontrols, {% generation %}, tojson = json.dumps(ensure_ascii=False),
+ * raise_exception, strftime_now). A loaded template is immutable: any number of threads may
+ * render it at once.
+ * ==================================================================================== */
+typedef struct hsd_chat_template hsd_chat_template;
+
+typedef struct hsd_chat_params {
+    size_t size;      /* sizeof(hsd_chat_params), set by hsd_chat_default_params() */
+    int64_t now_unix; /* strftime_now's clock: < 0 = current (local) time, else this UTC second */
+    size_t max_output; /* bytes of rendered text (and of any one string built); 0 = 16 MiB */
+    uint32_t max_steps; /* statements + loop iterations + macro calls; 0 = 2,000,000 */
+    uint32_t max_depth; /* macro recursion; 0 = 64 */
+} hsd_chat_params;
+HSD_API hsd_chat_params hsd_chat_default_params(void);
+
+/* path: a GGUF (tokenizer.chat_template, or tokenizer.chat_template.NAME), a
+ * tokenizer_config.json (chat_template as a string, or a list of {name, template}), a
+ * tokenizer directory or tokenizer.json (its sibling tokenizer_config.json), or a plain
+ * template file. name NULL = the default template. Errors: IO, PARSE (the file; or a template
+ * syntax error naming line and column), UNSUPPORTED (the file has no chat template),
+ * INVALID_ARG (no template of that name), INVALID_UTF8. */
+HSD_API hsd_status hsd_chat_template_load(const char *path, const char *name, hsd_chat_template **out);
+/* A template from its source text (NUL-terminated). Errors as for hsd_chat_template_load. */
+HSD_API hsd_status hsd_chat_template_from_string(const char *source, hsd_chat_template **out);
+/* NULL is a no-op. */
+HSD_API void hsd_chat_template_free(hsd_chat_template *t);
+/* bos_token / eos_token strings that came with the template's file (NULL if none); owned by t. */
+HSD_API const char *hsd_chat_template_bos(const hsd_chat_template *t);
+HSD_API const char *hsd_chat_template_eos(const hsd_chat_template *t);
+
+/* context_json: one JSON object; every top-level key becomes a template variable (messages,
+ * tools, add_generation_prompt, bos_token, eos_token, ...). Keys absent are undefined, as in
+ * Jinja2. params NULL = defaults. On success *out is NUL-terminated (freed with hsd_free) and
+ * *out_len (if not NULL) its length. Errors: PARSE (context JSON), INVALID_ARG (the template
+ * raised: hsd_last_error() is the raise_exception message verbatim, or the Python error such
+ * as "UndefinedError: ..." / "TypeError: ..."), OUT_OF_RANGE (output, step or depth limit),
+ * UNSUPPORTED (a Jinja feature hsd lacks), NOMEM. */
+HSD_API hsd_status hsd_chat_render_json(const hsd_chat_template *t, const char *context_json,
+                                        const hsd_chat_params *params, char **out, size_t *out_len);
+/* ====================================================================================
+ * End of Chat templates
+ * ==================================================================================== */
+
 #ifdef __cplusplus
 }
 #endif
