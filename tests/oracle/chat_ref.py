@@ -88,9 +88,10 @@ def corpus(data_dir, out_dir, env):
     convs = sorted(c[:-5] for c in os.listdir(cdir) if c.endswith(".json"))
     manifest = []
     for name, file, bos, eos in templates:
-        path = file if os.path.isabs(file) else os.path.join(tdir, file)
+        file = file.replace("$HSD_SHARED", os.environ.get("HSD_SHARED") or
+                            os.environ.get("HSD_SHARED_DEFAULT") or "../shared")
+        path = os.path.abspath(file if os.path.isabs(file) else os.path.join(tdir, file))
         if file.endswith(".json"):  # a tokenizer_config.json (the shared ones)
-            path = path.replace("$HSD_SHARED", os.environ.get("HSD_SHARED", ""))
             if not os.path.exists(path):
                 sys.stderr.write(f"chat_ref.py: {path} missing, {name} left out\n")
                 continue
@@ -107,8 +108,10 @@ def corpus(data_dir, out_dir, env):
                 base = json.load(f)
             for agp in (False, True):
                 ctx = dict(base)
-                ctx.setdefault("bos_token", bos)
-                ctx.setdefault("eos_token", eos)
+                if bos != "-":  # "-": the tokenizer has no such token (the variable stays undefined)
+                    ctx.setdefault("bos_token", bos)
+                if eos != "-":
+                    ctx.setdefault("eos_token", eos)
                 ctx["add_generation_prompt"] = agp
                 case = f"{name}__{conv}__{int(agp)}"
                 with open(os.path.join(out_dir, case + ".ctx.json"), "w", encoding="utf-8") as f:
