@@ -88,8 +88,9 @@ def corpus(data_dir, out_dir, env):
     convs = sorted(c[:-5] for c in os.listdir(cdir) if c.endswith(".json"))
     manifest = []
     for name, file, bos, eos in templates:
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         file = file.replace("$HSD_SHARED", os.environ.get("HSD_SHARED") or
-                            os.environ.get("HSD_SHARED_DEFAULT") or "../shared")
+                            os.environ.get("HSD_SHARED_DEFAULT") or os.path.join(repo, "..", "shared"))
         path = os.path.abspath(file if os.path.isabs(file) else os.path.join(tdir, file))
         if file.endswith(".json"):  # a tokenizer_config.json (the shared ones)
             if not os.path.exists(path):
@@ -103,6 +104,10 @@ def corpus(data_dir, out_dir, env):
         else:
             with open(path, encoding="utf-8", newline="") as f:
                 source = f.read()
+        try:
+            compiled = env.from_string(source)
+        except Exception as e:  # a syntax error: every case of this template raises
+            compiled = e
         for conv in convs:
             with open(os.path.join(cdir, conv + ".json"), encoding="utf-8") as f:
                 base = json.load(f)
@@ -122,7 +127,9 @@ def corpus(data_dir, out_dir, env):
                     except FileNotFoundError:
                         pass
                 try:
-                    text = render(env, source, ctx)
+                    if isinstance(compiled, Exception):
+                        raise compiled
+                    text = compiled.render(**ctx)
                     with open(os.path.join(out_dir, case + ".out"), "w", encoding="utf-8",
                               newline="") as f:
                         f.write(text)

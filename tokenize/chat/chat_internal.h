@@ -108,7 +108,8 @@ int ju_valid(const char *p, size_t n);
 
 /* ---- lexer ---------------------------------------------------------------------- */
 typedef enum { TK_EOF, TK_TEXT, TK_VBEGIN, TK_VEND, TK_BBEGIN, TK_BEND, TK_NAME, TK_STR,
-               TK_INT, TK_FLOAT, TK_OP } tk_kind;
+               TK_INT, TK_FLOAT, TK_OP,
+               TK_ERR /* a lexing error: p = its message; the parser reports it when reached */ } tk_kind;
 typedef struct jtok {
     uint8_t k;
     uint32_t line, col;

@@ -343,7 +343,23 @@ static size_t match_tag_word(const char *s, size_t n, size_t i, const char *word
     return j + 2;
 }
 
+static int jlex_all(jarena *a, const char *src, size_t n, jtoks *out, char *err, size_t errcap);
+
+/* Jinja2's lexer is lazy, so a syntax error is reported at the first bad token the parser
+ * reaches, not at a lexing error further down: a lexing error becomes a TK_ERR token. */
 int jlex(jarena *a, const char *src, size_t n, jtoks *out, char *err, size_t errcap) {
+    if (!jlex_all(a, src, n, out, err, errcap)) return 0;
+    if (a->over) return -1;
+    size_t ml = strlen(err);
+    char *m = ja_strdup(a, err, ml);
+    lx l = {.a = a, .s = src, .n = n, .out = out, .err = err, .errcap = errcap, .line = 1};
+    jtok *t = m ? push(&l, TK_ERR, n, m, ml) : NULL;
+    if (!t) return -1;
+    err[0] = 0;
+    return 0;
+}
+
+static int jlex_all(jarena *a, const char *src, size_t n, jtoks *out, char *err, size_t errcap) {
     lx l = {.a = a, .s = src, .n = n, .out = out, .err = err, .errcap = errcap, .line = 1};
     int line_starting = 1;
     size_t i = 0;

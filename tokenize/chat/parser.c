@@ -58,6 +58,10 @@ static const char *tok_desc(const jtok *t, char *buf, size_t cap) {
 
 static jnode *fail(ps *p, const jtok *t, const char *fmt, const char *arg) {
     if (p->err[0]) return NULL;
+    if (cur(p)->k == TK_ERR) { /* the lexer stopped here: its message is the better one */
+        snprintf(p->err, p->errcap, "%s", cur(p)->p);
+        return NULL;
+    }
     int m = snprintf(p->err, p->errcap, "line %u, column %u: ", t->line, t->col);
     if (m > 0 && (size_t)m < p->errcap) snprintf(p->err + m, p->errcap - (size_t)m, fmt, arg ? arg : "");
     return NULL;
