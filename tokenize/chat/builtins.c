@@ -957,7 +957,21 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
             return 0;
         }
         if (!strcmp(name, "center")) return pad_str(x, s, int_or(ARG(0, "width"), 80), jv_str(" ", 1), 2, out);
-        if (!strcmp(name, "format")) return jb_percent_format(x, s, np == 1 ? pos[0] : jv_list(NULL), out);
+        if (!strcmp(name, "format")) { /* soft_str(value) % (kwargs or args) */
+            if (nk) {
+                jdict *d = jd_new(x->ar, nk);
+                if (!d) return jx_oom(x);
+                for (size_t k = 0; k < nk; k++)
+                    if (jd_set(x->ar, d, jv_str(kwn[k], strlen(kwn[k])), kwv[k])) return jx_oom(x);
+                return jb_percent_format(x, s, jv_dict(d), out);
+            }
+            jlist *t = jl_new(x->ar, np);
+            if (!t) return jx_oom(x);
+            for (size_t k = 0; k < np; k++) t->v[t->n++] = pos[k];
+            jv tv = jv_list(t);
+            tv.tuple = 1;
+            return jb_percent_format(x, s, tv, out);
+        }
         /* indent(width=4, first=False, blank=False) */
         const jv *w = ARG(0, "width"), *first = ARG(1, "first"), *blank = ARG(2, "blank");
         jv ind = w && w->t == JV_STR ? *w : jv_str("    ", 4);
