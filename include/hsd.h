@@ -478,6 +478,12 @@ HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
 /* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
  * no-op. Not thread-safe per handle. */
 HSD_API void hsd_engine_reset(hsd_engine *e);
+/* Target ids that end generation as EOS does (with stop_at_eos, HSD_STOP_EOS), besides the
+ * target tokenizer's EOS: a chat model's end-of-turn tokens (<|eot_id|>, <|im_end|>,
+ * <end_of_turn>; hsd_chat_eos_ids lists what a model declares). Copied; n 0 clears the list.
+ * Errors: INVALID_ARG (NULL e, ids NULL with n > 0, n < 0, an id outside the target's
+ * vocabulary), NOMEM. Not thread-safe per handle. */
+HSD_API hsd_status hsd_engine_set_eos_ids(hsd_engine *e, const int32_t *ids, int32_t n);
 /* Generates from `prompt` (len bytes of UTF-8): a request of one sequence, run by the same
  * driver as hsd_engine_generate_batch (on the models' selected slots). The engine keeps what
  * it left in the models' KV caches and reuses the prefix a new prompt shares with it (prefix
@@ -687,6 +693,14 @@ HSD_API const char *hsd_chat_template_eos(const hsd_chat_template *t);
  * UNSUPPORTED (a Jinja feature hsd lacks), NOMEM. */
 HSD_API hsd_status hsd_chat_render_json(const hsd_chat_template *t, const char *context_json,
                                         const hsd_chat_params *params, char **out, size_t *out_len);
+/* Every end-of-generation id a model declares, as ids of `tok` (its tokenizer), without
+ * duplicates: tok's EOS; for a GGUF path tokenizer.ggml.eos_token_id, eot_token_id and
+ * eom_token_id; for a tokenizer directory, tokenizer.json or tokenizer_config.json, the
+ * config's eos_token and generation_config.json's eos_token_id (a number or a list) found
+ * beside it. *ids is yours (hsd_free; NULL when *n is 0). Files that are absent add nothing.
+ * Errors: INVALID_ARG (NULL tok, ids or n), PARSE (a malformed config), NOMEM. */
+HSD_API hsd_status hsd_chat_eos_ids(const char *path, const hsd_tokenizer *tok, int32_t **ids,
+                                    size_t *n);
 /* ====================================================================================
  * End of Chat templates
  * ==================================================================================== */

@@ -305,6 +305,21 @@ static void row_hsd_chat_render_json(void **state) {
     hsd_chat_template_free(t);
 }
 
+static void row_hsd_chat_eos_ids(void **state) {
+    (void)state;
+    int32_t *ids = (int32_t *)1;
+    size_t n = 9;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", NULL, &ids, &n));
+    assert_null(ids);
+    assert_int_equal(n, 0);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", tok_t, NULL, &n));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", tok_t, &ids, NULL));
+    /* a missing file adds nothing: the tokenizer's EOS alone (none for the toy BPE) */
+    assert_int_equal(hsd_chat_eos_ids("/nonexistent/model.gguf", tok_t, &ids, &n), HSD_OK);
+    assert_int_equal(n, (size_t)(hsd_tokenizer_eos_id(tok_t) >= 0));
+    hsd_free(ids);
+}
+
 /* ---- the table and the guard ---------------------------------------------------------- */
 
 #define NAME_OF(f) #f,

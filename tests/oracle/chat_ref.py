@@ -7,6 +7,7 @@ globals raise_exception and strftime_now. strftime_now uses a fixed day (--now) 
 reproducible.
 
   chat_ref.py render TEMPLATE CONTEXT.json [--now YYYY-MM-DD]   -> rendered text on stdout
+                   (TEMPLATE: a template file, or a tokenizer_config.json)
   chat_ref.py corpus DATA_DIR OUT_DIR [--now YYYY-MM-DD]       -> reference files (see below)
 
 corpus: for every template in DATA_DIR/chat_templates/index.tsv and every conversation in
@@ -153,6 +154,10 @@ def main():
     if len(argv) == 3 and argv[0] == "render":
         with open(argv[1], encoding="utf-8", newline="") as f:
             source = f.read()
+        if argv[1].endswith(".json"):  # a tokenizer_config.json: its (default) chat_template
+            source = json.loads(source)["chat_template"]
+            if isinstance(source, list):
+                source = next(t["template"] for t in source if t["name"] == "default")
         with open(argv[2], encoding="utf-8") as f:
             ctx = json.load(f)
         try:

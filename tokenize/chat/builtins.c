@@ -1179,7 +1179,16 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
         if (!jv_is_num(v)) return jx_fail(x, JX_RT, "TypeError: round needs a number");
         double f = jv_num(v), m = pow(10, (double)int_or(pr, 0));
         const char *meth = me && me->t == JV_STR ? me->u.s.p : "common";
-        double r = !strncmp(meth, "ceil", 4) ? ceil(f * m) / m : !strncmp(meth, "floor", 5) ? floor(f * m) / m : round(f * m) / m;
+        int64_t prec = int_or(pr, 0);
+        double r;
+        if (!strncmp(meth, "ceil", 4)) r = ceil(f * m) / m;
+        else if (!strncmp(meth, "floor", 5)) r = floor(f * m) / m;
+        else if (prec >= 0 && prec <= 40 && isfinite(f)) {
+            /* Python's round(): the exact binary value, ties to even; printf does the same */
+            char buf[400];
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, f);
+            r = strtod(buf, NULL);
+        } else r = rint(f * m) / m;
         *out = jv_float(r);
         return 0;
     }

@@ -566,7 +566,9 @@ static int call_macro(jctx *x, jmacro *m, jv *pos, size_t np, const char **kwn, 
             if (!strcmp(kwn[k], def->kids[i]->name)) known = 1;
         if (!known && jd_set(x->ar, kwargs, jv_str(kwn[k], strlen(kwn[k])), kwv[k])) { x->fr = saved_fr; return jx_oom(x); }
     }
-    if (frame_set(x, f, "varargs", jv_list(varargs)) || frame_set(x, f, "kwargs", jv_dict(kwargs)) ||
+    jv va = jv_list(varargs);
+    va.tuple = 1;
+    if (frame_set(x, f, "varargs", va) || frame_set(x, f, "kwargs", jv_dict(kwargs)) ||
         (caller.t != JV_UNDEF && frame_set(x, f, "caller", caller))) {
         x->fr = saved_fr;
         return -1;
