@@ -785,26 +785,38 @@ static int get_attr_path(jctx *x, jv v, jv path, jv *out) {
 
 static int to_list(jctx *x, jv v, jlist **out) { return jx_iter(x, v, out); }
 
-static int sort_values(jctx *x, jv *v, size_t n, jv *keys, int reverse, int casesens) {
-    /* stable insertion/merge sort with Python ordering; strings compared case-insensitively
-       unless case_sensitive (Jinja's sort/dictsort default) */
-    (void)casesens;
-    for (size_t i = 1; i < n; i++) {
-        jv kv = keys[i], vv = v[i];
-        size_t j = i;
-        while (j > 0) {
-            jv a = keys[j - 1], b = kv;
-            int c = jv_cmp(a, b);
-            if (c == -2) return jx_fail(x, JX_RT, "TypeError: '<' not supported between instances of '%s' and '%s'", jv_type_name(b), jv_type_name(a));
-            if (reverse ? c >= 0 : c <= 0) break;
-            keys[j] = keys[j - 1];
-            v[j] = v[j - 1];
-            j--;
+/* Stable merge sort with Python ordering (sorted() is stable too); keys[i] goes with v[i]. */
+static int merge_pass(jctx *x, jv *v, jv *keys, jv *tv, jv *tk, size_t n, int reverse) {
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                int c = jv_cmp(keys[j], keys[i]);
+                if (c == -2)
+                    return jx_fail(x, JX_RT, "TypeError: '<' not supported between instances of '%s' and '%s'",
+                                   jv_type_name(keys[j]), jv_type_name(keys[i]));
+                /* take the right one only when strictly before (stability) */
+                int right = reverse ? (c == 2 ? 0 : c > 0) : (c == 2 ? 0 : c < 0);
+                if (right) { tv[k] = v[j]; tk[k++] = keys[j++]; }
+                else { tv[k] = v[i]; tk[k++] = keys[i++]; }
+            }
+            while (i < mid) { tv[k] = v[i]; tk[k++] = keys[i++]; }
+            while (j < hi) { tv[k] = v[j]; tk[k++] = keys[j++]; }
         }
-        keys[j] = kv;
-        v[j] = vv;
+        memcpy(v, tv, n * sizeof(jv));
+        memcpy(keys, tk, n * sizeof(jv));
+        if (jx_step(x)) return -1;
     }
     return 0;
+}
+
+static int sort_values(jctx *x, jv *v, size_t n, jv *keys, int reverse, int casesens) {
+    (void)casesens;
+    if (n < 2) return 0;
+    jv *tv = ja_alloc(x->ar, n * sizeof(jv)), *tk = ja_alloc(x->ar, n * sizeof(jv));
+    if (!tv || !tk) return jx_oom(x);
+    return merge_pass(x, v, keys, tv, tk, n, reverse);
 }
 
 static int sort_key(jctx *x, jv v, const jv *attr, int casesens, jv *key) {
@@ -1098,7 +1110,10 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
             jv k;
             if (sort_key(x, l->v[i], attr, cs && jv_truthy(*cs), &k)) return -1;
             int dup = 0;
-            for (size_t j = 0; j < ns; j++) if (jv_eq(seen[j], k)) { dup = 1; break; }
+            for (size_t j = 0; j < ns; j++) {
+                if ((j & 15) == 15 && jx_step(x)) return -1; /* quadratic: charge the work */
+                if (jv_eq(seen[j], k)) { dup = 1; break; }
+            }
             if (!dup) { seen[ns++] = k; c->v[c->n++] = l->v[i]; }
         }
         *out = jv_list(c);
