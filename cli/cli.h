@@ -40,6 +40,7 @@ HSD_CLI_COMMAND(bench_bridge);
 HSD_CLI_COMMAND(bench_head);
 HSD_CLI_COMMAND(bench_heads);
 HSD_CLI_COMMAND(bench_bandwidth);
+HSD_CLI_COMMAND(bench_chat);
 int hsd_cmd_bench(int argc, char **argv);
 
 #endif

@@ -1036,7 +1036,7 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
         if (to_list(x, v, &l)) return -1;
         jlist *c = jl_new(x->ar, l->n);
         if (!c) return jx_oom(x);
-        memcpy(c->v, l->v, l->n * sizeof(jv));
+        if (l->n) memcpy(c->v, l->v, l->n * sizeof(jv));
         c->n = l->n;
         *out = jv_list(c);
         return 0;
@@ -1068,7 +1068,7 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
         jlist *c = jl_new(x->ar, l->n);
         jv *keys = ja_alloc(x->ar, (l->n + 1) * sizeof(jv));
         if (!c || !keys) return jx_oom(x);
-        memcpy(c->v, l->v, l->n * sizeof(jv));
+        if (l->n) memcpy(c->v, l->v, l->n * sizeof(jv));
         c->n = l->n;
         for (size_t i = 0; i < c->n; i++)
             if (sort_key(x, c->v[i], attr, cs && jv_truthy(*cs), &keys[i])) return -1;

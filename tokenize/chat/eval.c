@@ -393,8 +393,8 @@ static int binop(jctx *x, int op, jv a, jv b, jv *out) {
         if (a.t == JV_LIST && b.t == JV_LIST && a.tuple == b.tuple) {
             jlist *l = jl_new(x->ar, a.u.l->n + b.u.l->n);
             if (!l) return jx_oom(x);
-            memcpy(l->v, a.u.l->v, a.u.l->n * sizeof(jv));
-            memcpy(l->v + a.u.l->n, b.u.l->v, b.u.l->n * sizeof(jv));
+            if (a.u.l->n) memcpy(l->v, a.u.l->v, a.u.l->n * sizeof(jv));
+            if (b.u.l->n) memcpy(l->v + a.u.l->n, b.u.l->v, b.u.l->n * sizeof(jv));
             l->n = a.u.l->n + b.u.l->n;
             *out = jv_list(l);
             out->tuple = a.tuple;
@@ -411,7 +411,7 @@ static int binop(jctx *x, int op, jv a, jv b, jv *out) {
                 return jx_fail(x, HSD_ERR_OUT_OF_RANGE, "string repetition exceeds the output limit");
             char *s = ja_alloc(x->ar, a.u.s.n * (size_t)k + 1);
             if (!s) return jx_oom(x);
-            for (int64_t i = 0; i < k; i++) memcpy(s + (size_t)i * a.u.s.n, a.u.s.p, a.u.s.n);
+            for (int64_t i = 0; a.u.s.n && i < k; i++) memcpy(s + (size_t)i * a.u.s.n, a.u.s.p, a.u.s.n);
             *out = jv_str(s, a.u.s.n * (size_t)k);
             return 0;
         }
