@@ -753,7 +753,8 @@ int jb_test(jctx *x, const char *name, jv v, jv *args, size_t nargs, int *out) {
         *out = c == 2 ? 0 : op == 1 ? c < 0 : op == 2 ? c <= 0 : op == 3 ? c > 0 : c >= 0;
         return 0;
     }
-    return jx_fail(x, JX_RT, "TemplateAssertionError: No test named '%s'.", name);
+    if (!jb_test_known(name)) return jx_fail(x, JX_RT, "TemplateRuntimeError: No test named '%s' found.", name);
+    return jx_fail(x, HSD_ERR_UNSUPPORTED, "the Jinja test '%s' is not supported by hsd", name);
 }
 
 /* ---- filters -------------------------------------------------------------------- */
@@ -1250,10 +1251,53 @@ int jb_filter(jctx *x, const char *name, jv v, jv *pos, size_t np, const char **
         *out = jv_list(r);
         return 0;
     }
+    if (!strcmp(name, "truncate")) { /* truncate(length=255, killwords=False, end='...', leeway=5) */
+        jv str = jx_str_value(x, v);
+        if (x->status) return -1;
+        const jv *lenp = ARG(0, "length"), *kw = ARG(1, "killwords"), *endp = ARG(2, "end"), *lw = ARG(3, "leeway");
+        int64_t length = int_or(lenp, 255), leeway = lw && lw->t != JV_NONE ? int_or(lw, 5) : 5;
+        jv end = endp && endp->t == JV_STR ? *endp : jv_str("...", 3);
+        size_t n = ju_len(str.u.s.p, str.u.s.n), en = ju_len(end.u.s.p, end.u.s.n);
+        if (length < (int64_t)en) return jx_fail(x, JX_RT, "AssertionError: expected length >= %zu, got %lld", en, (long long)length);
+        if (leeway < 0) return jx_fail(x, JX_RT, "AssertionError: expected leeway >= 0");
+        if ((int64_t)n <= length + leeway) { *out = str; return 0; }
+        size_t cut = ju_off(str.u.s.p, str.u.s.n, (size_t)(length - (int64_t)en));
+        size_t keep = cut;
+        if (!(kw && jv_truthy(*kw))) { /* rsplit(" ", 1)[0] */
+            for (size_t i = cut; i > 0; i--)
+                if (str.u.s.p[i - 1] == ' ') { keep = i - 1; break; }
+        }
+        jsb b = {0};
+        jsb_put(&b, str.u.s.p, keep);
+        jsb_put(&b, end.u.s.p, end.u.s.n);
+        return new_str(x, &b, out);
+    }
     if (!strcmp(name, "pprint")) {
         jsb b = {0};
         jv_repr_to(&b, v);
         return new_str(x, &b, out);
     }
-    return jx_fail(x, JX_RT, "TemplateAssertionError: No filter named '%s'.", name);
+    /* Jinja2 3.x raises for an unknown filter when it is reached (in a branch not taken, never) */
+    if (!jb_filter_known(name)) return jx_fail(x, JX_RT, "TemplateRuntimeError: No filter named '%s' found.", name);
+    return jx_fail(x, HSD_ERR_UNSUPPORTED, "the Jinja filter '%s' is not supported by hsd", name);
+}
+
+/* Jinja2 3.1's built-in filter and test names (plus transformers' tojson): a name outside them
+ * raises as in Jinja2; the few built-ins hsd does not implement fail as UNSUPPORTED. */
+int jb_filter_known(const char *n) {
+    static const char *const names[] = {"abs", "attr", "batch", "capitalize", "center", "count", "d", "default",
+        "dictsort", "e", "escape", "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent",
+        "int", "items", "join", "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject",
+        "rejectattr", "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string",
+        "striptags", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize",
+        "wordcount", "wordwrap", "xmlattr", NULL};
+    return in_set(names, n);
+}
+
+int jb_test_known(const char *n) {
+    static const char *const names[] = {"boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped",
+        "even", "false", "filter", "float", "ge", "gt", "greaterthan", "in", "integer", "iterable", "le", "lower",
+        "lessthan", "lt", "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "test", "true",
+        "undefined", "upper", "==", "!=", "<", "<=", ">", ">=", NULL};
+    return in_set(names, n);
 }

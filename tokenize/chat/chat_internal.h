@@ -218,6 +218,8 @@ int jb_filter(jctx *x, const char *name, jv v, jv *args, size_t nargs, const cha
 int jb_test(jctx *x, const char *name, jv v, jv *args, size_t nargs, int *out);
 int jb_method(jctx *x, jv self, const char *name, jv *args, size_t nargs, const char **kwn,
               jv *kwv, size_t nkw, jv *out);
+int jb_filter_known(const char *name); /* a Jinja2 built-in filter name */
+int jb_test_known(const char *name);
 int jb_is_method(jv self, const char *name);         /* 1 = method, 2 = mutating (sandbox) */
 int jb_global(const char *name, size_t n);            /* JV_FUNC id or 0 */
 int jb_call_global(jctx *x, int fn, jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw,
