@@ -31,6 +31,7 @@ typedef struct tcache {
     char *path;
     hsd_chat_template *t;
     hsd_status st;
+    int cli_checked;
 } tcache;
 
 static void test_corpus_matches_jinja2(void **state) {
@@ -50,7 +51,7 @@ static void test_corpus_matches_jinja2(void **state) {
     fprintf(stderr, "oracle: %s", version ? version : "(no VERSION)\n");
     free(version);
     tcache cache[128];
-    int n_t = 0, n_ok = 0, n_err_ok = 0, n_bad = 0, n_cases = 0;
+    int n_t = 0, n_ok = 0, n_err_ok = 0, n_bad = 0, n_cases = 0, n_cli = 0;
     hsd_chat_params p = hsd_chat_default_params();
     p.now_unix = NOW_2024_07_26;
     char *save = NULL;
@@ -69,6 +70,7 @@ static void test_corpus_matches_jinja2(void **state) {
             c->path = strdup(tpath);
             c->t = NULL;
             c->st = hsd_chat_template_load(tpath, NULL, &c->t);
+            c->cli_checked = 0;
         }
         char *ctx = ref_file(dir, cas, ".ctx.json", NULL);
         assert_non_null(ctx);
@@ -89,6 +91,20 @@ static void test_corpus_matches_jinja2(void **state) {
                 if (!s)
                     fprintf(stderr, "  at byte %zu: hsd '%.40s' jinja2 '%.40s'\n", k, out + k,
                             want + k);
+            }
+            /* the CLI prints exactly the rendered text: once per template, the first "ok" case */
+            if (s == HSD_OK && !c->cli_checked) {
+                c->cli_checked = 1;
+                char cmd[12288], ctxp[4200];
+                snprintf(ctxp, sizeof ctxp, "%s/%s.ctx.json", dir, cas);
+                snprintf(cmd, sizeof cmd, "'%s' template -t '%s' --context '%s' --now 2024-07-26", hsd_test_cli(),
+                         tpath, ctxp);
+                char *cli = hsd_test_run(cmd);
+                if (strlen(cli) != want_len || memcmp(cli, want, want_len)) {
+                    fprintf(stderr, "CLI MISMATCH %s\n", cas);
+                    n_bad++;
+                } else n_cli++;
+                free(cli);
             }
             free(want);
         } else {
@@ -114,10 +130,11 @@ static void test_corpus_matches_jinja2(void **state) {
     free(manifest);
     fprintf(stderr,
             "chat corpus: %d templates, %d cases: %d byte-identical renders, %d errors raised "
-            "in both, %d differ\n",
-            n_t, n_cases, n_ok, n_err_ok, n_bad);
+            "in both, %d differ; hsd template printed %d of them identically\n",
+            n_t, n_cases, n_ok, n_err_ok, n_bad, n_cli);
     assert_true(n_t >= 35);
     assert_int_equal(n_bad, 0);
+    assert_true(n_cli >= 35);
 }
 
 /* ---- contract tests ------------------------------------------------------------------- */
@@ -244,6 +261,51 @@ static void test_truncated_templates_never_crash(void **state) {
     assert_true(n_ok > 0 && n_err > 0);
 }
 
+/* A loaded template is immutable: renders on several threads at once give the same text. */
+#include <pthread.h>
+typedef struct thr_arg {
+    const hsd_chat_template *t;
+    const char *ctx, *want;
+    int bad;
+} thr_arg;
+
+static void *render_many(void *p) {
+    thr_arg *a = p;
+    for (int i = 0; i < 300; i++) {
+        char *out;
+        if (hsd_chat_render_json(a->t, a->ctx, NULL, &out, NULL) || strcmp(out, a->want)) a->bad++;
+        hsd_free(out);
+    }
+    return NULL;
+}
+
+static void test_renders_on_threads(void **state) {
+    (void)state;
+    size_t n;
+    char *ctx = hsd_test_read_file(hsd_test_src_path("tests/data/chat_conversations/tools.json"), &n);
+    assert_non_null(ctx);
+    hsd_chat_template *t;
+    assert_int_equal(hsd_chat_template_load(hsd_test_src_path("tests/data/chat_templates/hermes_tool_vllm.jinja"),
+                                            NULL, &t),
+                     HSD_OK);
+    char *want;
+    assert_int_equal(hsd_chat_render_json(t, ctx, NULL, &want, NULL), HSD_OK);
+    assert_true(strlen(want) > 500);
+    pthread_t th[4];
+    thr_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (thr_arg){t, ctx, want, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, render_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].bad, 0);
+    }
+    hsd_free(want);
+    hsd_chat_template_free(t);
+    free(ctx);
+}
+
 static void test_load_sources(void **state) {
     (void)state;
     assert_int_equal(hsd_test_tmpdir_setup("chat"), 0);
@@ -309,6 +371,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_context_and_api_errors),
         cmocka_unit_test(test_truncated_templates_never_crash),
         cmocka_unit_test(test_load_sources),
+        cmocka_unit_test(test_renders_on_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
