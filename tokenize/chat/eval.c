@@ -628,6 +628,12 @@ int jeval(jctx *x, jnode *e, jv *out) {
         return jx_getitem(x, a, b, out);
     case JN_SLICE: {
         jv parts[3];
+        /* a slice inside a tuple subscript (x[::2, 3]): Python's getitem raises TypeError and
+         * Jinja2 turns that into undefined; a placeholder value gives the same lookup miss */
+        if (!e->a) {
+            *out = jv_none();
+            return 0;
+        }
         if (jeval(x, e->a, &a)) return -1;
         for (int k = 0; k < 3; k++) {
             parts[k] = jv_none();
