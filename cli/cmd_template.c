@@ -74,6 +74,49 @@ int hsd_cmd_template(int argc, char **argv) {
     }
     json_error_t jerr;
     const char *path = o.context ? o.context : o.messages;
+    if (o.context) {
+        /* the file as it is: the library's JSON reader keeps what jansson would not (integers
+         * past 64 bits become floats there, as nowhere else) and reports errors with offsets */
+        FILE *f = fopen(path, "rb");
+        char *js = NULL;
+        size_t cap = 0, len = 0, k;
+        char buf[65536];
+        while (f && (k = fread(buf, 1, sizeof buf, f)) > 0) {
+            if (len + k + 1 > cap) {
+                cap = (len + k + 1) * 2;
+                char *nj = realloc(js, cap);
+                if (!nj) break;
+                js = nj;
+            }
+            memcpy(js + len, buf, k);
+            len += k;
+        }
+        if (f) fclose(f);
+        if (!f || !js) {
+            fprintf(stderr, "hsd template: %s: cannot read\n", path);
+            free(js);
+            hsd_chat_template_free(t);
+            return 1;
+        }
+        js[len] = 0;
+        char *text = NULL;
+        size_t n = 0;
+        int rc = 0;
+        if (strlen(js) != len) {
+            fprintf(stderr, "hsd template: %s: a NUL byte in the JSON\n", path);
+            rc = 1;
+        } else if (hsd_chat_render_json(t, js, &p, &text, &n)) {
+            fprintf(stderr, "hsd template: %s\n", hsd_last_error());
+            rc = 1;
+        } else if (fwrite(text, 1, n, stdout) != n || fflush(stdout)) {
+            fprintf(stderr, "hsd template: writing the output failed\n");
+            rc = 1;
+        }
+        free(js);
+        hsd_free(text);
+        hsd_chat_template_free(t);
+        return rc;
+    }
     json_t *in = json_load_file(path, JSON_ALLOW_NUL, &jerr);
     if (!in) {
         fprintf(stderr, "hsd template: %s: line %d, column %d: %s\n", path, jerr.line, jerr.column, jerr.text);
