@@ -16,6 +16,7 @@ const hsd_cli_cmd hsd_cli_bench_cmds[] = {
      "acceptance-cost trade-off of reduced drafter heads"},
     {"bandwidth", hsd_cmd_bench_bandwidth, &hsd_spec_bench_bandwidth,
      "memory read bandwidth and the forward(1) floor"},
+    {"chat", hsd_cmd_bench_chat, &hsd_spec_bench_chat, "chat-template render cost (us per conversation)"},
 };
 const int hsd_cli_n_bench_cmds = (int)(sizeof hsd_cli_bench_cmds / sizeof hsd_cli_bench_cmds[0]);
 

@@ -108,3 +108,22 @@ for names in (("router.w_down", "router.w_vocab"), ("lm_head.w_down", "lm_head.w
             with open("%s/%s_r%d_%s.safetensors" % (out, names[0].split(".")[0], rank, dt), "wb") as f:
                 f.write(struct.pack("<Q", len(text)) + text + data)
 PY
+
+# chat templates: every template of the test corpus (tests/data/chat_templates, and the shared
+# configs' chat_template), each followed by a NUL and one of the test conversations as context
+o=$(d fuzz_chat_template)
+root=$(cd "$(dirname "$0")/.." && pwd)
+convs=("$root"/tests/data/chat_conversations/*.json)
+i=0
+for t in "$root"/tests/data/chat_templates/*.jinja "$shared"/tokenizers/*/tokenizer_config.json; do
+    c=${convs[$((i % ${#convs[@]}))]}
+    i=$((i + 1))
+    if [ "${t##*.}" = json ]; then
+        jq -j 'select(.chat_template | type == "string") | .chat_template' "$t" > "$o/seed$i" 2>/dev/null || continue
+        [ -s "$o/seed$i" ] || { rm -f "$o/seed$i"; continue; }
+    else
+        cat "$t" > "$o/seed$i"
+    fi
+    printf '\0' >> "$o/seed$i"
+    jq -c '. + {add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>"}' "$c" >> "$o/seed$i"
+done

@@ -3,10 +3,11 @@
 # everything is present. Called by `make` and `.ci/run`, so a fresh machine needs no setup.
 # `--ci` adds what CI needs beyond the build, when its command is missing (node and npm often
 # come from elsewhere than Debian, and Debian's npm package then conflicts): jq (fuzz seeds),
-# node + npm (the pinned llama.cpp oracle and the Unicode table check).
+# node + npm (the pinned llama.cpp oracle, the HF tokenizers oracle and the Unicode table
+# check). python3-jinja2 is the chat-template oracle (tests/oracle/chat_ref.py).
 set -euo pipefail
 pkgs="cmake make gcc clang pkg-config libpcre2-dev libutf8proc-dev libxxhash-dev libcmocka-dev
-      libjansson-dev libopenblas-dev libicu-dev python3"
+      libjansson-dev libopenblas-dev libicu-dev python3 python3-jinja2"
 if [ "${1:-}" = --ci ]; then
     command -v jq >/dev/null || pkgs="$pkgs jq"
     command -v npm >/dev/null || pkgs="$pkgs nodejs npm"

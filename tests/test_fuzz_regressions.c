@@ -26,6 +26,9 @@
 #define LLVMFuzzerTestOneInput gguf_vocab_one
 #include "fuzz/fuzz_gguf_vocab.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput chat_template_one
+#include "fuzz/fuzz_chat_template.c"
+#undef LLVMFuzzerTestOneInput
 
 #ifndef HSD_SOURCE_DIR
 #define HSD_SOURCE_DIR "."
@@ -221,6 +224,12 @@ static void test_loader_regressions(void **state) {
     free(data);
 }
 
+/* fuzz_chat_template: parse + render inputs that once crashed (UB under UBSan) */
+static void test_chat_template_regressions(void **state) {
+    (void)state;
+    assert_true(replay("fuzz_chat_template", chat_template_one) >= 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemma3_unk_skip_special),
@@ -230,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_json_huge_numbers),
         cmocka_unit_test(test_roundtrip_regressions),
         cmocka_unit_test(test_loader_regressions),
+        cmocka_unit_test(test_chat_template_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,9 @@ and hsd_last_error()'s message. Handles are released by close(), by `with`, or w
 is garbage collected; a model or tokenizer cannot be closed while an open Engine borrows it.
 """
 import ctypes
+import datetime
 import enum
+import json
 import queue
 import threading
 
@@ -20,7 +22,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "Proposer",
-           "ALGORITHMS",
+           "ChatTemplate", "ALGORITHMS",
            "version", "set_log", "psi_summary", "synth", "SYNTH_TYPES"]
 
 #: algorithm names accepted by Engine.generate, in hsd_algo order
@@ -651,3 +653,81 @@ def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
         return lib.hsd_synth_weight_bytes(m)
     finally:
         lib.hsd_synth_free(m)
+
+
+class ChatTemplate(_Handle):
+    """A model's chat template, rendered byte-identically to transformers' apply_chat_template
+    (Python Jinja2 in its sandboxed configuration; docs/CHAT.md).
+
+        t = hsd.ChatTemplate("tokenizer_config.json")      # or a GGUF, a directory, a .jinja
+        prompt = t.render([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+
+    ChatTemplate(path, name=None) loads a file (name: a named variant such as "tool_use");
+    ChatTemplate.from_string(source) compiles template text. Errors raise HsdError; a template
+    that calls raise_exception raises HsdError whose .message is that message verbatim."""
+    _free = staticmethod(lib.hsd_chat_template_free)
+
+    def __init__(self, path=None, name=None, *, _handle=None):
+        super().__init__()
+        if _handle is not None:
+            self._h = _handle
+            return
+        if path is None:
+            raise TypeError("ChatTemplate(path) or ChatTemplate.from_string(source)")
+        h = ctypes.c_void_p()
+        _check(lib.hsd_chat_template_load(_utf8(str(path)), _utf8(name) if name else None,
+                                          ctypes.byref(h)))
+        self._h = h.value
+
+    @classmethod
+    def from_string(cls, source):
+        h = ctypes.c_void_p()
+        _check(lib.hsd_chat_template_from_string(_utf8(source), ctypes.byref(h)))
+        return cls(_handle=h.value)
+
+    @property
+    def bos_token(self):
+        """The bos_token string of the template's file, or None."""
+        v = lib.hsd_chat_template_bos(self._handle)
+        return v.decode("utf-8") if v is not None else None
+
+    @property
+    def eos_token(self):
+        v = lib.hsd_chat_template_eos(self._handle)
+        return v.decode("utf-8") if v is not None else None
+
+    def render_context(self, context, now=None, max_output=0, max_steps=0, max_depth=0):
+        """Renders with exactly the variables of `context` (a dict, or its JSON text).
+        now: strftime_now's time (a datetime, a date meaning 00:00:00 UTC, or Unix seconds);
+        None is the current time."""
+        js = context if isinstance(context, (str, bytes)) else json.dumps(context, ensure_ascii=False)
+        p = lib.hsd_chat_default_params()
+        if now is not None:
+            if isinstance(now, datetime.datetime):
+                p.now_unix = int(now.replace(tzinfo=now.tzinfo or datetime.timezone.utc).timestamp())
+            elif isinstance(now, datetime.date):
+                p.now_unix = int(datetime.datetime(now.year, now.month, now.day,
+                                                   tzinfo=datetime.timezone.utc).timestamp())
+            else:
+                p.now_unix = int(now)
+        p.max_output, p.max_steps, p.max_depth = max_output, max_steps, max_depth
+        out = ctypes.c_void_p()
+        n = ctypes.c_size_t()
+        _check(lib.hsd_chat_render_json(self._handle, _utf8(js), ctypes.byref(p), ctypes.byref(out),
+                                        ctypes.byref(n)))
+        try:
+            return ctypes.string_at(out.value, n.value).decode("utf-8")
+        finally:
+            lib.hsd_free(out)
+
+    def render(self, messages, add_generation_prompt=False, tools=None, now=None, **extra):
+        """apply_chat_template(messages, tools=..., add_generation_prompt=..., **extra,
+        tokenize=False): bos_token and eos_token come from the template's file unless given."""
+        ctx = {"messages": list(messages), "add_generation_prompt": bool(add_generation_prompt)}
+        if tools is not None:
+            ctx["tools"] = tools
+        for key, value in (("bos_token", self.bos_token), ("eos_token", self.eos_token)):
+            if value is not None:
+                ctx[key] = value
+        ctx.update(extra)
+        return self.render_context(ctx, now=now)

@@ -122,6 +122,13 @@ class SynthParams(ctypes.Structure):
     _fields_ = [("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
 
 
+class ChatParams(ctypes.Structure):
+    """struct hsd_chat_params"""
+    _fields_ = [("size", ctypes.c_size_t), ("now_unix", ctypes.c_int64),
+                ("max_output", ctypes.c_size_t), ("max_steps", ctypes.c_uint32),
+                ("max_depth", ctypes.c_uint32)]
+
+
 class ProposerParams(ctypes.Structure):
     """struct hsd_proposer_params"""
     _fields_ = [("size", ctypes.c_size_t), ("n_draft", ctypes.c_int32),
@@ -207,6 +214,19 @@ _protos = {
                                     ctypes.POINTER(ctypes.c_double), ctypes.c_int32, c_int32_p]),
     "hsd_proposer_get_stats": (_S, [P, ctypes.POINTER(ProposerStats)]),
     "hsd_proposer_reset_stats": (None, [P]),
+    "hsd_engine_set_eos_ids": (_S, [P, c_int32_p, ctypes.c_int32]),
+    # chat templates
+    "hsd_chat_default_params": (ChatParams, []),
+    "hsd_chat_template_load": (_S, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(P)]),
+    "hsd_chat_template_from_string": (_S, [ctypes.c_char_p, ctypes.POINTER(P)]),
+    "hsd_chat_template_free": (None, [P]),
+    "hsd_chat_template_bos": (ctypes.c_char_p, [P]),
+    "hsd_chat_template_eos": (ctypes.c_char_p, [P]),
+    "hsd_chat_render_json": (_S, [P, ctypes.c_char_p, ctypes.POINTER(ChatParams),
+                                  ctypes.POINTER(ctypes.c_void_p),
+                                  ctypes.POINTER(ctypes.c_size_t)]),
+    "hsd_chat_eos_ids": (_S, [ctypes.c_char_p, P, ctypes.POINTER(c_int32_p),
+                              ctypes.POINTER(ctypes.c_size_t)]),
     # tools (include/hsd_tools.h)
     "hsd_pair_psi_summary": (_S, [P, P, ctypes.POINTER(PairPsi)]),
     "hsd_synth_shape_list": (ctypes.c_char_p, []),
