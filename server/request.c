@@ -349,6 +349,7 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, const srv_def
     p->gen.adaptive_k = d->adaptive_k;
     if (d->k_max > 0) p->gen.k_max = d->k_max;
     p->gen.max_new_tokens = d->max_tokens;
+    p->gen.n_ctx = d->n_ctx;
     json_error_t je;
     json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
     int rc = -1;
@@ -403,6 +404,11 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, const srv_def
         p->seed_given = true;
     }
     if ((v = json_object_get(root, "stop")) && get_stop(v, p, e)) goto out;
+    if ((v = json_object_get(root, "ignore_eos")) && !json_is_null(v)) { /* llama-server's */
+        bool ig = false;
+        if (get_bool(v, "ignore_eos", &ig, e)) goto out;
+        p->gen.stop_at_eos = !ig;
+    }
     if ((v = json_object_get(root, "stream")) && !json_is_null(v) &&
         get_bool(v, "stream", &p->stream, e))
         goto out;

@@ -147,6 +147,7 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
     sv.def.max_tokens = o->n_predict > 0 ? o->n_predict : 1 << 24;
     sv.def.vocab = hsd_model_vocab_size(x.target);
     sv.n_ctx = o->ctx > 0 ? o->ctx : hsd_model_n_ctx(x.target);
+    sv.def.n_ctx = o->ctx; /* past the trained context only when asked (a warning) */
     {
         char *base = strdup(o->target);
         snprintf(sv.model_name, sizeof sv.model_name, "%s",

@@ -29,6 +29,7 @@ typedef struct srv_defaults {
     bool has_draft;      /* algorithms other than ar need the drafter */
     int32_t max_tokens;  /* budget when the request names none */
     int32_t vocab;       /* target vocabulary, for prompt ids (0: unchecked) */
+    int32_t n_ctx;       /* positions per sequence (--ctx; 0: the model's) */
 } srv_defaults;
 
 /* A validated request. */
