@@ -108,3 +108,13 @@ for names in (("router.w_down", "router.w_vocab"), ("lm_head.w_down", "lm_head.w
             with open("%s/%s_r%d_%s.safetensors" % (out, names[0].split(".")[0], rank, dt), "wb") as f:
                 f.write(struct.pack("<Q", len(text)) + text + data)
 PY
+
+# hsd serve request bodies: byte 0 picks the endpoint (0 completions, 1 chat, 2 tokenize,
+# 3 detokenize; bit 2: the server has a drafter)
+o=$(d fuzz_server_request)
+printf '\004{"prompt":"Once upon a time","max_tokens":16,"temperature":0.7,"top_p":0.9,"top_k":40,"seed":3,"stop":[".","\\n"],"stream":true,"stream_options":{"include_usage":true},"hsd":{"algo":"tli","k":3,"adaptive_k":true}}' >"$o/completion.json"
+printf '\000{"prompt":[1,403,407],"max_tokens":4,"stop":"x","n":1,"logprobs":null}' >"$o/ids.json"
+printf '\005{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":8,"tools":[],"response_format":{"type":"text"}}' >"$o/chat.json"
+printf '\002{"content":"Once upon a time","add_special":true,"with_pieces":true}' >"$o/tokenize.json"
+printf '\003{"tokens":[1,403,407,261]}' >"$o/detokenize.json"
+printf '\000{"prompt":"x","n":2,"echo":true}' >"$o/unsupported.json"

@@ -6,7 +6,7 @@
 # node + npm (the pinned llama.cpp oracle and the Unicode table check).
 set -euo pipefail
 pkgs="cmake make gcc clang pkg-config libpcre2-dev libutf8proc-dev libxxhash-dev libcmocka-dev
-      libjansson-dev libopenblas-dev libicu-dev python3"
+      libjansson-dev libopenblas-dev libicu-dev libmicrohttpd-dev curl python3"
 if [ "${1:-}" = --ci ]; then
     command -v jq >/dev/null || pkgs="$pkgs jq"
     command -v npm >/dev/null || pkgs="$pkgs nodejs npm"
