@@ -24,6 +24,9 @@ extern const int hsd_cli_n_bench_cmds;
 HSD_CLI_COMMAND(tokenize);
 HSD_CLI_COMMAND(detokenize);
 HSD_CLI_COMMAND(generate);
+HSD_CLI_COMMAND(template);
+/* YYYY-MM-DD -> that day's 00:00:00 UTC as a Unix time (cmd_template.c); -1 if malformed */
+int hsd_cli_parse_day(const char *s, int64_t *unix_out);
 HSD_CLI_COMMAND(synth);
 HSD_CLI_COMMAND(inflate);
 HSD_CLI_COMMAND(pair);

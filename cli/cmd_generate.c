@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "cli/json_out.h"
+#include "cli/chat_prompt.h"
 #include "cli/cli.h"
 #include "cli/engine_load.h"
 #include "cli/head_spec.h"
@@ -17,7 +18,8 @@
 typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
-    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream;
+    const char *system, *messages;
+    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx;
     float temp, top_p, slrs_top_p;
     uint64_t seed;
@@ -35,6 +37,15 @@ static const hsd_opt gen_table[] = {
     {"algo", 0, HSD_OPT_CHOICE, O(algo), "ar|sd|union|tli|slem|slrs|auto",
      "algorithm (default: auto with a drafter, else ar)", 0, 0},
     {"prompt", 'p', HSD_OPT_STRING, O(prompt), "TEXT", "the prompt, used as is", 0, 0},
+    {"chat", 0, HSD_OPT_FLAG, O(chat), NULL,
+     "render the prompt as the user turn with the target's chat template (no BOS added; stops "
+     "at every end-of-turn id the model declares)", 0, 0},
+    {"system", 0, HSD_OPT_STRING, O(system), "TEXT", "--chat: a system message first", 0, 0},
+    {"messages", 0, HSD_OPT_STRING, O(messages), "FILE",
+     "--chat: the conversation (JSON list of messages, or an object with \"messages\", \"tools\")", 0, 0},
+    {"print-prompt", 0, HSD_OPT_FLAG, O(print_prompt), NULL,
+     "print the prompt fed to the target before the generated text (--json: a line with "
+     "prompt and prompt_ids first)", 0, 0},
     {"batch-file", 0, HSD_OPT_STRING, O(batch_file), "FILE",
      "prompts, one per line (JSON lines: their \"prompt\"), generated together", 0, 0},
     {"", 'n', HSD_OPT_INT, O(n), "N", "new tokens at most (default 128)", 1, 1e9},
@@ -82,7 +93,10 @@ const hsd_cli_spec hsd_spec_generate = {
     "  model gets its tokenizer's BOS first (unless --no-bos). Greedy by default (--temp 0).\n"
     "  Stops after N tokens, at EOS, at a --stop string or at the context end.\n"
     "  --batch-file: all prompts through hsd_engine_generate_batch; --json then prints one JSON\n"
-    "  object per prompt (JSONL, with \"index\" and \"prompt\").\n",
+    "  object per prompt (JSONL, with \"index\" and \"prompt\").\n"
+    "  --chat: -p is the user turn (after --system, or --messages FILE's conversation), rendered\n"
+    "  by the target's chat template; --json then adds \"prompt\" and \"prompt_ids\" (and\n"
+    "  \"draft_prompt_ids\" with a drafter).\n",
     NULL,
     gen_table,
     HSD_OPTS_N(gen_table),
@@ -195,11 +209,15 @@ static void print_batch(const gen_opts *o, hsd_model *mt, char **batch, int32_t 
                wall, wall > 0 ? 1000.0 * tokens / wall : 0);
 }
 
+/* --chat --json: the rendered prompt and the ids each model was fed */
+static json_t *chat_json;
+
 static void print_single(const gen_opts *o, hsd_model *mt, hsd_model *md, const hsd_gen_result *r) {
     hsd_model_timing dtime = {0, 0, 0, 0};
     if (md) hsd_model_get_timing(md, &dtime);
     if (o->json) {
         json_t *j = result_json(r);
+        if (chat_json) json_object_update(j, chat_json);
         json_object_set_new(j, "backend", json_string(hsd_backend_name(hsd_model_backend(mt))));
         json_object_set_new(j, "model", json_string(hsd_model_desc(mt)));
         if (md) {
@@ -230,7 +248,11 @@ int hsd_cmd_generate(int argc, char **argv) {
     if (o.draft && !o.draft_tok) o.draft_tok = gguf_tok(o.draft);
     if (!o.target || !o.target_tok)
         return hsd_opts_fail(spec, "--target and --target-tokenizer are required");
-    if (!o.prompt == !o.batch_file)
+    if ((o.system || o.messages || o.print_prompt) && !o.chat)
+        return hsd_opts_fail(spec, "--system, --messages and --print-prompt go with --chat");
+    if (o.chat && o.batch_file) return hsd_opts_fail(spec, "--chat takes -p or --messages, not --batch-file");
+    if (o.chat && !o.prompt && !o.messages) return hsd_opts_fail(spec, "--chat needs -p PROMPT or --messages FILE");
+    if (!o.chat && !o.prompt == !o.batch_file)
         return hsd_opts_fail(spec, "give -p PROMPT or --batch-file FILE");
     if (!o.draft != !o.draft_tok)
         return hsd_opts_fail(spec, "--draft and --draft-tokenizer go together");
@@ -248,6 +270,14 @@ int hsd_cmd_generate(int argc, char **argv) {
     gp.n_ctx = o.ctx;
     if (!o.json && !o.batch_file && !o.no_stream) gp.on_text = stream_text;
 
+    char *chat_text = NULL;
+    if (o.chat) {
+        /* the template decides BOS: transformers encodes its text with add_special_tokens off */
+        chat_text = hsd_cli_chat_prompt("generate", o.target, o.target_tok, o.messages, o.system, o.prompt);
+        if (!chat_text) return 1;
+        o.prompt = chat_text;
+        gp.add_bos = false;
+    }
     int rc = 1;
     hsd_cli_engine x = {0};
     hsd_gen_result r, *rs = NULL;
@@ -279,6 +309,32 @@ int hsd_cmd_generate(int argc, char **argv) {
         fprintf(stderr, "hsd generate: --save-draft-head: %s\n", hsd_last_error());
         goto done;
     }
+    if (o.chat) {
+        if (hsd_cli_chat_eos("generate", e, x.target_tok, o.target, o.target_tok)) goto done;
+        if (o.json) {
+            chat_json = json_object();
+            json_object_set_new(chat_json, "prompt", json_string(chat_text));
+            const hsd_tokenizer *toks[2] = {x.target_tok, md ? x.draft_tok : NULL};
+            const char *keys[2] = {"prompt_ids", "draft_prompt_ids"};
+            for (int k = 0; k < 2 && toks[k]; k++) {
+                int32_t *ids;
+                size_t n;
+                if (hsd_tokenizer_encode_alloc(toks[k], chat_text, strlen(chat_text), false, &ids, &n)) {
+                    fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+                    goto done;
+                }
+                json_t *a = json_array();
+                for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+                json_object_set_new(chat_json, keys[k], a);
+                hsd_free(ids);
+            }
+            /* --print-prompt --json: the prompt's line before the result's */
+            if (o.print_prompt) hsd_cli_put_json(json_incref(chat_json), JSON_COMPACT);
+        } else if (o.print_prompt) {
+            fputs(chat_text, stdout);
+            fflush(stdout);
+        }
+    }
     if (md) hsd_model_reset_timing(md);
     if (batch ? hsd_engine_generate_batch(e, (const char *const *)batch, NULL, n_batch, &gp, rs)
               : hsd_engine_generate(e, o.prompt, strlen(o.prompt), &gp, &r)) {
@@ -296,5 +352,8 @@ done:
     free(rs);
     if (n_batch > 0) hsd_cli_free_prompts(batch, n_batch);
     hsd_cli_engine_free(&x);
+    json_decref(chat_json);
+    chat_json = NULL;
+    free(chat_text);
     return rc;
 }

@@ -10,6 +10,7 @@ static const hsd_cli_cmd cmds[] = {
     {"detokenize", hsd_cmd_detokenize, &hsd_spec_detokenize, "decode ids"},
     {"generate", hsd_cmd_generate, &hsd_spec_generate,
      "generate text: AR, or speculative with a drafter"},
+    {"template", hsd_cmd_template, &hsd_spec_template, "render a chat template over a conversation"},
     {"synth", hsd_cmd_synth, &hsd_spec_synth, "write a random-weight model of a real shape"},
     {"inflate", hsd_cmd_inflate, &hsd_spec_inflate,
      "widen/deepen a trained model to a real shape, same outputs"},

@@ -478,6 +478,12 @@ HSD_API int32_t hsd_engine_overlap(const hsd_engine *e);
 /* Forgets what the engine left in the models' KV caches (see hsd_engine_generate). NULL is a
  * no-op. Not thread-safe per handle. */
 HSD_API void hsd_engine_reset(hsd_engine *e);
+/* Target ids that end generation as EOS does (with stop_at_eos, HSD_STOP_EOS), besides the
+ * target tokenizer's EOS: a chat model's end-of-turn tokens (<|eot_id|>, <|im_end|>,
+ * <end_of_turn>; hsd_chat_eos_ids lists what a model declares). Copied; n 0 clears the list.
+ * Errors: INVALID_ARG (NULL e, ids NULL with n > 0, n < 0, an id outside the target's
+ * vocabulary), NOMEM. Not thread-safe per handle. */
+HSD_API hsd_status hsd_engine_set_eos_ids(hsd_engine *e, const int32_t *ids, int32_t n);
 /* Generates from `prompt` (len bytes of UTF-8): a request of one sequence, run by the same
  * driver as hsd_engine_generate_batch (on the models' selected slots). The engine keeps what
  * it left in the models' KV caches and reuses the prefix a new prompt shares with it (prefix
@@ -718,6 +724,63 @@ HSD_API int32_t hsd_batch_n_active(const hsd_batch *b);
 HSD_API int32_t hsd_batch_n_slots(const hsd_batch *b);
 /* ====================================================================================
  * End of Running batch
+ * ==================================================================================== */
+
+/* ====================================================================================
+ * Chat templates (docs/CHAT.md)
+ *
+ * A model's chat template is a Jinja2 program (GGUF tokenizer.chat_template, or
+ * chat_template in tokenizer_config.json). hsd renders it byte-identically to Python Jinja2
+ * configured as HF transformers' apply_chat_template configures it (sandboxed, trim_blocks,
+ * lstrip_blocks, loopcontrols, {% generation %}, tojson = json.dumps(ensure_ascii=False),
+ * raise_exception, strftime_now). A loaded template is immutable: any number of threads may
+ * render it at once.
+ * ==================================================================================== */
+typedef struct hsd_chat_template hsd_chat_template;
+
+typedef struct hsd_chat_params {
+    size_t size;      /* sizeof(hsd_chat_params), set by hsd_chat_default_params() */
+    int64_t now_unix; /* strftime_now's clock: < 0 = current (local) time, else this UTC second */
+    size_t max_output; /* bytes of rendered text (and of any one string built); 0 = 16 MiB */
+    uint32_t max_steps; /* statements + loop iterations + macro calls; 0 = 2,000,000 */
+    uint32_t max_depth; /* macro recursion; 0 = 64 */
+} hsd_chat_params;
+HSD_API hsd_chat_params hsd_chat_default_params(void);
+
+/* path: a GGUF (tokenizer.chat_template, or tokenizer.chat_template.NAME), a
+ * tokenizer_config.json (chat_template as a string, or a list of {name, template}), a
+ * tokenizer directory or tokenizer.json (its sibling tokenizer_config.json), or a plain
+ * template file. name NULL = the default template. Errors: IO, PARSE (the file; or a template
+ * syntax error naming line and column), UNSUPPORTED (the file has no chat template),
+ * INVALID_ARG (no template of that name), INVALID_UTF8. */
+HSD_API hsd_status hsd_chat_template_load(const char *path, const char *name, hsd_chat_template **out);
+/* A template from its source text (NUL-terminated). Errors as for hsd_chat_template_load. */
+HSD_API hsd_status hsd_chat_template_from_string(const char *source, hsd_chat_template **out);
+/* NULL is a no-op. */
+HSD_API void hsd_chat_template_free(hsd_chat_template *t);
+/* bos_token / eos_token strings that came with the template's file (NULL if none); owned by t. */
+HSD_API const char *hsd_chat_template_bos(const hsd_chat_template *t);
+HSD_API const char *hsd_chat_template_eos(const hsd_chat_template *t);
+
+/* context_json: one JSON object; every top-level key becomes a template variable (messages,
+ * tools, add_generation_prompt, bos_token, eos_token, ...). Keys absent are undefined, as in
+ * Jinja2. params NULL = defaults. On success *out is NUL-terminated (freed with hsd_free) and
+ * *out_len (if not NULL) its length. Errors: PARSE (context JSON), INVALID_ARG (the template
+ * raised: hsd_last_error() is the raise_exception message verbatim, or the Python error such
+ * as "UndefinedError: ..." / "TypeError: ..."), OUT_OF_RANGE (output, step or depth limit),
+ * UNSUPPORTED (a Jinja feature hsd lacks), NOMEM. */
+HSD_API hsd_status hsd_chat_render_json(const hsd_chat_template *t, const char *context_json,
+                                        const hsd_chat_params *params, char **out, size_t *out_len);
+/* Every end-of-generation id a model declares, as ids of `tok` (its tokenizer), without
+ * duplicates: tok's EOS; for a GGUF path tokenizer.ggml.eos_token_id, eot_token_id and
+ * eom_token_id; for a tokenizer directory, tokenizer.json or tokenizer_config.json, the
+ * config's eos_token and generation_config.json's eos_token_id (a number or a list) found
+ * beside it. *ids is yours (hsd_free; NULL when *n is 0). Files that are absent add nothing.
+ * Errors: INVALID_ARG (NULL tok, ids or n), PARSE (a malformed config), NOMEM. */
+HSD_API hsd_status hsd_chat_eos_ids(const char *path, const hsd_tokenizer *tok, int32_t **ids,
+                                    size_t *n);
+/* ====================================================================================
+ * End of Chat templates
  * ==================================================================================== */
 
 #ifdef __cplusplus

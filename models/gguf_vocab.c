@@ -5,6 +5,7 @@
 #include "models/gguf_vocab.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/base/error.h"
@@ -15,7 +16,7 @@
 
 static hsd_status alloc(hsd_gguf_vocab *v, int32_t n, bool scores, const char *what) {
     memset(v, 0, sizeof *v);
-    v->n = n, v->bos = v->eos = v->unk = -1, v->add_bos = -1;
+    v->n = n, v->bos = v->eos = v->unk = v->eot = -1, v->add_bos = -1;
     v->tok_off = calloc((size_t)n + 1, sizeof *v->tok_off);
     v->tok_len = calloc((size_t)n + 1, sizeof *v->tok_len);
     v->types = calloc((size_t)n + 1, sizeof *v->types);
@@ -64,6 +65,8 @@ static int32_t spm_type(const char *s, size_t n) {
 }
 
 /* ---- from a GGUF: the tokenizer.ggml.* pairs are copied ---------------------------- */
+
+static hsd_status gguf_templates(const hsd_gguf *g, hsd_gguf_vocab *v);
 
 static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
                             hsd_gguf_vocab *v) {
@@ -117,10 +120,10 @@ static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int
                       len - (size_t)(sp - str) - (sp < str + len)))
             goto nomem;
     }
-    static const char *ids[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                                 "tokenizer.ggml.unknown_token_id"};
-    int32_t *dst[3] = {&v->bos, &v->eos, &v->unk};
-    for (int i = 0; i < 3; i++) {
+    static const char *ids[4] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                 "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.eot_token_id"};
+    int32_t *dst[4] = {&v->bos, &v->eos, &v->unk, &v->eot};
+    for (int i = 0; i < 4; i++) {
         const hsd_gguf_kv *kv = hsd_gguf_find(&g, ids[i]);
         int64_t x;
         if (kv && !hsd_gguf_get_int(&g, kv, &x) && x >= 0 && x < n_vocab) *dst[i] = (int32_t)x;
@@ -129,6 +132,7 @@ static hsd_status from_gguf(const char *path, const uint8_t *d, size_t size, int
     bool b;
     if (ab && !hsd_gguf_get_bool(&g, ab, &b)) v->add_bos = b;
     s = pad(v);
+    if (!s) s = gguf_templates(&g, v);
     goto out;
 nomem:
     s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
@@ -310,8 +314,97 @@ out:
     return s;
 }
 
+/* ---- chat templates ---------------------------------------------------------------- */
+static int add_tmpl(hsd_gguf_vocab *v, const char *name, size_t nn, const char *text, size_t tn) {
+    char **names = realloc(v->tmpl_names, (size_t)(v->n_tmpl + 1) * sizeof *names);
+    if (!names) return -1;
+    v->tmpl_names = names;
+    char **texts = realloc(v->tmpl_texts, (size_t)(v->n_tmpl + 1) * sizeof *texts);
+    if (!texts) return -1;
+    v->tmpl_texts = texts;
+    char *t = malloc(tn + 1), *n = name ? malloc(nn + 1) : NULL;
+    if (!t || (name && !n)) {
+        free(t);
+        free(n);
+        return -1;
+    }
+    memcpy(t, text, tn);
+    t[tn] = 0;
+    if (n) {
+        memcpy(n, name, nn);
+        n[nn] = 0;
+    }
+    v->tmpl_names[v->n_tmpl] = n;
+    v->tmpl_texts[v->n_tmpl++] = t;
+    return 0;
+}
+
+/* tokenizer.chat_template and tokenizer.chat_template.NAME of a GGUF, copied */
+static hsd_status gguf_templates(const hsd_gguf *g, hsd_gguf_vocab *v) {
+    static const char key[] = "tokenizer.chat_template";
+    const size_t kl = sizeof key - 1;
+    for (size_t i = 0; i < g->n_kv; i++) {
+        const hsd_gguf_kv *kv = &g->kv[i];
+        if (kv->key_len < kl || memcmp(kv->key, key, kl) || kv->type != HSD_GGUF_STRING) continue;
+        if (kv->key_len > kl && kv->key[kl] != '.') continue;
+        const char *str;
+        size_t len;
+        if (hsd_gguf_get_str(g, kv, &str, &len)) continue;
+        bool named = kv->key_len > kl;
+        if (add_tmpl(v, named ? kv->key + kl + 1 : NULL, named ? kv->key_len - kl - 1 : 0, str, len))
+            return hsd_error(HSD_ERR_NOMEM, "chat template copy: out of memory");
+    }
+    return HSD_OK;
+}
+
+/* The chat templates and the end-of-turn token of the tokenizer_config.json beside a
+ * tokenizer.json (none there: nothing to add). */
+static hsd_status config_templates(const char *path, hsd_gguf_vocab *v, const hsd_tokenizer *t) {
+    char cfg[4096];
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", dl, path) >= (int)sizeof cfg)
+        return HSD_OK;
+    hsd_file_map *m;
+    if (hsd_file_map_open(cfg, false, &m)) {
+        hsd_error_clear();
+        return HSD_OK;
+    }
+    hj_doc doc;
+    hsd_status s = hj_parse((const char *)m->data, m->size, cfg, &doc);
+    if (s) {
+        hsd_file_map_close(m);
+        return s;
+    }
+    const hj_val *ct = hj_get(doc.root, "chat_template"), *eos = hj_get(doc.root, "eos_token");
+    if (ct && ct->type == HJ_STR) {
+        if (add_tmpl(v, NULL, 0, ct->u.s, ct->n)) s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", cfg);
+    } else if (ct && ct->type == HJ_ARR) {
+        for (uint32_t i = 0; !s && i < ct->n; i++) {
+            const hj_val *name = hj_get(&ct->u.items[i], "name"), *text = hj_get(&ct->u.items[i], "template");
+            if (!name || name->type != HJ_STR || !text || text->type != HJ_STR) continue;
+            bool dflt = hj_is_str(name, "default");
+            if (add_tmpl(v, dflt ? NULL : name->u.s, dflt ? 0 : name->n, text->u.s, text->n))
+                s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", cfg);
+        }
+    }
+    /* the config's eos_token ends a chat turn ("<|eot_id|>", "<|im_end|>") */
+    if (eos && eos->type == HJ_OBJ) eos = hj_get(eos, "content");
+    if (!s && eos && eos->type == HJ_STR && eos->n < 256) {
+        char tok[256];
+        memcpy(tok, eos->u.s, eos->n);
+        tok[eos->n] = 0;
+        int32_t id = hsd_tokenizer_token_to_id(t, tok);
+        if (id >= 0 && id != v->eos) v->eot = id;
+    }
+    hj_free(&doc);
+    hsd_file_map_close(m);
+    return s;
+}
+
 hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v) {
     memset(v, 0, sizeof *v);
+    v->eot = -1;
     hsd_file_map *m;
     hsd_status s = hsd_file_map_open(path, true, &m);
     if (s) return s;
@@ -336,8 +429,10 @@ hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_
     if (hsd_tokenizer_bos_id(t) >= 0) v->bos = hsd_tokenizer_bos_id(t);
     if (hsd_tokenizer_eos_id(t) >= 0) v->eos = hsd_tokenizer_eos_id(t);
     if (hsd_tokenizer_unk_id(t) >= 0) v->unk = hsd_tokenizer_unk_id(t);
+    if (json) s = config_templates(path, v, t);
     hsd_tokenizer_free(t);
-    return HSD_OK;
+    if (s) hsd_gguf_vocab_free(v);
+    return s;
 }
 
 hsd_status hsd_gguf_vocab_placeholder(int32_t n_vocab, hsd_gguf_vocab *v) {
@@ -391,9 +486,24 @@ void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w) {
     if (v->eos >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
     if (v->unk >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
     if (v->add_bos >= 0) hsd_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->eot >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)v->eot);
+    for (int i = 0; i < v->n_tmpl; i++) {
+        char key[300];
+        if (v->tmpl_names[i])
+            snprintf(key, sizeof key, "tokenizer.chat_template.%.256s", v->tmpl_names[i]);
+        else
+            snprintf(key, sizeof key, "tokenizer.chat_template");
+        hsd_gguf_w_str(w, key, v->tmpl_texts[i]);
+    }
 }
 
 void hsd_gguf_vocab_free(hsd_gguf_vocab *v) {
+    for (int i = 0; i < v->n_tmpl; i++) {
+        free(v->tmpl_names[i]);
+        free(v->tmpl_texts[i]);
+    }
+    free(v->tmpl_names);
+    free(v->tmpl_texts);
     hsd_buf_free(&v->arena);
     free(v->tok_off);
     free(v->tok_len);

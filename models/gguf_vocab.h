@@ -32,7 +32,14 @@ typedef struct hsd_gguf_vocab {
     int32_t *types;
     size_t n_merges, *merge_off, *merge_len;
     int32_t bos, eos, unk; /* -1: not written */
+    int32_t eot;           /* tokenizer.ggml.eot_token_id (the chat end-of-turn token when it
+                              is not the EOS, e.g. tokenizer_config's eos_token); -1: none */
     int8_t add_bos;        /* -1: not written */
+    /* chat templates (tokenizer.chat_template, tokenizer.chat_template.NAME): from the GGUF
+     * copied, or from the tokenizer_config.json beside a tokenizer.json; names[i] NULL is the
+     * default template. malloc'd. */
+    int n_tmpl;
+    char **tmpl_names, **tmpl_texts;
 } hsd_gguf_vocab;
 
 /* The vocabulary of the tokenizer at `path`, padded with unused tokens to n_vocab entries

@@ -35,6 +35,9 @@ static const synth_shape shapes[] = {
     {"tiny-qwen3", "qwen3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     {"tiny-gemma3", "gemma3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 8, 2, 30.0f, 2.0f},
     {"tiny-phi3", "phi3", 256, 512, 2, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* a tiny model with room for any real tokenizer (gemma3's 262145 tokens the largest):
+     * what `hsd synth --tokenizer` writes for `generate --chat` tests with real templates */
+    {"tiny-262k", "llama", 32, 64, 1, 2, 1, 16, 262208, 4096, 10000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     /* big enough (256 x 256 projections) that f32 multi-token forwards take the sgemm path */
     {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
     {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, true, 32.0f, 1.0f, 4.0f, 8192, 0, 0, 0, 0},
@@ -53,7 +56,7 @@ static const synth_shape shapes[] = {
 
 const char *hsd_synth_shape_list(void) {
     return "tiny, tiny-qwen2, tiny-llama, tiny-mistral, tiny-smollm, tiny-qwen3, tiny-gemma3, tiny-phi3, "
-           "small, llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b, phi-3-mini, mistral-7b, "
+           "tiny-262k, small, llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b, phi-3-mini, mistral-7b, "
            "smollm-135m, smollm2-135m, drafter-head-152k";
 }
 

@@ -1,9 +1,9 @@
 /* Chat messages -> prompt text. With issue 23's chat-template API in include/hsd.h (detected
- * at build time: HSD_SERVER_CHAT_API), the template of --chat-template FILE, or of a GGUF
- * target, renders them as HF transformers' apply_chat_template does (add_generation_prompt
- * true). Without a template: ChatML, llama-server's fallback. A leading BOS string the
- * template writes is dropped, because the prompt gets the target's BOS id as `hsd generate`
- * gives it (add_bos), and twice would change the output. */
+ * at build time: HSD_SERVER_CHAT_API), a template renders them as HF transformers'
+ * apply_chat_template does (add_generation_prompt true), and the text is the prompt as it is,
+ * no BOS added (the template writes its own), as `hsd generate --chat` does. Without a
+ * template: ChatML, llama-server's fallback, generated as `hsd generate -p` would (BOS
+ * first). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,21 +23,21 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 int srv_chat_init(srv_chat **out, const char *path, const hsd_tokenizer *tok, char *msg,
                   size_t cap) {
     *out = NULL;
+    (void)tok;
     srv_chat *c = calloc(1, sizeof *c);
     if (!c) return snprintf(msg, cap, "out of memory"), -1;
-    c->bos = dup_or_null(hsd_tokenizer_id_to_token(tok, hsd_tokenizer_bos_id(tok)));
-    c->eos = dup_or_null(hsd_tokenizer_id_to_token(tok, hsd_tokenizer_eos_id(tok)));
     snprintf(c->desc, sizeof c->desc, "built-in ChatML");
     if (path) {
 #ifdef HSD_SERVER_CHAT_API
         if (hsd_chat_template_load(path, NULL, &c->t)) {
-            snprintf(msg, cap, "--chat-template %s: %s", path, hsd_last_error());
+            snprintf(msg, cap, "chat template of %s: %s", path, hsd_last_error());
             srv_chat_free(c);
             return -1;
         }
-        const char *b = hsd_chat_template_bos(c->t), *e = hsd_chat_template_eos(c->t);
-        if (b) free(c->bos), c->bos = strdup(b);
-        if (e) free(c->eos), c->eos = strdup(e);
+        /* the variables apply_chat_template passes: the special tokens of the template's
+         * own file (none when it names none) */
+        c->bos = dup_or_null(hsd_chat_template_bos(c->t));
+        c->eos = dup_or_null(hsd_chat_template_eos(c->t));
         snprintf(c->desc, sizeof c->desc, "template of %s", path);
 #else
         snprintf(msg, cap,
@@ -63,6 +63,15 @@ void srv_chat_free(srv_chat *c) {
 }
 
 const char *srv_chat_desc(const srv_chat *c) { return c ? c->desc : ""; }
+
+bool srv_chat_has_template(const srv_chat *c) {
+#ifdef HSD_SERVER_CHAT_API
+    return c && c->t;
+#else
+    (void)c;
+    return false;
+#endif
+}
 
 static int chatml(json_t *messages, char **out, size_t *len, srv_error *err) {
     size_t n = 64;
@@ -112,16 +121,14 @@ int srv_chat_render(const srv_chat *c, json_t *messages, char **out, size_t *len
         if (s)
             return srv_fail(err, 400, "invalid_request_error", "messages",
                             "the chat template failed on these messages: %s", hsd_last_error());
-        size_t skip = c->bos && *c->bos && !strncmp(text, c->bos, strlen(c->bos))
-                          ? strlen(c->bos) : 0;
-        *out = malloc(tl - skip + 1);
+        *out = malloc(tl + 1);
         if (!*out) {
             hsd_free(text);
             return srv_fail(err, 500, "server_error", NULL, "out of memory");
         }
-        memcpy(*out, text + skip, tl - skip);
-        (*out)[tl - skip] = 0;
-        *len = tl - skip;
+        memcpy(*out, text, tl);
+        (*out)[tl] = 0;
+        *len = tl;
         hsd_free(text);
         return 0;
     }

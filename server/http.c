@@ -334,6 +334,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *k, srv_kind kind
             srv_req_release(&sv->sched, r);
             return reply_error(c, sv, &e);
         }
+        if (srv_chat_has_template(sv->chat)) r->in.gen.add_bos = false; /* as generate --chat */
     } else if (!r->in.has_ids) {
         r->prompt = r->in.prompt; /* moved */
         r->prompt_len = r->in.prompt_len;

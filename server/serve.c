@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/chat_prompt.h"
 #include "cli/engine_load.h"
 #include "hsd.h"
 #ifdef HSD_HAVE_MICROHTTPD
@@ -156,16 +157,25 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
     }
     snprintf(sv.target_desc, sizeof sv.target_desc, "%s", hsd_model_desc(x.target));
     snprintf(sv.draft_desc, sizeof sv.draft_desc, "%s", x.draft ? hsd_model_desc(x.draft) : "");
+    /* the chat template: --chat-template, else the target's (a GGUF's own, or the
+     * tokenizer_config.json beside its tokenizer), else ChatML */
     if (srv_chat_init(&sv.chat, o->chat_template, x.target_tok, msg, sizeof msg)) {
         fprintf(stderr, "hsd serve: %s\n", msg);
         goto out;
     }
-    /* a GGUF target's own template when none is given; ChatML when it has none */
-    if (!o->chat_template && gguf_self(o->target)) {
+#ifdef HSD_SERVER_CHAT_API
+    const char *own[2] = {o->target, tt};
+    for (int i = 0; i < 2 && !o->chat_template && !srv_chat_has_template(sv.chat); i++) {
         srv_chat *g = NULL;
-        if (!srv_chat_init(&g, o->target, x.target_tok, msg, sizeof msg))
+        if (own[i] && !srv_chat_init(&g, own[i], x.target_tok, msg, sizeof msg))
             srv_chat_free(sv.chat), sv.chat = g;
     }
+    /* with a template, the model's end-of-turn ids end generation (llama-server's
+     * end-of-generation tokens), for every request */
+    if (srv_chat_has_template(sv.chat) &&
+        hsd_cli_chat_eos("serve", x.e, x.target_tok, o->target, tt))
+        goto out;
+#endif
     if (srv_sched_start(&sv.sched, x.e, o->parallel, o->queue, o->timeout, msg, sizeof msg)) {
         fprintf(stderr, "hsd serve: %s\n", msg);
         goto out;

@@ -81,6 +81,8 @@ int srv_chat_init(srv_chat **out, const char *path, const hsd_tokenizer *tok, ch
                   size_t cap);
 void srv_chat_free(srv_chat *c);
 const char *srv_chat_desc(const srv_chat *c);
+/* A real template (its text is the prompt as is, no BOS added), or the built-in ChatML. */
+bool srv_chat_has_template(const srv_chat *c);
 /* messages (validated by srv_parse_request) -> prompt text (malloc'd, *len bytes). */
 int srv_chat_render(const srv_chat *c, json_t *messages, char **out, size_t *len, srv_error *err);
 

@@ -162,7 +162,15 @@ static int teardown(void **state) {
     X(hsd_tokenizer_is_special)                                                                    \
     X(hsd_tokenizer_bos_id)                                                                        \
     X(hsd_tokenizer_eos_id)                                                                        \
-    X(hsd_tokenizer_unk_id)
+    X(hsd_tokenizer_unk_id)                                                                        \
+    X(hsd_chat_default_params)                                                                     \
+    X(hsd_chat_template_load)                                                                      \
+    X(hsd_chat_template_from_string)                                                               \
+    X(hsd_chat_template_free)                                                                      \
+    X(hsd_chat_template_bos)                                                                       \
+    X(hsd_chat_template_eos)                                                                       \
+    X(hsd_chat_render_json)                                                                        \
+    X(hsd_chat_eos_ids)
 
 /* test_api_errors_model.c: models, the KV cache, sequence slots and batches. */
 #define HSD_API_ROWS_MODEL(X)                                                                      \
@@ -198,6 +206,7 @@ static int teardown(void **state) {
     X(hsd_engine_auto_algo)                                                                        \
     X(hsd_engine_overlap)                                                                          \
     X(hsd_engine_reset)                                                                            \
+    X(hsd_engine_set_eos_ids)                                                                      \
     X(hsd_engine_generate)                                                                         \
     X(hsd_gen_result_free)                                                                         \
     X(hsd_head_default_params)                                                                     \

@@ -225,6 +225,101 @@ static void row_hsd_tokenizer_unk_id(void **state) {
     assert_int_equal(hsd_tokenizer_unk_id(tok_t), -1); /* the toy BPE has no unk token */
 }
 
+/* ---- chat templates ------------------------------------------------------------------- */
+
+static void row_hsd_chat_default_params(void **state) {
+    (void)state;
+    hsd_chat_params p = hsd_chat_default_params();
+    assert_int_equal(p.size, sizeof p);
+    assert_true(p.now_unix < 0); /* the current time */
+}
+
+static void row_hsd_chat_template_load(void **state) {
+    (void)state;
+    hsd_chat_template *t = (hsd_chat_template *)1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_template_load(NULL, NULL, &t));
+    assert_null(t);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_template_load("x.jinja", NULL, NULL));
+    EXPECT(HSD_ERR_IO, hsd_chat_template_load("/nonexistent/x.jinja", NULL, &t));
+    assert_null(t);
+    EXPECT(HSD_ERR_IO, hsd_chat_template_load("", NULL, &t));
+    EXPECT(HSD_ERR_IO, hsd_chat_template_load("/", NULL, &t)); /* no //tokenizer_config.json */
+    assert_null(t);
+}
+
+static void row_hsd_chat_template_from_string(void **state) {
+    (void)state;
+    hsd_chat_template *t = (hsd_chat_template *)1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_template_from_string(NULL, &t));
+    assert_null(t);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_template_from_string("x", NULL));
+    EXPECT(HSD_ERR_PARSE, hsd_chat_template_from_string("{% if %}", &t));
+    assert_null(t);
+    EXPECT(HSD_ERR_INVALID_UTF8, hsd_chat_template_from_string("\xc3(", &t));
+    assert_null(t);
+}
+
+static void row_hsd_chat_template_free(void **state) {
+    (void)state;
+    hsd_chat_template_free(NULL);
+}
+
+static void row_hsd_chat_template_bos(void **state) {
+    (void)state;
+    assert_null(hsd_chat_template_bos(NULL));
+    hsd_chat_template *t;
+    assert_int_equal(hsd_chat_template_from_string("x", &t), HSD_OK);
+    assert_null(hsd_chat_template_bos(t)); /* a bare template carries no tokens */
+    hsd_chat_template_free(t);
+}
+
+static void row_hsd_chat_template_eos(void **state) {
+    (void)state;
+    assert_null(hsd_chat_template_eos(NULL));
+}
+
+static void row_hsd_chat_render_json(void **state) {
+    (void)state;
+    hsd_chat_template *t;
+    assert_int_equal(hsd_chat_template_from_string("{{ x }}", &t), HSD_OK);
+    char *out = (char *)1;
+    size_t n = 7;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_render_json(NULL, "{}", NULL, &out, &n));
+    assert_null(out);
+    assert_int_equal(n, 0);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_render_json(t, NULL, NULL, &out, NULL));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_render_json(t, "{}", NULL, NULL, NULL));
+    hsd_chat_params p = hsd_chat_default_params();
+    p.size = 0; /* a caller that did not call hsd_chat_default_params */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_render_json(t, "{}", &p, &out, NULL));
+    EXPECT(HSD_ERR_PARSE, hsd_chat_render_json(t, "{", NULL, &out, NULL));
+    EXPECT(HSD_ERR_PARSE, hsd_chat_render_json(t, "{\"x\": \"\xff\"}", NULL, &out, NULL));
+    assert_null(out);
+    /* a smaller (older) params struct: the rest defaults */
+    p = hsd_chat_default_params();
+    p.size = offsetof(hsd_chat_params, max_output);
+    assert_int_equal(hsd_chat_render_json(t, "{\"x\": 1}", &p, &out, &n), HSD_OK);
+    assert_string_equal(out, "1");
+    assert_int_equal(n, 1);
+    hsd_free(out);
+    hsd_chat_template_free(t);
+}
+
+static void row_hsd_chat_eos_ids(void **state) {
+    (void)state;
+    int32_t *ids = (int32_t *)1;
+    size_t n = 9;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", NULL, &ids, &n));
+    assert_null(ids);
+    assert_int_equal(n, 0);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", tok_t, NULL, &n));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_chat_eos_ids("x", tok_t, &ids, NULL));
+    /* a missing file adds nothing: the tokenizer's EOS alone (none for the toy BPE) */
+    assert_int_equal(hsd_chat_eos_ids("/nonexistent/model.gguf", tok_t, &ids, &n), HSD_OK);
+    assert_int_equal(n, (size_t)(hsd_tokenizer_eos_id(tok_t) >= 0));
+    hsd_free(ids);
+}
+
 /* ---- the table and the guard ---------------------------------------------------------- */
 
 #define NAME_OF(f) #f,

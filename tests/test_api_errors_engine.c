@@ -100,6 +100,18 @@ static void row_hsd_engine_reset(void **state) {
     hsd_engine_reset(NULL);
 }
 
+static void row_hsd_engine_set_eos_ids(void **state) {
+    (void)state;
+    int32_t ids[2] = {1, 2};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_eos_ids(NULL, ids, 2));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_eos_ids(eng_ar, NULL, 2));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_eos_ids(eng_ar, ids, -1));
+    int32_t bad[1] = {1 << 30};
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_set_eos_ids(eng_ar, bad, 1));
+    assert_int_equal(hsd_engine_set_eos_ids(eng_ar, ids, 2), HSD_OK);
+    assert_int_equal(hsd_engine_set_eos_ids(eng_ar, NULL, 0), HSD_OK); /* cleared */
+}
+
 static void row_hsd_engine_generate(void **state) {
     (void)state;
     hsd_engine_reset(eng_pair);

@@ -144,7 +144,28 @@ void hsd_engine_free(hsd_engine *e) {
     hsd_ids_free(&e->d_cached);
     hsd_eng_slrs_release(e);
     free(e->d2t);
+    free(e->eos_extra);
     free(e);
+}
+
+hsd_status hsd_engine_set_eos_ids(hsd_engine *e, const int32_t *ids, int32_t n) {
+    if (!e || n < 0 || (!ids && n > 0))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_set_eos_ids: NULL engine or ids, or n < 0");
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= e->vt)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "hsd_engine_set_eos_ids: id %d (index %d) outside the target's vocabulary of %d",
+                             (int)ids[i], (int)i, (int)e->vt);
+    int32_t *v = NULL;
+    if (n > 0) {
+        v = malloc((size_t)n * sizeof *v);
+        if (!v) return hsd_error(HSD_ERR_NOMEM, "hsd_engine_set_eos_ids: out of memory");
+        memcpy(v, ids, (size_t)n * sizeof *v);
+    }
+    free(e->eos_extra);
+    e->eos_extra = v;
+    e->n_eos_extra = n;
+    return HSD_OK;
 }
 
 void hsd_engine_reset(hsd_engine *e) {

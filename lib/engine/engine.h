@@ -53,6 +53,8 @@ struct hsd_engine {
      * common prefix instead of prefilling it again (prefix caching) */
     hsd_ids t_cached, d_cached;
     struct hsd_first_token *slrs_ft; /* SLRS: the target's first-token rule, built once */
+    int32_t *eos_extra; /* hsd_engine_set_eos_ids: more target ids that end generation */
+    int32_t n_eos_extra;
 };
 
 typedef struct hsd_eng_seq hsd_eng_seq;

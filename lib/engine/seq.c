@@ -111,7 +111,9 @@ static void finish_with(hsd_eng_seq *g, hsd_stop_reason why) {
 static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
     int32_t eos = hsd_tokenizer_eos_id(g->e->tt);
     for (int32_t k = 0; k < n && !g->done; k++) {
-        if (g->prm->stop_at_eos && toks[k] == eos) {
+        bool is_eos = toks[k] == eos;
+        for (int32_t j = 0; !is_eos && j < g->e->n_eos_extra; j++) is_eos = toks[k] == g->e->eos_extra[j];
+        if (g->prm->stop_at_eos && is_eos) {
             finish_with(g, HSD_STOP_EOS);
             break;
         }

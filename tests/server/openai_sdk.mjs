@@ -5,6 +5,8 @@
 //   node openai_sdk.mjs SDK_DIR BASE_URL
 // Environment: HSD_CLI, PAIR_ARGS (the model flags, tab-separated).
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -27,9 +29,10 @@ function eq(what, got, want) {
 }
 
 // `hsd generate` as the oracle
-function generate(prompt, { n, algo = 'auto', k = 4, temp = 0, seed, stop = [] }) {
+function generate(prompt, { n, algo = 'auto', k = 4, temp = 0, seed, stop = [], noBos = false }) {
     const args = ['generate', ...pair, '-p', prompt, '-n', String(n), '--algo', algo,
         '-k', String(k), '--temp', String(temp), '--json'];
+    if (noBos) args.push('--no-bos');
     if (seed !== undefined) args.push('--seed', String(seed));
     for (const s of stop) args.push('--stop', s);
     return JSON.parse(execFileSync(hsd, args, { encoding: 'utf8' }));
@@ -183,6 +186,36 @@ for (const p of prompts) {
     } catch (e) {
         check('logprobs: 400 naming it', e.status === 400 && e.error?.param === 'logprobs', `${e.status}`);
     }
+}
+
+// 8. a real chat template (--chat-template): the prompt is what Python Jinja2 renders, as HF
+// transformers' apply_chat_template (tests/oracle/chat_ref.py), generated with no BOS added
+// (as `hsd generate --chat`)
+if (process.env.CHAT_TEMPLATE_URL) {
+    const c2 = new OpenAI({ baseURL: process.env.CHAT_TEMPLATE_URL, apiKey: 'unused', maxRetries: 0 });
+    const file = process.env.CHAT_TEMPLATE_FILE;
+    const cfg = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const tokstr = (v) => (typeof v === 'string' ? v : v && typeof v.content === 'string' ? v.content : undefined);
+    const msgs = [{ role: 'system', content: 'You are a storyteller.' },
+        { role: 'user', content: 'A story about a frog.' },
+        { role: 'assistant', content: 'Once there was a frog.' },
+        { role: 'user', content: 'Go on.' }];
+    const ctx = { messages: msgs, add_generation_prompt: true };
+    if (tokstr(cfg.bos_token) !== undefined) ctx.bos_token = tokstr(cfg.bos_token);
+    if (tokstr(cfg.eos_token) !== undefined) ctx.eos_token = tokstr(cfg.eos_token);
+    const ctxPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hsd-sdk-')), 'ctx.json');
+    fs.writeFileSync(ctxPath, JSON.stringify(ctx));
+    const rendered = execFileSync('python3', [process.env.CHAT_REF, 'render', file, ctxPath], { encoding: 'utf8' });
+    check('the template rendered the conversation', rendered.includes('Go on.') && rendered.length > 40);
+    const g = generate(rendered, { n: 30, noBos: true });
+    const r = await c2.chat.completions.create({ model: 'm', messages: msgs, max_tokens: 30, temperature: 0 });
+    eq('template chat = hsd generate --no-bos on the Jinja2 rendering', r.choices[0].message.content, g.text);
+    eq('template chat: prompt tokens (no BOS)', r.usage.prompt_tokens, promptTokens(rendered) - 1);
+    const rs = await collect(await c2.chat.completions.create({ model: 'm', messages: msgs,
+        max_tokens: 30, temperature: 0, stream: true }));
+    eq('template chat, streamed', rs.text, g.text);
+} else {
+    console.log('SKIP: chat template part (this build has no chat-template engine)');
 }
 
 console.log(`openai sdk: ${checks} checks, ${failures} failed`);
