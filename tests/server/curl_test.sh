@@ -142,5 +142,6 @@ kill -INT "$PID_B"
 wait "$PID_B"
 expect_eq "SIGINT: exit status" "$?" 0
 
+sanitizer_clean
 echo "curl tests: $FAILS failed"
 [ "$FAILS" -eq 0 ]

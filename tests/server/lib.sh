@@ -67,3 +67,14 @@ expect_match() {
 metric() {
     curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
 }
+# Fails when a server log holds a sanitizer report (tests run on a sanitizer build too).
+sanitizer_clean() {
+    local f
+    for f in "$TMP"/*.log; do
+        [ -f "$f" ] || continue
+        if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$f"; then
+            fail "sanitizer report in $(basename "$f"):"
+            grep -A25 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$f" | head -40
+        fi
+    done
+}

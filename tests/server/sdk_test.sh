@@ -41,4 +41,6 @@ kill -TERM "$PID_S"
 wait "$PID_S"
 src=$?
 [ $src -eq 0 ] || { echo "FAIL: server exit status $src"; rc=1; }
+sanitizer_clean
+[ "$FAILS" -eq 0 ] || rc=1
 exit $rc
