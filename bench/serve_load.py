@@ -22,7 +22,7 @@ import time
 import urllib.parse
 
 
-def prompts(n):
+def prompts(n, clip):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts")
     out = []
     for name in ("summarization.jsonl", "code.jsonl", "long_context.jsonl"):
@@ -31,7 +31,7 @@ def prompts(n):
                 for line in f:
                     p = json.loads(line).get("prompt", "")
                     # the small models' contexts are short: the last words of each prompt
-                    p = p[-200:]
+                    p = p[-clip:]
                     cut = p.find(" ")
                     out.append(p[cut + 1:] if cut >= 0 else p)
         except OSError:
@@ -120,8 +120,9 @@ def main():
     ap.add_argument("--algo", default="")
     ap.add_argument("--k", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--clip", type=int, default=200, help="prompt characters (the last ones)")
     args = ap.parse_args()
-    ps = prompts(args.requests)
+    ps = prompts(args.requests, args.clip)
     base_texts = None
     base_tps = None
     rows = []

@@ -4,7 +4,8 @@
 # the work done one request at a time (bench/serve_load.py). Bounded and self-stopping: the
 # server is started on a free loopback port and killed at exit; the client has a timeout.
 #   usage: bench/serve_load.sh [HSD]     env: PAIR=small|inflated (small), R (8 requests),
-#          N (max_tokens, 32), LEVELS (1,2,4,8), ALGO (server default), K, THREADS (2), OUT
+#          N (max_tokens, 32), LEVELS (1,2,4,8), ALGO (server default), K, THREADS (2),
+#          CLIP (prompt characters, 200), OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HSD=${1:-build/hsd}
@@ -48,9 +49,9 @@ done
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "start: $(date -u '+%F %T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "pair: $PAIR; $(grep 'listening' "$log" | sed 's/.*model/model/')"
-echo "work per level: $R streaming requests, max_tokens $N (ignore_eos), temperature 0"
+echo "work per level: $R streaming requests, prompts of ${CLIP:-200} characters, max_tokens $N (ignore_eos), temperature 0"
 timeout 3600 python3 bench/serve_load.py "http://127.0.0.1:$port" --levels "$LEVELS" \
-    --requests "$R" --max-tokens "$N" | tee "$OUT/load_$PAIR.txt"
+    --requests "$R" --max-tokens "$N" --clip "${CLIP:-200}" | tee "$OUT/load_$PAIR${TAG:+_$TAG}.txt"
 kill -TERM $spid
 wait $spid || true
 echo "end: $(date -u '+%F %T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -714,7 +714,7 @@ HSD_API hsd_status hsd_batch_add_ids(hsd_batch *b, const int32_t *ids, size_t n_
  * next call on b) receives one event per sequence that gained text or ids or ended this
  * step, *n_events their count. A step with no active sequence runs no forward. Errors: NULL
  * arguments (INVALID_ARG), and any error of the models: then every sequence of the batch is
- * dropped (their slots are free) and the error names the round. */
+ * dropped (their slots are free, no events). */
 HSD_API hsd_status hsd_batch_step(hsd_batch *b, const hsd_batch_event **events, int32_t *n_events);
 /* Ends sequence id now and frees its slot (no event follows). INVALID_ARG for a NULL b or an
  * id that is not active (finished sequences are no longer active). */
