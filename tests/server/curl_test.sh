@@ -8,9 +8,10 @@ cd "$(dirname "$0")/../../build" 2>/dev/null || true
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_server
 
-# A: the main server. --ctx 4096 past the tiny model's trained 512 (a warning) makes long
-# generations last seconds, for disconnects, timeouts and the queue.
-start_server A "${PAIR[@]}" --ctx 4096 --parallel 2 --queue 1 --timeout 3
+# A: the main server. --ctx 8192 past the tiny model's trained 512 (a warning) makes long
+# generations (8000 tokens, attention over a growing context) last seconds, for disconnects
+# and the queue; no timeout here (server C has one).
+start_server A "${PAIR[@]}" --ctx 8192 --parallel 2 --queue 1 --timeout 0
 U=http://127.0.0.1:$PORT_A
 post() { curl -s --max-time 20 -w '\n%{http_code}' "$U$1" -H 'Content-Type: application/json' -d "$2"; }
 status_of() { echo "$1" | tail -1; }
@@ -55,8 +56,8 @@ error_case "chat tools" /v1/chat/completions '{"messages": [{"role": "user", "co
 error_case "chat image part" /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}' 400 messages
 error_case "tokenize without content" /tokenize '{"text": "x"}' 400 content
 error_case "detokenize bad id" /detokenize '{"tokens": [-1]}' 400 tokens
-# a prompt longer than the context (4096 positions)
-long=$(python3 -c 'print("{\"prompt\": \"" + "Once upon a time. " * 2000 + "\"}")')
+# a prompt longer than the context (8192 positions)
+long=$(python3 -c 'print("{\"prompt\": \"" + "Once upon a time. " * 4000 + "\"}")')
 error_case "prompt over the context" /v1/completions "$long" 400 prompt
 r=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$U/nothing")
 expect_eq "unknown path" "$r" 404
@@ -78,7 +79,7 @@ expect_eq "tokenize ids equal hsd tokenize" "$got" "$want"
 # client disconnect: a long stream is cut after 1 s; within a round its sequence is
 # cancelled and its slot freed
 c0=$(metric "$PORT_A" hsd_requests_cancelled_total)
-curl -s -N --max-time 1 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 3500, "ignore_eos": true, "stream": true}' >"$TMP/cut.txt"
+curl -s -N --max-time 1 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 8000, "ignore_eos": true, "stream": true}' >"$TMP/cut.txt"
 expect_match "the stream had started" "$(head -c 200 "$TMP/cut.txt")" '^data: '
 cancelled=""
 for _ in $(seq 1 50); do
@@ -89,10 +90,11 @@ for _ in $(seq 1 50); do
 done
 expect_eq "disconnect: cancelled_total +1 and no slot busy within 5 s" "$cancelled" yes
 
-# the bounded queue: 2 slots + 1 queued; the 4th concurrent request gets 503
+# the bounded queue: 2 slots + 1 queued; the 4th concurrent request gets 503 (the three long
+# ones are cut by their clients after 3 s: the disconnects cancel them)
 qp=()
 for i in 1 2 3; do
-    curl -s --max-time 10 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 3500, "ignore_eos": true}' -o "$TMP/q$i.txt" &
+    curl -s --max-time 3 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 8000, "ignore_eos": true}' -o "$TMP/q$i.txt" &
     qp+=($!)
 done
 sleep 0.5
@@ -100,17 +102,27 @@ r=$(post /v1/completions '{"prompt": "Once", "max_tokens": 3}')
 expect_eq "queue full: 503" "$(status_of "$r")" 503
 expect_match "queue full: says why" "$(body_of "$r")" 'busy'
 wait "${qp[@]}"
-# the timeout (3 s): the long requests ended with an error in OpenAI's shape
-expect_match "timeout: a 408 error" "$(cat "$TMP/q1.txt")" '"type": ?"timeout_error"'
-r=$(metric "$PORT_A" hsd_requests_timed_out_total)
-[ "${r:-0}" -ge 2 ] && ok "timeouts counted ($r)" || fail "timeouts counted: $r"
+r=$(metric "$PORT_A" hsd_requests_rejected_total)
+expect_eq "rejections counted" "$r" 1
+
+# C: the request timeout (1 s): a long request ends with an error in OpenAI's shape
+start_server C "${PAIR[@]}" --ctx 8192 --timeout 1
+UC=http://127.0.0.1:$PORT_C
+r=$(curl -s --max-time 20 -w ' %{http_code}' "$UC/v1/completions" -d '{"prompt": "Once", "max_tokens": 8000, "ignore_eos": true}')
+expect_match "timeout: a 408 timeout_error" "$r" '"type": ?"timeout_error".* 408$'
 # a stream that times out ends with a final error event, then [DONE]
-curl -s -N --max-time 10 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 3500, "ignore_eos": true, "stream": true}' >"$TMP/to.txt"
+curl -s -N --max-time 20 "$UC/v1/completions" -d '{"prompt": "Once", "max_tokens": 8000, "ignore_eos": true, "stream": true}' >"$TMP/to.txt"
+expect_match "timeout: the stream had started" "$(head -c 100 "$TMP/to.txt")" '^data: \{'
 expect_match "timeout: stream's last event is an error" "$(grep '^data: ' "$TMP/to.txt" | tail -2 | head -1)" 'timeout_error'
 expect_eq "timeout: stream ends with [DONE]" "$(grep '^data: ' "$TMP/to.txt" | tail -1)" "data: [DONE]"
+r=$(metric "$PORT_C" hsd_requests_timed_out_total)
+expect_eq "timeouts counted" "$r" 2
+kill -TERM "$PID_C"
+wait "$PID_C"
+expect_eq "server C: exit status" "$?" 0
 
 # SIGTERM with a stream in flight: it gets a final error event and [DONE]; exit status 0
-curl -s -N --max-time 20 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 3500, "ignore_eos": true, "stream": true}' >"$TMP/term.txt" &
+curl -s -N --max-time 20 "$U/v1/completions" -d '{"prompt": "Once", "max_tokens": 8000, "ignore_eos": true, "stream": true}' >"$TMP/term.txt" &
 cpid=$!
 for _ in $(seq 1 50); do grep -q '^data: ' "$TMP/term.txt" && break; sleep 0.05; done
 kill -TERM "$PID_A"
