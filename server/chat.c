@@ -18,7 +18,9 @@ struct srv_chat {
     char desc[300];
 };
 
+#ifdef HSD_SERVER_CHAT_API
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+#endif
 
 int srv_chat_init(srv_chat **out, const char *path, const hsd_tokenizer *tok, char *msg,
                   size_t cap) {
