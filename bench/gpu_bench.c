@@ -159,17 +159,24 @@ static void bench_1b(double bw) {
     /* decode configurations: graph replay or eager launches; GEMVs by the warp-per-row
      * kernel or by cuBLAS (the forward(n) table is taken with the first) */
     const struct {
-        bool graphs, cublas, warp_gemm;
-        const char *name;
-    } cfgs[4] = {{true, false, false, "CUDA graph, warp GEMV, cuBLAS GEMM"},
-                 {true, true, false, "CUDA graph, cuBLAS GEMV, cuBLAS GEMM"},
-                 {false, false, false, "eager, warp GEMV, cuBLAS GEMM"},
-                 {true, false, true, "CUDA graph, warp GEMV, warp GEMM (n <= 8)"}};
-    for (int ci = 0; ci < 4; ci++) {
+        bool graphs, cublas, warp_gemm, pdl;
+        const char *mma, *name;
+    } cfgs[8] = {
+        {true, false, false, true, "0", "CUDA graph, tensor-core products (batch-invariant), PDL"},
+        {true, true, false, true, "0", "CUDA graph, cuBLAS products"},
+        {false, false, false, true, "0", "eager, tensor-core products, PDL"},
+        {true, false, true, true, "0", "CUDA graph, fp32 warp GEMM for n = 2..8"},
+        {true, false, false, false, "0", "CUDA graph, tensor-core products, no PDL"},
+        {true, false, false, true, "1", "CUDA graph, tensor-core 8 warps x 4 chunks, PDL"},
+        {true, false, false, true, "2", "CUDA graph, tensor-core 4 warps x 4 chunks, PDL"},
+        {true, false, false, true, "4", "CUDA graph, tensor-core 8 warps x 2 chunks, PDL"}};
+    for (int ci = 0; ci < 8; ci++) {
         bool graphs = cfgs[ci].graphs;
         setenv("HSD_CUDA_GRAPHS", graphs ? "1" : "0", 1);
         setenv("HSD_CUDA_GEMV", cfgs[ci].cublas ? "cublas" : "warp", 1);
         setenv("HSD_CUDA_GEMM", cfgs[ci].warp_gemm ? "warp" : "cublas", 1);
+        setenv("HSD_CUDA_PDL", cfgs[ci].pdl ? "1" : "0", 1);
+        setenv("HSD_CUDA_MMA", cfgs[ci].mma, 1);
         hsd_model_iface g;
         char desc[512];
         OK(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc));
@@ -190,7 +197,7 @@ static void bench_1b(double bw) {
                met ? "met" : "NOT met");
         mdf("| AR decode, %s | %.1f tok/s (%.3f ms), %.0f%% of bound, target %s |\n", cfgs[ci].name,
             1e3 / ms, ms, 100.0 * (1e3 / ms) / ideal, met ? "met" : "**not met**");
-        if (ci == 0 || ci == 3) { /* forward(n) with cuBLAS, then with the warp GEMM */
+        if (ci <= 1 || ci == 3 || ci == 4) { /* forward(n): tensor cores, cuBLAS, warp GEMM */
             printf("  %4s %12s %12s %14s\n", "n", "ms (all rows)", "vs n=1", "ms (1 row)");
             double base = 0;
             for (int32_t n = 1; n <= 16; n *= 2) {
@@ -212,7 +219,7 @@ static void bench_1b(double bw) {
                 printf("  %4d %12.3f %11.2fx %14.3f\n", n, ta[7], ta[7] / base, t1[7]);
                 mdf("| forward(%d) / forward(1), %s | %.2fx (%.3f ms all rows; %.3f ms last row "
                     "only) |\n",
-                    n, ci == 3 && n <= 8 ? "warp GEMM" : "cuBLAS GEMM", ta[7] / base, ta[7], t1[7]);
+                    n, cfgs[ci].name, ta[7] / base, ta[7], t1[7]);
             }
         }
         free(logits);
@@ -220,6 +227,73 @@ static void bench_1b(double bw) {
     }
     hsd_tf_free(tf);
     hsd_synth_free(sm);
+}
+
+/* The products of one llama-3.2-1b decode step, each alone: time and GB/s of the default
+ * (tensor-core, batch-invariant) product at n = 1, 8 and 16, against cuBLAS at n = 1 and 8.
+ * Their sum over the layers, next to the measured decode step, says how much of the step is
+ * the products and how much the other kernels and the gaps between launches. */
+static void bench_shapes(double bw) {
+    const int32_t L = g_small ? 2 : 16;
+    const struct {
+        const char *name;
+        int32_t rows, cols, per_step;
+    } sh[5] = {{"q|k|v (stacked)", g_small ? 384 : 3072, g_small ? 256 : 2048, L},
+               {"o", g_small ? 256 : 2048, g_small ? 256 : 2048, L},
+               {"gate|up (stacked)", g_small ? 1024 : 16384, g_small ? 256 : 2048, L},
+               {"down", g_small ? 256 : 2048, g_small ? 512 : 8192, L},
+               {"classifier", g_small ? 4096 : 128256, g_small ? 256 : 2048, 1}};
+    printf("\n== the products of a decode step, alone (bf16) ==\n");
+    mdf("\n| product (rows x cols, bf16) | mma n=1 | GB/s | of copy BW | mma n=8 / n=1 | mma n=16 / n=1 "
+        "| cuBLAS n=1 | cuBLAS n=8 |\n|---|---|---|---|---|---|---|---|\n");
+    double sum1 = 0;
+    for (int i = 0; i < 5; i++) {
+        void *hw;
+        hsd_mat w = rand_mat(HSD_DT_BF16, sh[i].rows, sh[i].cols, &hw);
+        free(hw);
+        float *x = rand_f32((size_t)16 * sh[i].cols);
+        float *dx = dev_from(x, sizeof(float) * 16 * sh[i].cols),
+              *dout = dev(sizeof(float) * 16 * sh[i].rows);
+        void *dxh = dev((size_t)16 * sh[i].cols * 2);
+        double med[8];
+        /* default shape (16 warps x 2) n = 1, 8, 16; cuBLAS n = 1, 8; fixed shapes at n = 1 */
+        const int cfg_n[8] = {1, 8, 16, 1, 8, 1, 1, 1}, cfg_v[8] = {0, 0, 0, 0, 0, 1, 2, 4};
+        for (int c = 0; c < 8; c++) {
+            hsd_cuda_use_cublas_gemv(cu, c == 3 || c == 4);
+            hsd_cuda_set_mma_variant(cu, cfg_v[c]);
+            float t[21];
+            for (int r = -3; r < 21; r++) {
+                float ms;
+                OK(hsd_cuda_timer_start(cu));
+                OK(hsd_cuda_matmul(cu, dout, sh[i].rows, dx, cfg_n[c], &w, dxh));
+                OK(hsd_cuda_timer_stop(cu, &ms));
+                if (r >= 0) t[r] = ms;
+            }
+            qsort(t, 21, sizeof *t, cmp_f);
+            med[c] = t[10];
+        }
+        hsd_cuda_use_cublas_gemv(cu, false);
+        hsd_cuda_set_mma_variant(cu, 0);
+        double bytes = (double)sh[i].rows * sh[i].cols * 2, gbs = bytes / (med[0] * 1e-3) / 1e9;
+        printf("  %-18s shapes at n=1: 16 warps x 2 chunks %.4f ms, 8x4 %.4f, 4x4 %.4f, 8x2 %.4f\n",
+               "", med[0], med[5], med[6], med[7]);
+        mdf("| %s, block shapes at n=1 (16x2 default, 8x4, 4x4, 8x2) | %.4f / %.4f / %.4f / %.4f ms | "
+            "| | | | | |\n",
+            sh[i].name, med[0], med[5], med[6], med[7]);
+        sum1 += med[0] * sh[i].per_step;
+        printf("  %-18s %6d x %-5d  mma n=1 %.4f ms %5.0f GB/s (%3.0f%%)  n=8 %.2fx  n=16 %.2fx  "
+               "cuBLAS n=1 %.4f ms, n=8 %.4f ms\n",
+               sh[i].name, sh[i].rows, sh[i].cols, med[0], gbs, 100 * gbs / bw, med[1] / med[0],
+               med[2] / med[0], med[3], med[4]);
+        mdf("| %s (%d x %d) | %.4f ms | %.0f | %.0f%% | %.2fx | %.2fx | %.4f ms | %.4f ms |\n",
+            sh[i].name, sh[i].rows, sh[i].cols, med[0], gbs, 100 * gbs / bw, med[1] / med[0],
+            med[2] / med[0], med[3], med[4]);
+        free(x);
+        hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
+        hsd_cuda_free(cu, (void *)w.data);
+    }
+    printf("  sum over one decode step (each timed alone, launch gaps included): %.3f ms\n", sum1);
+    mdf("| **sum over a decode step** (each product timed alone) | %.3f ms | | | | | | |\n", sum1);
 }
 
 static void bench_head(double bw) {
@@ -243,7 +317,7 @@ static void bench_head(double bw) {
         perm[i] = perm[j], perm[j] = t;
     }
     int32_t *didx = dev_from(perm, sizeof(int32_t) * k);
-    float t_idx[50], t_full[50], t_all[50];
+    float t_idx[50], t_full[50], t_all[50], t_mma[50];
     for (int r = -3; r < 50; r++) { /* 3 warm-up runs */
         float a, b, c2;
         OK(hsd_cuda_timer_start(cu));
@@ -257,12 +331,18 @@ static void bench_head(double bw) {
         OK(hsd_cuda_timer_start(cu));
         OK(hsd_cuda_indexed_head(cu, dout, &U, dh, NULL, V));
         OK(hsd_cuda_timer_stop(cu, &c2));
-        if (r >= 0) t_idx[r] = a, t_full[r] = b, t_all[r] = c2;
+        float c3;
+        OK(hsd_cuda_timer_start(cu));
+        OK(hsd_cuda_matmul(cu, dout, V, dh, 1, &U, dxh));
+        OK(hsd_cuda_timer_stop(cu, &c3));
+        if (r >= 0) t_idx[r] = a, t_full[r] = b, t_all[r] = c2, t_mma[r] = c3;
     }
     qsort(t_idx, 50, sizeof(float), cmp_f);
     qsort(t_full, 50, sizeof(float), cmp_f);
     qsort(t_all, 50, sizeof(float), cmp_f);
-    double mi = t_idx[25], mf = t_full[25], ma = t_all[25];
+    qsort(t_mma, 50, sizeof(float), cmp_f);
+    double mi = t_idx[25], mf = t_full[25], ma = t_all[25], mm = t_mma[25];
+    double gm = (double)total / (mm * 1e-3) / 1e9;
     /* speed-ups are against the faster of the two full heads */
     double full = mf < ma ? mf : ma;
     const char *full_name = mf < ma ? "cuBLAS" : "warp kernel";
@@ -273,6 +353,8 @@ static void bench_head(double bw) {
     printf("  full head, cuBLAS GEMV: %.4f ms, %.0f GB/s (%.0f%%)\n", mf, gf, 100 * gf / bw);
     printf("  full head, same kernel over all rows: %.4f ms, %.0f GB/s (%.0f%%)\n", ma, ga,
            100 * ga / bw);
+    printf("  full head, tensor-core product (the model's default): %.4f ms, %.0f GB/s (%.0f%%)\n",
+           mm, gm, 100 * gm / bw);
     printf("  speed-up indexed vs full (%s): %.1fx %s\n", full_name, full / mi,
            full / mi >= 4 ? "(target >= 4x: met)" : "(target >= 4x: NOT met)");
     mdf("\n| LM head V=%d d=%d bf16 | time | GB/s | of copy BW |\n|---|---|---|---|\n", V, d);
@@ -280,6 +362,8 @@ static void bench_head(double bw) {
     mdf("| full, cuBLAS GEMV | %.4f ms | %.0f | %.0f%% |\n", mf, gf, 100 * gf / bw);
     mdf("| full, indexed kernel over all rows | %.4f ms | %.0f | %.0f%% |\n", ma, ga,
         100 * ga / bw);
+    mdf("| full, tensor-core product (model default) | %.4f ms | %.0f | %.0f%% |\n", mm, gm,
+        100 * gm / bw);
     mdf("| **speed-up indexed vs full (%s)** | %.1fx (target >= 4x%s) | | |\n", full_name,
         full / mi, full / mi >= 4 ? ", met" : ", **not met**");
     /* low-rank head (SlimSpec) r = 256: W_up·(W_down·h); the speculative head (SpecVocab) uses
@@ -373,6 +457,8 @@ int main(int argc, char **argv) {
         hsd_cuda_device_desc(cu), (unsigned long long)seed);
     check_elementwise();
     check_matmul();
+    check_invariance();
+    check_head_norm();
     check_fused();
     check_attention();
     check_indexed_head();
@@ -380,7 +466,11 @@ int main(int argc, char **argv) {
     check_heads();
     check_model("tiny", HSD_DT_F32, TOL_F32);
     check_model("tiny-qwen2", HSD_DT_F32, TOL_F32);
+    check_model("tiny-qwen3", HSD_DT_F32, TOL_F32);
+    check_model("tiny-phi3", HSD_DT_F32, TOL_F32);
     check_model("small", HSD_DT_BF16, TOL_BF16);
+    check_model_batch("tiny-qwen3", HSD_DT_F32, TOL_F32);
+    check_model_batch("small", HSD_DT_BF16, TOL_BF16);
     printf("  %d checks passed, %d failed\n", n_pass, n_fail);
     mdf("\n%d checks passed, %d failed.\n", n_pass, n_fail);
 
@@ -388,6 +478,7 @@ int main(int argc, char **argv) {
     double bw = copy_bandwidth();
     printf("\n== device copy bandwidth (cudaMemcpy D2D, read + write) ==\n  %.0f GB/s\n", bw);
     mdf("\nDevice copy bandwidth (cudaMemcpy D2D, 1 GiB, read + write counted): %.0f GB/s.\n", bw);
+    if (do_1b) bench_shapes(bw);
     if (do_1b) bench_1b(bw);
     if (do_head) bench_head(bw);
 done:

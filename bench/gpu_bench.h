@@ -53,6 +53,8 @@ hsd_mat rand_mat(hsd_dtype t, int32_t rows, int32_t cols, void **host);
 /* gpu_bench_checks.c */
 void check_elementwise(void);
 void check_matmul(void);
+void check_invariance(void);
+void check_head_norm(void);
 void check_fused(void);
 void check_attention(void);
 /* gpu_bench_checks_heads.c */
@@ -60,5 +62,6 @@ void check_indexed_head(void);
 void check_heads(void);
 void check_sampling(void);
 void check_model(const char *shape, hsd_dtype dt, double tol);
+void check_model_batch(const char *shape, hsd_dtype dt, double tol);
 
 #endif

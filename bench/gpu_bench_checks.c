@@ -100,16 +100,18 @@ void check_elementwise(void) {
 
 void check_matmul(void) {
     const hsd_dtype types[3] = {HSD_DT_F32, HSD_DT_BF16, HSD_DT_F16};
-    /* n = 1 twice: the warp-per-row GEMV (default) and cuBLAS; n = 7: cuBLAS */
-    /* j = 3: 7 tokens through the warp-per-row GEMM (HSD_CUDA_GEMM=warp) */
-    const int32_t rows = 1536, cols = 2048, ns[4] = {1, 1, 7, 7};
+    /* j = 0, 4, 5: the default, batch-invariant products (tensor cores for F16/BF16, the
+     * warp-per-row GEMV once per token for F32) at n = 1, 7 and 37 (three token tiles);
+     * j = 1, 2: cuBLAS (HSD_CUDA_GEMV=cublas); j = 3: the fp32 warp GEMM (HSD_CUDA_GEMM=warp).
+     * 1000 rows and 2056 columns: neither a multiple of the tiles, so the edges are checked. */
+    const int32_t rows = 1000, cols = 2056, ns[6] = {1, 1, 7, 7, 7, 37};
     for (int k = 0; k < 3; k++) {
         void *hw;
         hsd_mat w = rand_mat(types[k], rows, cols, &hw);
         hsd_mat hm = {types[k], rows, cols, hw};
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < 6; j++) {
             int32_t n = ns[j];
-            hsd_cuda_use_cublas_gemv(cu, j == 1);
+            hsd_cuda_use_cublas_gemv(cu, j == 1 || j == 2);
             hsd_cuda_use_warp_gemm(cu, j == 3);
             float *x = rand_f32((size_t)n * cols), *want = malloc(sizeof(float) * n * rows);
             float *scratch = malloc(sizeof(float) * 4 * cols);
@@ -121,19 +123,93 @@ void check_matmul(void) {
             float *got = host_from(dout, (size_t)n * rows);
             char name[64];
             snprintf(name, sizeof name, "matmul (%s) %s, n = %d",
-                     j == 0   ? "warp GEMV"
-                     : j == 3 ? "warp GEMM"
-                              : "cuBLAS",
+                     j == 3                ? "warp GEMM"
+                     : j == 1 || j == 2    ? "cuBLAS"
+                     : types[k] == HSD_DT_F32 ? "GEMV per token"
+                                           : "mma, invariant",
                      hsd_dtype_name(types[k]), n);
-            /* the warp GEMV keeps x in fp32, so only cuBLAS's narrowing needs the bf16 limit */
+            /* fp32 x: the GEMV and the warp GEMM; narrowed x (bf16/f16 limit): cuBLAS and the
+             * tensor cores, as the CPU's BF16 kernel narrows it too */
             report(name, rel_err(got, want, (size_t)n * rows),
-                   types[k] == HSD_DT_F32 || j == 0 || j == 3 ? TOL_F32 : TOL_BF16);
+                   types[k] == HSD_DT_F32 || j == 3 ? TOL_F32 : TOL_BF16);
             free(got), free(x), free(want), free(scratch);
             hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dxh);
         }
         hsd_cuda_use_cublas_gemv(cu, false);
         hsd_cuda_use_warp_gemm(cu, false);
         free(hw);
+        hsd_cuda_free(cu, (void *)w.data);
+    }
+}
+
+/* Qwen3's per-head q/k norm against hsd_rmsnorm on each head. */
+void check_head_norm(void) {
+    const int32_t nh = 8, nkv = 2, hd = 128, n = 3, W = (nh + 2 * nkv) * hd;
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, 16, 0};
+    float *qkv = rand_f32((size_t)n * W), *qn = rand_f32(hd), *kn = rand_f32(hd);
+    float *want = malloc(sizeof(float) * n * W);
+    memcpy(want, qkv, sizeof(float) * n * W);
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t h = 0; h < nh + nkv; h++) {
+            float *x = want + (size_t)t * W + (size_t)h * hd;
+            hsd_rmsnorm(x, x, h < nh ? qn : kn, hd, 1e-6f);
+        }
+    float *d = dev_from(qkv, sizeof(float) * n * W), *dq = dev_from(qn, sizeof(float) * hd),
+          *dk = dev_from(kn, sizeof(float) * hd);
+    OK(hsd_cuda_head_norm(cu, d, n, &shape, dq, dk, 1e-6f));
+    float *got = host_from(d, (size_t)n * W);
+    report("head_norm (Qwen3 q/k per-head RMSNorm)", rel_err(got, want, (size_t)n * W), TOL_F32);
+    free(qkv), free(qn), free(kn), free(want), free(got);
+    hsd_cuda_free(cu, d), hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dk);
+}
+
+/* Batch invariance of the default products, which greedy SD = AR rests on: the result of a
+ * token must be bit-identical whether it is alone (a decode step), the first of n = 2..17
+ * (a verification), or inside a batch of 40 (a first round with its prompt), also when the
+ * product adds into its output. Counted in values; every one must be equal. */
+void check_invariance(void) {
+    const hsd_dtype types[3] = {HSD_DT_F32, HSD_DT_BF16, HSD_DT_F16};
+    const int32_t rows = 1000, cols = 2056, N = 40;
+    for (int k = 0; k < 3; k++) {
+        void *hw;
+        hsd_mat w = rand_mat(types[k], rows, cols, &hw);
+        float *x = rand_f32((size_t)N * cols), *base = rand_f32((size_t)N * rows);
+        float *dx = dev_from(x, sizeof(float) * N * cols), *dall = dev(sizeof(float) * N * rows),
+              *dpart = dev(sizeof(float) * N * rows);
+        void *dxh = dev((size_t)N * cols * 2);
+        for (int add = 0; add < 2; add++) {
+            /* the reference: all N tokens in one product */
+            if (add) OK(hsd_cuda_upload(cu, dall, base, sizeof(float) * N * rows));
+            OK((add ? hsd_cuda_matmul_add : hsd_cuda_matmul)(cu, dall, rows, dx, N, &w, dxh));
+            float *all = host_from(dall, (size_t)N * rows);
+            long n_eq = 0, n_tot = 0;
+            /* prefixes of n tokens, then each token alone at its own offset */
+            for (int32_t n = 1; n <= 17 + N; n++) {
+                int32_t off = n <= 17 ? 0 : n - 18, cnt = n <= 17 ? n : 1;
+                if (add)
+                    OK(hsd_cuda_upload(cu, dpart + (size_t)off * rows, base + (size_t)off * rows,
+                                       sizeof(float) * cnt * rows));
+                OK((add ? hsd_cuda_matmul_add : hsd_cuda_matmul)(
+                    cu, dpart + (size_t)off * rows, rows, dx + (size_t)off * cols, cnt, &w, dxh));
+                float *got = host_from(dpart + (size_t)off * rows, (size_t)cnt * rows);
+                for (size_t i = 0; i < (size_t)cnt * rows; i++, n_tot++)
+                    n_eq += !memcmp(&got[i], &all[(size_t)off * rows + i], sizeof(float));
+                free(got);
+            }
+            char name[96];
+            snprintf(name, sizeof name, "batch invariance %s%s, n = 1..17, 40, alone",
+                     hsd_dtype_name(types[k]), add ? " (adding)" : "");
+            bool pass = n_eq == n_tot;
+            pass ? n_pass++ : n_fail++;
+            printf("  %-44s %s  %ld/%ld values bit-identical\n", name, pass ? "PASS" : "FAIL", n_eq,
+                   n_tot);
+            mdf("| %s | %s | %ld/%ld values bit-identical | exact |\n", name,
+                pass ? "PASS" : "**FAIL**", n_eq, n_tot);
+            free(all);
+        }
+        free(hw), free(x), free(base);
+        hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dall), hsd_cuda_free(cu, dpart),
+            hsd_cuda_free(cu, dxh);
         hsd_cuda_free(cu, (void *)w.data);
     }
 }
@@ -159,7 +235,7 @@ void check_fused(void) {
           *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
     int32_t *dpos = dev_from(pos, sizeof pos), *dmeta = dev_from(meta, sizeof meta);
     float *dq = dev(sizeof(float) * n * q_dim);
-    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx};
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, 0};
     for (int inter = 0; inter < 2; inter++) {
         float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
               *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
@@ -209,13 +285,15 @@ void check_fused(void) {
     free(gu), free(want), free(got);
     hsd_cuda_free(cu, dgu), hsd_cuda_free(cu, dout);
 
-    /* out += W·x, single token (warp GEMV) and several (cuBLAS) */
+    /* out += W·x: one token and five through the default (tensor-core, invariant) product,
+     * five through cuBLAS, five through the fp32 warp GEMM */
     const int32_t rows = 1024, cols = 2048;
     void *hw;
     hsd_mat w = rand_mat(HSD_DT_BF16, rows, cols, &hw);
     hsd_mat hm = {HSD_DT_BF16, rows, cols, hw};
-    for (int32_t pass = 0; pass < 3; pass++) { /* n = 1 (warp GEMV), 5 cuBLAS, 5 warp GEMM */
+    for (int32_t pass = 0; pass < 4; pass++) { /* n = 1 mma, 5 cuBLAS, 5 warp GEMM, 5 mma */
         int32_t nn = pass == 0 ? 1 : 5;
+        hsd_cuda_use_cublas_gemv(cu, pass == 1);
         hsd_cuda_use_warp_gemm(cu, pass == 2);
         float *x = rand_f32((size_t)nn * cols), *y = rand_f32((size_t)nn * rows);
         float *ref = malloc(sizeof(float) * nn * rows), *scratch = malloc(sizeof(float) * 4 * cols);
@@ -230,12 +308,14 @@ void check_fused(void) {
         snprintf(name, sizeof name, "matmul_add (out += W x) BF16, n = %d%s", nn,
                  pass == 2   ? ", warp GEMM"
                  : pass == 1 ? ", cuBLAS"
-                             : "");
-        report(name, rel_err(g, ref, (size_t)nn * rows), pass == 1 ? TOL_BF16 : TOL_F32);
+                             : ", mma");
+        /* only the warp GEMM keeps x in fp32 */
+        report(name, rel_err(g, ref, (size_t)nn * rows), pass == 2 ? TOL_F32 : TOL_BF16);
         free(x), free(y), free(ref), free(scratch), free(g);
         hsd_cuda_free(cu, dx), hsd_cuda_free(cu, dy), hsd_cuda_free(cu, dxh);
     }
     hsd_cuda_use_warp_gemm(cu, false);
+    hsd_cuda_use_cublas_gemv(cu, false);
     free(hw);
     hsd_cuda_free(cu, (void *)w.data);
 }
@@ -245,8 +325,10 @@ void check_fused(void) {
 void check_attention(void) {
     const int32_t nh = 8, nkv = 2, hd = 64, n_ctx = 128, L = 37, kv_dim = nkv * hd, q_dim = nh * hd;
     const int32_t parents[6] = {-1, 0, 0, 1, 2, -1};
-    for (int tree = 0; tree < 2; tree++) {
-        const int32_t n = tree ? 6 : 4;
+    for (int variant = 0; variant < 4; variant++) {
+        /* chain, tree, then both under a sliding window of 20 positions */
+        const int tree = variant & 1;
+        const int32_t n = tree ? 6 : 4, window = variant >= 2 ? 20 : 0;
         float *kc = rand_f32((size_t)n_ctx * kv_dim), *vc = rand_f32((size_t)n_ctx * kv_dim);
         float *knew = rand_f32((size_t)n * kv_dim), *vnew = rand_f32((size_t)n * kv_dim);
         float *q = rand_f32((size_t)n * q_dim), *want = malloc(sizeof(float) * n * q_dim);
@@ -271,7 +353,7 @@ void check_attention(void) {
         int32_t *dmeta = dev_from(meta, sizeof meta);
         OK(hsd_cuda_kv_store(cu, dkc, dkn, n, kv_dim, dmeta));
         OK(hsd_cuda_kv_store(cu, dvc, dvn, n, kv_dim, dmeta));
-        hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx};
+        hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, window};
         OK(hsd_cuda_attention(cu, dout, dq, dkc, dvc, &shape, n, dmeta, tree ? dmeta + 2 + n : NULL,
                               tree ? dmeta + 1 : NULL));
         /* reference */
@@ -283,28 +365,32 @@ void check_attention(void) {
                 const float *qv = q + (size_t)t * q_dim + h * hd;
                 const float *kb = kc + (h / (nh / nkv)) * hd, *vb = vc + (h / (nh / nkv)) * hd;
                 float *ov = want + (size_t)t * q_dim + h * hd;
-                int32_t n_new = tree ? off[t + 1] - off[t] : t + 1;
-                int32_t slots[8];
-                for (int32_t i = 0; i < n_new; i++) slots[i] = tree ? anc[off[t] + i] : i;
-                hsd_attn_scores(att, qv, kb, kv_dim, NULL, L, hd, 1.0f / sqrtf((float)hd));
-                hsd_attn_scores(att + L, qv, kb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd,
-                                1.0f / sqrtf((float)hd));
-                hsd_softmax(att, L + n_new);
-                hsd_attn_accum(ov, att, vb, kv_dim, NULL, L, hd);
-                hsd_attn_accum(tmp, att + L, vb + (size_t)L * kv_dim, kv_dim, slots, n_new, hd);
-                hsd_add(ov, tmp, hd);
+                int32_t n_new = tree ? off[t + 1] - off[t] : t + 1, nv = L + n_new;
+                /* the cache rows the token sees, oldest first: the cache, then its new
+                 * predecessors or ancestors; a window keeps the last `window` of them */
+                int32_t vis[128], lo = window > 0 && nv > window ? nv - window : 0;
+                for (int32_t i = lo; i < nv; i++)
+                    vis[i - lo] = i < L ? i : L + (tree ? anc[off[t] + i - L] : i - L);
+                hsd_attn_scores(att, qv, kb, kv_dim, vis, nv - lo, hd, 1.0f / sqrtf((float)hd));
+                hsd_softmax(att, nv - lo);
+                hsd_attn_accum(ov, att, vb, kv_dim, vis, nv - lo, hd);
+                (void)tmp;
             }
         float *got = host_from(dout, (size_t)n * q_dim);
-        report(tree ? "attention f32, token tree (6 new, GQA 4:1)"
-                    : "attention f32, chain (4 new, GQA 4:1)",
+        const char *names[4] = {"attention f32, chain (4 new, GQA 4:1)",
+                                "attention f32, token tree (6 new, GQA 4:1)",
+                                "attention f32, chain, sliding window 20",
+                                "attention f32, token tree, sliding window 20"};
+        report(names[variant],
                rel_err(got, want, (size_t)n * q_dim), TOL_F32);
         free(got);
         /* the cache rows written by kv_store */
         float *gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-        report(tree ? "kv_store (tree)" : "kv_store (chain)",
-               rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
+        if (variant < 2)
+            report(tree ? "kv_store (tree)" : "kv_store (chain)",
+                   rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
         free(gk);
-        if (tree) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
+        if (tree && variant < 2) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
             int32_t keep[3] = {0, 2, 4}, nl = 1;
             int32_t *dkeep = dev_from(keep, sizeof keep);
             OK(hsd_cuda_kv_keep(cu, dkc, nl, n_ctx, kv_dim, L, dkeep, 3));

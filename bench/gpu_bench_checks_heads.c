@@ -266,6 +266,16 @@ void check_model(const char *shape, hsd_dtype dt, double tol) {
     BOTH(c.forward(c.ctx, toks + 9, 5, parents, NULL, 5, lc),
          g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lg));
     double et = rel_err(lg, lc, (size_t)5 * V);
+    /* the same tree again, twice: captured as a graph the second time, replayed the third;
+     * both must give the eager forward's logits bit for bit */
+    float *lt = malloc(sizeof(float) * 5 * V);
+    long t_eq = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        OK(g.kv_truncate(g.ctx, 9));
+        OK(g.forward(g.ctx, toks + 9, 5, parents, NULL, 5, lt));
+        for (size_t k = 0; k < (size_t)5 * V; k++) t_eq += !memcmp(&lt[k], &lg[k], sizeof(float));
+    }
+    free(lt);
     BOTH(c.kv_keep(c.ctx, 9, keep, 3), g.kv_keep(g.ctx, 9, keep, 3));
     /* decode steps (the graph path), then truncate and a forward with a row subset */
     double ed = 0;
@@ -284,12 +294,94 @@ void check_model(const char *shape, hsd_dtype dt, double tol) {
     report(name, e, tol);
     snprintf(name, sizeof name, "model %s %s: tree of 5", shape, hsd_dtype_name(dt));
     report(name, et, tol);
+    snprintf(name, sizeof name, "model %s %s: tree from its graph = eager", shape,
+             hsd_dtype_name(dt));
+    report_ids(name, (int)t_eq, 2 * 5 * V);
     snprintf(name, sizeof name, "model %s %s: kv_keep + 4 decode steps", shape, hsd_dtype_name(dt));
     report(name, ed, tol);
     snprintf(name, sizeof name, "model %s %s: truncate + rows subset", shape, hsd_dtype_name(dt));
     report(name, er, tol);
     free(lc), free(lg);
     g.free(g.ctx);
+    hsd_tf_free(tf);
+    hsd_synth_free(sm);
+}
+
+/* Sequence slots: a batched forward over three slots (chains of different lengths, then a
+ * chain, a single token and a token tree together), kv_keep on one slot and decode steps,
+ * against the CPU transformer's batched forward, and every slot's logits bit-identical to its
+ * own forward alone on a second device model (the products are batch-invariant). */
+void check_model_batch(const char *shape, hsd_dtype dt, double tol) {
+    hsd_synth_model *sm;
+    hsd_transformer *tf;
+    hsd_model_iface c, g, g1;
+    OK(hsd_synth_create(shape, dt, hsd_rng_u32(&rng), &sm));
+    hsd_model_params p = hsd_model_default_params();
+    p.n_ctx = 64;
+    p.n_seq = 3;
+    OK(hsd_synth_to_transformer(sm, &p, &tf));
+    hsd_tf_iface(tf, &c);
+    char desc[512];
+    OK(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc));
+    OK(hsd_cuda_model_create(tf, &p, &g1, desc, sizeof desc));
+    const int32_t V = c.vocab_size(c.ctx);
+    int32_t toks[32];
+    for (int i = 0; i < 32; i++) toks[i] = (int32_t)(hsd_rng_u32(&rng) % V);
+    float *lc = malloc(sizeof(float) * 32 * V), *lg = malloc(sizeof(float) * 32 * V),
+          *l1 = malloc(sizeof(float) * 32 * V);
+    double worst = 0;
+    long n_eq = 0, n_tot = 0;
+    /* the batch on the CPU and the device, then each entry alone on the second device model */
+#define BATCH(seqs, n_seqs, rows_total)                                                            \
+    do {                                                                                           \
+        OK(c.forward_batch(c.ctx, seqs, n_seqs, lc));                                              \
+        OK(g.forward_batch(g.ctx, seqs, n_seqs, lg));                                              \
+        size_t off_ = 0;                                                                           \
+        for (int i_ = 0; i_ < n_seqs; i_++) {                                                      \
+            OK(g1.seq_select(g1.ctx, seqs[i_].seq));                                               \
+            OK(g1.forward(g1.ctx, seqs[i_].tokens, seqs[i_].n, seqs[i_].parents, seqs[i_].rows,    \
+                          seqs[i_].n_rows, l1 + off_));                                            \
+            off_ += (size_t)seqs[i_].n_rows * V;                                                   \
+        }                                                                                          \
+        double e_ = rel_err(lg, lc, (size_t)(rows_total) * V);                                     \
+        worst = e_ > worst ? e_ : worst;                                                           \
+        for (size_t k_ = 0; k_ < (size_t)(rows_total) * V; k_++, n_tot++)                          \
+            n_eq += !memcmp(&lg[k_], &l1[k_], sizeof(float));                                      \
+    } while (0)
+    const hsd_model_batch_seq a[3] = {{0, toks, 5, NULL, NULL, 5},
+                                      {1, toks + 5, 3, NULL, NULL, 3},
+                                      {2, toks + 8, 7, NULL, NULL, 7}};
+    BATCH(a, 3, 15);
+    const int32_t parents[4] = {-1, 0, 0, 1}, row1[1] = {1};
+    const hsd_model_batch_seq b[3] = {{2, toks + 15, 4, parents, NULL, 4},
+                                      {0, toks + 19, 2, NULL, row1, 1},
+                                      {1, toks + 21, 1, NULL, NULL, 1}};
+    BATCH(b, 3, 6);
+    /* slot 2 keeps the tree path 0, 1, 3, then decodes alone (its graph) */
+    const int32_t keep[3] = {0, 1, 3};
+    OK(c.seq_select(c.ctx, 2));
+    OK(g.seq_select(g.ctx, 2));
+    OK(g1.seq_select(g1.ctx, 2));
+    OK(c.kv_keep(c.ctx, 7, keep, 3));
+    OK(g.kv_keep(g.ctx, 7, keep, 3));
+    OK(g1.kv_keep(g1.ctx, 7, keep, 3));
+    for (int s = 0; s < 3; s++) {
+        const hsd_model_batch_seq d[1] = {{2, toks + 22 + s, 1, NULL, NULL, 1}};
+        BATCH(d, 1, 1);
+    }
+#undef BATCH
+    char name[96];
+    snprintf(name, sizeof name, "model %s %s, 3 slots: batches vs CPU", shape, hsd_dtype_name(dt));
+    report(name, worst, tol);
+    snprintf(name, sizeof name, "model %s %s, 3 slots: batch = each slot alone", shape,
+             hsd_dtype_name(dt));
+    bool pass = n_eq == n_tot;
+    pass ? n_pass++ : n_fail++;
+    printf("  %-44s %s  %ld/%ld logits bit-identical\n", name, pass ? "PASS" : "FAIL", n_eq, n_tot);
+    mdf("| %s | %s | %ld/%ld logits bit-identical | exact |\n", name, pass ? "PASS" : "**FAIL**",
+        n_eq, n_tot);
+    free(lc), free(lg), free(l1);
+    g.free(g.ctx), g1.free(g1.ctx);
     hsd_tf_free(tf);
     hsd_synth_free(sm);
 }

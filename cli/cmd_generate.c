@@ -104,7 +104,7 @@ const hsd_cli_spec hsd_spec_generate = {
 };
 
 /* The library's notices on stderr: warnings always (e.g. a --ctx past the trained context),
- * information (e.g. "no CUDA device, using CPU") when --backend was given. */
+ * information (e.g. "CUDA backend not used (no CUDA device (...)); using CPU") when --backend was given. */
 static void print_notice(hsd_log_level level, const char *msg, void *user) {
     if (level >= (*(const int *)user ? HSD_LOG_INFO : HSD_LOG_WARN))
         fprintf(stderr, "hsd: %s\n", msg);

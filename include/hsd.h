@@ -783,6 +783,107 @@ HSD_API hsd_status hsd_chat_eos_ids(const char *path, const hsd_tokenizer *tok, 
  * End of Chat templates
  * ==================================================================================== */
 
+/* ====================================================================================
+ * Draft-only proposals  (issue 25: SLEM drafts for a target verified elsewhere, e.g. vLLM)
+ *
+ * A proposer holds a drafter (model + tokenizer) and the target's tokenizer, and turns a
+ * committed target-token context into SLEM's draft as target ids: the drafter grows the same
+ * best-first token tree as an hsd_engine SLEM round (same k, token healing, 3 children per
+ * expanded node), the bridge spells every drafter path as text and re-tokenizes it with the
+ * target's tokenizer, and of the resulting target-id trie (its 2k most probable nodes: the
+ * tree an engine round verifies) the proposer returns ONE chain, cut to the caller's length:
+ * its deepest path, and among equally deep paths the first in trie order, i.e. the one of
+ * the most probable drafter path (the best-first tree grows deepest along the drafter's most
+ * probable continuation: this is that continuation in target tokens).
+ * A verifier that accepts the longest prefix its own draws reproduce (vLLM's rejection
+ * sampler with point-mass proposals, or greedy matching) keeps the target's output law.
+ *
+ * State. Each request uses a slot, one of the drafter's sequence slots
+ * (hsd_model_params.n_seq): it keeps the request's bridge (committed text, both sides'
+ * tokens) and the drafter's KV cache. A call whose context extends the slot's previous one
+ * (the previous context is a prefix) appends the new ids and realigns the drafter side, so
+ * the drafter only feeds what changed, exactly as the engine does between two rounds; any
+ * other context starts the slot afresh: the target ids' text is the committed text and the
+ * drafter's side is its decoded text (hsd_tokenizer_decode_alloc, special tokens skipped)
+ * encoded as a prompt (with the drafter's BOS when add_bos), as hsd_engine_generate would
+ * for that prompt. The caller decides which request uses which slot.
+ * ==================================================================================== */
+typedef struct hsd_proposer hsd_proposer;
+
+typedef struct hsd_proposer_params {
+    size_t size;          /* sizeof(hsd_proposer_params): set by hsd_proposer_default_params;
+                           * the library reads min(size, its own) bytes and defaults the rest */
+    int32_t n_draft;      /* drafter forwards per proposal: SLEM's k (default 4, 1..63) */
+    int32_t n_ctx;        /* positions the target may use (context + proposal); 0 (default):
+                           * unlimited. A proposal never runs past it */
+    int32_t target_vocab; /* ids the target model accepts (its vocabulary size, which may be
+                           * padded past the tokenizer's); 0 (default): the target tokenizer's
+                           * size. Proposals only hold ids below min(it, tokenizer size) */
+    bool add_bos;         /* the drafter's BOS first in a fresh slot (default true) */
+} hsd_proposer_params;
+
+/* The defaults above (size filled in). Thread-safe. */
+HSD_API hsd_proposer_params hsd_proposer_default_params(void);
+/* Borrows draft, draft_tok and target_tok (they must outlive the proposer; the drafter must
+ * not be used elsewhere while the proposer is used). Slots: hsd_model_n_seq(draft). params
+ * may be NULL (defaults). On success the caller owns *out (hsd_proposer_free); on failure
+ * *out is NULL. Errors: INVALID_ARG (NULL draft/draft_tok/target_tok/out, params->size 0,
+ * n_draft outside 1..63, n_ctx or target_vocab < 0, a drafter without vocabulary or
+ * context), NOMEM. Thread-safe for different drafters. */
+HSD_API hsd_status hsd_proposer_init(hsd_model *draft, const hsd_tokenizer *draft_tok,
+                                     const hsd_tokenizer *target_tok,
+                                     const hsd_proposer_params *params, hsd_proposer **out);
+/* NULL is a no-op. */
+HSD_API void hsd_proposer_free(hsd_proposer *p);
+/* Number of slots (the drafter's sequence slots); 0 for NULL. */
+HSD_API int32_t hsd_proposer_n_slots(const hsd_proposer *p);
+/* Proposes for n requests in one step: request i uses slot slots[i] (each slot at most once
+ * per call) and has the committed target ids ctx[i][0..n_ctx[i]) (n_ctx[i] >= 1). All
+ * requests draft together: each of the k drafter forwards is ONE batched forward
+ * (hsd_model_forward_batch) over the requests still drafting. Request i's proposal, at most
+ * k_out target ids (1 <= k_out <= 64), goes to out[i * k_out ..] and its length to n_out[i]
+ * (0: nothing to propose, e.g. a full context or a drafter out of room). n == 0 does
+ * nothing. Errors: INVALID_ARG (NULL p/slots/ctx/n_ctx/out/n_out with n > 0, a NULL
+ * context, n_ctx[i] < 1, a slot outside 0..n_slots-1 or repeated, k_out outside 1..64),
+ * OUT_OF_RANGE (a context id outside the target tokenizer's vocabulary, naming the request
+ * and position), NOMEM, and the drafter's errors. Bad arguments change nothing; a failure
+ * after them forgets this call's slots (their next call starts afresh) and zeroes n_out.
+ * Not thread-safe per handle. */
+HSD_API hsd_status hsd_proposer_propose(hsd_proposer *p, int32_t n, const int32_t *slots,
+                                        const int32_t *const *ctx, const int32_t *n_ctx,
+                                        int32_t k_out, int32_t *out, int32_t *n_out);
+/* Forgets slot's state (its request ended, or the slot is given to another request; a
+ * context that does not extend the old one starts afresh anyway). Errors: INVALID_ARG (NULL
+ * p, slot out of range). Not thread-safe per handle. */
+HSD_API hsd_status hsd_proposer_forget(hsd_proposer *p, int32_t slot);
+
+/* The candidate tree behind slot's last proposal (the tree an engine SLEM round would verify
+ * for that context): n nodes in trie order, parents first; ids[j] a target id, parents[j]
+ * the index of its parent or -1 (the context), scores[j] the probability of the most
+ * probable drafter path through it. *n is 0 when the slot's last call proposed nothing (or
+ * it was forgotten). Writes up to cap nodes; HSD_ERR_BUFFER_TOO_SMALL (with *n the count)
+ * when cap is smaller. Errors: INVALID_ARG (NULL p or n, slot out of range, NULL buffers
+ * with cap > 0). Read-only. */
+HSD_API hsd_status hsd_proposer_last_tree(const hsd_proposer *p, int32_t slot, int32_t *ids,
+                                          int32_t *parents, double *scores, int32_t cap,
+                                          int32_t *n);
+
+/* What the proposer did since init or the last reset. */
+typedef struct hsd_proposer_stats {
+    int64_t n_calls, n_proposals; /* propose calls; requests proposed for */
+    int64_t n_reused, n_fresh;    /* slot states extended / started afresh */
+    int64_t n_drafter_forwards;   /* batched drafter forwards */
+    int64_t n_tokens;             /* target ids proposed */
+    double draft_ms;              /* the batched drafter forwards */
+    double bridge_ms;             /* everything else: state, healing, tree, re-tokenization */
+} hsd_proposer_stats;
+/* Errors: INVALID_ARG (NULL p or out). reset: NULL is a no-op. Not thread-safe per handle. */
+HSD_API hsd_status hsd_proposer_get_stats(const hsd_proposer *p, hsd_proposer_stats *out);
+HSD_API void hsd_proposer_reset_stats(hsd_proposer *p);
+/* ====================================================================================
+ * End of Draft-only proposals
+ * ==================================================================================== */
+
 #ifdef __cplusplus
 }
 #endif

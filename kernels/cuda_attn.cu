@@ -40,14 +40,19 @@ template <int VW>
 __global__ static void attention_kernel(float *out, const float *q, const float *kc,
                                         const float *vc, int32_t n_heads, int32_t kv_mul,
                                         int32_t hd, float scale, const int32_t *meta,
-                                        const int32_t *anc, const int32_t *anc_off) {
+                                        const int32_t *anc, const int32_t *anc_off,
+                                        int32_t window) {
     extern __shared__ __align__(16) float sh[];            /* q (hd floats), then the scores */
     __shared__ __align__(16) float part[ATTN_THREADS * 4]; /* value partial sums */
     __shared__ float red[32];
+    hsd_pdl_trigger(); /* the o projection follows */
     const int32_t h = blockIdx.x, t = blockIdx.y, L = meta[0];
     const bool chain = anc_off == NULL;
     const int32_t q_dim = n_heads * hd, kv_dim = (n_heads / kv_mul) * hd;
     const int32_t nv = L + (chain ? t + 1 : anc_off[t + 1] - anc_off[t]);
+    /* visible slot i holds position i (the cache, then the ancestors by depth): a sliding
+     * window drops the slots before lo */
+    const int32_t lo = window > 0 && nv > window ? nv - window : 0;
     float *qs = sh, *att = sh + hd;
     const float *qh = q + (size_t)t * q_dim + (size_t)h * hd;
     const size_t koff = (size_t)(h / kv_mul) * hd;
@@ -56,7 +61,7 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
 
     /* scores: thread per row; all lanes read the same q element (a shared-memory broadcast) */
     float m = -FLT_MAX;
-    for (int32_t i = threadIdx.x; i < nv; i += blockDim.x) {
+    for (int32_t i = lo + threadIdx.x; i < nv; i += blockDim.x) {
         const float *kr = kc + (size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff;
         float s = 0.0f;
         if (VW == 4) {
@@ -74,7 +79,7 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
     }
     m = attn_reduce(m, red, true);
     float sum = 0.0f;
-    for (int32_t i = threadIdx.x; i < nv; i += blockDim.x) {
+    for (int32_t i = lo + threadIdx.x; i < nv; i += blockDim.x) {
         float e = expf(att[i] - m);
         att[i] = e;
         sum += e;
@@ -90,7 +95,7 @@ __global__ static void attention_kernel(float *out, const float *q, const float 
     for (int j = 0; j < VW; j++) acc[j] = 0.0f;
     if (g < G) {
 #pragma unroll 4
-        for (int32_t i = g; i < nv; i += G) {
+        for (int32_t i = lo + g; i < nv; i += G) {
             const float *vr =
                 vc + (size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff;
             float a = att[i];
@@ -153,11 +158,11 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
     if (vec)
         attention_kernel<4><<<grid, ATTN_THREADS, smem, cu->stream>>>(
             d_out, d_q, d_kcache, d_vcache, shape->n_heads, kv_mul, hd, scale, d_meta, d_anc,
-            d_anc_off);
+            d_anc_off, shape->window);
     else
         attention_kernel<1><<<grid, ATTN_THREADS, smem, cu->stream>>>(
             d_out, d_q, d_kcache, d_vcache, shape->n_heads, kv_mul, hd, scale, d_meta, d_anc,
-            d_anc_off);
+            d_anc_off, shape->window);
     HSD_CU_LAUNCHED("attention");
     return HSD_OK;
 }

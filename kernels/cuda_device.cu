@@ -130,6 +130,8 @@ extern "C" hsd_status hsd_cuda_open(int device, hsd_cuda **out) {
         return s;
     }
     cu->sms = prop.multiProcessorCount;
+    cu->cc_major = prop.major;
+    cu->pdl = prop.major >= 9; /* see hsd_cuda_use_pdl */
     snprintf(cu->desc, sizeof cu->desc, "%.200s, sm_%d%d, %.0f GiB", prop.name, prop.major,
              prop.minor, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
     *out = cu;
@@ -153,6 +155,14 @@ extern "C" void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
 
 extern "C" void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
     if (cu) cu->warp_gemm = on;
+}
+
+extern "C" void hsd_cuda_use_pdl(hsd_cuda *cu, bool on) {
+    if (cu) cu->pdl = on && cu->cc_major >= 9;
+}
+
+extern "C" void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant) {
+    if (cu) cu->mma_variant = variant;
 }
 
 extern "C" const char *hsd_cuda_device_desc(const hsd_cuda *cu) {

@@ -72,11 +72,15 @@ __device__ __forceinline__ float row_dot_f32(const float *row, const float *h, i
 }
 
 /* Each block stages h in shared memory once, then its warps take selected rows in turn
- * (grid-stride), so every selected row of U is read exactly once from memory. */
+ * (grid-stride), so every selected row of U is read exactly once from memory. Blocks along y
+ * do the same for further vectors (h + y·cols into out + y·ld_out): the F32 product of several
+ * tokens, each summed exactly as a lone token is (batch invariance). */
 __global__ static void indexed_head_kernel(float *out, hsd_dtype t, const char *U, int32_t cols,
                                            const float *h, const int32_t *idx, int32_t k, bool vec,
-                                           bool accumulate) {
+                                           bool accumulate, int32_t ld_out) {
     extern __shared__ __align__(16) float hs[];
+    h += (size_t)blockIdx.y * cols;
+    out += (size_t)blockIdx.y * ld_out;
     for (int32_t c = threadIdx.x; c < cols; c += blockDim.x) hs[c] = h[c];
     __syncthreads();
     const int lane = threadIdx.x & 31;
@@ -102,9 +106,11 @@ cudaError_t hsd_cuda_head_prepare(int bytes) {
                                 bytes);
 }
 
-/* Also the single-token GEMV of hsd_cuda_matmul (idx NULL), which may add into out. */
-hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
-                                const int32_t *d_idx, int32_t k, bool accumulate) {
+/* Also the GEMV of hsd_cuda_matmul (idx NULL) for n tokens (grid y; n = 1 for the head),
+ * which may add into out. */
+hsd_status hsd_cuda_head_launch_n(hsd_cuda *cu, float *d_out, int32_t ld_out, const hsd_mat *U,
+                                  const float *d_h, int32_t n, const int32_t *d_idx, int32_t k,
+                                  bool accumulate) {
     hsd_status s = hsd_cuda_check_indexed_head(U, d_out, d_h, k, d_idx != NULL);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "indexed_head");
@@ -120,10 +126,16 @@ hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, co
     /* enough blocks to fill the device several times over; each reuses its copy of h */
     int32_t blocks = (k + HEAD_WARPS - 1) / HEAD_WARPS;
     if (blocks > 8 * sms) blocks = 8 * sms;
-    indexed_head_kernel<<<blocks, HEAD_WARPS * 32, smem, cu->stream>>>(
-        d_out, U->type, (const char *)U->data, U->cols, d_h, d_idx, k, vec, accumulate);
+    dim3 grid((unsigned)blocks, (unsigned)n);
+    indexed_head_kernel<<<grid, HEAD_WARPS * 32, smem, cu->stream>>>(
+        d_out, U->type, (const char *)U->data, U->cols, d_h, d_idx, k, vec, accumulate, ld_out);
     HSD_CU_LAUNCHED("indexed_head");
     return HSD_OK;
+}
+
+hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
+                                const int32_t *d_idx, int32_t k, bool accumulate) {
+    return hsd_cuda_head_launch_n(cu, d_out, k, U, d_h, 1, d_idx, k, accumulate);
 }
 
 extern "C" hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U,

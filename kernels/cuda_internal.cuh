@@ -40,10 +40,28 @@ struct hsd_cuda {
     int sms;              /* multiprocessors, for grid sizes */
     int max_smem;         /* opt-in dynamic shared memory per block, set up for the kernels
                            * at open (not at launch: a launch may be inside a graph capture) */
-    bool cublas_gemv;     /* n = 1 products through cuBLAS instead of the warp-per-row kernel */
-    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel, not cuBLAS */
+    bool cublas_gemv;     /* every product through cuBLAS (per-n algorithms: not batch-invariant) */
+    bool warp_gemm;       /* n = 2..8 products through the warp-per-row kernel (fp32 x; not
+                           * batch-invariant either), for comparison */
+    bool pdl;             /* programmatic dependent launch of the products (sm_90+) */
+    int cc_major;         /* compute capability */
+    int mma_variant;      /* 0: the tensor-core product's shape chosen per matrix */
     char desc[320];
 };
+
+/* Programmatic dependent launch (sm_90+): a kernel that precedes a product lets it start early
+ * (hsd_pdl_trigger), and a product waits for its input (hsd_pdl_wait) after it has fetched the
+ * weights it does not need to wait for. Both are no-ops without the launch attribute. */
+__device__ __forceinline__ void hsd_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void hsd_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 /* Let the kernels that size shared memory at run time use up to `bytes` of it. */
@@ -57,6 +75,15 @@ hsd_status hsd_cuda_rows_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const 
 /* The indexed-head kernel, optionally adding into out (the GEMV path of hsd_cuda_matmul). */
 hsd_status hsd_cuda_head_launch(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,
                                 const int32_t *d_idx, int32_t k, bool accumulate);
+/* The same over n vectors (h + t·cols into out + t·ld_out), each summed as a lone one is. */
+hsd_status hsd_cuda_head_launch_n(hsd_cuda *cu, float *d_out, int32_t ld_out, const hsd_mat *U,
+                                  const float *d_h, int32_t n, const int32_t *d_idx, int32_t k,
+                                  bool accumulate);
+/* The batch-invariant tensor-core product (kernels/cuda_mma.cu): F16/BF16 weights whose
+ * width is a multiple of 8. */
+bool hsd_cuda_mma_fits(const hsd_mat *w);
+hsd_status hsd_cuda_mma_gemm(hsd_cuda *cu, float *d_out, int32_t ld_out, const float *d_x,
+                             int32_t n, const hsd_mat *w, bool accumulate);
 
 #define HSD_CU(call)                                                                               \
     do {                                                                                           \

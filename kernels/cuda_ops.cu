@@ -19,6 +19,7 @@ __device__ static float block_sum(float v, float *shared32) {
 __global__ static void rmsnorm_kernel(float *o, const float *x, const float *w, const int32_t *rows,
                                       int32_t dim, float eps) {
     __shared__ float red[32];
+    hsd_pdl_trigger(); /* a product follows: let it fetch its weights meanwhile */
     int r = blockIdx.x;
     const float *xr = x + (size_t)(rows ? rows[r] : r) * dim;
     float ss = 0.0f;
@@ -170,12 +171,17 @@ static hsd_status matmul(hsd_cuda *cu, float *d_out, int32_t ld_out, const float
     hsd_status s = hsd_cuda_check_matmul(w, d_out, ld_out, d_x, n, d_xh);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "matmul");
-    /* one token (a decode step): the indexed-head kernel over all rows is a GEMV that reads
-     * each weight row once with fp32 x (no narrowing launch); cuBLAS on request */
-    if (n == 1 && !cu->cublas_gemv)
-        return hsd_cuda_head_launch(cu, d_out, w, d_x, NULL, w->rows, accumulate);
-    if (cu->warp_gemm && hsd_cuda_rows_gemm_fits(cu, n, w->cols))
-        return hsd_cuda_rows_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+    /* By default every product is batch-invariant: a token's result does not depend on n, so
+     * a verification forward gives each row the logits a decode step would (greedy SD = AR).
+     * F16/BF16: the tensor-core kernel for every n; F32 (tiny models): the warp-per-row GEMV
+     * once per token. cuBLAS (per-n algorithms) and the fp32 warp GEMM on request. */
+    if (!cu->cublas_gemv) {
+        if (cu->warp_gemm && n >= 2 && hsd_cuda_rows_gemm_fits(cu, n, w->cols))
+            return hsd_cuda_rows_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+        if (hsd_cuda_mma_fits(w)) return hsd_cuda_mma_gemm(cu, d_out, ld_out, d_x, n, w, accumulate);
+        if ((size_t)w->cols * sizeof(float) <= (size_t)cu->max_smem)
+            return hsd_cuda_head_launch_n(cu, d_out, ld_out, w, d_x, n, NULL, w->rows, accumulate);
+    }
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (w->type == HSD_DT_F32) {
         HSD_BLAS(cu->api.sgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one,
@@ -204,6 +210,37 @@ extern "C" hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld
                                           const float *d_x, int32_t n, const hsd_mat *w,
                                           void *d_xh) {
     return matmul(cu, d_out, ld_out, d_x, n, w, d_xh, true);
+}
+
+/* hsd_rmsnorm of each q and k head: one warp per (token, head), the head's sum of squares by a
+ * warp reduction. */
+__global__ static void head_norm_kernel(float *qkv, int32_t n, int32_t n_heads, int32_t n_kv,
+                                        int32_t hd, const float *qn, const float *kn, float eps) {
+    const int32_t heads = n_heads + n_kv, width = (n_heads + 2 * n_kv) * hd;
+    const int32_t wid = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (wid >= n * heads) return;
+    const int32_t t = wid / heads, h = wid % heads;
+    float *x = qkv + (size_t)t * width + (size_t)h * hd; /* k heads follow the q heads */
+    const float *w = h < n_heads ? qn : kn;
+    float ss = 0.0f;
+    for (int32_t i = lane; i < hd; i += 32) ss += x[i] * x[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float scale = rsqrtf(ss / (float)hd + eps);
+    for (int32_t i = lane; i < hd; i += 32) x[i] = w[i] * (scale * x[i]);
+}
+
+extern "C" hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                                         const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                                         const float *d_knorm, float eps) {
+    HSD_CU_NEED(cu, "head_norm");
+    if (!shape || !d_qkv || !d_qnorm || !d_knorm || n <= 0 || shape->head_dim <= 0 ||
+        shape->n_heads <= 0 || shape->n_kv_heads <= 0)
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda head_norm: NULL argument or bad shape");
+    int32_t warps = n * (shape->n_heads + shape->n_kv_heads);
+    head_norm_kernel<<<hsd_blocks(warps, 8), 256, 0, cu->stream>>>(
+        d_qkv, n, shape->n_heads, shape->n_kv_heads, shape->head_dim, d_qnorm, d_knorm, eps);
+    HSD_CU_LAUNCHED("head_norm");
+    return HSD_OK;
 }
 
 /* After the fused q/k/v projection (rows [q | k | v] of width q_dim + 2 kv_dim): bias, rope of
@@ -267,6 +304,7 @@ extern "C" hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_
  * out[t][i] = silu(gate[t][i]) * up[t][i]. */
 __global__ static void silu_mul_split_kernel(float *out, const float *gu, int32_t n,
                                              int32_t hidden) {
+    hsd_pdl_trigger(); /* the down projection follows */
     int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n * hidden) return;
     int64_t t = id / hidden, i = id % hidden;

@@ -41,13 +41,21 @@ hsd_status hsd_cuda_open(int device, hsd_cuda **out);
 void hsd_cuda_close(hsd_cuda *cu);
 /* "NVIDIA H100 80GB HBM3, sm_90, 79 GiB". */
 const char *hsd_cuda_device_desc(const hsd_cuda *cu);
-/* Single-token products (GEMV) through cuBLAS (true) or the warp-per-row kernel (false, the
- * default); see hsd_cuda_matmul. */
+/* Every product through cuBLAS (true), whose algorithm depends on n, instead of the default
+ * batch-invariant kernels (false); see hsd_cuda_matmul. For comparison only. */
 void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on);
-/* Products of 2..8 tokens through a warp-per-row kernel that reads each weight row once for
- * all of them with fp32 x (true), or through cuBLAS (false, the default); rows whose n*cols
- * floats do not fit in shared memory always go to cuBLAS. */
+/* Products of 2..8 tokens through a warp-per-row kernel with fp32 x (true; not batch-invariant,
+ * for comparison), or through the default kernels (false); rows whose n*cols floats do not fit
+ * in shared memory never take it. */
 void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on);
+/* Programmatic dependent launch of the products (Hopper and later; on by default where the
+ * device has it): a product starts while the kernel before it finishes and fetches its first
+ * weights into L2, then waits for its input. Off: plain stream order. Same results either way. */
+void hsd_cuda_use_pdl(hsd_cuda *cu, bool on);
+/* The tensor-core product's block shape, for benchmarks: 0 = chosen per matrix (default),
+ * 1..4 = fixed shapes (see kernels/cuda_mma.cu). Results are identical for every n within one
+ * choice, but differ between choices. */
+void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant);
 hsd_status hsd_cuda_sync(hsd_cuda *cu);
 
 hsd_status hsd_cuda_alloc(hsd_cuda *cu, size_t bytes, void **d_out);
@@ -114,11 +122,20 @@ hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu
  * per layer), queries q_dim floats, output q_dim floats. */
 typedef struct hsd_cuda_attn_shape {
     int32_t n_heads, n_kv_heads, head_dim, n_ctx;
+    /* sliding window (Phi-3, Mistral v0.1): a token at position p sees the keys at positions
+     * p - window + 1 .. p only; 0 = every earlier position */
+    int32_t window;
 } hsd_cuda_attn_shape;
 /* Writes n new k (or v) rows into the cache at d_meta[0] (= kv_len, read on the device so a
  * captured graph stays valid as the cache grows). */
 hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
                              int32_t kv_dim, const int32_t *d_meta);
+/* Qwen3's per-head RMSNorm of q and k, in place on fused q/k/v rows (q_dim + 2*kv_dim floats,
+ * n of them): every q head (head_dim floats) by d_qnorm, every k head by d_knorm, as
+ * hsd_rmsnorm does each head; v is left alone. Runs before hsd_cuda_qkv_post (no bias). */
+hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                              const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                              const float *d_knorm, float eps);
 /* After a fused q/k/v projection (rows [q | k | v], q_dim + 2*kv_dim floats): adds the bias
  * (optional, same layout), applies rope at d_pos[t] to q and k, writes the rotated q to d_q
  * (q_dim per row) and k, v into the caches at kv_len + t (kv_len = d_meta[0]): add_bias, rope

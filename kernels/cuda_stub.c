@@ -30,6 +30,12 @@ void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
 void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
     (void)cu, (void)on;
 }
+void hsd_cuda_use_pdl(hsd_cuda *cu, bool on) {
+    (void)cu, (void)on;
+}
+void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant) {
+    (void)cu, (void)variant;
+}
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
     return "no CUDA device";
@@ -210,7 +216,15 @@ hsd_status hsd_cuda_reject(hsd_cuda *cu, int32_t *d_out, const float *d_p, const
     return s != HSD_OK ? s : NO_CUDA("reject");
 }
 
+hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                              const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                              const float *d_knorm, float eps) {
+    (void)cu, (void)d_qkv, (void)n, (void)shape, (void)d_qnorm, (void)d_knorm, (void)eps;
+    return NO_CUDA("head_norm");
+}
+
 #else
 /* The CUDA build defines these in kernels/cuda_*.cu. */
 typedef int hsd_cuda_stub_unused;
+
 #endif

@@ -7,8 +7,15 @@
  * on the device, and the residual adds happen inside the projections (9 launches per layer).
  * Per-step inputs (kv_len, tokens, positions, rows, tree ancestors) go up in one copy, and a
  * single-token decode step is replayed from a captured CUDA graph, since the kernels read
- * kv_len on the device. */
+ * kv_len on the device.
+ *
+ * Sequence slots (hsd_model_params.n_seq): each slot has its own KV cache; a batched forward
+ * runs the new tokens of several slots as one set of products (the weights are read once for
+ * all of them) and only q/k/v post-processing and attention per slot. The products are
+ * batch-invariant (kernels/cuda_mma.cu), so every slot's logits are those of its own forward
+ * alone. A single forward is a batch of one entry on the selected slot. */
 #include "models/cuda_model.h"
+#include "models/arch.h"
 #include "models/forward_check.h"
 
 #include <stdio.h>
@@ -25,31 +32,58 @@ typedef struct cm_layer {
     hsd_mat w_gu; /* rows: gate (hidden), up (hidden) */
     hsd_mat w_down;
     float *attn_norm, *ffn_norm, *bqkv; /* bqkv: Qwen2's biases in the wqkv layout, or NULL */
+    float *q_norm, *k_norm;             /* Qwen3's per-head norms, or NULL */
 } cm_layer;
+
+/* Forwards of up to CM_GRAPH_MAX_N tokens are replayed from graphs (their inputs then sit at
+ * fixed offsets of the per-step buffer, and every kernel reads its counts from it). */
+#define CM_GRAPH_MAX_N 16
+#define CM_GRAPHS 8
+typedef struct cm_graph {
+    hsd_cuda_graph *g;
+    int32_t n, rows;
+    bool chain;
+    uint32_t used; /* the model's tick at the last replay */
+} cm_graph;
 
 typedef struct cuda_model {
     hsd_cuda *cu;
     hsd_tf_config cfg;
-    int32_t n_ctx, kv_len, q_dim, kv_dim, max_cols;
+    int32_t n_ctx, q_dim, kv_dim, max_cols;
+    int32_t n_seq, cur; /* sequence slots, the selected one */
+    int32_t *kv_lens;   /* per slot */
     hsd_mat tok_emb, cls;
     bool tied;
     float *out_norm;
     cm_layer *layers;
-    float *kc, *vc;             /* [layer][n_ctx][kv_dim] */
+    float *kc, *vc;             /* [slot][layer][n_ctx][kv_dim] */
     float *rope_cos, *rope_sin; /* [n_ctx][head_dim/2] */
 
     /* scratch, grown to the largest n (tokens) and n_rows seen */
     int32_t cap_n, cap_rows;
     float *x, *xb, *qkv, *q, *ao, *gu, *hb, *logits;
     void *xh;
-    /* per-step inputs: [0] kv_len, then tokens, positions, rows, tree offsets, ancestors */
+    /* per-step inputs: tokens, positions, rows, then per entry [kv_len, tree offsets, ancestors] */
     int32_t *d_meta, *h_meta;
     size_t meta_cap;
     int32_t *tree_depth; /* host, cap_n */
 
-    hsd_cuda_graph *graph; /* decode step: n = 1, chain, one logits row */
+    /* captured forwards of one entry, per slot: CM_GRAPHS of them, keyed by (n, rows, chain)
+     * and replaced least recently used. A shape is captured the second time it is seen (a
+     * decode step, and the few verification and draft-tree sizes that recur), since a capture
+     * costs about as much as the launches it saves once. */
+    cm_graph *graphs; /* [n_seq][CM_GRAPHS] */
+    uint32_t seen[CM_GRAPH_MAX_N + 1][CM_GRAPH_MAX_N + 1][2], tick;
     bool graphs_on;
 } cuda_model;
+
+/* The captured decode steps hold buffer addresses: dropped when a buffer moves. */
+static void cm_drop_graphs(cuda_model *m) {
+    for (int32_t i = 0; m->graphs && i < m->n_seq * CM_GRAPHS; i++) {
+        hsd_cuda_graph_free(m->graphs[i].g);
+        m->graphs[i] = (cm_graph){0};
+    }
+}
 
 static void cm_free_scratch(cuda_model *m) {
     float **bufs[] = {&m->x, &m->xb, &m->qkv, &m->q, &m->ao, &m->gu, &m->hb, &m->logits};
@@ -65,7 +99,9 @@ static void cm_free_scratch(cuda_model *m) {
 static void cm_free(void *ctx) {
     cuda_model *m = ctx;
     if (!m) return;
-    hsd_cuda_graph_free(m->graph);
+    cm_drop_graphs(m);
+    free(m->graphs);
+    free(m->kv_lens);
     cm_free_scratch(m);
     if (m->layers)
         for (int32_t l = 0; l < m->cfg.n_layers; l++) {
@@ -76,7 +112,9 @@ static void cm_free(void *ctx) {
                          (void *)L->w_down.data,
                          L->attn_norm,
                          L->ffn_norm,
-                         L->bqkv};
+                         L->bqkv,
+                         L->q_norm,
+                         L->k_norm};
             for (size_t i = 0; i < sizeof p / sizeof *p; i++) hsd_cuda_free(m->cu, p[i]);
         }
     free(m->layers);
@@ -183,8 +221,7 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
     if (n > m->cap_n || n_rows > m->cap_rows) {
         int32_t N = n > m->cap_n ? n : m->cap_n, R = n_rows > m->cap_rows ? n_rows : m->cap_rows;
         int32_t NR = N > R ? N : R;
-        hsd_cuda_graph_free(m->graph); /* it holds the old buffers' addresses */
-        m->graph = NULL;
+        cm_drop_graphs(m); /* they hold the old buffers' addresses */
         cm_free_scratch(m);
         const hsd_tf_config *c = &m->cfg;
         struct {
@@ -212,8 +249,7 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
         m->cap_rows = R;
     }
     if (meta_ints > m->meta_cap) {
-        hsd_cuda_graph_free(m->graph);
-        m->graph = NULL;
+        cm_drop_graphs(m);
         hsd_cuda_free(m->cu, m->d_meta);
         hsd_cuda_host_free(m->cu, m->h_meta);
         m->d_meta = m->h_meta = NULL;
@@ -235,25 +271,50 @@ static hsd_status cm_ensure_scratch(cuda_model *m, int32_t n, int32_t n_rows, si
         if (s_ != HSD_OK) return s_;                                                               \
     } while (0)
 
-/* Enqueues the whole forward (the part a graph can capture): reads only device memory. */
-static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chain) {
+/* One entry of a forward: a slot's new tokens, [start, start + n) of the batch; its block
+ * in the per-step inputs (at int offset `meta`) is [kv_len, tree offsets, ancestors]. */
+typedef struct cm_seg {
+    int32_t slot, start, n, meta;
+    bool chain;
+} cm_seg;
+
+/* The slot's cache of layer l. */
+static float *cm_cache(const cuda_model *m, float *base, int32_t slot, int32_t l) {
+    return base + ((size_t)slot * m->cfg.n_layers + (size_t)l) * m->n_ctx * m->kv_dim;
+}
+
+/* Enqueues the whole forward (the part a graph can capture): reads only device memory. The
+ * products, norms and activations run once over all n tokens of all entries; q/k/v post-
+ * processing and attention once per entry, over its slot's cache. */
+static hsd_status cm_enqueue(cuda_model *m, const cm_seg *segs, int32_t n_segs, int32_t n,
+                             int32_t n_rows) {
     const hsd_tf_config *c = &m->cfg;
     hsd_cuda *cu = m->cu;
     const int32_t dim = c->dim, hid = c->hidden_dim, qkv_w = m->q_dim + 2 * m->kv_dim;
-    const int32_t *meta = m->d_meta, *tok = meta + 1, *pos = tok + n, *rows = pos + n;
-    const int32_t *anc_off = chain ? NULL : rows + n_rows, *anc = chain ? NULL : anc_off + n + 1;
-    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx};
+    const int32_t *tok = m->d_meta, *pos = tok + n, *rows = pos + n;
+    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0};
 
     TRY(hsd_cuda_embed(cu, m->x, &m->tok_emb, tok, n));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const cm_layer *L = &m->layers[l];
-        float *kc = m->kc + (size_t)l * m->n_ctx * m->kv_dim;
-        float *vc = m->vc + (size_t)l * m->n_ctx * m->kv_dim;
+        shape.window = hsd_arch_layer_slides(c, l) ? c->swa_window : 0; /* Phi-3, Mistral */
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->attn_norm, NULL, n, dim, c->norm_eps));
         TRY(hsd_cuda_matmul(cu, m->qkv, qkv_w, m->xb, n, &L->wqkv, m->xh));
-        TRY(hsd_cuda_qkv_post(cu, m->qkv, n, &shape, L->bqkv, pos, m->rope_cos, m->rope_sin,
-                              c->rope_interleaved, m->q, kc, vc, meta));
-        TRY(hsd_cuda_attention(cu, m->ao, m->q, kc, vc, &shape, n, meta, anc, anc_off));
+        if (L->q_norm) /* Qwen3: each q and k head normalized before rope */
+            TRY(hsd_cuda_head_norm(cu, m->qkv, n, &shape, L->q_norm, L->k_norm, c->norm_eps));
+        for (int32_t i = 0; i < n_segs; i++) {
+            const cm_seg *g = &segs[i];
+            const int32_t *meta = m->d_meta + g->meta;
+            const int32_t *anc_off = g->chain ? NULL : meta + 1,
+                          *anc = g->chain ? NULL : meta + 1 + g->n + 1;
+            float *kc = cm_cache(m, m->kc, g->slot, l), *vc = cm_cache(m, m->vc, g->slot, l);
+            float *q = m->q + (size_t)g->start * m->q_dim;
+            TRY(hsd_cuda_qkv_post(cu, m->qkv + (size_t)g->start * qkv_w, g->n, &shape, L->bqkv,
+                                  pos + g->start, m->rope_cos, m->rope_sin, c->rope_interleaved, q,
+                                  kc, vc, meta));
+            TRY(hsd_cuda_attention(cu, m->ao + (size_t)g->start * m->q_dim, q, kc, vc, &shape,
+                                   g->n, meta, anc, anc_off));
+        }
         TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->ao, n, &L->wo, m->xh));
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->ffn_norm, NULL, n, dim, c->norm_eps));
         TRY(hsd_cuda_matmul(cu, m->gu, 2 * hid, m->xb, n, &L->w_gu, m->xh));
@@ -267,109 +328,172 @@ static hsd_status cm_enqueue(cuda_model *m, int32_t n, int32_t n_rows, bool chai
     return HSD_OK;
 }
 
-/* The decode step from its graph, captured on first use. A capture that fails (an old
- * driver, a kernel that cannot be captured) turns graphs off for this model with a notice;
- * the step then runs eagerly, with the same result. */
-static hsd_status cm_decode_graph(cuda_model *m) {
-    if (!m->graph) {
+/* A forward of one entry from its slot's graph of that shape, captured on the shape's second
+ * use (the inputs sit at fixed offsets for a given n and rows: tokens, positions, rows, then
+ * [kv_len, tree offsets, ancestors], and the kernels read them on the device). A capture that
+ * fails (an old driver, a kernel that cannot be captured) turns graphs off for this model
+ * with a notice; the step then runs eagerly, with the same result. */
+static hsd_status cm_graph_run(cuda_model *m, const cm_seg *seg, int32_t n_rows) {
+    cm_graph *set = &m->graphs[(size_t)seg->slot * CM_GRAPHS], *hit = NULL, *lru = &set[0];
+    m->tick++;
+    for (int i = 0; i < CM_GRAPHS; i++) {
+        if (set[i].g && set[i].n == seg->n && set[i].rows == n_rows && set[i].chain == seg->chain)
+            hit = &set[i];
+        if (!set[i].g || (lru->g && set[i].used < lru->used)) lru = &set[i];
+    }
+    uint32_t *seen = &m->seen[seg->n][n_rows][seg->chain];
+    if (!hit && ++*seen < 2) return cm_enqueue(m, seg, 1, seg->n, n_rows);
+    if (!hit) {
         hsd_status s = hsd_cuda_graph_begin(m->cu), e = HSD_OK;
         hsd_cuda_graph *g = NULL;
         if (s == HSD_OK) {
-            s = cm_enqueue(m, 1, 1, true);
+            s = cm_enqueue(m, seg, 1, seg->n, n_rows);
             e = hsd_cuda_graph_end(m->cu, &g);
         }
         if (s != HSD_OK || e != HSD_OK) {
             hsd_cuda_graph_free(g);
-            hsd_log(HSD_LOG_WARN, "cuda: decode-step graph capture failed (%s), running eagerly",
+            hsd_log(HSD_LOG_WARN, "cuda: forward graph capture failed (%s), running eagerly",
                     hsd_last_error());
             m->graphs_on = false;
-            return cm_enqueue(m, 1, 1, true);
+            return cm_enqueue(m, seg, 1, seg->n, n_rows);
         }
-        m->graph = g;
+        hsd_cuda_graph_free(lru->g);
+        *lru = (cm_graph){g, seg->n, n_rows, seg->chain, 0};
+        hit = lru;
     }
-    return hsd_cuda_graph_launch(m->cu, m->graph);
+    hit->used = m->tick;
+    return hsd_cuda_graph_launch(m->cu, hit->g);
+}
+
+/* A forward of n_e entries (already checked by the caller: slots distinct, inputs in range):
+ * the inputs up in one copy, the step (from its graph for a lone decode step), the logits
+ * rows of entry 0, then entry 1, ... down. */
+static hsd_status cm_run(cuda_model *m, const hsd_model_batch_seq *e, int32_t n_e, float *logits) {
+    const hsd_tf_config *c = &m->cfg;
+    int32_t n = 0, R = 0;
+    int64_t n_anc = 0;
+    for (int32_t i = 0; i < n_e; i++) n += e[i].n, R += e[i].n_rows > 0 ? e[i].n_rows : 0;
+    TRY(cm_ensure_scratch(m, n, R, 0));
+    for (int32_t i = 0, at = 0; i < n_e; at += e[i].n, i++) {
+        if (!e[i].parents) continue;
+        int32_t *depth = m->tree_depth + at;
+        for (int32_t k = 0; k < e[i].n; k++) {
+            depth[k] = e[i].parents[k] < 0 ? 0 : depth[e[i].parents[k]] + 1;
+            n_anc += depth[k] + 1;
+        }
+    }
+    size_t meta_ints = 2 * (size_t)n + (size_t)R + (size_t)n_e + (size_t)n_anc;
+    for (int32_t i = 0; i < n_e; i++) meta_ints += e[i].parents ? (size_t)e[i].n + 1 : 0;
+    TRY(cm_ensure_scratch(m, n, R, meta_ints));
+    cm_seg segs_small[8], *segs = n_e <= 8 ? segs_small : malloc((size_t)n_e * sizeof *segs);
+    if (!segs) return hsd_error(HSD_ERR_NOMEM, "cuda forward: out of memory");
+
+    int32_t *h = m->h_meta, *tok = h, *pos = tok + n, *rw = pos + n;
+    int32_t blk = 2 * n + R, r_at = 0;
+    for (int32_t i = 0, at = 0; i < n_e; at += e[i].n, i++) {
+        const hsd_model_batch_seq *x = &e[i];
+        const int32_t L = m->kv_lens[x->seq];
+        segs[i] = (cm_seg){x->seq, at, x->n, blk, x->parents == NULL};
+        memcpy(tok + at, x->tokens, (size_t)x->n * sizeof *tok);
+        for (int32_t r = 0; r < (x->n_rows > 0 ? x->n_rows : 0); r++)
+            rw[r_at++] = at + (x->rows ? x->rows[r] : r);
+        h[blk] = L;
+        if (x->parents) {
+            /* ancestors of each token, itself included, in increasing order (build_tree's
+             * lists), as indices among the entry's own new tokens */
+            const int32_t *depth = m->tree_depth + at;
+            int32_t *off = h + blk + 1, *anc = off + x->n + 1, o = 0;
+            for (int32_t k = 0; k < x->n; k++) {
+                pos[at + k] = L + depth[k];
+                off[k] = o;
+                int32_t d = depth[k];
+                for (int32_t j = k; j >= 0; j = x->parents[j]) anc[o + d--] = j;
+                o += depth[k] + 1;
+            }
+            off[x->n] = o;
+            blk += 1 + x->n + 1 + o;
+        } else {
+            for (int32_t k = 0; k < x->n; k++) pos[at + k] = L + k;
+            blk += 1;
+        }
+    }
+    hsd_status s = hsd_cuda_upload(m->cu, m->d_meta, h, (size_t)blk * sizeof(int32_t));
+    if (s == HSD_OK) {
+        if (m->graphs_on && n_e == 1 && n <= CM_GRAPH_MAX_N && R <= CM_GRAPH_MAX_N)
+            s = cm_graph_run(m, &segs[0], R);
+        else
+            s = cm_enqueue(m, segs, n_e, n, R);
+    }
+    /* waits for the step (also when no logits are asked for: h_meta is reused next time) */
+    if (s == HSD_OK)
+        s = hsd_cuda_download(m->cu, logits, m->logits, (size_t)R * c->vocab_size * sizeof(float));
+    if (s == HSD_OK)
+        for (int32_t i = 0; i < n_e; i++) m->kv_lens[e[i].seq] += e[i].n;
+    if (segs != segs_small) free(segs);
+    return s;
 }
 
 static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const int32_t *parents,
                              const int32_t *rows, int32_t n_rows, float *logits) {
     cuda_model *m = ctx;
-    const hsd_tf_config *c = &m->cfg;
-    const int32_t L = m->kv_len;
-    TRY(hsd_forward_check("forward", tokens, n, parents, rows, n_rows, logits != NULL, c->vocab_size, L,
-                          m->n_ctx));
-    int64_t n_anc = 0;
-    TRY(cm_ensure_scratch(m, n, n_rows, 0));
-    if (parents) {
-        for (int32_t i = 0; i < n; i++) {
-            m->tree_depth[i] = parents[i] < 0 ? 0 : m->tree_depth[parents[i]] + 1;
-            n_anc += m->tree_depth[i] + 1;
-        }
-    }
-    size_t meta_ints = 1 + 2 * (size_t)n + (size_t)n_rows + (parents ? (size_t)n + 1 + n_anc : 0);
-    TRY(cm_ensure_scratch(m, n, n_rows, meta_ints));
+    TRY(hsd_forward_check("forward", tokens, n, parents, rows, n_rows, logits != NULL,
+                          m->cfg.vocab_size, m->kv_lens[m->cur], m->n_ctx));
+    hsd_model_batch_seq one = {m->cur, tokens, n, parents, rows, n_rows};
+    return cm_run(m, &one, 1, logits);
+}
 
-    int32_t *h = m->h_meta, *tok = h + 1, *pos = tok + n, *rw = pos + n;
-    h[0] = L;
-    memcpy(tok, tokens, (size_t)n * sizeof *tok);
-    for (int32_t r = 0; r < n_rows; r++) rw[r] = rows ? rows[r] : r;
-    if (parents) {
-        /* ancestors of each token, itself included, in increasing order (build_tree's lists) */
-        int32_t *off = rw + n_rows, *anc = off + n + 1, o = 0;
-        for (int32_t i = 0; i < n; i++) {
-            pos[i] = L + m->tree_depth[i];
-            off[i] = o;
-            int32_t d = m->tree_depth[i];
-            for (int32_t k = i; k >= 0; k = parents[k]) anc[o + d--] = k;
-            o += m->tree_depth[i] + 1;
-        }
-        off[n] = o;
-    } else {
-        for (int32_t i = 0; i < n; i++) pos[i] = L + i;
-    }
-    TRY(hsd_cuda_upload(m->cu, m->d_meta, h, meta_ints * sizeof(int32_t)));
-    if (m->graphs_on && n == 1 && !parents && n_rows == 1)
-        TRY(cm_decode_graph(m));
-    else
-        TRY(cm_enqueue(m, n, n_rows, parents == NULL));
-    /* waits for the step (also when no logits are asked for: h_meta is reused next time) */
-    TRY(hsd_cuda_download(m->cu, logits, m->logits,
-                          (size_t)n_rows * c->vocab_size * sizeof(float)));
-    m->kv_len = L + n;
-    return HSD_OK;
+/* The wrapper (models/model.c) has checked every entry against its slot and that no slot is
+ * listed twice. */
+static hsd_status cm_forward_batch(void *ctx, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                   float *logits) {
+    return cm_run(ctx, seqs, n_seqs, logits);
 }
 
 /* ---- cache ------------------------------------------------------------------------- */
 
 static hsd_status cm_truncate(void *ctx, int32_t len) {
     cuda_model *m = ctx;
-    if (len < 0 || len > m->kv_len)
-        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len,
-                         m->kv_len);
-    m->kv_len = len; /* rows past kv_len are overwritten by the next forward */
+    int32_t *kv = &m->kv_lens[m->cur];
+    if (len < 0 || len > *kv)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_truncate: length %d outside 0..%d", len, *kv);
+    *kv = len; /* rows past kv_len are overwritten by the next forward */
     return HSD_OK;
 }
 
 static hsd_status cm_keep(void *ctx, int32_t base, const int32_t *keep, int32_t n_keep) {
     cuda_model *m = ctx;
-    if (base < 0 || base > m->kv_len || n_keep < 0 || (n_keep > 0 && !keep))
+    const int32_t kv = m->kv_lens[m->cur];
+    if (base < 0 || base > kv || n_keep < 0 || (n_keep > 0 && !keep))
         return hsd_error(HSD_ERR_OUT_OF_RANGE, "kv_keep: base %d, %d entries, kv_len %d", base,
-                         n_keep, m->kv_len);
+                         n_keep, kv);
     for (int32_t j = 0; j < n_keep; j++)
-        if (keep[j] < 0 || base + keep[j] >= m->kv_len || (j > 0 && keep[j] <= keep[j - 1]))
+        if (keep[j] < 0 || base + keep[j] >= kv || (j > 0 && keep[j] <= keep[j - 1]))
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
                              "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
-                             m->kv_len - base);
+                             kv - base);
     if (n_keep > 0) {
         TRY(cm_ensure_scratch(m, 1, 1, (size_t)n_keep));
         memcpy(m->h_meta, keep, (size_t)n_keep * sizeof *keep);
         TRY(hsd_cuda_upload(m->cu, m->d_meta, m->h_meta, (size_t)n_keep * sizeof *keep));
-        TRY(hsd_cuda_kv_keep(m->cu, m->kc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
-                             n_keep));
-        TRY(hsd_cuda_kv_keep(m->cu, m->vc, m->cfg.n_layers, m->n_ctx, m->kv_dim, base, m->d_meta,
-                             n_keep));
+        TRY(hsd_cuda_kv_keep(m->cu, cm_cache(m, m->kc, m->cur, 0), m->cfg.n_layers, m->n_ctx,
+                             m->kv_dim, base, m->d_meta, n_keep));
+        TRY(hsd_cuda_kv_keep(m->cu, cm_cache(m, m->vc, m->cur, 0), m->cfg.n_layers, m->n_ctx,
+                             m->kv_dim, base, m->d_meta, n_keep));
         TRY(hsd_cuda_sync(m->cu)); /* h_meta is reused by the next call */
     }
-    m->kv_len = base + n_keep;
+    m->kv_lens[m->cur] = base + n_keep;
+    return HSD_OK;
+}
+
+static int32_t cm_n_seq(void *ctx) {
+    return ((cuda_model *)ctx)->n_seq;
+}
+static hsd_status cm_seq_select(void *ctx, int32_t seq) {
+    cuda_model *m = ctx;
+    if (seq < 0 || seq >= m->n_seq)
+        return hsd_error(HSD_ERR_OUT_OF_RANGE, "seq_select: sequence %d outside 0..%d", seq,
+                         m->n_seq - 1);
+    m->cur = seq;
     return HSD_OK;
 }
 
@@ -380,7 +504,8 @@ static int32_t cm_n_ctx(void *ctx) {
     return ((cuda_model *)ctx)->n_ctx;
 }
 static int32_t cm_kv_len(void *ctx) {
-    return ((cuda_model *)ctx)->kv_len;
+    cuda_model *m = ctx;
+    return m->kv_lens[m->cur];
 }
 
 /* ---- creation ---------------------------------------------------------------------- */
@@ -416,6 +541,12 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
         TRY(upload_mat(m, down, WT(down), &L->w_down));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_ATTN_NORM, l), (size_t)c->dim, &L->attn_norm));
         TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_FFN_NORM, l), (size_t)c->dim, &L->ffn_norm));
+        if (c->qk_norm) {
+            TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_Q_NORM, l), (size_t)c->head_dim, &L->q_norm));
+            TRY(upload_f32(m, hsd_tf_vector(tf, HSD_T_K_NORM, l), (size_t)c->head_dim, &L->k_norm));
+            if (!L->q_norm || !L->k_norm)
+                return hsd_error(HSD_ERR_INTERNAL, "cuda model: layer %d has no q/k norm", l);
+        }
         const float *bq = hsd_tf_vector(tf, HSD_T_BQ, l), *bk = hsd_tf_vector(tf, HSD_T_BK, l),
                     *bv = hsd_tf_vector(tf, HSD_T_BV, l);
         if (bq && bk && bv) {
@@ -433,7 +564,7 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     size_t rope = (size_t)m->n_ctx * (c->head_dim / 2);
     TRY(upload_f32(m, cs, rope, &m->rope_cos));
     TRY(upload_f32(m, sn, rope, &m->rope_sin));
-    size_t kv = (size_t)c->n_layers * m->n_ctx * m->kv_dim * sizeof(float);
+    size_t kv = (size_t)m->n_seq * c->n_layers * m->n_ctx * m->kv_dim * sizeof(float);
     TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->kc));
     TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->vc));
     return hsd_cuda_sync(m->cu);
@@ -442,10 +573,11 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
 hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_params *params,
                                  hsd_model_iface *iface, char *desc, size_t desc_cap) {
     if (!tf || !iface) return hsd_error(HSD_ERR_INVALID_ARG, "cuda model: NULL argument");
-    /* the device layer is Llama's (with Qwen2's biases): later architectures stay on the CPU */
+    /* the device layer is Llama's, with Qwen2's biases or Qwen3's per-head q/k norms: the
+     * other architectures stay on the CPU, and the notice names them */
     const hsd_tf_config *tc = hsd_tf_get_config(tf);
-    if (tc->qk_norm || tc->post_norms || tc->act != HSD_ACT_SILU || tc->emb_scale > 0 || tc->attn_scale > 0 ||
-        tc->attn_softcap > 0 || tc->final_softcap > 0 || tc->swa_window > 0)
+    if ((tc->qk_norm && hsd_tf_vector(tf, HSD_T_BQ, 0)) || tc->post_norms || tc->act != HSD_ACT_SILU || tc->emb_scale > 0 || tc->attn_scale > 0 ||
+        tc->attn_softcap > 0 || tc->final_softcap > 0 || tc->rope_theta_swa > 0 || tc->rope_linear > 0)
         return hsd_error(HSD_ERR_UNSUPPORTED, "cuda model: architecture %s is not implemented on the device",
                          tc->arch);
     hsd_cuda *cu = NULL;
@@ -458,6 +590,13 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     }
     m->cu = cu;
     m->cfg = *hsd_tf_get_config(tf);
+    m->n_seq = params && params->n_seq > 1 ? params->n_seq : 1;
+    m->kv_lens = calloc((size_t)m->n_seq, sizeof *m->kv_lens);
+    m->graphs = calloc((size_t)m->n_seq * CM_GRAPHS, sizeof *m->graphs);
+    if (!m->kv_lens || !m->graphs) {
+        cm_free(m);
+        return hsd_error(HSD_ERR_NOMEM, "cuda model: out of memory");
+    }
     const hsd_tf_config *c = &m->cfg;
     m->n_ctx = hsd_tf_n_ctx(tf);
     m->q_dim = c->n_heads * c->head_dim;
@@ -470,6 +609,10 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
     const char *gemm = getenv("HSD_CUDA_GEMM"); /* "warp": 2..8-token products by rows */
     hsd_cuda_use_warp_gemm(cu, gemm && !strcmp(gemm, "warp"));
+    const char *pdl = getenv("HSD_CUDA_PDL"); /* "0": products in plain stream order */
+    if (pdl && !strcmp(pdl, "0")) hsd_cuda_use_pdl(cu, false);
+    const char *mv = getenv("HSD_CUDA_MMA"); /* 1..4: a fixed tensor-core block shape */
+    if (mv) hsd_cuda_set_mma_variant(cu, atoi(mv));
     s = cm_upload_all(m, tf, params);
     if (s != HSD_OK) {
         hsd_error_prefix(s, "cuda model: ");
@@ -479,7 +622,7 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     if (desc)
         snprintf(desc, desc_cap, "%s [cuda: %s, %s weights on device]", hsd_tf_desc(tf),
                  hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type));
-    memset(iface, 0, sizeof *iface); /* one sequence slot: no n_seq/seq_select/forward_batch */
+    memset(iface, 0, sizeof *iface);
     iface->ctx = m;
     iface->vocab_size = cm_vocab;
     iface->n_ctx = cm_n_ctx;
@@ -488,5 +631,8 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     iface->kv_truncate = cm_truncate;
     iface->kv_keep = cm_keep;
     iface->free = cm_free;
+    iface->n_seq = cm_n_seq;
+    iface->seq_select = cm_seq_select;
+    iface->forward_batch = cm_forward_batch;
     return HSD_OK;
 }

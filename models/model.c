@@ -113,12 +113,6 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         int b = hsd_backend_parse(getenv("HSD_BACKEND"));
         if (b > 0) p.backend = (hsd_backend)b;
     }
-    if (p.backend != HSD_BACKEND_CPU && p.n_seq > 1) {
-        /* the device model has one KV cache; batches of sequences stay on the CPU for now */
-        hsd_log(HSD_LOG_INFO, "CUDA backend has one sequence slot; n_seq %d runs on the CPU",
-                p.n_seq);
-        p.backend = HSD_BACKEND_CPU;
-    }
     if (p.backend != HSD_BACKEND_CPU) {
         /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
         char desc[640];
@@ -138,8 +132,10 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
             hsd_tf_free(tf);
             return s;
         }
-        hsd_log(HSD_LOG_DEBUG, "%s", hsd_last_error());
-        hsd_log(HSD_LOG_INFO, "no CUDA device, using CPU");
+        /* say why: "no CUDA device (...)", "built without CUDA", or what the device model
+         * cannot run (an architecture, a weight type): a user with a GPU must not be told
+         * there is none */
+        hsd_log(HSD_LOG_INFO, "CUDA backend not used (%s); using CPU", hsd_last_error());
         hsd_error_clear();
     }
     hsd_tf_pack(tf); /* on the CPU for good: the products' weight copies are load time */
@@ -245,6 +241,11 @@ hsd_status hsd_model_kv_keep(hsd_model *m, int32_t base, const int32_t *keep, in
 
 static hsd_status need_tf(const hsd_model *m, const char *fn) {
     if (!m) return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL model", fn);
+    if (!m->tf && m->backend == HSD_BACKEND_CUDA)
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "%s: draft heads and timings are on the CPU backend only (this model runs "
+                         "on the CUDA device; load the drafter with backend cpu)",
+                         fn);
     if (!m->tf)
         return hsd_error(HSD_ERR_UNSUPPORTED,
                          "%s: only models loaded by hsd_model_load have draft heads and timings",

@@ -717,6 +717,8 @@ const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t la
     case HSD_T_BQ: return L->bq;
     case HSD_T_BK: return L->bk;
     case HSD_T_BV: return L->bv;
+    case HSD_T_Q_NORM: return L->q_norm;
+    case HSD_T_K_NORM: return L->k_norm;
     default: return NULL;
     }
 }

@@ -279,8 +279,21 @@ static int teardown(void **state) {
     X(hsd_bridge_bench_default_params)                                                             \
     X(hsd_bridge_bench)
 
+/* test_api_errors_proposer.c: draft-only proposals. */
+#define HSD_API_ROWS_PROPOSER(X)                                                                   \
+    X(hsd_proposer_default_params)                                                                 \
+    X(hsd_proposer_init)                                                                           \
+    X(hsd_proposer_free)                                                                           \
+    X(hsd_proposer_n_slots)                                                                        \
+    X(hsd_proposer_propose)                                                                        \
+    X(hsd_proposer_forget)                                                                         \
+    X(hsd_proposer_last_tree)                                                                      \
+    X(hsd_proposer_get_stats)                                                                      \
+    X(hsd_proposer_reset_stats)
+
 #define HSD_API_ROWS_ALL(X)                                                                        \
-    HSD_API_ROWS_BASE(X) HSD_API_ROWS_MODEL(X) HSD_API_ROWS_ENGINE(X) HSD_API_ROWS_TOOLS(X)
+    HSD_API_ROWS_BASE(X) HSD_API_ROWS_MODEL(X) HSD_API_ROWS_ENGINE(X) HSD_API_ROWS_TOOLS(X)      \
+    HSD_API_ROWS_PROPOSER(X)
 
 /* One cmocka case per row, named after the function. */
 #define HSD_API_ROW_CASE(f) {#f, row_##f, NULL, NULL, NULL},

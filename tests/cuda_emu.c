@@ -43,6 +43,12 @@ void hsd_cuda_use_cublas_gemv(hsd_cuda *cu, bool on) {
 void hsd_cuda_use_warp_gemm(hsd_cuda *cu, bool on) {
     (void)cu, (void)on;
 }
+void hsd_cuda_use_pdl(hsd_cuda *cu, bool on) {
+    (void)cu, (void)on;
+}
+void hsd_cuda_set_mma_variant(hsd_cuda *cu, int variant) {
+    (void)cu, (void)variant;
+}
 
 const char *hsd_cuda_device_desc(const hsd_cuda *cu) {
     (void)cu;
@@ -192,6 +198,19 @@ hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu
     }
     return HSD_OK;
 }
+hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
+                              const hsd_cuda_attn_shape *shape, const float *d_qnorm,
+                              const float *d_knorm, float eps) {
+    (void)cu;
+    const int32_t hd = shape->head_dim, heads = shape->n_heads + shape->n_kv_heads;
+    const int32_t W = (shape->n_heads + 2 * shape->n_kv_heads) * hd;
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t h = 0; h < heads; h++) {
+            float *x = d_qkv + (size_t)t * W + (size_t)h * hd;
+            hsd_rmsnorm(x, x, h < shape->n_heads ? d_qnorm : d_knorm, hd, eps);
+        }
+    return HSD_OK;
+}
 hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
                              const hsd_cuda_attn_shape *shape, const float *d_bias,
                              const int32_t *d_pos, const float *d_cos, const float *d_sin,
@@ -235,20 +254,22 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
     for (int32_t t = 0; t < n; t++)
         for (int32_t h = 0; h < shape->n_heads; h++) {
             int32_t n_new = d_anc_off ? d_anc_off[t + 1] - d_anc_off[t] : t + 1, nv = L + n_new;
+            /* the window's first visible slot (slot i holds position i) */
+            int32_t lo = shape->window > 0 && nv > shape->window ? nv - shape->window : 0;
             const float *q = d_q + (size_t)t * q_dim + (size_t)h * hd;
             size_t koff = (size_t)(h / kv_mul) * hd;
-            for (int32_t i = 0; i < nv; i++) {
+            for (int32_t i = lo; i < nv; i++) {
                 int32_t slot = i < L ? i : L + (d_anc_off ? d_anc[d_anc_off[t] + i - L] : i - L);
-                att[i] =
+                att[i - lo] =
                     hsd_dot_f32(q, d_kcache + (size_t)slot * kv_dim + koff, hd) / sqrtf((float)hd);
             }
-            hsd_softmax(att, nv);
+            hsd_softmax(att, nv - lo);
             float *o = d_out + (size_t)t * q_dim + (size_t)h * hd;
             memset(o, 0, sizeof(float) * hd);
-            for (int32_t i = 0; i < nv; i++) {
+            for (int32_t i = lo; i < nv; i++) {
                 int32_t slot = i < L ? i : L + (d_anc_off ? d_anc[d_anc_off[t] + i - L] : i - L);
                 for (int32_t d = 0; d < hd; d++)
-                    o[d] += att[i] * d_vcache[(size_t)slot * kv_dim + koff + d];
+                    o[d] += att[i - lo] * d_vcache[(size_t)slot * kv_dim + koff + d];
             }
         }
     free(att);

@@ -30,10 +30,19 @@ typedef struct log_capture {
     int n_graph_warn, n_notice;
 } log_capture;
 
+/* The fallback notice names its reason: no device (CUDA's own words), a build without CUDA,
+ * or what the device model cannot run. */
+static bool is_fallback_notice(const char *msg) {
+    const char *head = "CUDA backend not used (", *tail = "); using CPU";
+    size_t n = strlen(msg), nt = strlen(tail);
+    return !strncmp(msg, head, strlen(head)) && n > strlen(head) + nt &&
+           !strcmp(msg + n - nt, tail);
+}
+
 static void on_log(hsd_log_level level, const char *msg, void *user) {
     log_capture *c = user;
     if (level == HSD_LOG_WARN && strstr(msg, "graph capture failed")) c->n_graph_warn++;
-    if (!strcmp(msg, "no CUDA device, using CPU")) c->n_notice++;
+    if (is_fallback_notice(msg)) c->n_notice++;
 }
 
 static double max_rel(const float *a, const float *b, size_t n) {
@@ -129,6 +138,16 @@ static void test_qwen2_f32_bias_tied(void **state) {
     (void)state;
     compare_shape("tiny-qwen2", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
 }
+/* Qwen3: per-head q/k RMSNorm before rope (hsd_cuda_head_norm), tied embeddings. */
+static void test_qwen3_f32_qk_norm(void **state) {
+    (void)state;
+    compare_shape("tiny-qwen3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+}
+/* Phi-3: fused q/k/v and gate/up in the file, restacked on upload as for every model. */
+static void test_phi3_f32_fused(void **state) {
+    (void)state;
+    compare_shape("tiny-phi3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+}
 /* BF16 file, BF16 on the device: the same stored values on both sides; but on an AVX-512
  * BF16 CPU the CPU kernels round the activations to bf16 (vdpbf16ps, kernels/matmul.h) where
  * the emulated device multiplies fp32 ones: 2^-9 relative per product, ~1e-3 in logits. */
@@ -184,6 +203,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_f32),
         cmocka_unit_test(test_qwen2_f32_bias_tied),
+        cmocka_unit_test(test_qwen3_f32_qk_norm),
+        cmocka_unit_test(test_phi3_f32_fused),
         cmocka_unit_test(test_llama_bf16),
         cmocka_unit_test(test_q8_0_to_bf16),
         cmocka_unit_test(test_model_load_on_device),

@@ -1,4 +1,4 @@
-/* Internal logging: the library never prints; notices (e.g. "no CUDA device, using CPU") go
+/* Internal logging: the library never prints; notices (e.g. "CUDA backend not used (no CUDA device (...)); using CPU") go
  * to the caller's callback set with hsd_log_set, or nowhere. */
 #ifndef HSD_LIB_LOG_H
 #define HSD_LIB_LOG_H

@@ -153,7 +153,16 @@ hsd_status hsd_eng_oom(void);
  * limits set by the caller; the prefix cache in e->t_cached / d_cached is reused). */
 hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len);
 void hsd_eng_seq_free(hsd_eng_seq *g);
-/* Selects the sequence's slots on both models. */
+/* A prompt's ids for one side: BOS (when add_bos and the tokenizer has one), then the text
+ * encoded without post-processor; an empty result is an error. */
+hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
+                              bool add_bos, hsd_ids *ids);
+/* Appends the surface bytes of committed target ids to g->text (special ids commit none). */
+hsd_status hsd_eng_commit_text(hsd_eng_seq *g, const int32_t *ids, int32_t n);
+/* After target ids were committed: realigns the drafter's side with the text (bridge resync),
+ * cuts its cache back to what is still valid and advances the target's segment. */
+hsd_status hsd_eng_sync_drafter(hsd_eng_seq *g);
+/* Selects the sequence's slots on both models (the target's only when there is one). */
 hsd_status hsd_eng_seq_select(hsd_eng_seq *g);
 /* A side's pending ids are side->ids.p[*kv .. *kv + *n) (at least one: with nothing pending
  * the last position is truncated and recomputed); the caller forwards them, logits for the
@@ -216,6 +225,15 @@ hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason
 
 /* ---- round_token.c: one chain draft (token-level rounds and SLEM) ---- */
 hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits);
+
+/* ---- round_slem.c: the verified tree of the last candidates phase (draft-only proposals) ---- */
+/* Copies up to cap nodes (trie order, parents first: target ids, parent index or -1, score =
+ * the most probable drafter path's probability through the node); returns the node count. */
+int32_t hsd_eng_slem_tree(const hsd_eng_seq *g, int32_t *ids, int32_t *parents, double *scores,
+                          int32_t cap);
+/* The chain of that tree a chain verifier gets (its deepest path, the first among equally
+ * deep ones), cut to k_out ids, all below vt; returns its length. */
+int32_t hsd_eng_slem_chain(const hsd_eng_seq *g, int32_t vt, int32_t k_out, int32_t *out);
 
 /* ---- round_slrs.c: the engine's share of SLRS (its first-token rule), for hsd_engine_free ---- */
 void hsd_eng_slrs_release(hsd_engine *e);

@@ -340,3 +340,46 @@ const hsd_eng_round hsd_eng_round_slem = {
     .finish = slem_finish,
     .seq_free = slem_free,
 };
+
+/* ---- for draft-only proposals (propose.c): the last candidates phase's tree ---- */
+
+int32_t hsd_eng_slem_tree(const hsd_eng_seq *g, int32_t *ids, int32_t *parents, double *scores,
+                          int32_t cap) {
+    const hsd_eng_slem *st = g->slem;
+    if (!st) return 0;
+    int32_t m = g->rd.m < cap ? g->rd.m : cap;
+    for (int32_t i = 0; i < m; i++) {
+        if (ids) ids[i] = st->cand[i];
+        if (parents) parents[i] = st->cpar[i];
+        if (scores) scores[i] = st->t[st->sel[i]].score;
+    }
+    return g->rd.m;
+}
+
+/* The one chain a verifier that takes chains (vLLM) gets: the deepest path of the verified
+ * trie, among equally deep paths the first in trie order (trie nodes are created in the
+ * order drafter paths were adopted, best first, so that is the most probable one). The
+ * best-first tree grows deepest along the drafter's most probable continuation, so this is
+ * that continuation spelled in target tokens. Chosen by measurement (the real pair, greedy,
+ * docs/VLLM.md): it accepted 104 tokens over 179 rounds where the first child at every node
+ * accepted 53 and the path with the largest sum of node scores 74 (the last target token of
+ * a short drafter path often ends mid-word and scores high, yet the target rarely emits it). */
+int32_t hsd_eng_slem_chain(const hsd_eng_seq *g, int32_t vt, int32_t k_out, int32_t *out) {
+    const hsd_eng_slem *st = g->slem;
+    const int32_t m = g->rd.m;
+    if (!st || m <= 0) return 0;
+    int32_t depth[HSD_ENG_MAX_CAND], leaf = 0;
+    for (int32_t j = 0; j < m; j++) { /* parents come first */
+        depth[j] = st->cpar[j] >= 0 ? depth[st->cpar[j]] + 1 : 1;
+        if (depth[j] > depth[leaf]) leaf = j;
+    }
+    int32_t path[HSD_ENG_MAX_CAND], n = 0;
+    for (int32_t v = leaf; v >= 0; v = st->cpar[v]) path[n++] = v;
+    int32_t len = 0;
+    for (int32_t i = n - 1; i >= 0 && len < k_out; i--) {
+        int32_t id = st->cand[path[i]];
+        if (id < 0 || id >= vt) break; /* below vt already (slem_candidates): a guard */
+        out[len++] = id;
+    }
+    return len;
+}

@@ -26,14 +26,15 @@ int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override) {
 }
 
 hsd_status hsd_eng_seq_select(hsd_eng_seq *g) {
-    hsd_status s = hsd_model_seq_select(g->e->tm, g->t_slot);
+    /* a proposer (propose.c) drafts without a target model */
+    hsd_status s = g->e->tm ? hsd_model_seq_select(g->e->tm, g->t_slot) : HSD_OK;
     if (!s && g->e->dm && g->algo != HSD_ALGO_AR) s = hsd_model_seq_select(g->e->dm, g->d_slot);
     return s;
 }
 
 /* Encodes the prompt for one side: optional BOS, then the text without post-processor. */
-static hsd_status prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len, bool add_bos,
-                             hsd_ids *ids) {
+hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
+                              bool add_bos, hsd_ids *ids) {
     int32_t *v = NULL;
     size_t n = 0;
     hsd_status s = hsd_tokenizer_encode_alloc(tok, prompt, len, false, &v, &n);
@@ -91,7 +92,7 @@ hsd_status hsd_eng_feed_drafter(hsd_eng_seq *g, float *logits) {
     return HSD_OK;
 }
 
-static hsd_status commit_text(hsd_eng_seq *g, const int32_t *ids, int32_t n) {
+hsd_status hsd_eng_commit_text(hsd_eng_seq *g, const int32_t *ids, int32_t n) {
     for (int32_t i = 0; i < n; i++) {
         size_t len;
         const uint8_t *b = hsd_tokenizer_token_bytes(g->e->tt, ids[i], &len);
@@ -123,7 +124,7 @@ static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
         }
         if (hsd_ids_push(&g->out, toks[k]) || hsd_ids_push(&g->T.ids, toks[k]))
             return hsd_eng_oom();
-        hsd_status s = commit_text(g, &toks[k], 1);
+        hsd_status s = hsd_eng_commit_text(g, &toks[k], 1);
         if (s) return s;
         for (int32_t j = 0; j < g->prm->n_stop; j++) {
             const char *st = g->prm->stop[j];
@@ -138,7 +139,7 @@ static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
 }
 
 /* After target tokens were committed: realign the drafter and roll back its cache. */
-static hsd_status sync_drafter(hsd_eng_seq *g) {
+hsd_status hsd_eng_sync_drafter(hsd_eng_seq *g) {
     double t0 = hsd_timer_ms();
     hsd_status s = HSD_OK;
     if (g->algo == HSD_ALGO_SD) {
@@ -170,7 +171,7 @@ hsd_status hsd_eng_commit(hsd_eng_seq *g, int32_t acc, const int32_t *out, int32
     if (!s) s = emit(g, out, r);
     if (s) return s;
     if (g->t_kv > (int32_t)g->T.ids.n) g->t_kv = (int32_t)g->T.ids.n;
-    return g->done || !g->cur->drafts ? HSD_OK : sync_drafter(g);
+    return g->done || !g->cur->drafts ? HSD_OK : hsd_eng_sync_drafter(g);
 }
 
 /* Room for `rows` target probability rows (the verification space may be wider than T). */
@@ -311,7 +312,7 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->T.specials_silent = true;
     if (g->prompt_tids) {
         if ((s = given_ids(e, g->prompt_tids, g->n_prompt_tids, p->add_bos, &g->T.ids))) return s;
-    } else if ((s = prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) {
+    } else if ((s = hsd_eng_prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) {
         return s;
     }
     /* the prompt and at least one generated position must fit */
@@ -320,7 +321,7 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
                          "generate: prompt %d is %zu target tokens, the context holds %d "
                          "(hsd_gen_params.n_ctx, the model's n_ctx)",
                          (int)g->index, g->T.ids.n, (int)g->t_limit);
-    if ((s = commit_text(g, g->T.ids.p, (int32_t)g->T.ids.n))) return s;
+    if ((s = hsd_eng_commit_text(g, g->T.ids.p, (int32_t)g->T.ids.n))) return s;
     g->gen_text_start = g->text.n;
     /* prompt tokens are frozen: bridge windows start where generation starts */
     g->T.seg = (int32_t)g->T.ids.n;
@@ -335,8 +336,9 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
                 if (hsd_ids_push(&g->D.ids, g->T.ids.p[i])) return hsd_eng_oom();
         } else if (g->prompt_tids) {
             /* the drafter reads the ids' text (surface bytes of the non-special ids) */
-            if ((s = prompt_ids(e->dt, g->text.p, g->text.n, p->add_bos, &g->D.ids))) return s;
-        } else if ((s = prompt_ids(e->dt, prompt, len, p->add_bos, &g->D.ids))) {
+            if ((s = hsd_eng_prompt_ids(e->dt, g->text.p, g->text.n, p->add_bos, &g->D.ids)))
+                return s;
+        } else if ((s = hsd_eng_prompt_ids(e->dt, prompt, len, p->add_bos, &g->D.ids))) {
             return s;
         }
         g->D.seg = (int32_t)g->D.ids.n;

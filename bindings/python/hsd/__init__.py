@@ -19,7 +19,8 @@ import threading
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "ALGORITHMS",
+__all__ = ["Status", "HsdError", "Tokenizer", "Model", "Engine", "Result", "Proposer",
+           "ALGORITHMS",
            "version", "set_log", "psi_summary", "synth", "SYNTH_TYPES"]
 
 #: algorithm names accepted by Engine.generate, in hsd_algo order
@@ -239,7 +240,8 @@ class Model(_Handle):
     plugs a Python implementation of the model interface (see from_callbacks)."""
     _free = staticmethod(lib.hsd_model_free)
 
-    def __init__(self, path=None, n_ctx=0, n_threads=0, use_mmap=True, *, _handle=None):
+    def __init__(self, path=None, n_ctx=0, n_threads=0, use_mmap=True, *, n_seq=0,
+                 backend="auto", _handle=None):
         super().__init__()
         self._iface = None
         if _handle is not None:
@@ -248,7 +250,11 @@ class Model(_Handle):
         if path is None:
             raise TypeError("Model(path) or Model.from_callbacks(obj)")
         p = lib.hsd_model_default_params()
-        p.n_ctx, p.n_threads, p.use_mmap = n_ctx, n_threads, use_mmap
+        p.n_ctx, p.n_threads, p.use_mmap, p.n_seq = n_ctx, n_threads, use_mmap, n_seq
+        be = lib.hsd_backend_parse(_utf8(backend))
+        if be < 0:
+            raise ValueError("backend must be auto, cpu or cuda (got %r)" % (backend,))
+        p.backend = be
         h = ctypes.c_void_p()
         _check(lib.hsd_model_load(_utf8(str(path)), ctypes.byref(p), ctypes.byref(h)))
         self._h = h.value
@@ -316,6 +322,11 @@ class Model(_Handle):
         return lib.hsd_model_n_ctx(self._handle)
 
     @property
+    def n_seq(self):
+        """Sequence slots (Model(..., n_seq=N)); 1 for a model without slots."""
+        return lib.hsd_model_n_seq(self._handle)
+
+    @property
     def desc(self):
         return lib.hsd_model_desc(self._handle).decode("utf-8", "replace")
 
@@ -337,6 +348,15 @@ class Model(_Handle):
 
     def kv_truncate(self, length):
         _check(lib.hsd_model_kv_truncate(self._handle, int(length)))
+
+    def set_head(self, spec):
+        """Replaces the LM head for drafting (hsd_model_set_head_spec without an engine):
+        "full", "trim:IDS_FILE", "spec:K[/R][:FILE]" or "lowrank:R[:FILE]"."""
+        _check(lib.hsd_model_set_head_spec(self._handle, _utf8(spec), None, None, 0))
+
+    @property
+    def head_desc(self):
+        return lib.hsd_model_head_desc(self._handle).decode("utf-8", "replace")
 
     def kv_keep(self, base, keep):
         k, n = _ids_array(keep)
@@ -505,6 +525,94 @@ class Engine(_Handle):
         finally:
             stop.set()
             t.join()
+
+
+def _int32_view(ids):
+    """A ctypes int32 array over ids without a copy when ids is a contiguous int32 buffer
+    (stdlib array('i'), a numpy int32 row), else a copy of its items."""
+    try:
+        mv = memoryview(ids)
+        if mv.format in ("i", "=i", "<i", "l" if ctypes.sizeof(ctypes.c_long) == 4 else "i") \
+                and mv.itemsize == 4 and mv.ndim == 1 and mv.contiguous and not mv.readonly \
+                and len(mv):
+            return (ctypes.c_int32 * len(mv)).from_buffer(mv), len(mv)
+    except TypeError:
+        pass
+    return _ids_array(ids)
+
+
+class Proposer(_Handle):
+    """SLEM drafts for a target verified elsewhere (hsd_proposer_*, docs/API.md).
+
+    Proposer(draft, draft_tokenizer, target_tokenizer, n_draft=4, n_ctx=0, target_vocab=0,
+    add_bos=True): slots are the drafter's sequence slots (Model(..., n_seq=N)).
+    propose(slots, contexts, k) -> one list of target ids per request."""
+    _free = staticmethod(lib.hsd_proposer_free)
+
+    def __init__(self, draft, draft_tokenizer, target_tokenizer, n_draft=4, n_ctx=0,
+                 target_vocab=0, add_bos=True):
+        super().__init__()
+        p = lib.hsd_proposer_default_params()
+        p.n_draft, p.n_ctx, p.target_vocab, p.add_bos = n_draft, n_ctx, target_vocab, add_bos
+        h = ctypes.c_void_p()
+        _check(lib.hsd_proposer_init(draft._handle, draft_tokenizer._handle,
+                                     target_tokenizer._handle, ctypes.byref(p), ctypes.byref(h)))
+        self._h = h.value
+        self._borrowed = (draft, draft_tokenizer, target_tokenizer)
+        for b in self._borrowed:
+            b._borrowers += 1
+
+    def close(self):
+        if self._h:
+            super().close()
+            for b in self._borrowed:
+                b._borrowers -= 1
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
+
+    @property
+    def n_slots(self):
+        return lib.hsd_proposer_n_slots(self._handle)
+
+    def propose(self, slots, contexts, k):
+        """Request i uses slot slots[i] and has the committed target ids contexts[i] (a list,
+        an array('i') or an int32 numpy row: buffers are passed without a copy). Returns the
+        proposals (lists of at most k target ids) in request order."""
+        n = len(slots)
+        if n == 0:
+            return []
+        keep = [_int32_view(c) for c in contexts]
+        ptrs = (_lib.c_int32_p * n)(*[ctypes.cast(a, _lib.c_int32_p) for a, _ in keep])
+        lens = (ctypes.c_int32 * n)(*[m for _, m in keep])
+        sl = (ctypes.c_int32 * n)(*slots)
+        out = (ctypes.c_int32 * (n * k))()
+        n_out = (ctypes.c_int32 * n)()
+        _check(lib.hsd_proposer_propose(self._handle, n, sl, ptrs, lens, k, out, n_out))
+        return [out[i * k:i * k + n_out[i]] for i in range(n)]
+
+    def forget(self, slot):
+        _check(lib.hsd_proposer_forget(self._handle, int(slot)))
+
+    def last_tree(self, slot):
+        """The candidate tree behind slot's last proposal: (ids, parents, scores), trie order
+        (parents first, -1 = the context); empty when it proposed nothing."""
+        cap = 128
+        ids, par = (ctypes.c_int32 * cap)(), (ctypes.c_int32 * cap)()
+        sc, n = (ctypes.c_double * cap)(), ctypes.c_int32()
+        _check(lib.hsd_proposer_last_tree(self._handle, int(slot), ids, par, sc, cap,
+                                          ctypes.byref(n)))
+        return ids[:n.value], par[:n.value], sc[:n.value]
+
+    def stats(self):
+        """Counters and times since init or reset_stats (hsd_proposer_stats) as a dict."""
+        st = _lib.ProposerStats()
+        _check(lib.hsd_proposer_get_stats(self._handle, ctypes.byref(st)))
+        return {f: getattr(st, f) for f, _ in st._fields_}
+
+    def reset_stats(self):
+        lib.hsd_proposer_reset_stats(self._handle)
 
 
 def psi_summary(target, draft):

@@ -122,6 +122,21 @@ class SynthParams(ctypes.Structure):
     _fields_ = [("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
 
 
+class ProposerParams(ctypes.Structure):
+    """struct hsd_proposer_params"""
+    _fields_ = [("size", ctypes.c_size_t), ("n_draft", ctypes.c_int32),
+                ("n_ctx", ctypes.c_int32), ("target_vocab", ctypes.c_int32),
+                ("add_bos", ctypes.c_bool)]
+
+
+class ProposerStats(ctypes.Structure):
+    """struct hsd_proposer_stats"""
+    _fields_ = [("n_calls", ctypes.c_int64), ("n_proposals", ctypes.c_int64),
+                ("n_reused", ctypes.c_int64), ("n_fresh", ctypes.c_int64),
+                ("n_drafter_forwards", ctypes.c_int64), ("n_tokens", ctypes.c_int64),
+                ("draft_ms", ctypes.c_double), ("bridge_ms", ctypes.c_double)]
+
+
 P = ctypes.c_void_p
 _S = ctypes.c_int  # hsd_status
 _protos = {
@@ -176,6 +191,22 @@ _protos = {
     "hsd_engine_generate": (_S, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(GenParams),
                                  ctypes.POINTER(GenResult)]),
     "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
+    "hsd_model_n_seq": (ctypes.c_int32, [P]),
+    "hsd_backend_parse": (ctypes.c_int, [ctypes.c_char_p]),
+    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, P, c_int32_p, ctypes.c_int32]),
+    "hsd_model_head_desc": (ctypes.c_char_p, [P]),
+    # draft-only proposals (issue 25)
+    "hsd_proposer_default_params": (ProposerParams, []),
+    "hsd_proposer_init": (_S, [P, P, P, ctypes.POINTER(ProposerParams), ctypes.POINTER(P)]),
+    "hsd_proposer_free": (None, [P]),
+    "hsd_proposer_n_slots": (ctypes.c_int32, [P]),
+    "hsd_proposer_propose": (_S, [P, ctypes.c_int32, c_int32_p, ctypes.POINTER(c_int32_p),
+                                  c_int32_p, ctypes.c_int32, c_int32_p, c_int32_p]),
+    "hsd_proposer_forget": (_S, [P, ctypes.c_int32]),
+    "hsd_proposer_last_tree": (_S, [P, ctypes.c_int32, c_int32_p, c_int32_p,
+                                    ctypes.POINTER(ctypes.c_double), ctypes.c_int32, c_int32_p]),
+    "hsd_proposer_get_stats": (_S, [P, ctypes.POINTER(ProposerStats)]),
+    "hsd_proposer_reset_stats": (None, [P]),
     # tools (include/hsd_tools.h)
     "hsd_pair_psi_summary": (_S, [P, P, ctypes.POINTER(PairPsi)]),
     "hsd_synth_shape_list": (ctypes.c_char_p, []),

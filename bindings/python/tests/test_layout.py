@@ -10,7 +10,8 @@ from tests import shared
 
 STRUCTS = {"hsd_model_params": _lib.ModelParams, "hsd_gen_params": _lib.GenParams,
            "hsd_gen_result": _lib.GenResult, "hsd_model_iface": _lib.ModelIface,
-           "hsd_pair_psi": _lib.PairPsi, "hsd_synth_params": _lib.SynthParams}
+           "hsd_pair_psi": _lib.PairPsi, "hsd_synth_params": _lib.SynthParams,
+           "hsd_proposer_params": _lib.ProposerParams, "hsd_proposer_stats": _lib.ProposerStats}
 
 
 def header_fields(src, name):
