@@ -33,6 +33,7 @@ HSD_CLI_COMMAND(pair);
 HSD_CLI_COMMAND(psi_stats);
 HSD_CLI_COMMAND(injectivity);
 HSD_CLI_COMMAND(trim);
+HSD_CLI_COMMAND(serve);
 HSD_CLI_COMMAND(bench_tokenize);
 HSD_CLI_COMMAND(bench_forward);
 HSD_CLI_COMMAND(bench_generate);

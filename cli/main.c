@@ -20,6 +20,8 @@ static const hsd_cli_cmd cmds[] = {
     {"injectivity", hsd_cmd_injectivity, &hsd_spec_injectivity,
      "find strings a tokenizer does not give back"},
     {"trim", hsd_cmd_trim, &hsd_spec_trim, "exact coverage-latency optimal draft vocabulary"},
+    {"serve", hsd_cmd_serve, &hsd_spec_serve,
+     "OpenAI/llama-server-compatible HTTP server (continuous batching)"},
     {"bench", hsd_cmd_bench, NULL, "benchmarks (hsd bench --help lists them)"},
 };
 #define N_CMDS ((int)(sizeof cmds / sizeof cmds[0]))

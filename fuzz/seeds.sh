@@ -127,3 +127,12 @@ for t in "$root"/tests/data/chat_templates/*.jinja "$shared"/tokenizers/*/tokeni
     printf '\0' >> "$o/seed$i"
     jq -c '. + {add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>"}' "$c" >> "$o/seed$i"
 done
+# hsd serve request bodies: byte 0 picks the endpoint (0 completions, 1 chat, 2 tokenize,
+# 3 detokenize; bit 2: the server has a drafter)
+o=$(d fuzz_server_request)
+printf '\004{"prompt":"Once upon a time","max_tokens":16,"temperature":0.7,"top_p":0.9,"top_k":40,"seed":3,"stop":[".","\\n"],"stream":true,"stream_options":{"include_usage":true},"hsd":{"algo":"tli","k":3,"adaptive_k":true}}' >"$o/completion.json"
+printf '\000{"prompt":[1,403,407],"max_tokens":4,"stop":"x","n":1,"logprobs":null}' >"$o/ids.json"
+printf '\005{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":8,"tools":[],"response_format":{"type":"text"}}' >"$o/chat.json"
+printf '\002{"content":"Once upon a time","add_special":true,"with_pieces":true}' >"$o/tokenize.json"
+printf '\003{"tokens":[1,403,407,261]}' >"$o/detokenize.json"
+printf '\000{"prompt":"x","n":2,"echo":true}' >"$o/unsupported.json"

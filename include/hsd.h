@@ -649,6 +649,84 @@ HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, h
  * ==================================================================================== */
 
 /* ====================================================================================
+ * Running batch  (issue 24: the engine step API behind `hsd serve`'s continuous batching)
+ *
+ * A batch owns sequence slots 0..n_slots-1 of the engine's models (hsd_model_params.n_seq).
+ * Sequences join (hsd_batch_add / hsd_batch_add_ids) and leave (they finish, or
+ * hsd_batch_cancel) between rounds; each hsd_batch_step runs ONE round for every active
+ * sequence: the drafters' chain forwards batched per draft position, then one target forward
+ * (hsd_model_forward_batch) verifying all of them, as hsd_engine_generate_batch does. A
+ * finished or cancelled sequence's slot is free for the next add.
+ *   A sequence's output equals hsd_engine_generate's with the same prompt and parameters (its
+ * own seed, not seed + slot), greedy or sampled, whatever else runs beside it (up to float
+ * summation order where a larger batched product takes another kernel, as for _batch).
+ * Sequences may use different algorithms, k, sampling parameters and stop strings.
+ *   While a batch is in use the engine's models belong to it: do not call hsd_engine_generate
+ * (or use the models) between its steps. Not thread-safe per handle: one thread (the
+ * scheduler) adds, steps and cancels.
+ * ==================================================================================== */
+typedef struct hsd_batch hsd_batch;
+
+typedef struct hsd_batch_params {
+    size_t size;     /* sizeof(hsd_batch_params), set by hsd_batch_default_params() */
+    int32_t n_slots; /* concurrent sequences; 0 = the target's n_seq (default 0) */
+} hsd_batch_params;
+
+/* What one step produced for one sequence: the text and ids that round made final (as the
+ * streaming callback of hsd_gen_params would receive them; concatenated over a sequence's
+ * events they equal its result's text and ids), and, on its last event, the result. */
+typedef struct hsd_batch_event {
+    int64_t id;        /* from hsd_batch_add */
+    const char *text;  /* text[0..len): UTF-8, not NUL-terminated, may be empty */
+    size_t len;
+    const int32_t *ids; /* ids[0..n_ids) */
+    int32_t n_ids;
+    bool done;         /* the sequence ended this step; its slot is free */
+    /* when done: ids, text, stop reason and statistics (times from its add); the event owns
+     * it (do not free it) */
+    const hsd_gen_result *result;
+    int32_t n_prompt;  /* target prompt tokens (BOS included) */
+} hsd_batch_event;
+
+/* Defaults (n_slots 0). Thread-safe. */
+HSD_API hsd_batch_params hsd_batch_default_params(void);
+/* params may be NULL (defaults); the library reads min(params->size, its own) bytes. The
+ * batch borrows e (free the batch first). Errors: INVALID_ARG (NULL e/out, size 0 or smaller
+ * than the size field, n_slots < 0, more slots than the target (or the drafter) has), NOMEM. */
+HSD_API hsd_status hsd_batch_init(hsd_engine *e, const hsd_batch_params *params, hsd_batch **out);
+/* Releases the batch and its sequences (without events). NULL is a no-op. */
+HSD_API void hsd_batch_free(hsd_batch *b);
+/* Adds a sequence on a free slot; its first round runs at the next hsd_batch_step. prompt
+ * (len bytes of UTF-8) is encoded as hsd_engine_generate encodes it; params (NULL: defaults)
+ * and its stop strings are copied (params->on_text is not used: steps return events). *id
+ * gets the sequence's id (increasing from 0, never reused). Errors: INVALID_ARG (NULL b/id,
+ * prompt NULL with len > 0, the checks of hsd_engine_generate), HSD_ERR_BUFFER_TOO_SMALL when
+ * no slot is free, OUT_OF_RANGE (the prompt does not fit the context), INVALID_UTF8, NOMEM;
+ * on failure nothing is added. */
+HSD_API hsd_status hsd_batch_add(hsd_batch *b, const char *prompt, size_t len,
+                                 const hsd_gen_params *params, int64_t *id);
+/* Same with the prompt as target token ids, used as given after the target's BOS (added when
+ * params->add_bos is set and ids[0] is not already BOS); the drafter reads their text. Also
+ * OUT_OF_RANGE for an id outside the target's vocabulary. */
+HSD_API hsd_status hsd_batch_add_ids(hsd_batch *b, const int32_t *ids, size_t n_ids,
+                                     const hsd_gen_params *params, int64_t *id);
+/* Runs one round for every active sequence. *events (owned by the batch, valid until the
+ * next call on b) receives one event per sequence that gained text or ids or ended this
+ * step, *n_events their count. A step with no active sequence runs no forward. Errors: NULL
+ * arguments (INVALID_ARG), and any error of the models: then every sequence of the batch is
+ * dropped (their slots are free, no events). */
+HSD_API hsd_status hsd_batch_step(hsd_batch *b, const hsd_batch_event **events, int32_t *n_events);
+/* Ends sequence id now and frees its slot (no event follows). INVALID_ARG for a NULL b or an
+ * id that is not active (finished sequences are no longer active). */
+HSD_API hsd_status hsd_batch_cancel(hsd_batch *b, int64_t id);
+/* Sequences added and not yet ended (0 for NULL); slots in all (0 for NULL). */
+HSD_API int32_t hsd_batch_n_active(const hsd_batch *b);
+HSD_API int32_t hsd_batch_n_slots(const hsd_batch *b);
+/* ====================================================================================
+ * End of Running batch
+ * ==================================================================================== */
+
+/* ====================================================================================
  * Chat templates (docs/CHAT.md)
  *
  * A model's chat template is a Jinja2 program (GGUF tokenizer.chat_template, or

@@ -7,7 +7,7 @@
 # check). python3-jinja2 is the chat-template oracle (tests/oracle/chat_ref.py).
 set -euo pipefail
 pkgs="cmake make gcc clang pkg-config libpcre2-dev libutf8proc-dev libxxhash-dev libcmocka-dev
-      libjansson-dev libopenblas-dev libicu-dev python3 python3-jinja2"
+      libjansson-dev libopenblas-dev libicu-dev libmicrohttpd-dev curl python3 python3-jinja2"
 if [ "${1:-}" = --ci ]; then
     command -v jq >/dev/null || pkgs="$pkgs jq"
     command -v npm >/dev/null || pkgs="$pkgs nodejs npm"

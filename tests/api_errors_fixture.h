@@ -218,7 +218,16 @@ static int teardown(void **state) {
     X(hsd_model_get_timing)                                                                        \
     X(hsd_model_reset_timing)                                                                      \
     X(hsd_engine_overlap_ids)                                                                      \
-    X(hsd_engine_set_tli_head)
+    X(hsd_engine_set_tli_head)                                                                     \
+    X(hsd_batch_default_params)                                                                    \
+    X(hsd_batch_init)                                                                              \
+    X(hsd_batch_free)                                                                              \
+    X(hsd_batch_add)                                                                               \
+    X(hsd_batch_add_ids)                                                                           \
+    X(hsd_batch_step)                                                                              \
+    X(hsd_batch_cancel)                                                                            \
+    X(hsd_batch_n_active)                                                                          \
+    X(hsd_batch_n_slots)
 
 /* test_api_errors_tools.c: the tools (include/hsd_tools.h). */
 #define HSD_API_ROWS_TOOLS(X)                                                                      \

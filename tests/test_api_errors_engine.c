@@ -298,6 +298,104 @@ static void row_hsd_engine_set_tli_head(void **state) {
     EXPECT(HSD_ERR_UNSUPPORTED, hsd_engine_set_tli_head(eng_pair, some, 2));
 }
 
+/* ---- running batch (behaviour on real models: test_engine_step.c) ---------------------- */
+
+static void row_hsd_batch_default_params(void **state) {
+    (void)state;
+    hsd_batch_params p = hsd_batch_default_params();
+    assert_int_equal(p.size, sizeof p);
+    assert_int_equal(p.n_slots, 0);
+}
+
+static void row_hsd_batch_init(void **state) {
+    (void)state;
+    hsd_batch *b = (hsd_batch *)1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_init(NULL, NULL, &b));
+    assert_null(b);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_init(eng_pair, NULL, NULL));
+    hsd_batch_params p = hsd_batch_default_params();
+    p.n_slots = 2; /* the toy models have one slot */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_init(eng_pair, &p, &b));
+    p.n_slots = 0;
+    p.size = 1;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_init(eng_pair, &p, &b));
+    assert_int_equal(hsd_batch_init(eng_pair, NULL, &b), HSD_OK);
+    assert_int_equal(hsd_batch_n_slots(b), 1);
+    hsd_batch_free(b);
+}
+
+static void row_hsd_batch_free(void **state) {
+    (void)state;
+    hsd_batch_free(NULL);
+}
+
+static void row_hsd_batch_add(void **state) {
+    (void)state;
+    hsd_batch *b;
+    int64_t id;
+    assert_int_equal(hsd_batch_init(eng_pair, NULL, &b), HSD_OK);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add(NULL, "ab", 2, NULL, &id));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add(b, "ab", 2, NULL, NULL));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add(b, NULL, 2, NULL, &id));
+    EXPECT(HSD_ERR_INVALID_UTF8, hsd_batch_add(b, "a\x80", 2, NULL, &id));
+    hsd_gen_params p = hsd_gen_default_params();
+    p.n_draft = 64;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add(b, "ab", 2, &p, &id));
+    assert_int_equal(hsd_batch_n_active(b), 0);
+    assert_int_equal(hsd_batch_add(b, "ab", 2, NULL, &id), HSD_OK);
+    EXPECT(HSD_ERR_BUFFER_TOO_SMALL, hsd_batch_add(b, "ab", 2, NULL, &id)); /* one slot */
+    hsd_batch_free(b);
+}
+
+static void row_hsd_batch_add_ids(void **state) {
+    (void)state;
+    hsd_batch *b;
+    int64_t id;
+    const int32_t bad[1] = {1 << 20};
+    assert_int_equal(hsd_batch_init(eng_pair, NULL, &b), HSD_OK);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add_ids(NULL, bad, 1, NULL, &id));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add_ids(b, NULL, 1, NULL, &id));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_add_ids(b, bad, 1, NULL, NULL));
+    EXPECT(HSD_ERR_OUT_OF_RANGE, hsd_batch_add_ids(b, bad, 1, NULL, &id));
+    assert_int_equal(hsd_batch_n_active(b), 0);
+    hsd_batch_free(b);
+}
+
+static void row_hsd_batch_step(void **state) {
+    (void)state;
+    const hsd_batch_event *ev = (const hsd_batch_event *)1;
+    int32_t n = 5;
+    hsd_batch *b;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_step(NULL, &ev, &n));
+    assert_null(ev);
+    assert_int_equal(n, 0);
+    assert_int_equal(hsd_batch_init(eng_pair, NULL, &b), HSD_OK);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_step(b, NULL, &n));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_step(b, &ev, NULL));
+    assert_int_equal(hsd_batch_step(b, &ev, &n), HSD_OK); /* nothing active: no events */
+    assert_int_equal(n, 0);
+    hsd_batch_free(b);
+}
+
+static void row_hsd_batch_cancel(void **state) {
+    (void)state;
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_cancel(NULL, 0));
+    hsd_batch *b;
+    assert_int_equal(hsd_batch_init(eng_pair, NULL, &b), HSD_OK);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_batch_cancel(b, 0));
+    hsd_batch_free(b);
+}
+
+static void row_hsd_batch_n_active(void **state) {
+    (void)state;
+    assert_int_equal(hsd_batch_n_active(NULL), 0);
+}
+
+static void row_hsd_batch_n_slots(void **state) {
+    (void)state;
+    assert_int_equal(hsd_batch_n_slots(NULL), 0);
+}
+
 int main(void) {
     const struct CMUnitTest rows[] = {HSD_API_ROWS_ENGINE(HSD_API_ROW_CASE)};
     return hsd_api_rows_run("api_errors_engine", NULL, rows, sizeof rows / sizeof rows[0]);

@@ -21,19 +21,8 @@
 #include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
-/* One call: its sequences and the buffers of the shared forwards. */
-typedef struct request {
-    hsd_engine *e;
-    const char *fn; /* the public function, for error messages */
-    bool single;    /* hsd_engine_generate: prefix caching, the caller's selected slots */
-    int32_t B;
-    hsd_eng_seq *sq;
-    hsd_gen_params *prm; /* per sequence: the caller's with seed + index */
-    hsd_model_batch_seq *ent;
-    int32_t *idx, *last_row;
-    float *dlog, *tlog;
-    size_t dlog_cap, tlog_cap;
-} request;
+/* One call (or a running batch, lib/engine/step.c): engine.h's hsd_eng_request. */
+typedef hsd_eng_request request;
 
 static int grow(float **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
@@ -57,16 +46,10 @@ static hsd_status forward(const request *rq, hsd_model *m, const hsd_model_batch
     return s;
 }
 
-/* Checks everything once; resolves the algorithm into *algo with the reason. */
-static hsd_status check_args(const request *rq, const char *const *prompts, const size_t *lens,
-                             const hsd_gen_params *p, hsd_algo *algo, char *reason, size_t cap) {
-    const char *fn = rq->fn;
-    hsd_engine *e = rq->e;
-    int32_t B = rq->B;
-    if (B < 1) return hsd_error(HSD_ERR_INVALID_ARG, "%s: %d prompts (need >= 1)", fn, B);
-    for (int32_t i = 0; i < B; i++)
-        if (!prompts[i] && (!lens || lens[i]))
-            return hsd_error(HSD_ERR_INVALID_ARG, "%s: prompt %d is NULL", fn, i);
+/* The parameters' checks (shared with the running batch, step.c); resolves the algorithm
+ * into *algo with the reason. */
+hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_params *p,
+                                hsd_algo *algo, char *reason, size_t cap) {
     if (p->max_new_tokens < 0 || p->n_draft < 1 || p->n_draft > HSD_ENG_MAX_K ||
         (p->adaptive_k && (p->k_max < 1 || p->k_max > HSD_ENG_MAX_K)))
         return hsd_error(
@@ -96,14 +79,6 @@ static hsd_status check_args(const request *rq, const char *const *prompts, cons
     if (*algo == HSD_ALGO_SD && !e->same_vocab)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "%s: SD needs identical vocabularies; use tli, slem or union", fn);
-    if (!rq->single) {
-        int32_t nt = hsd_model_n_seq(e->tm), nd = *algo != HSD_ALGO_AR ? hsd_model_n_seq(e->dm) : B;
-        if (nt < B || nd < B)
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "%s: %d prompts need %d sequence slots, the %s model has %d "
-                             "(load it with hsd_model_params.n_seq >= %d)",
-                             fn, B, B, nt < B ? "target" : "draft", nt < B ? nt : nd, B);
-    }
     int32_t train = hsd_model_n_ctx_train(e->tm);
     if (p->n_ctx > 0 && train > 0 && p->n_ctx > train)
         hsd_log(HSD_LOG_WARN,
@@ -113,7 +88,30 @@ static hsd_status check_args(const request *rq, const char *const *prompts, cons
     return HSD_OK;
 }
 
-static void end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t) {
+/* Checks everything once; resolves the algorithm into *algo with the reason. */
+static hsd_status check_args(const request *rq, const char *const *prompts, const size_t *lens,
+                             const hsd_gen_params *p, hsd_algo *algo, char *reason, size_t cap) {
+    const char *fn = rq->fn;
+    hsd_engine *e = rq->e;
+    int32_t B = rq->B;
+    if (B < 1) return hsd_error(HSD_ERR_INVALID_ARG, "%s: %d prompts (need >= 1)", fn, B);
+    for (int32_t i = 0; i < B; i++)
+        if (!prompts[i] && (!lens || lens[i]))
+            return hsd_error(HSD_ERR_INVALID_ARG, "%s: prompt %d is NULL", fn, i);
+    hsd_status s = hsd_eng_check_params(e, fn, p, algo, reason, cap);
+    if (s) return s;
+    if (!rq->single) {
+        int32_t nt = hsd_model_n_seq(e->tm), nd = *algo != HSD_ALGO_AR ? hsd_model_n_seq(e->dm) : B;
+        if (nt < B || nd < B)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "%s: %d prompts need %d sequence slots, the %s model has %d "
+                             "(load it with hsd_model_params.n_seq >= %d)",
+                             fn, B, B, nt < B ? "target" : "draft", nt < B ? nt : nd, B);
+    }
+    return HSD_OK;
+}
+
+void hsd_eng_end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t) {
     if (!g->done) g->done = true, g->stop = why;
     g->live = false;
     g->t_end = t;
@@ -121,14 +119,14 @@ static void end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t) {
 
 /* Plans the round of every live sequence: its draft length and its round (AR once the
  * drafter's context is full). *any: whether a sequence is live. */
-static hsd_status plan(request *rq, bool *any) {
+hsd_status hsd_eng_plan(request *rq, bool *any) {
     *any = false;
     for (int32_t i = 0; i < rq->B; i++) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
         int32_t room = g->t_limit - (int32_t)g->T.ids.n - 1;
         if (room <= 0) { /* the context is full: a clean stop */
-            end_seq(g, HSD_STOP_CONTEXT, hsd_timer_ms());
+            hsd_eng_end_seq(g, HSD_STOP_CONTEXT, hsd_timer_ms());
             hsd_status s = hsd_eng_stream(g, true);
             if (s) return s;
             continue;
@@ -159,7 +157,7 @@ static hsd_status plan(request *rq, bool *any) {
 
 /* Drafting: rounds with their own drafting run it one sequence at a time; chain rounds are
  * fed in lockstep, one drafter forward per draft position for all of them. */
-static hsd_status draft_all(request *rq) {
+hsd_status hsd_eng_draft_all(request *rq) {
     hsd_engine *e = rq->e;
     hsd_status s = HSD_OK;
     double t0 = hsd_timer_ms();
@@ -219,7 +217,7 @@ static hsd_status draft_all(request *rq) {
 
 /* Candidates of every live sequence, ONE target forward over all of them, then verification
  * and emission per sequence. */
-static hsd_status verify_all(request *rq) {
+hsd_status hsd_eng_verify_all(request *rq) {
     hsd_engine *e = rq->e;
     hsd_status s = HSD_OK;
     int32_t nb = 0;
@@ -252,12 +250,13 @@ static hsd_status verify_all(request *rq) {
 }
 
 /* After a round: first-token time, adaptive k, streaming, the end of finished sequences. */
-static hsd_status after_round(request *rq, const hsd_gen_params *p) {
+hsd_status hsd_eng_after_round(request *rq) {
     double t = hsd_timer_ms();
     hsd_status s = HSD_OK;
     for (int32_t i = 0; i < rq->B && !s; i++) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
+        const hsd_gen_params *p = g->prm; /* a running batch mixes requests' parameters */
         if (g->before == 0 && g->out.n > 0) g->t_first = t;
         /* a tree's rate is accepted over its depth (its nodes are alternatives) */
         int32_t den = g->rd.depth > 0 ? g->rd.depth : g->drafted - g->drafted_before;
@@ -278,13 +277,13 @@ static hsd_status after_round(request *rq, const hsd_gen_params *p) {
                           i, g->rounds);
 #endif
         if (!s) s = hsd_eng_stream(g, g->done);
-        if (g->done) end_seq(g, g->stop, t);
+        if (g->done) hsd_eng_end_seq(g, g->stop, t);
     }
     return s;
 }
 
 /* The result of one sequence (times from the start of the request). */
-static hsd_status fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason, double t_start,
+hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason, double t_start,
                               hsd_gen_result *res) {
     res->algo = g->algo;
     snprintf(res->reason, sizeof res->reason, "%s", reason);
@@ -338,12 +337,12 @@ static const hsd_eng_round *round_of(hsd_algo a) {
 }
 
 /* Sequence i: its parameters, slots, limits and prompt. */
-static hsd_status start_seq(request *rq, int32_t i, const hsd_gen_params *p, hsd_algo algo,
-                            const char *prompt, size_t len) {
+hsd_status hsd_eng_start_seq(request *rq, int32_t i, const hsd_gen_params *p, hsd_algo algo,
+                             const char *prompt, size_t len) {
     hsd_engine *e = rq->e;
     hsd_eng_seq *g = &rq->sq[i];
     rq->prm[i] = *p;
-    rq->prm[i].seed = p->seed + (uint64_t)i;
+    if (!rq->seed_as_given) rq->prm[i].seed = p->seed + (uint64_t)i;
     g->e = e;
     g->prm = &rq->prm[i];
     g->index = i;
@@ -383,12 +382,12 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
     double t_start = hsd_timer_ms();
     for (int32_t i = 0; i < B && !s; i++) {
         const char *pr = prompts[i] ? prompts[i] : "";
-        s = start_seq(rq, i, p, algo, pr, lens ? lens[i] : strlen(pr));
+        s = hsd_eng_start_seq(rq, i, p, algo, pr, lens ? lens[i] : strlen(pr));
         if (!s && !rq->sq[i].live) rq->sq[i].t_end = t_start;
     }
-    for (bool any = true; !s && !(s = plan(rq, &any)) && any;) {
-        if ((s = draft_all(rq)) || (s = verify_all(rq))) break;
-        s = after_round(rq, p);
+    for (bool any = true; !s && !(s = hsd_eng_plan(rq, &any)) && any;) {
+        if ((s = hsd_eng_draft_all(rq)) || (s = hsd_eng_verify_all(rq))) break;
+        s = hsd_eng_after_round(rq);
     }
     /* what the caches hold now (a failed round leaves them unknown: forget them) */
     e->t_cached.n = e->d_cached.n = 0;
@@ -398,7 +397,7 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
         if (!s && g->round->drafts) s = remember_cache(&e->d_cached, &g->D.ids, g->d_kv);
     }
     for (int32_t i = 0; i < B && !s; i++)
-        s = fill_result(e, &rq->sq[i], reason, t_start, &results[i]);
+        s = hsd_eng_fill_result(e, &rq->sq[i], reason, t_start, &results[i]);
     for (int32_t i = 0; rq->sq && i < B; i++) hsd_eng_seq_free(&rq->sq[i]);
     /* the caller's slot selection is restored */
     hsd_model_seq_select(e->tm, t_sel);

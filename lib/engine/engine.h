@@ -141,6 +141,10 @@ struct hsd_eng_seq {
     /* streaming: generated ids and decoded bytes already handed to the callback */
     int32_t streamed_ids;
     size_t streamed_bytes;
+    /* a prompt given as target ids (step.c's hsd_batch_add_ids), used by hsd_eng_seq_setup
+     * instead of encoding the prompt text; borrowed for the setup only */
+    const int32_t *prompt_tids;
+    size_t n_prompt_tids;
 };
 
 /* ---- seq.c ---- */
@@ -183,6 +187,41 @@ int32_t hsd_eng_q_width(const hsd_eng_seq *g);
 /* Positions a model may use: its KV capacity, capped by its trained context unless
  * `override` (> 0) asks for more. */
 int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override);
+
+/* ---- driver.c: the phases of a round over a request's sequences ---- */
+/* One call of hsd_engine_generate(_batch), or a running batch (step.c): B sequences in slots
+ * 0..B-1 (slot i of both models; a single request uses the selected slots); the phases skip
+ * sequences that are not live, so a running batch leaves free slots zeroed. */
+typedef struct hsd_eng_request {
+    hsd_engine *e;
+    const char *fn; /* the public function, for error messages */
+    bool single;    /* hsd_engine_generate: prefix caching, the caller's selected slots */
+    bool seed_as_given; /* false: sequence i samples with params->seed + i (generate_batch) */
+    int32_t B;
+    hsd_eng_seq *sq;
+    hsd_gen_params *prm; /* per sequence */
+    hsd_model_batch_seq *ent;
+    int32_t *idx, *last_row;
+    float *dlog, *tlog;
+    size_t dlog_cap, tlog_cap;
+} hsd_eng_request;
+
+/* The parameter checks of hsd_engine_generate; resolves AUTO into *algo with the reason. */
+hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_params *p,
+                                hsd_algo *algo, char *reason, size_t cap);
+/* Sequence i (zeroed before): its parameters (copied into rq->prm[i]), slots, limits and
+ * prompt. Not live afterwards when max_new_tokens is 0. */
+hsd_status hsd_eng_start_seq(hsd_eng_request *rq, int32_t i, const hsd_gen_params *p,
+                             hsd_algo algo, const char *prompt, size_t len);
+/* One round = plan (*any: a sequence is live), draft_all, verify_all, after_round. */
+hsd_status hsd_eng_plan(hsd_eng_request *rq, bool *any);
+hsd_status hsd_eng_draft_all(hsd_eng_request *rq);
+hsd_status hsd_eng_verify_all(hsd_eng_request *rq);
+hsd_status hsd_eng_after_round(hsd_eng_request *rq);
+void hsd_eng_end_seq(hsd_eng_seq *g, hsd_stop_reason why, double t);
+/* The sequence's result, times from t_start. */
+hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason, double t_start,
+                               hsd_gen_result *res);
 
 /* ---- round_token.c: one chain draft (token-level rounds and SLEM) ---- */
 hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits);

@@ -49,6 +49,26 @@ hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size
     return s;
 }
 
+/* A prompt given as target ids: used as they are, after the BOS when add_bos asks for one
+ * and they do not start with it (as an encoded prompt gets it). */
+static hsd_status given_ids(const hsd_engine *e, const int32_t *v, size_t n, bool add_bos,
+                            hsd_ids *ids) {
+    int32_t bos = hsd_tokenizer_bos_id(e->tt);
+    if (add_bos && bos >= 0 && (n == 0 || v[0] != bos) && hsd_ids_push(ids, bos))
+        return hsd_eng_oom();
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= e->vt)
+            return hsd_error(HSD_ERR_OUT_OF_RANGE,
+                             "generate: prompt id %d at index %zu is outside the target's "
+                             "vocabulary of %d",
+                             (int)v[i], i, (int)e->vt);
+        if (hsd_ids_push(ids, v[i])) return hsd_eng_oom();
+    }
+    if (ids->n == 0)
+        return hsd_error(HSD_ERR_INVALID_ARG, "generate: empty prompt and the tokenizer has no BOS");
+    return HSD_OK;
+}
+
 hsd_status hsd_eng_feed_prepare(hsd_model *m, hsd_bridge_side *side, int32_t *kv, int32_t *n_out) {
     int32_t n = (int32_t)side->ids.n - *kv;
     if (n <= 0) { /* nothing pending: recompute the last position */
@@ -290,7 +310,11 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->acc_ema = 0.7;
     g->T.tok = e->tt;
     g->T.specials_silent = true;
-    if ((s = hsd_eng_prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) return s;
+    if (g->prompt_tids) {
+        if ((s = given_ids(e, g->prompt_tids, g->n_prompt_tids, p->add_bos, &g->T.ids))) return s;
+    } else if ((s = hsd_eng_prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) {
+        return s;
+    }
     /* the prompt and at least one generated position must fit */
     if ((int32_t)g->T.ids.n >= g->t_limit)
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
@@ -310,6 +334,10 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
         if (g->algo == HSD_ALGO_SD) {
             for (size_t i = 0; i < g->T.ids.n; i++)
                 if (hsd_ids_push(&g->D.ids, g->T.ids.p[i])) return hsd_eng_oom();
+        } else if (g->prompt_tids) {
+            /* the drafter reads the ids' text (surface bytes of the non-special ids) */
+            if ((s = hsd_eng_prompt_ids(e->dt, g->text.p, g->text.n, p->add_bos, &g->D.ids)))
+                return s;
         } else if ((s = hsd_eng_prompt_ids(e->dt, prompt, len, p->add_bos, &g->D.ids))) {
             return s;
         }

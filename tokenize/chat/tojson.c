@@ -173,9 +173,11 @@ int jj_dumps(jctx *x, jsb *b, jv v, const char *indent, size_t indent_n, int fla
                 while (j > 0) {
                     int c = jv_cmp(d->k[ord[j - 1]], d->k[cur]);
                     if (c == -2) {
+                        size_t prev = ord[j - 1]; /* read before the free (the debug build's
+                                                     -Wuse-after-free caught it) */
                         free(ord);
                         return jx_fail(x, JX_RT, "TypeError: '<' not supported between instances of '%s' and '%s'",
-                                       jv_type_name(d->k[cur]), jv_type_name(d->k[ord[j - 1]]));
+                                       jv_type_name(d->k[cur]), jv_type_name(d->k[prev]));
                     }
                     if (c <= 0) break;
                     ord[j] = ord[j - 1];
