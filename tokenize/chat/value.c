@@ -392,39 +392,61 @@ void jv_py_str_repr(jsb *b, const char *p, size_t n) {
     jsb_putc(b, q);
 }
 
-static void repr_item(jsb *b, jv v) {
-    if (v.t == JV_STR) jv_py_str_repr(b, v.u.s.p, v.u.s.n);
-    else jv_repr_to(b, v);
+/* Python's repr guards against containers that contain themselves (a namespace can: {% set
+ * ns.me = ns %}): a container already being printed prints as [...] / {...}. */
+typedef struct rguard {
+    const void *p[600];
+    int n;
+} rguard;
+
+static void str_r(jsb *b, jv v, rguard *g);
+
+static int guard_enter(jsb *b, rguard *g, const void *p, const char *again) {
+    for (int i = 0; i < g->n; i++)
+        if (g->p[i] == p) {
+            jsb_puts(b, again);
+            return 0;
+        }
+    if (g->n >= (int)(sizeof g->p / sizeof g->p[0])) { /* deeper than any input can nest */
+        jsb_puts(b, "...");
+        return 0;
+    }
+    g->p[g->n++] = p;
+    return 1;
 }
 
-void jv_repr_to(jsb *b, jv v) {
+static void repr_r(jsb *b, jv v, rguard *g) {
     switch (v.t) {
     case JV_STR: jv_py_str_repr(b, v.u.s.p, v.u.s.n); return;
     case JV_UNDEF: return; /* repr(Undefined) is "Undefined"; str() is "" */
     case JV_LIST:
+        if (!guard_enter(b, g, v.u.l, v.tuple ? "(...)" : "[...]")) return;
         jsb_putc(b, v.tuple ? '(' : '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i) jsb_puts(b, ", ");
-            repr_item(b, v.u.l->v[i]);
+            repr_r(b, v.u.l->v[i], g);
         }
         if (v.tuple && v.u.l->n == 1) jsb_putc(b, ',');
         jsb_putc(b, v.tuple ? ')' : ']');
+        g->n--;
         return;
     case JV_DICT:
+        if (!guard_enter(b, g, v.u.d, "{...}")) return;
         jsb_putc(b, '{');
         for (size_t i = 0; i < v.u.d->n; i++) {
             if (i) jsb_puts(b, ", ");
-            repr_item(b, v.u.d->k[i]);
+            repr_r(b, v.u.d->k[i], g);
             jsb_puts(b, ": ");
-            repr_item(b, v.u.d->v[i]);
+            repr_r(b, v.u.d->v[i], g);
         }
         jsb_putc(b, '}');
+        g->n--;
         return;
-    default: jv_str_to(b, v);
+    default: str_r(b, v, g);
     }
 }
 
-void jv_str_to(jsb *b, jv v) {
+static void str_r(jsb *b, jv v, rguard *g) {
     switch (v.t) {
     case JV_UNDEF: return;
     case JV_NONE: jsb_puts(b, "None"); return;
@@ -432,14 +454,26 @@ void jv_str_to(jsb *b, jv v) {
     case JV_INT: jsb_printf(b, "%lld", (long long)v.u.i); return;
     case JV_FLOAT: jv_float_repr(b, v.u.f); return;
     case JV_STR: jsb_put(b, v.u.s.p, v.u.s.n); return;
-    case JV_LIST: case JV_DICT: jv_repr_to(b, v); return;
+    case JV_LIST: case JV_DICT: repr_r(b, v, g); return;
     case JV_NS:
         jsb_puts(b, "<Namespace ");
-        jv_repr_to(b, jv_dict(v.u.d));
+        repr_r(b, jv_dict(v.u.d), g);
         jsb_putc(b, '>');
         return;
     case JV_MACRO: jsb_puts(b, "<Macro>"); return;
     case JV_LOOP: jsb_puts(b, "<LoopContext>"); return;
     default: jsb_puts(b, "<function>"); return;
     }
+}
+
+void jv_repr_to(jsb *b, jv v) {
+    rguard g;
+    g.n = 0;
+    repr_r(b, v, &g);
+}
+
+void jv_str_to(jsb *b, jv v) {
+    rguard g;
+    g.n = 0;
+    str_r(b, v, &g);
 }
