@@ -112,7 +112,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     for (int i = 0; i < n_n; i++) {
         if (n_list[i] > max_n) max_n = n_list[i];
     }
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     mp.n_ctx = prefix + max_n;
     mp.n_seq = max_b;
     if (threads > 0) mp.n_threads = threads;

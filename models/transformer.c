@@ -202,6 +202,11 @@ static void pack_weights(hsd_transformer *tf) {
     tf->packed = true;
 }
 
+void hsd_tf_set_cpu_options(hsd_transformer *tf, bool no_pack, bool no_blas) {
+    if (no_pack) tf->pack_tried = true; /* the products pack each group on the fly */
+    tf->no_blas = no_blas;
+}
+
 void hsd_tf_pack(hsd_transformer *tf) {
     if (!tf->pack_tried) pack_weights(tf);
 }
