@@ -126,6 +126,8 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
            hsd_model_desc(m), hsd_timer_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
            prefix);
+    printf("cpu kernels: %s (features: %s)\n", hsd_cpu_kernels_name(hsd_cpu_kernels_active()),
+           hsd_cpu_kernels_features());
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_b * max_n * V * sizeof *logits);
     int32_t *toks = malloc((size_t)max_b * (prefix + max_n) * sizeof *toks);

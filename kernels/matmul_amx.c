@@ -40,6 +40,20 @@ TGT static void configure(int T, int a_colsb, int b_rows) {
     __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
+/* The calling thread's tile configuration before a product, put back after it: another
+ * library on the same thread (llama.cpp's AMX kernels, in one process with hsd) may have
+ * configured the tiles once and rely on it — releasing them under it made its next tile
+ * instruction fault (SIGILL in test_model_arch_llama_cpp). Unconfigured (palette 0): release. */
+TGT static void save_cfg(amx_cfg *prev) {
+    __asm__ volatile("sttilecfg %0" : "=m"(*prev));
+}
+TGT static void restore_cfg(const amx_cfg *prev) {
+    if (prev->palette)
+        __asm__ volatile("ldtilecfg %0" : : "m"(*prev));
+    else
+        _tile_release();
+}
+
 /* ---- BF16 ------------------------------------------------------------------------------ */
 
 size_t hsd_amx_bf16_acts_bytes(int32_t n, int32_t cols) {
@@ -109,6 +123,8 @@ TGT static void bf16_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb,
     const size_t xs = (size_t)a->cols * 2;
     float part[AMX_T * R];
     int cfgT = 0;
+    amx_cfg prev;
+    save_cfg(&prev);
     for (int32_t t0 = 0; t0 < a->n; t0 += AMX_T) {
         int32_t T = a->n - t0 < AMX_T ? a->n - t0 : AMX_T;
         if (T != cfgT) configure(T, 64, 16), cfgT = T;
@@ -125,7 +141,7 @@ TGT static void bf16_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb,
         for (; g + 4 <= k; g += 4) bf16_tile_4(grp + (size_t)g * gb, gb, K, xb, xs, o + R * g, ld);
         for (; g < k; g++) bf16_tile_1(grp + (size_t)g * gb, gb, K, xb, xs, o + R * g, ld);
     }
-    _tile_release();
+    restore_cfg(&prev);
 }
 
 void hsd_amx_bf16_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
@@ -250,6 +266,8 @@ TGT static void q8_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, i
     const int32_t nb = a->cols / 32;
     float part[AMX_T * R];
     int cfgT = 0;
+    amx_cfg prev;
+    save_cfg(&prev);
     for (int32_t t0 = 0; t0 < a->n; t0 += AMX_T) {
         int32_t T = a->n - t0 < AMX_T ? a->n - t0 : AMX_T;
         if (T != cfgT) configure(T, 32, 8), cfgT = T;
@@ -266,7 +284,7 @@ TGT static void q8_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, i
             q8_wide[T - 1](grp + (size_t)g * gb, gb, nb, a, t0, pf, o + R * g, ld);
         for (; g < k; g++) q8_one[T - 1](grp + (size_t)g * gb, gb, nb, a, t0, pf, o + R * g, ld);
     }
-    _tile_release();
+    restore_cfg(&prev);
 }
 
 void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,

@@ -16,8 +16,10 @@
  *   kernel's (tests check this).
  *
  * Tile state: each call configures the tiles for its token count on the calling thread and
- * releases them before returning (no tile state is left for context switches to save). The
- * process must have been granted tile data (kernels/cpu_features.c does it in its probe). */
+ * before returning puts back the configuration it found (llama.cpp's AMX kernels configure a
+ * thread once and rely on it) or, when there was none, releases the tiles (no tile state left
+ * for context switches to save). The process must have been granted tile data
+ * (kernels/cpu_features.c does it in its probe). */
 #ifndef HSD_KERNELS_MATMUL_AMX_H
 #define HSD_KERNELS_MATMUL_AMX_H
 
