@@ -474,7 +474,8 @@ static void test_amx_q8_matches_avx512(void **state) {
 /* Greedy speculative decoding gives AR's ids on every kernel level this CPU runs (the levels
  * are lowered with the one override, kernels/cpu_features.h): the trained babyllama inflated
  * (exactly) to the smollm-135m width in BF16 and Q8_0 — 32-column multiples, so BF16 runs on
- * AMX tiles where there are any — as the target, stories260K (another tokenizer) drafting. */
+ * AMX tiles where there are any — and to the llama-3.2-1b width in Q4_K_M, as the target,
+ * stories260K (another tokenizer) drafting. */
 static void test_greedy_sd_equals_ar_per_level(void **state) {
     (void)state;
     const char *bm = hsd_test_path("models/babyllama-tok105/model5000.bin"),
@@ -496,7 +497,9 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
     assert_int_equal(hsd_tokenizer_load_file(st, &dtok), HSD_OK);
     hsd_model *draft;
     assert_int_equal(hsd_model_load(sm_, NULL, &draft), HSD_OK);
-    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0};
+    /* Q4_K: the Q4_K_M mix of hsd inflate --dtype q4_k_m (Q4_K and Q6_K products), at the
+     * llama-3.2-1b width (its widths are multiples of 256), 5 layers, 2 prompts */
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K};
     for (int lv = HSD_CPU_AVX2; lv < HSD_CPU_N_LEVELS; lv++) {
         if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) {
             fprintf(stderr, "level %s: not on this CPU, skipped\n",
@@ -504,9 +507,12 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
             continue;
         }
         hsd_cpu_level_limit((hsd_cpu_level)lv);
-        for (int ty = 0; ty < 2; ty++) {
+        for (int ty = 0; ty < 3; ty++) {
+            const bool kq = types[ty] == HSD_DT_Q4_K;
             hsd_synth_model *sm;
-            assert_int_equal(hsd_inflate_build(src, "smollm-135m", 6, types[ty], &sm), HSD_OK);
+            assert_int_equal(hsd_inflate_build(src, kq ? "llama-3.2-1b" : "smollm-135m", kq ? 5 : 6,
+                                               types[ty], &sm),
+                             HSD_OK);
             hsd_transformer *tf;
             assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
             hsd_model_iface it;
@@ -516,7 +522,7 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
             hsd_engine *e;
             assert_int_equal(hsd_engine_init(m, ttok, draft, dtok, &e), HSD_OK);
             int checked = 0;
-            for (int i = 0; i < np; i++) {
+            for (int i = 0; i < (kq && np > 2 ? 2 : np); i++) {
                 hsd_gen_params gp = hsd_gen_default_params();
                 gp.temp = 0;
                 gp.max_new_tokens = 32;
@@ -540,9 +546,9 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
                 }
                 hsd_gen_result_free(&ar);
             }
-            fprintf(stderr, "level %-6s %-4s target: %d greedy generations == AR (%s)\n",
-                    hsd_cpu_level_name((hsd_cpu_level)lv), hsd_dtype_name(types[ty]), checked,
-                    hsd_cpu_kernels_name(hsd_cpu_kernels_active()));
+            fprintf(stderr, "level %-6s %-6s target: %d greedy generations == AR (%s)\n",
+                    hsd_cpu_level_name((hsd_cpu_level)lv), kq ? "Q4_K_M" : hsd_dtype_name(types[ty]),
+                    checked, hsd_cpu_kernels_name(hsd_cpu_kernels_active()));
             hsd_engine_free(e);
             hsd_model_free(m);
             hsd_synth_free(sm);
