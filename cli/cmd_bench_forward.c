@@ -2,6 +2,7 @@
  * speculative verification needs) relative to n = 1, after a cached prefix. */
 #include <stddef.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,13 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
            prefix);
     printf("cpu kernels: %s (features: %s)\n", hsd_cpu_kernels_name(hsd_cpu_kernels_active()),
            hsd_cpu_kernels_features());
+    { /* resident memory once loaded (weights, packed copies): Linux's /proc/self/statm */
+        long pages_total = 0, pages_res = 0;
+        FILE *sf = fopen("/proc/self/statm", "r");
+        if (sf && fscanf(sf, "%ld %ld", &pages_total, &pages_res) == 2)
+            printf("resident after load: %.0f MB\n", pages_res * (double)sysconf(_SC_PAGESIZE) / 1e6);
+        if (sf) fclose(sf);
+    }
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_b * max_n * V * sizeof *logits);
     int32_t *toks = malloc((size_t)max_b * (prefix + max_n) * sizeof *toks);
