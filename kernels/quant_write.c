@@ -13,8 +13,8 @@ static int clampi(int v, int lo, int hi) {
 }
 
 /* One sub-block's affine fit x ≈ a·q − b, q in 0..nmax: a grid of candidate scales around
- * (hi − lo)/nmax, each giving its q and then the least-squares a and b for those q; the
- * smallest squared error wins (the search llama.cpp's quantisers do, without its weights). */
+ * (hi − lo)/nmax, each giving its q and then the weighted least-squares a and b for those q;
+ * the smallest weighted squared error wins (the kind of search llama.cpp's quantisers do). */
 static void fit_affine(const float *x, int n, int nmax, float *a_out, float *b_out) {
     float lo = 0, hi = 0;
     for (int l = 0; l < n; l++) {
@@ -25,6 +25,12 @@ static void fit_affine(const float *x, int n, int nmax, float *a_out, float *b_o
         *a_out = 0, *b_out = -lo;
         return;
     }
+    /* weights: large values matter more (llama.cpp's choice for Q4_K: rms + |x|) */
+    float wt[32], ss = 0;
+    for (int l = 0; l < n; l++) ss += x[l] * x[l];
+    const float rms = sqrtf(ss / (float)n);
+    double W = 0;
+    for (int l = 0; l < n; l++) wt[l] = rms + fabsf(x[l]), W += wt[l];
     float best_a = (hi - lo) / (float)nmax, best_b = -lo, best_err = INFINITY;
     for (int is = -9; is <= 9; is++) {
         float iscale = ((float)nmax + 0.1f * (float)is) / (hi - lo);
@@ -32,11 +38,12 @@ static void fit_affine(const float *x, int n, int nmax, float *a_out, float *b_o
         int q[32];
         for (int l = 0; l < n; l++) {
             q[l] = clampi((int)lrintf((x[l] - lo) * iscale), 0, nmax);
-            sq += q[l], sx += x[l], sqq += (double)q[l] * q[l], sqx += (double)q[l] * x[l];
+            double w = wt[l];
+            sq += w * q[l], sx += w * x[l], sqq += w * q[l] * q[l], sqx += w * q[l] * x[l];
         }
-        double det = n * sqq - sq * sq;
+        double det = W * sqq - sq * sq;
         if (det <= 0) continue;
-        double a = (n * sqx - sq * sx) / det, c = (sqq * sx - sq * sqx) / det; /* x ≈ a·q + c */
+        double a = (W * sqx - sq * sx) / det, c = (sqq * sx - sq * sqx) / det; /* x ≈ a·q + c */
         if (a <= 0) continue;
         if (c > 0) { /* the min must stay >= 0 (b = −c <= 0 is not stored): refit a alone */
             c = 0;
@@ -45,7 +52,7 @@ static void fit_affine(const float *x, int n, int nmax, float *a_out, float *b_o
         float err = 0;
         for (int l = 0; l < n; l++) {
             float e = (float)(a * q[l] + c) - x[l];
-            err += e * e;
+            err += wt[l] * e * e;
         }
         if (err < best_err) best_err = err, best_a = (float)a, best_b = (float)-c;
     }
@@ -98,9 +105,9 @@ static void block_q6_k(const float *x, uint8_t *b) {
         float best = INFINITY;
         for (int is = -8; a > 0 && is <= 8; is++) {
             float sc = a / (31.0f + 0.25f * (float)is), err = 0;
-            for (int l = 0; l < 16; l++) {
+            for (int l = 0; l < 16; l++) { /* weighted by x² (llama.cpp's choice for Q6_K) */
                 float e = sc * (float)clampi((int)lrintf(xi[l] / sc), -32, 31) - xi[l];
-                err += e * e;
+                err += xi[l] * xi[l] * e * e;
             }
             if (err < best) best = err, scale[i] = sc;
         }
