@@ -7,7 +7,8 @@
  *   mm_kernel [q8_0|bf16] [layers] [reps]
  *
  * Built and run by bench/mm_kernel.sh; -DMMK_NO_PACK builds it against a library without
- * hsd_mm_pack. */
+ * hsd_mm_pack. HSD_MATMUL=scalar|avx2|avx512|amx caps the kernel level (as the CLI does), in
+ * trees that have kernels/cpu_features.h (older trees read it themselves). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,10 @@
 #include <time.h>
 
 #include "kernels/matmul.h"
+#if __has_include("kernels/cpu_features.h")
+#include "kernels/cpu_features.h"
+#define MMK_LEVELS 1
+#endif
 
 static double cpu_ms(void) {
     struct timespec t;
@@ -29,6 +34,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     int L = argc > 2 ? atoi(argv[2]) : 4, reps = argc > 3 ? atoi(argv[3]) : 9;
+#ifdef MMK_LEVELS
+    const char *lv = getenv("HSD_MATMUL");
+    for (int i = 0; lv && i < HSD_CPU_N_LEVELS; i++)
+        if (!strcmp(lv, hsd_cpu_level_name((hsd_cpu_level)i))) hsd_cpu_level_limit((hsd_cpu_level)i);
+#endif
     static const int shapes[7][2] = {{2048, 2048}, {512, 2048},  {512, 2048}, {2048, 2048},
                                      {8192, 2048}, {8192, 2048}, {2048, 8192}};
     int nm = 7 * L;
@@ -58,8 +68,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 16 * 8192; i++) x[i] = (float)(rand() % 2000 - 1000) / 1000.0f;
     hsd_mm_ws ws = {0};
     if (hsd_mm_ws_reserve(&ws, 1, 16, 8192)) return 1;
-    printf("%d layers, %.0f MB of %s rows, 1 thread, min CPU ms over %d reps\n", L, total / 1e6,
-           bf16 ? "BF16" : "Q8_0", reps);
+    printf("%d layers, %.0f MB of %s rows, 1 thread, min CPU ms over %d reps, kernels %s\n", L,
+           total / 1e6, bf16 ? "BF16" : "Q8_0", reps, hsd_mm_isa_name(hsd_mm_isa_default()));
     static const int ns[] = {1, 2, 4, 8, 16};
     double t1 = 0;
     for (int a = 0; a < 5; a++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/bench_generate.h"
+#include "cli/cli.h"
 #include "hsd.h"
 
 static int32_t c_vocab(void *c) {
@@ -58,7 +59,7 @@ static const char *stem(const char *path, char *buf, size_t cap) {
 
 int hsd_bench_dir_open(hsd_bench_dir *d, const char *tm, const char *tt, const char *dm,
                        const char *dt, int32_t threads, int need_self, int32_t n_seq) {
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     mp.n_threads = threads;
     mp.n_seq = n_seq;
     char a[64], b[64];

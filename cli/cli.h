@@ -44,4 +44,10 @@ HSD_CLI_COMMAND(bench_bandwidth);
 HSD_CLI_COMMAND(bench_chat);
 int hsd_cmd_bench(int argc, char **argv);
 
+/* hsd_model_default_params() with the CPU-kernel settings the CLI takes from the environment
+ * (the library reads none): HSD_MATMUL=scalar|avx2|avx512|amx (cpu_kernels), HSD_NO_PACK=1
+ * (no_pack), HSD_NO_BLAS (no_blas, set when present). An unknown HSD_MATMUL is reported on
+ * stderr and ignored (cli/main.c). */
+struct hsd_model_params hsd_cli_model_params(void);
+
 #endif

@@ -2,6 +2,7 @@
  * speculative verification needs) relative to n = 1, after a cached prefix. */
 #include <stddef.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     for (int i = 0; i < n_n; i++) {
         if (n_list[i] > max_n) max_n = n_list[i];
     }
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     mp.n_ctx = prefix + max_n;
     mp.n_seq = max_b;
     if (threads > 0) mp.n_threads = threads;
@@ -126,6 +127,15 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
            hsd_model_desc(m), hsd_timer_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
            prefix);
+    printf("cpu kernels: %s (features: %s)\n", hsd_cpu_kernels_name(hsd_cpu_kernels_active()),
+           hsd_cpu_kernels_features());
+    { /* resident memory once loaded (weights, packed copies): Linux's /proc/self/statm */
+        long pages_total = 0, pages_res = 0;
+        FILE *sf = fopen("/proc/self/statm", "r");
+        if (sf && fscanf(sf, "%ld %ld", &pages_total, &pages_res) == 2)
+            printf("resident after load: %.0f MB\n", pages_res * (double)sysconf(_SC_PAGESIZE) / 1e6);
+        if (sf) fclose(sf);
+    }
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_b * max_n * V * sizeof *logits);
     int32_t *toks = malloc((size_t)max_b * (prefix + max_n) * sizeof *toks);

@@ -49,7 +49,7 @@ int hsd_cmd_bench_head(int argc, char **argv) {
     int no_mmap = o.no_mmap;
     const char *model_path = o.model, *heads = o.heads;
     int32_t reps = o.reps, prefix = o.prefix, threads = o.threads;
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     mp.n_ctx = prefix + 2;
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;

@@ -110,7 +110,7 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
     char *hs[MAX_HEADS]; /* each head spec, with a cached factors file once built */
     char cache[MAX_HEADS][64];
     int n_heads = 0;
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;
     if (hsd_cli_engine_load("bench heads", &x, tm, tt, &mp, dm, dt, &mp)) goto done;

@@ -127,7 +127,7 @@ static const char *gguf_tok(const char *model) {
 
 /* The model parameters: the context for n_ctx tokens, n_seq sequence slots. */
 static hsd_model_params model_params(const gen_opts *o, int32_t n_ctx, int32_t n_seq) {
-    hsd_model_params prm = hsd_model_default_params();
+    hsd_model_params prm = hsd_cli_model_params();
     prm.n_ctx = n_ctx;
     prm.n_seq = n_seq;
     if (o->threads > 0) prm.n_threads = o->threads;

@@ -24,7 +24,7 @@ static const hsd_opt inflate_table[] = {
      0, 0},
     {"shape", 0, HSD_OPT_STRING, O(shape), "NAME", "target shape (as hsd synth's)", 0, 0},
     {"", 'o', HSD_OPT_STRING, O(out), "OUT.gguf", "output file", 0, 0},
-    {"dtype", 0, HSD_OPT_CHOICE, O(dtype), "f32|f16|bf16|q8_0", "weight type (f32)", 0, 0},
+    {"dtype", 0, HSD_OPT_CHOICE, O(dtype), "f32|f16|bf16|q8_0|q4_k_m", "weight type (f32)", 0, 0},
     {"layers", 0, HSD_OPT_INT, O(layers), "N", "layers of the output (default: the shape's)", 1,
      4096},
 };
@@ -32,7 +32,7 @@ static const hsd_opt inflate_table[] = {
 
 const hsd_cli_spec hsd_spec_inflate = {
     "inflate",
-    "--model IN [--tokenizer T] --shape NAME -o OUT.gguf [--dtype f32|f16|bf16|q8_0] [--layers N]",
+    "--model IN [--tokenizer T] --shape NAME -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_k_m] [--layers N]",
     "  The output computes IN's logits at the cost of the shape; vocabulary and context stay\n"
     "  IN's. An unknown --shape lists the known ones.\n",
     NULL,
@@ -48,8 +48,8 @@ int hsd_cmd_inflate(int argc, char **argv) {
         return hsd_opts_fail(&hsd_spec_inflate, "--model, --shape and -o are required");
     /* the --dtype choices, in hsd_ftype's order */
     static const hsd_ftype ftypes[] = {HSD_FTYPE_F32, HSD_FTYPE_F16, HSD_FTYPE_BF16,
-                                       HSD_FTYPE_Q8_0};
-    static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0"};
+                                       HSD_FTYPE_Q8_0, HSD_FTYPE_Q4_K_M};
+    static const char *const dtype_names[] = {"f32", "f16", "bf16", "q8_0", "q4_k_m"};
     const char *in = o.in, *shape = o.shape, *out = o.out;
     const char *dtype = dtype_names[o.dtype];
     hsd_inflate_params p = hsd_inflate_default_params();

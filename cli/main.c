@@ -1,5 +1,6 @@
 /* hsd — command-line front end. Dispatches to one file per subcommand. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -42,6 +43,22 @@ static int help_flags(void) {
     for (int i = 0; i < hsd_cli_n_bench_cmds; i++)
         hsd_opts_list_flags(hsd_cli_bench_cmds[i].spec, stdout);
     return 0;
+}
+
+hsd_model_params hsd_cli_model_params(void) {
+    hsd_model_params p = hsd_model_default_params();
+    const char *mm = getenv("HSD_MATMUL"), *np = getenv("HSD_NO_PACK");
+    if (mm && *mm) {
+        int k = hsd_cpu_kernels_parse(mm);
+        if (k < 0)
+            fprintf(stderr, "hsd: HSD_MATMUL=%s unknown (auto|scalar|avx2|avx512|amx); ignored\n",
+                    mm);
+        else
+            p.cpu_kernels = (hsd_cpu_kernels)k;
+    }
+    p.no_pack = np && *np && strcmp(np, "0") != 0;
+    p.no_blas = getenv("HSD_NO_BLAS") != NULL;
+    return p;
 }
 
 int main(int argc, char **argv) {

@@ -196,6 +196,25 @@ typedef enum hsd_weight_type {
     HSD_WEIGHTS_BF16 = 3,
 } hsd_weight_type;
 
+/* CPU kernel levels (hsd_model_params.cpu_kernels); each implies the ones before it. */
+typedef enum hsd_cpu_kernels {
+    HSD_CPU_KERNELS_AUTO = 0,
+    HSD_CPU_KERNELS_SCALAR, /* plain C */
+    HSD_CPU_KERNELS_AVX2,   /* AVX2 + FMA + F16C */
+    HSD_CPU_KERNELS_AVX512, /* AVX-512 F/BW/VL/DQ + BF16 + VNNI */
+    HSD_CPU_KERNELS_AMX     /* + AMX-BF16 and AMX-INT8 tiles */
+} hsd_cpu_kernels;
+
+/* "auto", "scalar", "avx2", "avx512", "amx" ("?" for other values); parse returns -1 for
+ * unknown names or NULL. */
+HSD_API const char *hsd_cpu_kernels_name(hsd_cpu_kernels k);
+HSD_API int hsd_cpu_kernels_parse(const char *name);
+/* The level the CPU kernels run at now (never AUTO): the best this CPU supports, lowered by
+ * any cpu_kernels given to a load. Thread-safe. */
+HSD_API hsd_cpu_kernels hsd_cpu_kernels_active(void);
+/* One line naming the CPU's features the kernels use ("avx2 avx512 avx512_bf16 ... amx"). */
+HSD_API const char *hsd_cpu_kernels_features(void);
+
 typedef struct hsd_model_params {
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
@@ -204,6 +223,19 @@ typedef struct hsd_model_params {
     hsd_weight_type device_weights; /* CUDA only; default AUTO */
     int32_t n_seq;     /* sequence slots, each with its own KV cache of n_ctx tokens (memory
                         * grows n_seq-fold); 0 = 1. See hsd_model_forward_batch. */
+    /* CPU kernels: the highest instruction-set level every CPU kernel family (products,
+     * quantised dots, row operations) may use; AUTO (default) leaves the level as it is (the
+     * best the CPU runs, unless an earlier load lowered it). Process-wide: the kernels
+     * dispatch from one CPU probe, so a non-AUTO value applies to every model of the process
+     * from this load on. A level the CPU lacks runs the best one below it. The CLI takes it
+     * from HSD_MATMUL=scalar|avx2|avx512|amx. */
+    hsd_cpu_kernels cpu_kernels;
+    /* Skip the load-time packed copies of BF16 and Q8_0 weights (memory over speed: the
+     * products pack on the fly, the same bits, slower). The CLI: HSD_NO_PACK=1. */
+    bool no_pack;
+    /* Never hand F32 products to BLAS sgemm (which takes prefills of >= 32 tokens). The
+     * CLI: HSD_NO_BLAS=1. */
+    bool no_blas;
 } hsd_model_params;
 
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the

@@ -368,6 +368,9 @@ typedef enum hsd_ftype {
     HSD_FTYPE_F16 = 1,
     HSD_FTYPE_BF16 = 2,
     HSD_FTYPE_Q8_0 = 3,
+    /* llama.cpp's Q4_K_M mix (inflate only; widths multiples of 256): Q4_K matrices, Q6_K for
+     * the output matrix and for attn_v / ffn_down in llama.cpp's "more bits" layers */
+    HSD_FTYPE_Q4_K_M = 4,
 } hsd_ftype;
 
 /* The known shape names, comma-separated. Static string. */

@@ -1,4 +1,5 @@
 #include "kernels/cpu_ops.h"
+#include "kernels/cpu_features.h"
 
 #include "kernels/quant.h"
 
@@ -148,8 +149,7 @@ void hsd_q8_0_quantize_row(const float *x, int64_t cols, uint8_t *out) {
 /* ---- AVX2 kernels ------------------------------------------------------------------ */
 #ifdef HSD_X86
 static int cpu_has_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return hsd_cpu_level_active() >= HSD_CPU_AVX2; /* kernels/cpu_features.h */
 }
 
 HSD_AVX2 static inline float hsum8(__m256 v) {

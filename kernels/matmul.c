@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_kern.h"
 #include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_q8.h"
@@ -23,48 +25,24 @@
 /* (a multiple of 16 floats: every thread's share starts 64-byte aligned, as the packing's
  * aligned stores need; 8·cols + 16 alone is 32 bytes off for odd cols) */
 
+_Static_assert((int)HSD_MM_AMX == (int)HSD_CPU_AMX && (int)HSD_MM_N_ISA == (int)HSD_CPU_N_LEVELS,
+               "kernel sets are the CPU levels");
+
 const char *hsd_mm_isa_name(hsd_mm_isa isa) {
-    static const char *names[] = {"scalar", "avx2", "avx512"};
-    return (unsigned)isa < HSD_MM_N_ISA ? names[isa] : "?";
+    return hsd_cpu_level_name((hsd_cpu_level)isa);
 }
 
 int hsd_mm_isa_available(hsd_mm_isa isa) {
-    switch (isa) {
-    case HSD_MM_SCALAR:
-        return 1;
-#if defined(__x86_64__) && defined(__GNUC__)
-    case HSD_MM_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
-    case HSD_MM_AVX512:
-        return hsd_mm_isa_available(HSD_MM_AVX2) && __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16") &&
-               __builtin_cpu_supports("avx512vnni");
+#ifndef HSD_MM_HAVE_AVX512
+    if (isa >= HSD_MM_AVX512) return 0; /* not built */
 #endif
-    default:
-        return 0;
-    }
+    return hsd_cpu_level_supported((hsd_cpu_level)isa);
 }
 
 hsd_mm_isa hsd_mm_isa_default(void) {
-    /* read once; atomic so that concurrent first reads are no data race (every thread
-     * computes the same value) */
-    static atomic_int cached = -1;
-    int v = cached;
-    if (v >= 0) return (hsd_mm_isa)v;
-    v = HSD_MM_SCALAR;
-    for (int i = HSD_MM_N_ISA - 1; i > 0; i--)
-        if (hsd_mm_isa_available((hsd_mm_isa)i)) {
-            v = i;
-            break;
-        }
-    const char *env = getenv("HSD_MATMUL");
-    for (int i = 0; env && i < HSD_MM_N_ISA; i++)
-        if (!strcmp(env, hsd_mm_isa_name((hsd_mm_isa)i)) && hsd_mm_isa_available((hsd_mm_isa)i))
-            v = i;
-    cached = v;
-    return (hsd_mm_isa)v;
+    hsd_mm_isa v = (hsd_mm_isa)hsd_cpu_level_active();
+    while (v > HSD_MM_SCALAR && !hsd_mm_isa_available(v)) v--;
+    return v;
 }
 
 void hsd_mm_ws_free(hsd_mm_ws *ws) {
@@ -96,8 +74,10 @@ static size_t q8k_acts_bytes(int32_t n, int32_t cols) {
 static size_t ws_bytes(int32_t nth, int32_t n, int32_t cols) {
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    size_t a = hsd_bf16p_acts_bytes(n, cols), b = hsd_q8p_acts_bytes(n, cols);
+    size_t a = hsd_bf16p_acts_bytes(n, cols), b = hsd_q8p_acts_bytes(n, cols),
+           c = hsd_amx_bf16_acts_bytes(n, cols);
     acts = a > b ? a : b;
+    if (c > acts) acts = c;
 #endif
     size_t k = q8k_acts_bytes(n, cols);
     if (k > acts) acts = k;
@@ -162,15 +142,23 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = w->data;
 #ifdef HSD_MM_HAVE_AVX512
-    if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
+    if (j->isa == HSD_MM_AMX && w->type == HSD_DT_Q8_0) { /* matmul_amx.c */
+        hsd_amx_q8_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        return;
+    }
+    if (j->a.xb && w->type == HSD_DT_BF16) { /* AMX, whole 32-column steps: matmul_amx.c */
+        hsd_amx_bf16_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        return;
+    }
+    if (j->isa >= HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
         hsd_q8p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
-    if (j->isa == HSD_MM_AVX512 && w->type == HSD_DT_BF16) { /* matmul_bf16p_avx512.c */
+    if (j->isa >= HSD_MM_AVX512 && w->type == HSD_DT_BF16) { /* matmul_bf16p_avx512.c */
         hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
-    if (j->isa == HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
+    if (j->isa >= HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
         const uint8_t *ptr[MM_ROW_BATCH];
         for (int32_t k = 0; k < count; k += MM_ROW_BATCH) {
             int32_t c = count - k < MM_ROW_BATCH ? count - k : MM_ROW_BATCH;
@@ -269,7 +257,7 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         p->out = prods[i].out;
         p->ld = prods[i].ld;
         if (p->rows <= 0) continue;
-        p->chunk = isa == HSD_MM_AVX512 && hsd_mm_packed_type(p->w->type)
+        p->chunk = isa >= HSD_MM_AVX512 && hsd_mm_packed_type(p->w->type)
                        ? split_rows(p->rows, nth)
                        : chunk_rows(p->w, p->rows, nth);
         p->first = j->n_chunks;
@@ -277,13 +265,16 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         j->n_parts++;
     }
     atomic_init(&j->next, 0);
-    j->split = isa == HSD_MM_AVX512 && hsd_mm_packed_type(w0->type) && nth > 1;
+    j->split = isa >= HSD_MM_AVX512 && hsd_mm_packed_type(w0->type) && nth > 1;
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    const int q8p = isa == HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;
-    const int bfp = isa == HSD_MM_AVX512 && w0->type == HSD_DT_BF16;
+    const int q8p = isa >= HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;
+    const int bfp = isa >= HSD_MM_AVX512 && w0->type == HSD_DT_BF16;
+    const int bfa = bfp && isa == HSD_MM_AMX && hsd_amx_bf16_cols_ok(w0->cols);
     if (q8p)
         acts = hsd_q8p_acts_bytes(n, w0->cols);
+    else if (bfa)
+        acts = hsd_amx_bf16_acts_bytes(n, w0->cols);
     else if (bfp)
         acts = hsd_bf16p_acts_bytes(n, w0->cols);
 #endif
@@ -303,6 +294,8 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
     if (q8p || bfp) {
         if (q8p)
             hsd_q8p_prepare(&j->a, ws->buf);
+        else if (bfa)
+            hsd_amx_bf16_prepare(&j->a, ws->buf);
         else
             hsd_bf16p_prepare(&j->a, ws->buf);
         for (int32_t i = 0; i < j->n_parts; i++)

@@ -3,9 +3,10 @@
  *
  * Each product reads every weight row once per call for all n tokens: rows go through
  * micro-kernels that hold a tile of several rows × several tokens in registers, with the
- * weights' dequantisation fused into the loads. The kernel set is picked once at run time
- * (AVX-512 with BF16/VNNI, the AVX2 kernels of cpu_ops.c, or plain C); unknown storage types
- * fall back to hsd_matmul_rows (convert a row to fp32, then dot).
+ * weights' dequantisation fused into the loads. The kernel set is the CPU level of
+ * kernels/cpu_features.h (AMX tiles for BF16 and Q8_0, AVX-512 with BF16/VNNI, the AVX2
+ * kernels of cpu_ops.c, or plain C); unknown storage types fall back to hsd_matmul_rows
+ * (convert a row to fp32, then dot).
  *
  * Batch invariance: the result for a (row, token) pair is the same bits whatever n is, which
  * tile the pair falls in and which thread computes it — every tile shape runs the same
@@ -26,18 +27,20 @@
 #include "kernels/cpu_ops.h"
 #include "kernels/threadpool.h"
 
+/* The kernel sets, one per level of kernels/cpu_features.h (the same values). */
 typedef enum hsd_mm_isa {
     HSD_MM_SCALAR = 0, /* plain C, fp32 activations */
     HSD_MM_AVX2,       /* cpu_ops.c's AVX2+FMA kernels, fp32 activations */
     HSD_MM_AVX512,     /* AVX-512F/BW/VL + BF16 + VNNI micro-kernels */
+    HSD_MM_AMX,        /* AVX-512's, with BF16 and Q8_0 on AMX tiles (matmul_amx.h) */
     HSD_MM_N_ISA
 } hsd_mm_isa;
 
 const char *hsd_mm_isa_name(hsd_mm_isa isa);
 /* Whether this CPU runs the kernel set. */
 int hsd_mm_isa_available(hsd_mm_isa isa);
-/* The set used by hsd_mm_run: the best available one, or the one named by the environment
- * variable HSD_MATMUL=scalar|avx2|avx512 when that is available (benchmarks). */
+/* The set used by hsd_mm_run: hsd_cpu_level_active() (the best the CPU runs, lowered by the
+ * hsd_model_params.cpu_kernels override). */
 hsd_mm_isa hsd_mm_isa_default(void);
 
 /* Per-caller scratch of the products (prepared activations, per-thread row buffers), grown
@@ -84,7 +87,7 @@ hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld,
  * products of w then read instead of w, with the same results bit for bit. The copy is
  * found by w's data pointer and shape and counted per call: call hsd_mm_unpack(w) as many
  * times, before w's data goes away. Returns HSD_ERR_NOMEM when the copy cannot be made.
- * The environment variable HSD_NO_PACK=1 turns the copies off (memory over speed: the
+ * hsd_model_params.no_pack skips the copies of a model's matrices (memory over speed: the
  * products then pack each 16-row group on the fly, the same bits, slower). */
 hsd_status hsd_mm_pack(const hsd_mat *w);
 /* The same, packing on up to nth threads of pool (NULL: the calling thread). */

@@ -3,7 +3,6 @@
  * type, rows and cols, so a view of part of a packed matrix (another pointer or shape) is
  * never mistaken for it. */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,18 +38,6 @@ static size_t reg_index(const hsd_mat *w) {
 static hsd_mm_packed *reg_lookup(const hsd_mat *w) {
     size_t i = reg_index(w);
     return i < reg_n ? reg[i] : NULL;
-}
-
-/* HSD_NO_PACK=1 (memory over speed: see matmul.h), read once per process so that a copy
- * and its hsd_mm_unpack always see the same setting. */
-__attribute__((unused)) static bool no_pack(void) {
-    static atomic_int cached = -1; /* every thread computes the same value */
-    int v = cached;
-    if (v < 0) {
-        const char *off = getenv("HSD_NO_PACK");
-        cached = v = off && *off && strcmp(off, "0") != 0;
-    }
-    return v;
 }
 
 const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w) {
@@ -94,12 +81,11 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
 }
 
 hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth) {
-    /* only where the products will read it: not with HSD_MATMUL=avx2|scalar (1.3 GB saved
-     * for a 1B Q8_0 model, 2.5 GB for BF16) */
+    /* only where the products will read it (AVX-512 and AMX): not under the avx2 or scalar
+     * override (1.3 GB saved for a 1B Q8_0 model, 2.5 GB for BF16) */
     const bool q8 = w->type == HSD_DT_Q8_0;
-    if (no_pack()) return HSD_OK;
     if (!hsd_mm_packed_type(w->type) || w->rows <= 0 || w->cols <= 0 ||
-        (q8 && (w->cols < 32 || w->cols % 32 != 0)) || hsd_mm_isa_default() != HSD_MM_AVX512)
+        (q8 && (w->cols < 32 || w->cols % 32 != 0)) || hsd_mm_isa_default() < HSD_MM_AVX512)
         return HSD_OK;
     pthread_mutex_lock(&reg_mu);
     hsd_mm_packed *p = reg_lookup(w);

@@ -51,6 +51,10 @@ static inline float hsd_quant_half_at(const uint8_t *p) {
 
 #define HSD_QK_K 256 /* elements of a k-quant super-block */
 
+/* Quantises one row of fp32 (cols a multiple of 256) to Q4_K or Q6_K blocks at out (files hsd
+ * writes: kernels/quant_write.c); false for other types or widths. */
+bool hsd_quant_row(hsd_dtype t, const float *x, int64_t cols, void *out);
+
 /* true for the block-quantised types (Q8_0 included), false for F32/F16/BF16 */
 bool hsd_dtype_is_quant(hsd_dtype t);
 /* Elements per block (1 for F32/F16/BF16) and bytes per block. */

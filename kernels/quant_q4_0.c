@@ -16,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/cpu_features.h"
 #include "kernels/quant.h"
 
 static float half_of(const uint8_t *p) {
@@ -88,9 +89,7 @@ HSD_AVX2Q4 static void dot8(const uint8_t *rows, size_t rb, int32_t nrows, const
 
 bool hsd_quant_dot_q4_0_avx2(const void *rows, size_t rb, int32_t nrows, const hsd_q8_0 *x,
                              int64_t cols, float *out) {
-    /* F16C is not asked separately: every AVX2 + FMA CPU has it, and clang 14 (the fuzz
-     * build) rejects __builtin_cpu_supports("f16c") */
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+    if (hsd_cpu_level_active() < HSD_CPU_AVX2) return false; /* kernels/cpu_features.h */
     for (int32_t r = 0; r < nrows; r += 8)
         dot8((const uint8_t *)rows + (size_t)r * rb, rb, nrows - r < 8 ? nrows - r : 8, x, cols,
              out + r);

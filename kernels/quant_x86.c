@@ -4,6 +4,7 @@
  * operations in the reference's order (mul, then add/sub; never fused), so its output equals
  * kernels/quant_ref.c bit for bit. The dot product dequantises 256 elements into a stack
  * buffer (L1) and accumulates them against x with FMAs. */
+#include "kernels/cpu_features.h"
 #include "kernels/quant.h"
 
 #include <string.h>
@@ -237,7 +238,7 @@ HSD_AVX2Q static void dequant_blocks(hsd_dtype t, const uint8_t *b, int64_t nb, 
 }
 
 static int has_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return hsd_cpu_level_active() >= HSD_CPU_AVX2; /* kernels/cpu_features.h */
 }
 
 bool hsd_quant_dequant_avx2(hsd_dtype t, const void *row, int64_t cols, float *out) {

@@ -8,6 +8,7 @@
  *   Q6_K:      sum = dx*d * sum_k sc_k * (<q_k, q8_k> - 32 * sum(q8_k))     (q unsigned 0..63)
  * _mm256_maddubs_epi16 multiplies the unsigned weight quants (<= 63) by the signed activation
  * quants (|q8| <= 127): a pair sums to at most 2*63*127 < 2^15, so it never saturates. */
+#include "kernels/cpu_features.h"
 #include "kernels/quant.h"
 
 #include <string.h>
@@ -118,7 +119,7 @@ HSD_AVX2K static float dot_q6k(const uint8_t *w, const hsd_q8k *x, int64_t nb) {
 
 bool hsd_quant_dot_q8k_avx2(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,
                             float *dot) {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+    if (hsd_cpu_level_active() < HSD_CPU_AVX2) return false; /* kernels/cpu_features.h */
     int64_t nb = cols / HSD_QK_K;
     switch (t) {
     case HSD_DT_Q4_K:

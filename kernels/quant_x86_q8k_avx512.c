@@ -9,6 +9,7 @@
  * and l + 8 are folded together once per block, so each of the 8 int32 lanes holds exactly
  * the AVX2 lane's integer (integer sums are exact in any order), and the float operations
  * that follow are the AVX2 ones, in the same order. VPDPWSSD fuses the AVX2 madd + add. */
+#include "kernels/cpu_features.h"
 #include "kernels/quant.h"
 
 #include <string.h>
@@ -229,9 +230,7 @@ HSD_AVX512K static void dot_q6k_4(const uint8_t *w, const hsd_q8k *x, int64_t nb
 }
 
 static int has_avx512(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("fma");
+    return hsd_cpu_level_active() >= HSD_CPU_AVX512; /* kernels/cpu_features.h */
 }
 
 bool hsd_quant_dot_q8k_avx512(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols,

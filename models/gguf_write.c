@@ -15,20 +15,23 @@
 #include "models/loaders.h"
 #include "models/synth.h"
 
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_BF16 = 30 };
-/* llama.cpp's llama_ftype of a file whose matrices all have one type */
-enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q8_0 = 7, FTYPE_BF16 = 32 };
+enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30 };
+/* llama.cpp's llama_ftype of a file whose matrices all have one type (Q4_K: the Q4_K_M mix) */
+enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_BF16 = 32 };
 
 static uint32_t ggml_type(hsd_dtype t) {
     return t == HSD_DT_F32    ? GGML_F32
            : t == HSD_DT_F16  ? GGML_F16
            : t == HSD_DT_BF16 ? GGML_BF16
+           : t == HSD_DT_Q4_K ? GGML_Q4_K
+           : t == HSD_DT_Q6_K ? GGML_Q6_K
                               : GGML_Q8_0;
 }
 static uint32_t file_type(hsd_dtype t) {
     return t == HSD_DT_F32    ? FTYPE_F32
            : t == HSD_DT_F16  ? FTYPE_F16
            : t == HSD_DT_BF16 ? FTYPE_BF16
+           : t == HSD_DT_Q4_K ? FTYPE_Q4_K_M
                               : FTYPE_Q8_0;
 }
 
@@ -103,7 +106,10 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
     hsd_gguf_w_init(&w, 32);
     hsd_gguf_w_str(&w, "general.architecture", arch);
     hsd_gguf_w_str(&w, "general.name", m->shape_name);
-    hsd_gguf_w_u32(&w, "general.file_type", file_type(m->n ? m->t[0].type : HSD_DT_F32));
+    hsd_dtype ft = m->n ? m->t[0].type : HSD_DT_F32;
+    for (int32_t i = 0; i < m->n; i++) /* the Q4_K_M mix: Q4_K anywhere (its embedding may be Q6_K) */
+        if (m->t[i].type == HSD_DT_Q4_K) ft = HSD_DT_Q4_K;
+    hsd_gguf_w_u32(&w, "general.file_type", file_type(ft));
     kv_u32(&w, arch, "context_length", (uint32_t)c->seq_len);
     kv_u32(&w, arch, "embedding_length", (uint32_t)c->dim);
     kv_u32(&w, arch, "feed_forward_length", (uint32_t)c->hidden_dim);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu_features.h"
 #include "models/tf_internal.h"
 
 #ifdef HSD_HAVE_OPENBLAS
@@ -31,12 +32,9 @@ void hsd_tf_matmul(hsd_transformer *tf, float *out, int32_t ld, const float *x, 
 #ifdef HSD_HAVE_OPENBLAS
     /* sgemm's blocking beats the row kernel for f32 weights only from a few dozen tokens on
      * (prefill): measured on synth qwen2.5-0.5b f32, sgemm is 1.9x slower at n = 8, equal at
-     * n = 16 and 1.9x faster at n = 64 (bench/RESULTS.md). HSD_NO_BLAS=1 turns it off. */
-    /* process-wide switch read once from the environment; atomic so concurrent first reads
-     * are not a data race (every thread computes the same value) */
-    static atomic_int no_blas = -1;
-    if (no_blas < 0) no_blas = getenv("HSD_NO_BLAS") != NULL;
-    if (!no_blas && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
+     * n = 16 and 1.9x faster at n = 64 (bench/RESULTS.md). hsd_model_params.no_blas turns
+     * it off; so does the scalar CPU level (kernels/cpu_features.h: one dispatch). */
+    if (!tf->no_blas && hsd_cpu_level_active() > HSD_CPU_SCALAR && w->type == HSD_DT_F32 && n >= 32 && (int64_t)w->rows * w->cols >= (1 << 16)) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x, w->cols,
                     (const float *)w->data, w->cols, 0.0f, out, ld);
         return;
@@ -56,7 +54,7 @@ static void tf_matmul_fused(hsd_transformer *tf, const float *x, int32_t n, cons
     for (int32_t i = 1; i < np; i++)
         same &= p[i].w->type == p[0].w->type && p[i].w->cols == p[0].w->cols;
 #ifdef HSD_HAVE_OPENBLAS
-    same &= !(p[0].w->type == HSD_DT_F32 && n >= 32); /* hsd_tf_matmul may take sgemm */
+    same &= !(!tf->no_blas && p[0].w->type == HSD_DT_F32 && n >= 32); /* sgemm's range */
 #endif
     if (same && hsd_mm_run_fused(&tf->mm, tf->pool, tf->n_threads, x, n, p, np) == HSD_OK) return;
     for (int32_t i = 0; i < np; i++) hsd_tf_matmul(tf, p[i].out, p[i].ld, x, n, p[i].w);

@@ -8,6 +8,7 @@
 #include "hsd.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "kernels/cpu_features.h"
 #include "models/cuda_model.h"
 #include "models/forward_check.h"
 #include "models/head.h"
@@ -33,8 +34,31 @@ hsd_model_params hsd_model_default_params(void) {
                           .use_mmap = true,
                           .backend = HSD_BACKEND_AUTO,
                           .device_weights = HSD_WEIGHTS_AUTO,
-                          .n_seq = 1};
+                          .n_seq = 1,
+                          .cpu_kernels = HSD_CPU_KERNELS_AUTO,
+                          .no_pack = false,
+                          .no_blas = false};
     return p;
+}
+
+const char *hsd_cpu_kernels_name(hsd_cpu_kernels k) {
+    static const char *names[] = {"auto", "scalar", "avx2", "avx512", "amx"};
+    return (unsigned)k <= HSD_CPU_KERNELS_AMX ? names[k] : "?";
+}
+
+int hsd_cpu_kernels_parse(const char *name) {
+    for (int k = 0; name && k <= HSD_CPU_KERNELS_AMX; k++)
+        if (!strcmp(name, hsd_cpu_kernels_name((hsd_cpu_kernels)k))) return k;
+    return -1;
+}
+
+/* hsd_cpu_kernels is hsd_cpu_level + 1 (kernels/cpu_features.h), AUTO aside */
+hsd_cpu_kernels hsd_cpu_kernels_active(void) {
+    return (hsd_cpu_kernels)(hsd_cpu_level_active() + 1);
+}
+
+const char *hsd_cpu_kernels_features(void) {
+    return hsd_cpu_features_get()->desc;
 }
 
 const char *hsd_backend_name(hsd_backend b) {
@@ -87,7 +111,13 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_model_load: backend %d or device weights %d unknown",
                          (int)params->backend, (int)params->device_weights);
+    if (params && ((int)params->cpu_kernels < HSD_CPU_KERNELS_AUTO ||
+                   params->cpu_kernels > HSD_CPU_KERNELS_AMX))
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: cpu_kernels %d unknown",
+                         (int)params->cpu_kernels);
     if (stat(path, &st) != 0) return hsd_error(HSD_ERR_IO, "%s: no such file or directory", path);
+    if (params && params->cpu_kernels != HSD_CPU_KERNELS_AUTO) /* before any packing */
+        hsd_cpu_level_limit((hsd_cpu_level)(params->cpu_kernels - 1));
     hsd_transformer *tf = NULL;
     hsd_status s;
     if (S_ISDIR(st.st_mode) || ends_with(path, ".safetensors") || ends_with(path, ".json")) {
@@ -138,6 +168,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
         hsd_log(HSD_LOG_INFO, "CUDA backend not used (%s); using CPU", hsd_last_error());
         hsd_error_clear();
     }
+    hsd_tf_set_cpu_options(tf, p.no_pack, p.no_blas);
     hsd_tf_pack(tf); /* on the CPU for good: the products' weight copies are load time */
     hsd_tf_iface(tf, &iface);
     s = wrap(&iface, hsd_tf_desc(tf), out);

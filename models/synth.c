@@ -124,6 +124,12 @@ static hsd_status add(hsd_synth_model *m, hsd_tkind kind, int32_t layer, const c
 }
 
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out) {
+    if (dtype != HSD_DT_F32 && dtype != HSD_DT_F16 && dtype != HSD_DT_BF16 && dtype != HSD_DT_Q8_0) {
+        if (out) *out = NULL;
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "synth: random weights in %s are not made (f32, f16, bf16, q8_0; "
+                         "q4_k_m through hsd inflate)", hsd_dtype_name(dtype));
+    }
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "synth: out is NULL");
     *out = NULL;
     if (!shape)
@@ -231,7 +237,8 @@ hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_pa
 /* --- public API (include/hsd_tools.h) ---------------------------------------------- */
 
 hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0,
+                                      HSD_DT_Q4_K};
     if ((unsigned)type >= sizeof types / sizeof *types)
         return hsd_error(HSD_ERR_INVALID_ARG, "weight type %d outside hsd_ftype", (int)type);
     *out = types[type];

@@ -27,6 +27,7 @@ struct hsd_transformer {
     hsd_mat tok_emb, cls;
     bool packed; /* hsd_mm_pack ran on the products' matrices (hsd_tf_free undoes it) */
     bool pack_tried; /* the first forward tried it (pack_weights in transformer.c) */
+    bool no_blas;    /* hsd_model_params.no_blas: no sgemm for F32 prefills */
     float *out_norm;
     hsd_tf_layer *layers;
     void (*release)(void *);

@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "kernels/quant.h"
+#include "kernels/matmul_pack.h"
 #include "lib/base/error.h"
+#include "lib/base/file_map.h"
 #include "lib/base/log.h"
 #include "lib/base/timer.h"
 #include "models/arch.h"
@@ -187,11 +189,30 @@ static const hsd_mat *product_mat(const hsd_transformer *tf, int32_t i) {
  * on the CPU (hsd_tf_pack from hsd_model_load), or else at its first forward: a model that
  * hsd_model_load hands to the CUDA backend (copied to the device, then freed) never pays. Without the memory for a copy the products pack each group on the
  * fly: the same bits, slower, so a failure here is a notice, not an error. */
+/* One resident copy of the weights, not two: the products read the packed copies, so the
+ * pages of the file mapping under every packed matrix are handed back to the kernel (a
+ * private read-only file mapping: whatever still reads them — embedding rows of a tied
+ * matrix, row subsets — faults them in again from the page cache). Only for mapped files
+ * (a buffer read into memory would lose its contents). Measured: bench/notes/kquant_amx.md. */
+static void drop_packed_source(const hsd_transformer *tf, const hsd_mat *w) {
+    if (tf->release != hsd_file_map_close || !tf->release_ctx ||
+        !((const hsd_file_map *)tf->release_ctx)->mapped || !w->data || !hsd_mm_packed_find(w))
+        return;
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)w->data,
+              b = a + hsd_dtype_row_bytes(w->type, w->cols) * (size_t)w->rows;
+    a = (a + pg - 1) & ~(pg - 1), b &= ~(pg - 1); /* whole pages inside the matrix */
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static void pack_weights(hsd_transformer *tf) {
     tf->pack_tried = true;
     int32_t n = 7 * tf->cfg.n_layers + 1;
     for (int32_t i = 0; i < n; i++) {
-        if (hsd_mm_pack_on(product_mat(tf, i), tf->pool, tf->n_threads) != HSD_OK) {
+        const hsd_mat *w = product_mat(tf, i);
+        if (hsd_mm_pack_on(w, tf->pool, tf->n_threads) == HSD_OK) {
+            drop_packed_source(tf, w); /* matrix by matrix: the peak is one copy plus one */
+        } else {
             hsd_log(HSD_LOG_INFO, "%s; weights are packed on the fly instead (slower)",
                     hsd_last_error());
             hsd_error_clear();
@@ -200,6 +221,11 @@ static void pack_weights(hsd_transformer *tf) {
         }
     }
     tf->packed = true;
+}
+
+void hsd_tf_set_cpu_options(hsd_transformer *tf, bool no_pack, bool no_blas) {
+    if (no_pack) tf->pack_tried = true; /* the products pack each group on the fly */
+    tf->no_blas = no_blas;
 }
 
 void hsd_tf_pack(hsd_transformer *tf) {

@@ -96,6 +96,9 @@ const char *hsd_tf_desc(const hsd_transformer *tf);
  * instead of at the first forward: hsd_model_load calls it once a model stays on the CPU, so
  * that the copy is load time, not the first token's. Idempotent; a failure is a notice. */
 void hsd_tf_pack(hsd_transformer *tf);
+/* hsd_model_params.no_pack (no packed copies: call before hsd_tf_pack and the first forward)
+ * and no_blas (no sgemm for F32 prefills). */
+void hsd_tf_set_cpu_options(hsd_transformer *tf, bool no_pack, bool no_blas);
 hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
                           const int32_t *parents, const int32_t *rows, int32_t n_rows,
                           float *logits);

@@ -5,7 +5,9 @@
 # zero-padded, same outputs, 1.9 GB of bf16 weights the CPU must read per forward) and
 # stories260K (tok512, a different vocabulary) drafts for it, as it is and inflated to the
 # SmolLM-135M shape (~9x cheaper than the target: a realistic drafter cost). The inflated files
-# are written under the build directory on first use (about 2.2 GB, ~15 s), never committed.
+# are written under the build directory on first use (about 2.8 GB, ~25 s), never committed.
+# The same target is also written as Q4_K_M (`hsd inflate --dtype q4_k_m`, 0.6 GB: the file
+# type llama.cpp users hold) and run beside the BF16 one.
 # Prints AR and SLEM (greedy) text, tokens/s and the speedup; the greedy texts must be equal.
 set -euo pipefail
 HSD=${1:-build/hsd}
@@ -18,11 +20,16 @@ for f in "$M/babyllama-tok105/model5000.bin" "$M/babyllama-tok105/tok105.bin" \
 done
 DIR=${INFLATED_DIR:-$(dirname "$HSD")/inflated}
 TARGET=$DIR/babyllama-llama-3.2-1b-bf16.gguf
+TARGET_Q4=$DIR/babyllama-llama-3.2-1b-q4_k_m.gguf
 DRAFT_BIG=$DIR/stories260K-smollm-135m-bf16.gguf
 mkdir -p "$DIR"
 if [ ! -f "$TARGET" ]; then
     echo "== first run: inflating babyllama to the llama-3.2-1b shape (1.9 GB in $DIR)"
     "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --tokenizer "$M/babyllama-tok105/tok105.bin" --shape llama-3.2-1b --dtype bf16 -o "$TARGET"
+fi
+if [ ! -f "$TARGET_Q4" ]; then
+    echo "== first run: inflating babyllama to the llama-3.2-1b shape as Q4_K_M (0.6 GB in $DIR)"
+    "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --tokenizer "$M/babyllama-tok105/tok105.bin" --shape llama-3.2-1b --dtype q4_k_m -o "$TARGET_Q4"
 fi
 if [ ! -f "$DRAFT_BIG" ]; then
     echo "== first run: inflating stories260K to the smollm-135m shape (213 MB in $DIR)"
@@ -44,7 +51,7 @@ run() { # name, drafter model, drafter tokenizer, algo, extra args...
     shift 4
     local t0 t1
     t0=$(date +%s.%N)
-    "$HSD" generate --target "$TARGET" --target-tokenizer "$M/babyllama-tok105/tok105.bin" \
+    "$HSD" generate --target "${TGT:-$TARGET}" --target-tokenizer "$M/babyllama-tok105/tok105.bin" \
         --draft "$dm" --draft-tokenizer "$dtok" --algo "$algo" -k 6 -p "$PROMPT" -n "$N" "$@" \
         > "$tmp/$name.out"
     t1=$(date +%s.%N)
@@ -65,13 +72,22 @@ run slem "$S/stories260K.bin" "$S/tok512.bin" slem
 show slem "SLEM: drafter stories260K, greedy, $N tokens"
 run slem_big "$DRAFT_BIG" "$S/tok512.bin" slem
 show slem_big "SLEM: drafter stories260K inflated to smollm-135m (realistic drafter cost), greedy"
+TGT=$TARGET_Q4 run ar_q4 "$S/stories260K.bin" "$S/tok512.bin" ar
+show ar_q4 "AR: the Q4_K_M target alone, greedy, $N tokens"
+TGT=$TARGET_Q4 run slem_q4 "$DRAFT_BIG" "$S/tok512.bin" slem
+show slem_q4 "SLEM on the Q4_K_M target: drafter stories260K inflated to smollm-135m, greedy"
 
 echo
 echo "== summary (greedy, $N tokens, $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg))"
-ar=$(tps "$tmp/ar.out")
-for r in slem slem_big; do
+for r in slem slem_big slem_q4; do
+    base=ar
+    [ "$r" = slem_q4 ] && base=ar_q4
+    ar=$(tps "$tmp/$base.out")
     same=identical
-    [ "$(text "$tmp/ar.out")" = "$(text "$tmp/$r.out")" ] || same="DIFFERENT from AR"
-    awk -v a="$ar" -v s="$(tps "$tmp/$r.out")" -v n="$r" -v t="$same" \
-        'BEGIN { printf "%-9s %8.2f tokens/s vs AR %8.2f: speedup %.2fx, text %s\n", n, s, a, s / a, t }'
+    [ "$(text "$tmp/$base.out")" = "$(text "$tmp/$r.out")" ] || same="DIFFERENT from AR"
+    awk -v a="$ar" -v s="$(tps "$tmp/$r.out")" -v n="$r" -v t="$same" -v b="$base" \
+        'BEGIN { printf "%-9s %8.2f tokens/s vs %-5s %8.2f: speedup %.2fx, text %s\n", n, s, b, a, s / a, t }'
 done
+q4same=identical
+[ "$(text "$tmp/ar.out")" = "$(text "$tmp/ar_q4.out")" ] || q4same="different (quantisation)"
+echo "Q4_K_M target's greedy text vs the BF16 target's: $q4same"

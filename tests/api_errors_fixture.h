@@ -185,6 +185,10 @@ static int teardown(void **state) {
     X(hsd_model_backend)                                                                           \
     X(hsd_backend_name)                                                                            \
     X(hsd_backend_parse)                                                                           \
+    X(hsd_cpu_kernels_name)                                                                        \
+    X(hsd_cpu_kernels_parse)                                                                       \
+    X(hsd_cpu_kernels_active)                                                                      \
+    X(hsd_cpu_kernels_features)                                                                    \
     X(hsd_model_forward)                                                                           \
     X(hsd_model_kv_len)                                                                            \
     X(hsd_model_kv_truncate)                                                                       \

@@ -108,6 +108,42 @@ static void row_hsd_backend_parse(void **state) {
     assert_int_equal(hsd_backend_parse("CUDA"), -1);
     assert_int_equal(hsd_backend_parse("cpu"), HSD_BACKEND_CPU);
 }
+static void row_hsd_cpu_kernels_name(void **state) {
+    (void)state;
+    assert_string_equal(hsd_cpu_kernels_name(HSD_CPU_KERNELS_AMX), "amx");
+    assert_string_equal(hsd_cpu_kernels_name(HSD_CPU_KERNELS_AUTO), "auto");
+    assert_string_equal(hsd_cpu_kernels_name((hsd_cpu_kernels)-1), "?");
+    assert_string_equal(hsd_cpu_kernels_name((hsd_cpu_kernels)(HSD_CPU_KERNELS_AMX + 1)), "?");
+}
+static void row_hsd_cpu_kernels_parse(void **state) {
+    (void)state;
+    assert_int_equal(hsd_cpu_kernels_parse(NULL), -1);
+    assert_int_equal(hsd_cpu_kernels_parse(""), -1);
+    assert_int_equal(hsd_cpu_kernels_parse("AVX2"), -1);
+    assert_int_equal(hsd_cpu_kernels_parse("avx512"), HSD_CPU_KERNELS_AVX512);
+    assert_int_equal(hsd_cpu_kernels_parse("scalar"), HSD_CPU_KERNELS_SCALAR);
+}
+static void row_hsd_cpu_kernels_active(void **state) {
+    (void)state;
+    hsd_cpu_kernels k = hsd_cpu_kernels_active();
+    assert_true(k >= HSD_CPU_KERNELS_SCALAR && k <= HSD_CPU_KERNELS_AMX); /* never AUTO */
+    /* an unknown level is refused by the load, before the file is looked at */
+    hsd_model_params p = hsd_model_default_params();
+    hsd_model *m = (hsd_model *)1;
+    p.cpu_kernels = (hsd_cpu_kernels)(HSD_CPU_KERNELS_AMX + 1);
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_load("/nonexistent/model.bin", &p, &m));
+    assert_null(m);
+    assert_int_equal(hsd_cpu_kernels_active(), k); /* and changes nothing */
+}
+static void row_hsd_cpu_kernels_features(void **state) {
+    (void)state;
+    const char *f = hsd_cpu_kernels_features();
+    assert_non_null(f);
+    assert_true(strlen(f) > 0);
+    /* the level is consistent with the features named */
+    if (hsd_cpu_kernels_active() == HSD_CPU_KERNELS_AMX) assert_non_null(strstr(f, "amx_int8"));
+    if (hsd_cpu_kernels_active() >= HSD_CPU_KERNELS_AVX2) assert_non_null(strstr(f, "avx2"));
+}
 /* ---- sequence slots and batches ---- */
 static void row_hsd_model_n_seq(void **state) {
     (void)state;

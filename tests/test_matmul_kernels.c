@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "models/inflate.h"
 #include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
@@ -114,9 +116,9 @@ static void free_mat(mat *a) {
  * d = fp16(max|x|/127) and q = round-to-even(x · 127/max|x|) (llama.cpp's rule); fp32
  * otherwise. */
 static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t cols, double *out) {
-    if (isa == HSD_MM_AVX512 && t == HSD_DT_BF16) {
+    if (isa >= HSD_MM_AVX512 && t == HSD_DT_BF16) { /* AMX too (tdpbf16ps) */
         for (int32_t i = 0; i < cols; i++) out[i] = bf16_value(bf16_round(x[i]));
-    } else if (isa == HSD_MM_AVX512 && t == HSD_DT_Q8_0) {
+    } else if (isa >= HSD_MM_AVX512 && t == HSD_DT_Q8_0) { /* AMX too (tdpbsud) */
         for (int32_t b = 0; b < cols / 32; b++) {
             float amax = 0;
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
@@ -133,10 +135,12 @@ static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t col
 /* Additions per (row, token) in sequence, a bound on the rounding steps: plain C sums the
  * row in order, and so does AVX-512 for BF16 weights (one lane per row, two fused steps per
  * column pair: matmul_bf16p.h); AVX2 in 8 lanes, AVX-512 otherwise in 16 (then a tree), +2
- * for widening products (Q8_0's d·q) and the scale product.
+ * for widening products (Q8_0's d·q) and the scale product. AMX: BF16 in the tile's own
+ * order (any summation order of k terms is within γ_(k−1), so cols + 2 bounds it); Q8_0 the
+ * AVX-512 kernel's arithmetic (exact int32 per block, then the same fp32 steps).
  * |error| <= steps · 2^-24 · sum|w·x| (Higham's γ_k). */
 static double steps(hsd_mm_isa isa, hsd_dtype t, int32_t cols) {
-    if (isa == HSD_MM_SCALAR || (isa == HSD_MM_AVX512 && t == HSD_DT_BF16)) return cols + 2;
+    if (isa == HSD_MM_SCALAR || (isa >= HSD_MM_AVX512 && t == HSD_DT_BF16)) return cols + 2;
     return (isa == HSD_MM_AVX2 ? cols / 8 + 8 : cols / 16 + 8) + 2;
 }
 
@@ -222,11 +226,12 @@ static void test_kernels_vs_float64(void **state) {
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
     /* rows not a multiple of the 4-row tile; columns with vector tails (not for Q8_0, whose
      * rows are whole 32-blocks: an odd block count takes the half-width tail) */
-    static const int32_t rows[] = {37, 5, 1}, cols_fp[] = {33, 520, 2048},
-                         cols_q8[] = {32, 96, 2048};
+    /* (and 32-column multiples of several 16-row groups: AMX's tiles of 4 groups, a cut one) */
+    static const int32_t rows[] = {37, 5, 1, 83}, cols_fp[] = {33, 520, 2048, 96},
+                         cols_q8[] = {32, 96, 2048, 160};
     for (int32_t i = 0; i < k; i++)
         for (int ty = 0; ty < 4; ty++)
-            for (int s = 0; s < 3; s++)
+            for (int s = 0; s < 4; s++)
                 check_shape(isas[i], types[ty], rows[s],
                             types[ty] == HSD_DT_Q8_0 ? cols_q8[s] : cols_fp[s]);
 }
@@ -429,6 +434,133 @@ static void test_models_batch_invariant(void **state) {
     }
 }
 
+/* AMX-INT8 Q8_0 (an integer path: exact int32 block dots, then the AVX-512 kernel's fp32
+ * steps) against the AVX-512 VNNI kernel as its reference: bit-identical for every n 1..16,
+ * packed or not, whole and cut groups. Skipped (printed) where the CPU has no AMX. */
+static void test_amx_q8_matches_avx512(void **state) {
+    (void)state;
+    if (!hsd_mm_isa_available(HSD_MM_AMX) || !hsd_mm_isa_available(HSD_MM_AVX512)) {
+        fprintf(stderr, "AMX or AVX-512 not on this CPU (%s): skipped\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+    hsd_rng_init(&rng, 25, 1);
+    static const int32_t rows[] = {1, 16, 83, 250}, cols[] = {32, 2048, 160, 576};
+    for (int s = 0; s < 4; s++) {
+        mat a = make_mat(HSD_DT_Q8_0, rows[s], cols[s]);
+        float *x = malloc(16 * (size_t)cols[s] * sizeof *x);
+        float *p = malloc(16 * (size_t)rows[s] * sizeof *p), *q = malloc(16 * (size_t)rows[s] * sizeof *q);
+        for (int i = 0; i < 16 * cols[s]; i++) x[i] = nz() * 3.0f;
+        hsd_mm_ws ws = {0};
+        for (int packed = 0; packed < 2; packed++) {
+            if (packed) assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
+            for (int32_t n = 1; n <= 16; n++) {
+                assert_int_equal(hsd_mm_run_isa(&ws, HSD_MM_AVX512, p, rows[s], x, n, &a.m, NULL, 0),
+                                 HSD_OK);
+                assert_int_equal(hsd_mm_run_isa(&ws, HSD_MM_AMX, q, rows[s], x, n, &a.m, NULL, 0),
+                                 HSD_OK);
+                assert_memory_equal(p, q, (size_t)n * rows[s] * sizeof *p);
+            }
+            if (packed) hsd_mm_unpack(&a.m);
+        }
+        fprintf(stderr, "amx Q8_0 %4d x %-5d == avx512 Q8_0, n 1..16, packed and not\n", rows[s],
+                cols[s]);
+        hsd_mm_ws_free(&ws);
+        free(x), free(p), free(q);
+        free_mat(&a);
+    }
+}
+
+/* Greedy speculative decoding gives AR's ids on every kernel level this CPU runs (the levels
+ * are lowered with the one override, kernels/cpu_features.h): the trained babyllama inflated
+ * (exactly) to the smollm-135m width in BF16 and Q8_0 — 32-column multiples, so BF16 runs on
+ * AMX tiles where there are any — and to the llama-3.2-1b width in Q4_K_M, as the target,
+ * stories260K (another tokenizer) drafting. */
+static void test_greedy_sd_equals_ar_per_level(void **state) {
+    (void)state;
+    const char *bm = hsd_test_path("models/babyllama-tok105/model5000.bin"),
+               *bt = hsd_test_path("models/babyllama-tok105/tok105.bin"),
+               *sm_ = hsd_test_path("models/stories260K/stories260K.bin"),
+               *st = hsd_test_path("models/stories260K/tok512.bin");
+    HSD_REQUIRE_FILE(bm);
+    HSD_REQUIRE_FILE(bt);
+    HSD_REQUIRE_FILE(sm_);
+    HSD_REQUIRE_FILE(st);
+    char *prompts[8];
+    int np = hsd_test_bench_prompts(prompts, 8, 48);
+    if (np > 4) np = 4;
+    if (np <= 0) fail_msg("no bench prompts (bench/prompts/*.jsonl under HSD_SOURCE_DIR)");
+    hsd_transformer *src;
+    assert_int_equal(hsd_inflate_load(bm, &src), HSD_OK);
+    hsd_tokenizer *ttok, *dtok;
+    assert_int_equal(hsd_tokenizer_load_file(bt, &ttok), HSD_OK);
+    assert_int_equal(hsd_tokenizer_load_file(st, &dtok), HSD_OK);
+    hsd_model *draft;
+    assert_int_equal(hsd_model_load(sm_, NULL, &draft), HSD_OK);
+    /* Q4_K: the Q4_K_M mix of hsd inflate --dtype q4_k_m (Q4_K and Q6_K products), at the
+     * llama-3.2-1b width (its widths are multiples of 256), 5 layers, 2 prompts */
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K};
+    for (int lv = HSD_CPU_AVX2; lv < HSD_CPU_N_LEVELS; lv++) {
+        if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) {
+            fprintf(stderr, "level %s: not on this CPU, skipped\n",
+                    hsd_cpu_level_name((hsd_cpu_level)lv));
+            continue;
+        }
+        hsd_cpu_level_limit((hsd_cpu_level)lv);
+        for (int ty = 0; ty < 3; ty++) {
+            const bool kq = types[ty] == HSD_DT_Q4_K;
+            hsd_synth_model *sm;
+            assert_int_equal(hsd_inflate_build(src, kq ? "llama-3.2-1b" : "smollm-135m", kq ? 5 : 6,
+                                               types[ty], &sm),
+                             HSD_OK);
+            hsd_transformer *tf;
+            assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
+            hsd_model_iface it;
+            hsd_tf_iface(tf, &it);
+            hsd_model *m;
+            assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
+            hsd_engine *e;
+            assert_int_equal(hsd_engine_init(m, ttok, draft, dtok, &e), HSD_OK);
+            int checked = 0;
+            for (int i = 0; i < (kq && np > 2 ? 2 : np); i++) {
+                hsd_gen_params gp = hsd_gen_default_params();
+                gp.temp = 0;
+                gp.max_new_tokens = 32;
+                gp.n_draft = 6;
+                gp.algo = HSD_ALGO_AR;
+                hsd_gen_result ar, sd;
+                assert_int_equal(hsd_engine_generate(e, prompts[i], strlen(prompts[i]), &gp, &ar),
+                                 HSD_OK);
+                const hsd_algo algos[] = {HSD_ALGO_SLEM, HSD_ALGO_TLI};
+                for (int a = 0; a < 2; a++) {
+                    gp.algo = algos[a];
+                    assert_int_equal(
+                        hsd_engine_generate(e, prompts[i], strlen(prompts[i]), &gp, &sd), HSD_OK);
+                    if (sd.n_ids != ar.n_ids ||
+                        memcmp(sd.ids, ar.ids, (size_t)ar.n_ids * sizeof *ar.ids))
+                        fail_msg("level %s %s %s prompt %d: '%s' != AR '%s'",
+                                 hsd_cpu_level_name((hsd_cpu_level)lv), hsd_dtype_name(types[ty]),
+                                 hsd_algo_name(algos[a]), i, sd.text, ar.text);
+                    hsd_gen_result_free(&sd);
+                    checked++;
+                }
+                hsd_gen_result_free(&ar);
+            }
+            fprintf(stderr, "level %-6s %-6s target: %d greedy generations == AR (%s)\n",
+                    hsd_cpu_level_name((hsd_cpu_level)lv), kq ? "Q4_K_M" : hsd_dtype_name(types[ty]),
+                    checked, hsd_cpu_kernels_name(hsd_cpu_kernels_active()));
+            hsd_engine_free(e);
+            hsd_model_free(m);
+            hsd_synth_free(sm);
+        }
+    }
+    hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
+    hsd_model_free(draft);
+    hsd_tokenizer_free(ttok), hsd_tokenizer_free(dtok);
+    hsd_tf_free(src);
+    for (int i = 0; i < np; i++) free(prompts[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_vs_float64),
@@ -436,6 +568,8 @@ int main(void) {
         cmocka_unit_test(test_pack_on_threads),
         cmocka_unit_test(test_fused_products),
         cmocka_unit_test(test_models_batch_invariant),
+        cmocka_unit_test(test_amx_q8_matches_avx512),
+        cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

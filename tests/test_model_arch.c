@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "models/arch.h"
 #include "models/loaders.h"
 #include "models/synth.h"
@@ -467,6 +468,86 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
     hsd_tf_free(tf);
 }
 
+/* hsd inflate --dtype q4_k_m: the trained babyllama inflated to the llama-3.2-1b width (5
+ * layers) as a Q4_K_M GGUF that llama.cpp loads unmodified; llama.cpp and hsd on that file
+ * agree as on llama.cpp's own Q4_K_M files (cosine >= 0.999, argmax >= 98%), and the
+ * quantised model keeps the exact original's greedy choices (babyllama itself, f32: the
+ * inflation is exact, only the quantisation differs) at >= 98% of the positions of a text
+ * and no fewer than llama.cpp's own Q4_K_M of the same model (less one), about as closely
+ * (worst-position cosine within 0.02 of llama.cpp's quantiser's). */
+static void test_inflate_q4_k_m_llama_cpp(void **state) {
+    (void)state;
+    const char *bm = hsd_test_path("models/babyllama-tok105/model5000.bin"),
+               *bt = hsd_test_path("models/babyllama-tok105/tok105.bin");
+    HSD_REQUIRE_FILE(bm);
+    HSD_REQUIRE_FILE(bt);
+    hsd_inflate_params ip = hsd_inflate_default_params();
+    ip.shape = "llama-3.2-1b", ip.tokenizer = bt, ip.n_layers = 5, ip.type = HSD_FTYPE_Q4_K_M;
+    const char *p = tmp("baby-l1b-q4_k_m.gguf");
+    assert_int_equal(hsd_inflate_file(bm, &ip, p, NULL), HSD_OK);
+    hsd_transformer *tf, *orig;
+    assert_int_equal(hsd_gguf_load(p, NULL, &tf), HSD_OK);
+    assert_int_equal(hsd_llama2c_load(bm, NULL, &orig), HSD_OK);
+    const int32_t V = hsd_tf_get_config(tf)->vocab_size;
+    /* text the model was trained on, not random ids: random ids give flat distributions whose
+     * near-ties flip between any two arithmetics (babyllama reads characters) */
+    static const char text[] = "Once upon a time, there was a little girl named Lily. She loved "
+                               "to play outside in the sun with her dog.";
+    hsd_tokenizer *tk;
+    assert_int_equal(hsd_tokenizer_load_file(bt, &tk), HSD_OK);
+    int32_t *ids = NULL;
+    size_t nid = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(tk, text, strlen(text), true, &ids, &nid), HSD_OK);
+    hsd_tokenizer_free(tk);
+    assert_true(nid >= NTOK);
+    int32_t tok[NTOK];
+    memcpy(tok, ids, sizeof tok);
+    hsd_free(ids);
+    float *want = llama_cpp_logits(p, tok, NTOK, V);
+    float *got = hsd_logits(tf, tok, NTOK, 0, false), *ref = hsd_logits(orig, tok, NTOK, 0, false);
+    double *wd = calloc((size_t)NTOK * V, sizeof *wd);
+    assert_non_null(wd);
+    assert_non_null(got);
+    assert_non_null(ref);
+    for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = want[i];
+    cmp_stats st = compare(got, wd, NTOK, V);
+    printf("inflated Q4_K_M vs llama.cpp: min cosine %.9f, argmax %d/%d (+%d near-tied)\n",
+           st.min_cos, st.agree, NTOK, st.near);
+    assert_true(st.min_cos >= 0.999);
+    assert_true(st.agree >= (int32_t)ceil(0.98 * NTOK));
+    for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = ref[i];
+    cmp_stats q = compare(got, wd, NTOK, V);
+    printf("inflated Q4_K_M vs babyllama f32: min cosine %.6f, argmax %d/%d (+%d near-tied)\n",
+           q.min_cos, q.agree, NTOK, q.near);
+    /* llama.cpp's own Q4_K_M quantiser on the same inflated model (written f32), for scale */
+    ip.type = HSD_FTYPE_F32;
+    const char *pf = tmp("baby-l1b-f32.gguf"), *pq = tmp("baby-l1b-llama-q4_k_m.gguf");
+    assert_int_equal(hsd_inflate_file(bm, &ip, pf, NULL), HSD_OK);
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
+    qp.nthread = 2;
+    assert_int_equal(llama_model_quantize(pf, pq, &qp), 0);
+    unlink(pf);
+    hsd_transformer *lq;
+    assert_int_equal(hsd_gguf_load(pq, NULL, &lq), HSD_OK);
+    float *lg = hsd_logits(lq, tok, NTOK, 0, false);
+    assert_non_null(lg);
+    cmp_stats l = compare(lg, wd, NTOK, V);
+    printf("llama.cpp's Q4_K_M of it vs babyllama f32: min cosine %.6f, argmax %d/%d (+%d near-tied)\n",
+           l.min_cos, l.agree, NTOK, l.near);
+    free(lg);
+    hsd_tf_free(lq);
+    unlink(pq);
+    /* the greedy choice survives quantisation as it does llama.cpp's own Q4_K_M (64/64 here),
+     * and the worst position's cosine is no worse than llama.cpp's own quantiser's by more
+     * than 0.02 (ours 0.954, llama.cpp's 0.921 when written) */
+    assert_true(q.agree >= (int32_t)ceil(0.98 * NTOK));
+    assert_true(q.agree >= l.agree - 1);
+    assert_true(q.min_cos >= l.min_cos - 0.02);
+    free(want), free(got), free(ref), free(wd);
+    hsd_tf_free(tf), hsd_tf_free(orig);
+}
+
 static void test_llama_cpp(void **state) {
     (void)state;
     llama_log_set(quiet, NULL);
@@ -566,6 +647,7 @@ int main(int argc, char **argv) {
 #else
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_swa_llama_cpp),
+            cmocka_unit_test(test_inflate_q4_k_m_llama_cpp),
             cmocka_unit_test(test_llama_cpp),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

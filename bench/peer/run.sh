@@ -4,17 +4,22 @@
 # same method), alternating the two tools round after round so that both see the same machine
 # state, plus the read-bandwidth floor of forward(1) (hsd bench bandwidth, same threads).
 #
-#   bench/peer/run.sh [--build DIR] [--dir DIR] [--shape S] [--dtypes "bf16 q8_0"]
-#                     [--threads 2] [--rounds 3] [--n 1,2,4,8,16]
+#   bench/peer/run.sh [--build DIR] [--dir DIR] [--shape S] [--dtypes "bf16 q8_0 q4_k_m"]
+#                     [--threads 2] [--rounds 3] [--n 1,2,4,8,16] [--hsd-kernels "avx512 amx"]
 #
 # Installs llama.cpp (scripts/install_llama_cpp.sh, or $HSD_LLAMA_CPP), builds the driver into
 # the build directory, writes `hsd synth --shape S --dtype D` GGUFs under --dir (default
-# /tmp/hsd-big/peer, ~3.8 GB for llama-3.2-1b bf16 + q8_0; reused when present). Prints per
-# dtype the median over rounds of ms/forward for both, forward(n)/forward(1), and hsd/llama.cpp.
-# A bench tool, not part of `make test`.
+# /tmp/hsd-big/peer, ~3.8 GB for llama-3.2-1b bf16 + q8_0; reused when present); q4_k_m,
+# q5_k_m and q6_k are quantised from the bf16 one by llama.cpp (build/llama_oracle quantize).
+# Prints the CPU model, the CPU kernels each tool took (hsd: its level and features; llama.cpp:
+# its system info, i.e. the ggml CPU variant's features), and per dtype the median over rounds
+# of ms/forward for both, forward(n)/forward(1), and hsd/llama.cpp. --hsd-kernels runs hsd once
+# per listed level in each round (HSD_MATMUL), the first level's numbers in the table, the
+# others' per round below it. A bench tool, not part of `make test`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build dir=/tmp/hsd-big/peer shape=llama-3.2-1b dtypes="bf16 q8_0" threads=2 rounds=3 ns=1,2,4,8,16
+levels=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) build=$2 ;;
@@ -24,7 +29,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2 ;;
     --rounds) rounds=$2 ;;
     --n) ns=$2 ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    --hsd-kernels) levels=$2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
     esac
     shift 2
 done
@@ -42,6 +48,7 @@ trap 'rm -rf "$out"' EXIT
 
 echo "# hsd vs llama.cpp ($(cat "$llama/VERSION")), shape $shape, $threads threads, $rounds rounds"
 echo "# $(date -u '+%F %T UTC'), $(uname -n), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|avx512_vnni|amx_tile|amx_bf16|amx_int8)$' | xargs)"
 "$hsd" bench bandwidth --threads "$threads" | tee "$out/bw"
 gbs=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s") {print $(i - 1); exit}}' "$out/bw")
 # the best repetition too: this VM's read bandwidth swings between ~47 and ~82 GB/s within
@@ -50,7 +57,16 @@ best=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s)") {print $(i - 
 
 for dt in $dtypes; do
     gguf=$dir/$shape-$dt/model.gguf
-    [ -f "$gguf" ] || "$hsd" synth --shape "$shape" --format gguf --dtype "$dt" -o "$dir/$shape-$dt"
+    case "$dt" in
+    q4_k_m | q5_k_m | q6_k | q4_k_s | q5_k_s)
+        src=$dir/$shape-bf16/model.gguf
+        [ -f "$src" ] || "$hsd" synth --shape "$shape" --format gguf --dtype bf16 -o "$dir/$shape-bf16"
+        [ -x "$build/llama_oracle" ] || { echo "run.sh: $build/llama_oracle not built (re-run cmake after install_llama_cpp.sh)" >&2; exit 1; }
+        mkdir -p "$dir/$shape-$dt"
+        [ -f "$gguf" ] || "$build/llama_oracle" quantize "$src" "$gguf" "$(echo "$dt" | tr a-z A-Z)" >/dev/null
+        ;;
+    *) [ -f "$gguf" ] || "$hsd" synth --shape "$shape" --format gguf --dtype "$dt" -o "$dir/$shape-$dt" ;;
+    esac
     : > "$out/hsd.$dt"
     : > "$out/llama.$dt"
     : > "$out/ratios.$dt"
@@ -60,10 +76,24 @@ for dt in $dtypes; do
         [ $((r % 2)) -eq 0 ] && order="llama hsd"
         for tool in $order; do
             if [ "$tool" = hsd ]; then
-                "$hsd" bench forward --model "$gguf" --threads "$threads" --n "$ns" > "$out/run"
+                first=1
+                for lv in ${levels:-default}; do
+                    if [ "$lv" = default ]; then
+                        "$hsd" bench forward --model "$gguf" --threads "$threads" --n "$ns" > "$out/lv"
+                    else
+                        HSD_MATMUL=$lv "$hsd" bench forward --model "$gguf" --threads "$threads" --n "$ns" > "$out/lv"
+                    fi
+                    [ "$r" = 1 ] && echo "  hsd $dt: $(grep -m1 '^cpu kernels' "$out/lv")" >&2
+                    if [ $first = 1 ]; then cp "$out/lv" "$out/run"; first=0; else
+                        awk -v r="$r" -v lv="$lv" '$1 ~ /^[0-9]+$/ && NF == 4 { if (!f1) f1 = $2
+                                s = s sprintf(" %s:%.2fms(%.2f)", $1, $2, $2 / f1) }
+                            END { printf "  round %d hsd kernels %s:%s\n", r, lv, s }' "$out/lv" >> "$out/ratios.$dt"
+                    fi
+                done
             else
                 "$driver" "$gguf" --threads "$threads" --n "$ns" > "$out/run" 2> "$out/err" ||
                     { echo "llama.cpp failed on $gguf:" >&2; cat "$out/err" >&2; exit 1; }
+                [ "$r" = 1 ] && echo "  llama.cpp $dt: $(grep -m1 'system info' "$out/err")" >&2
             fi
             # rows of the table: n ms/forward ms/token ratio
             awk '$1 ~ /^[0-9]+$/ && NF == 4 {print $1, $2}' "$out/run" >> "$out/$tool.$dt"

@@ -50,7 +50,9 @@ class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
     _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
                 ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
-                ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32)]
+                ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32),
+                ("cpu_kernels", ctypes.c_int), ("no_pack", ctypes.c_bool),
+                ("no_blas", ctypes.c_bool)]
 
 
 # hsd_stream_fn: bool (*)(void *user, int32_t seq, const char *text, size_t len,

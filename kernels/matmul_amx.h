@@ -1,0 +1,51 @@
+/* BF16 and Q8_0 products on AMX tiles (kernels-internal), over the same row-interleaved packed
+ * groups as the AVX-512 kernels (matmul_bf16p.h, matmul_q8.h), which are AMX's B-tile layout:
+ *
+ * - BF16 (AMX-BF16, tdpbf16ps): a group's 16 consecutive pair vectors (32 columns of 16 rows)
+ *   are one 16 × 64-byte B tile; the A tile is up to 16 tokens × 32 bf16 activations (rounded
+ *   to bf16 once per call, token-major). C accumulates in fp32 over the columns in steps of 32,
+ *   in the tile, for up to 4 groups at once. Its own summation order inside each 32-column
+ *   step (the hardware's), so its bits differ from the AVX-512 kernel's; within the path a
+ *   (row, token) result is the same whatever n, tile or thread: C row t depends on A row t
+ *   only, and every tile runs the same sequence of steps. Columns must be a multiple of 32
+ *   (else the AVX-512 kernel runs).
+ * - Q8_0 (AMX-INT8, tdpbsud): a group's 8 vectors of one 32-column block are an 8 × 64-byte B
+ *   tile (u8 weights + 128); the A tile is up to 16 tokens' int8 block (matmul_q8.h's
+ *   activations). Each block's exact int32 dot comes out of the tile and is scaled and added
+ *   in fp32 exactly as the AVX-512 kernel does, so the results are bit for bit the AVX-512
+ *   kernel's (tests check this).
+ *
+ * Tile state: each call configures the tiles for its token count on the calling thread and
+ * before returning puts back the configuration it found (llama.cpp's AMX kernels configure a
+ * thread once and rely on it) or, when there was none, releases the tiles (no tile state left
+ * for context switches to save). The process must have been granted tile data
+ * (kernels/cpu_features.c does it in its probe). */
+#ifndef HSD_KERNELS_MATMUL_AMX_H
+#define HSD_KERNELS_MATMUL_AMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/matmul_kern.h"
+#include "kernels/matmul_pack.h"
+
+#ifdef HSD_MM_HAVE_AVX512
+/* Whether the AMX BF16 kernel takes a matrix of `cols` columns. */
+static inline int hsd_amx_bf16_cols_ok(int32_t cols) {
+    return cols > 0 && cols % 32 == 0;
+}
+/* Bytes of the bf16 activations, [n][cols] (64-byte aligned buffer). */
+size_t hsd_amx_bf16_acts_bytes(int32_t n, int32_t cols);
+/* Fills a->xb from a->x: round to nearest even. */
+void hsd_amx_bf16_prepare(hsd_mm_acts *a, void *buf);
+/* As hsd_bf16p_rows (same arguments, same packed copy or scratch), on AMX-BF16. */
+void hsd_amx_bf16_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
+                       const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
+                       uint8_t *scratch);
+/* As hsd_q8p_rows (activations from hsd_q8p_prepare), on AMX-INT8: the same bits. */
+void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
+                     const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
+                     uint8_t *scratch);
+#endif
+
+#endif
