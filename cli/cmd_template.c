@@ -57,6 +57,23 @@ int hsd_cli_parse_day(const char *s, int64_t *unix_out) {
     return 0;
 }
 
+/* Renders the context JSON js with t and prints exactly the text; 0, or 1 with the message on
+ * stderr. */
+static int render_print(const hsd_chat_template *t, const char *js, const hsd_chat_params *p) {
+    char *text = NULL;
+    size_t n = 0;
+    int rc = 0;
+    if (!js || hsd_chat_render_json(t, js, p, &text, &n)) {
+        fprintf(stderr, "hsd template: %s\n", js ? hsd_last_error() : "out of memory");
+        rc = 1;
+    } else if (fwrite(text, 1, n, stdout) != n || fflush(stdout)) {
+        fprintf(stderr, "hsd template: writing the output failed\n");
+        rc = 1;
+    }
+    hsd_free(text);
+    return rc;
+}
+
 int hsd_cmd_template(int argc, char **argv) {
     tmpl_opts o = {0};
     HSD_OPTS_PARSE(&hsd_spec_template, &o, argc, argv, NULL);
@@ -99,21 +116,12 @@ int hsd_cmd_template(int argc, char **argv) {
             return 1;
         }
         js[len] = 0;
-        char *text = NULL;
-        size_t n = 0;
-        int rc = 0;
-        if (strlen(js) != len) {
+        int rc = 1;
+        if (strlen(js) != len)
             fprintf(stderr, "hsd template: %s: a NUL byte in the JSON\n", path);
-            rc = 1;
-        } else if (hsd_chat_render_json(t, js, &p, &text, &n)) {
-            fprintf(stderr, "hsd template: %s\n", hsd_last_error());
-            rc = 1;
-        } else if (fwrite(text, 1, n, stdout) != n || fflush(stdout)) {
-            fprintf(stderr, "hsd template: writing the output failed\n");
-            rc = 1;
-        }
+        else
+            rc = render_print(t, js, &p);
         free(js);
-        hsd_free(text);
         hsd_chat_template_free(t);
         return rc;
     }
@@ -151,18 +159,8 @@ int hsd_cmd_template(int argc, char **argv) {
     json_decref(in);
     char *js = json_dumps(ctx, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(ctx);
-    char *text = NULL;
-    size_t n = 0;
-    int rc = 0;
-    if (!js || hsd_chat_render_json(t, js, &p, &text, &n)) {
-        fprintf(stderr, "hsd template: %s\n", js ? hsd_last_error() : "out of memory");
-        rc = 1;
-    } else if (fwrite(text, 1, n, stdout) != n || fflush(stdout)) {
-        fprintf(stderr, "hsd template: writing the output failed\n");
-        rc = 1;
-    }
+    int rc = render_print(t, js, &p);
     free(js);
-    hsd_free(text);
     hsd_chat_template_free(t);
     return rc;
 }

@@ -149,20 +149,10 @@ void hsd_amx_bf16_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_pack
                        uint8_t *scratch) {
     const size_t gb = hsd_bf16p_group_bytes(a->cols);
     if (pk && !ids) {
-        int32_t end = r0 + count, g = r0 / R, g1 = (end + R - 1) / R;
-        if (r0 % R) { /* a first group cut by the row range */
-            int32_t hi = end - g * R < R ? end - g * R : R;
-            bf16_groups(a, pk->data + (size_t)g * gb, gb, 1, r0 % R, hi, out, ld);
-            g++;
-        }
-        int32_t whole = end / R - g;
-        if (whole > 0) {
-            bf16_groups(a, pk->data + (size_t)g * gb, gb, whole, 0, R, out + (g * R - r0), ld);
-            g += whole;
-        }
-        if (g < g1)
-            bf16_groups(a, pk->data + (size_t)g * gb, gb, 1, 0, end - g * R, out + (g * R - r0),
-                        ld);
+        hsd_mm_span sp[3];
+        for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++)
+            bf16_groups(a, pk->data + (size_t)sp[i].g * gb, gb, sp[i].n_groups, sp[i].lo,
+                        sp[i].hi, out + sp[i].out_off, ld);
         return;
     }
     const uint8_t *rows[R];
@@ -292,20 +282,12 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
                      uint8_t *scratch) {
     const size_t gb = hsd_q8p_group_bytes(a->cols);
     if (pk && !ids) {
-        int32_t end = r0 + count, g = r0 / R, g1 = (end + R - 1) / R;
-        if (r0 % R) {
-            int32_t hi = end - g * R < R ? end - g * R : R;
-            q8_groups(a, pk->data + (size_t)g * gb, gb, 1, 0, r0 % R, hi, out, ld);
-            g++;
+        hsd_mm_span sp[3];
+        for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++) {
+            const bool whole = sp[i].lo == 0 && sp[i].hi == R; /* prefetch ahead only there */
+            q8_groups(a, pk->data + (size_t)sp[i].g * gb, gb, sp[i].n_groups, whole, sp[i].lo,
+                      sp[i].hi, out + sp[i].out_off, ld);
         }
-        int32_t whole = end / R - g;
-        if (whole > 0) {
-            q8_groups(a, pk->data + (size_t)g * gb, gb, whole, 1, 0, R, out + (g * R - r0), ld);
-            g += whole;
-        }
-        if (g < g1)
-            q8_groups(a, pk->data + (size_t)g * gb, gb, 1, 0, 0, end - g * R, out + (g * R - r0),
-                      ld);
         return;
     }
     const uint8_t *rows[R];

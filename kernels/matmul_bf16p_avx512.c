@@ -198,19 +198,14 @@ void hsd_bf16p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed 
     const int32_t R = HSD_MM_PACK_ROWS;
     const size_t gb = hsd_bf16p_group_bytes(a->cols);
     if (pk && !ids) {
-        int32_t end = r0 + count, g = r0 / R, g1 = (end + R - 1) / R;
-        if (r0 % R) { /* a first group cut by the row range */
-            int32_t hi = end - g * R < R ? end - g * R : R;
-            run_part(a, pk->data + (size_t)g * gb, gb, r0 % R, hi, out, ld);
-            g++;
+        hsd_mm_span sp[3];
+        for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++) {
+            const uint8_t *grp = pk->data + (size_t)sp[i].g * gb;
+            if (sp[i].lo == 0 && sp[i].hi == R)
+                run_groups(a, grp, gb, sp[i].n_groups, out + sp[i].out_off, ld);
+            else
+                run_part(a, grp, gb, sp[i].lo, sp[i].hi, out + sp[i].out_off, ld);
         }
-        int32_t whole = end / R - g; /* whole groups from g on */
-        if (whole > 0) {
-            run_groups(a, pk->data + (size_t)g * gb, gb, whole, out + (g * R - r0), ld);
-            g += whole;
-        }
-        if (g < g1)
-            run_part(a, pk->data + (size_t)g * gb, gb, 0, end - g * R, out + (g * R - r0), ld);
         return;
     }
     /* no packed copy, or a row subset: pack each group into scratch first */

@@ -44,4 +44,28 @@ static inline void hsd_mm_group_rows(const hsd_mat *w, const int32_t *ids, int32
         rows[j] = (const uint8_t *)w->data + (size_t)(ids ? ids[first + j] : first + j) * rb;
 }
 
+/* The packed groups (of HSD_MM_PACK_ROWS rows) that the row range [r0, r0 + count) covers, as
+ * at most three spans: a first group cut at r0, the whole groups, a last group cut at the end.
+ * Span i covers n_groups groups from group g, their rows lo..hi-1 (relative to the group),
+ * written at out + out_off. Returns the number of spans. */
+typedef struct hsd_mm_span {
+    int32_t g, n_groups, lo, hi, out_off;
+} hsd_mm_span;
+static inline int hsd_mm_group_spans(int32_t r0, int32_t count, hsd_mm_span sp[3]) {
+    const int32_t G = HSD_MM_PACK_ROWS, end = r0 + count, g1 = (end + G - 1) / G;
+    int32_t g = r0 / G;
+    int n = 0;
+    if (r0 % G) { /* a first group cut by the row range */
+        sp[n++] = (hsd_mm_span){g, 1, r0 % G, end - g * G < G ? end - g * G : G, 0};
+        g++;
+    }
+    int32_t whole = end / G - g; /* whole groups from g on */
+    if (whole > 0) {
+        sp[n++] = (hsd_mm_span){g, whole, 0, G, g * G - r0};
+        g += whole;
+    }
+    if (g < g1) sp[n++] = (hsd_mm_span){g, 1, 0, end - g * G, g * G - r0};
+    return n;
+}
+
 #endif

@@ -116,6 +116,7 @@ static int expect_op(ps *p, const char *s) {
 }
 
 static jnode *parse_expr(ps *p, int with_cond);
+static jnode *parse_or_(ps *p);
 static jnode *parse_tuple(ps *p, int simplified, int with_cond, int explicit_parens,
                        const char *const *extra_end);
 static jnode *parse_unary(ps *p, int with_filter);
@@ -142,7 +143,6 @@ static int enter(ps *p) {
 
 static jnode *parse_cond(ps *p) {
     ENTER();
-    extern jnode *parse_or_(ps *);
     jnode *e1 = parse_or_(p);
     while (e1 && is_name(p, "if")) {
         jtok *at = cur(p);
@@ -166,7 +166,6 @@ static jnode *parse_cond(ps *p) {
 }
 
 static jnode *parse_expr(ps *p, int with_cond) {
-    extern jnode *parse_or_(ps *);
     return with_cond ? parse_cond(p) : parse_or_(p);
 }
 
@@ -185,14 +184,15 @@ static jnode *parse_not(ps *p) {
     return parse_compare(p);
 }
 
-static jnode *parse_and(ps *p) {
-    jnode *l = parse_not(p);
-    while (l && is_name(p, "and")) {
+/* A left-associative chain of `word` (and, or) between operands parsed by `next`. */
+static jnode *parse_chain(ps *p, const char *word, int kind, jnode *(*next)(ps *)) {
+    jnode *l = next(p);
+    while (l && is_name(p, word)) {
         jtok *at = cur(p);
         p->i++;
-        jnode *r = parse_not(p);
+        jnode *r = next(p);
         if (!r) return NULL;
-        jnode *n = node(p, JN_AND, at);
+        jnode *n = node(p, kind, at);
         if (!n) return NULL;
         n->a = l;
         n->b = r;
@@ -201,21 +201,12 @@ static jnode *parse_and(ps *p) {
     return l;
 }
 
-jnode *parse_or_(ps *p);
-jnode *parse_or_(ps *p) {
-    jnode *l = parse_and(p);
-    while (l && is_name(p, "or")) {
-        jtok *at = cur(p);
-        p->i++;
-        jnode *r = parse_and(p);
-        if (!r) return NULL;
-        jnode *n = node(p, JN_OR, at);
-        if (!n) return NULL;
-        n->a = l;
-        n->b = r;
-        l = n;
-    }
-    return l;
+static jnode *parse_and(ps *p) {
+    return parse_chain(p, "and", JN_AND, parse_not);
+}
+
+static jnode *parse_or_(ps *p) {
+    return parse_chain(p, "or", JN_OR, parse_and);
 }
 
 static jnode *parse_math1(ps *p);
