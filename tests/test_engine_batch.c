@@ -23,26 +23,14 @@
 
 #define N_SEQ 8
 
-typedef struct {
-    hsd_model *m;
-    hsd_tokenizer *t;
-} lm;
+typedef hsd_test_lm lm;
 
 static lm small, baby, small2, baby2; /* *2: second instances for self-drafting (SD) */
 static char *prompts[128];
 static int n_prompts;
 
 static int load_lm(lm *x, const char *model, const char *tok) {
-    const char *mp = hsd_test_path(model), *tp = hsd_test_path(tok);
-    if (!hsd_test_require(mp) || !hsd_test_require(tp)) return -1;
-    hsd_model_params prm = hsd_model_default_params();
-    prm.n_threads = 1;
-    prm.n_seq = N_SEQ;
-    if (hsd_model_load(mp, &prm, &x->m) || hsd_tokenizer_load_file(tp, &x->t)) {
-        fprintf(stderr, "%s\n", hsd_last_error());
-        return -1;
-    }
-    return 0;
+    return hsd_test_load_lm(x, model, tok, N_SEQ);
 }
 
 static void load_prompts(void) { n_prompts = hsd_test_bench_prompts(prompts, 128, 150); }

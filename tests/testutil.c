@@ -313,3 +313,16 @@ void hsd_test_first_token_law(hsd_model *m, const hsd_tokenizer *t, const char *
     for (int32_t i = 0; i < V; i++) law[i] = probs[i];
     free(all), free(logits), free(probs), hsd_free(ids);
 }
+
+int hsd_test_load_lm(hsd_test_lm *x, const char *model, const char *tok, int32_t n_seq) {
+    const char *mp = hsd_test_path(model), *tp = hsd_test_path(tok);
+    if (!hsd_test_require(mp) || !hsd_test_require(tp)) return -1;
+    hsd_model_params prm = hsd_model_default_params();
+    prm.n_threads = 1;
+    prm.n_seq = n_seq;
+    if (hsd_model_load(mp, &prm, &x->m) || hsd_tokenizer_load_file(tp, &x->t)) {
+        fprintf(stderr, "%s\n", hsd_last_error());
+        return -1;
+    }
+    return 0;
+}

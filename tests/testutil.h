@@ -35,6 +35,15 @@ char *hsd_test_clip_prompt(const char *p, size_t clip);
  * stderr. The caller frees each prompt. */
 int hsd_test_bench_prompts(char **out, int cap, size_t clip);
 
+/* A model and its tokenizer from the shared data. */
+typedef struct hsd_test_lm {
+    hsd_model *m;
+    hsd_tokenizer *t;
+} hsd_test_lm;
+/* Loads both (1 thread, n_seq sequence slots); -1 with the reason printed when a file is
+ * missing or does not load. */
+int hsd_test_load_lm(hsd_test_lm *x, const char *model, const char *tok, int32_t n_seq);
+
 /* The hsd CLI under test ($HSD_CLI, else ./hsd). */
 const char *hsd_test_cli(void);
 /* Runs a shell command, asserts exit status 0, returns its stdout (caller frees). */
