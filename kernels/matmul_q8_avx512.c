@@ -49,8 +49,11 @@ TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int
         float amax = _mm512_reduce_max_ps(m);
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         __m512 s = _mm512_set1_ps(id);
-        __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, s));
-        __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, s));
+        /* Clamped because a NaN or infinite activation converts to INT_MIN: the stored bytes
+         * and c must stay within what the tile's int32 sums can hold (|c| <= 32*127*128). */
+        const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+        __m512i i0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, s)), lo), hi);
+        __m512i i1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, s)), lo), hi);
         size_t k = (size_t)b * n + t;
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k), _mm512_cvtepi32_epi8(i0));
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k + 16), _mm512_cvtepi32_epi8(i1));
