@@ -321,7 +321,7 @@ void check_fused(void) {
 }
 
 /* Attention over a cache of L rows plus n new ones, chain and tree, against the CPU path's
- * kernels (what attn_task in models/transformer.c does). */
+ * kernels (what the attention in models/layer.c does). */
 void check_attention(void) {
     const int32_t nh = 8, nkv = 2, hd = 64, n_ctx = 128, L = 37, kv_dim = nkv * hd, q_dim = nh * hd;
     const int32_t parents[6] = {-1, 0, 0, 1, 2, -1};

@@ -1,5 +1,5 @@
 /* A transformer on a CUDA device behind hsd_model_iface. The forward is the CPU path's
- * (models/transformer.c) step by step: embedding, then per layer rmsnorm, the q/k/v
+ * (models/forward.c, models/layer.c) step by step: embedding, then per layer rmsnorm, the q/k/v
  * projection, bias + rope + k/v into the device cache, attention (chain or tree), output
  * projection added into the residual, rmsnorm, SwiGLU FFN added into the residual; then the
  * final norm and classifier for the rows asked for. To cut launches (each costs microseconds

@@ -1,5 +1,5 @@
 /* The argument checks of one forward, in one place: the public wrapper (model.c), the CPU
- * transformer (transformer.c, for each slot of a batch) and the CUDA model run the same
+ * transformer (forward.c, for each slot of a batch) and the CUDA model run the same
  * checks with the same messages before anything is computed (a failed forward changes no
  * cache). */
 #ifndef HSD_MODELS_FORWARD_CHECK_H

@@ -1,6 +1,6 @@
 /* One decoder layer, the math of the forward (after llama2.c's run.c). The N new token rows
  * of a forward are stacked, so every weight row is read once for all of them; attention runs
- * per token against its own sequence slot's cache (transformer.c keeps that bookkeeping).
+ * per token against its own sequence slot's cache (kv_cache.c keeps those caches).
  *
  *   h = norm(x)                                     attention norm
  *   q, k, v = Wq h (+ bq), Wk h (+ bk), Wv h (+ bv)  projections (Qwen2: biases)

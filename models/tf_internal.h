@@ -1,5 +1,6 @@
-/* The transformer's state, shared by its bookkeeping (transformer.c: construction, slots, KV
- * cache, the forward's segments and token trees) and its math (layer.c: one decoder layer). */
+/* The transformer's state, shared by its construction (tf_load.c), its sequence slots and KV
+ * caches (kv_cache.c), the forward's segments and token trees (forward.c) and its math
+ * (layer.c: one decoder layer). */
 #ifndef HSD_MODELS_TF_INTERNAL_H
 #define HSD_MODELS_TF_INTERNAL_H
 
@@ -26,7 +27,7 @@ struct hsd_transformer {
     char desc[320];
     hsd_mat tok_emb, cls;
     bool packed; /* hsd_mm_pack ran on the products' matrices (hsd_tf_free undoes it) */
-    bool pack_tried; /* the first forward tried it (pack_weights in transformer.c) */
+    bool pack_tried; /* the first forward tried it (pack_weights in tf_load.c) */
     bool no_blas;    /* hsd_model_params.no_blas: no sgemm for F32 prefills */
     float *out_norm;
     hsd_tf_layer *layers;
@@ -70,8 +71,11 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N);
 /* The classifier rows: logits = U · norm(h), soft-capped where the architecture says so. */
 void hsd_tf_softcap(const hsd_tf_config *c, float *logits, size_t n);
 
-/* transformer.c: where layer l's new keys and values go (the slot's cache directly, or a
- * staging buffer when several slots share the forward), and their hand-over to the caches. */
+/* kv_cache.c: the slots' caches, allocated for n_seq x n_ctx at construction and released
+ * with the transformer; where layer l's new keys and values go (the slot's cache directly,
+ * or a staging buffer when several slots share the forward), and their hand-over. */
+hsd_status hsd_tf_kv_alloc(hsd_transformer *tf);
+void hsd_tf_kv_free(hsd_transformer *tf);
 void hsd_tf_kv_dest(hsd_transformer *tf, int32_t l, float **k, float **v);
 void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const float *v);
 
