@@ -5,8 +5,8 @@
  *   ("## hsd NAME" or "### hsd bench NAME");
  * - every field of every public *_params struct is named in docs/API.md, in a section that
  *   names the struct;
- * - every HSD_* environment variable that the CLI, the server, the benchmarks or the scripts
- *   read is documented in README.md or docs/;
+ * - every HSD_* environment variable that the CLI, the server, the benchmarks, the scripts,
+ *   .ci/ or the Makefile read is documented in README.md or docs/;
  * - bench/RESULTS.md stays a summary (at most 600 lines), and every link from README.md or
  *   docs/ to one of its anchors finds that anchor.
  * Each failure names what is missing and where. */
@@ -311,11 +311,11 @@ static void scan_env_file(env_check *c, const char *path, const char *rel) {
         return;
     }
     /* C getenv("HSD_X"), Python os.environ.get/os.environ[/os.getenv("HSD_X"), shell $HSD_X
-     * and ${HSD_X...} */
+     * and ${HSD_X...}, make $(HSD_X) */
     regex_t re;
     int rc = regcomp(&re,
                      "(getenv\\(|environ\\.get\\(|environ\\[)[\"'](HSD_[A-Z0-9_]+)[\"']"
-                     "|\\$\\{?(HSD_[A-Z0-9_]+)",
+                     "|\\$[{(]?(HSD_[A-Z0-9_]+)",
                      REG_EXTENDED);
     assert_int_equal(rc, 0);
     int line = 1;
@@ -390,8 +390,9 @@ static void test_env_vars_documented(void **state) {
         c.docs[c.docs_len++] = '\n';
         free(t);
     }
-    const char *dirs[] = {"cli", "server", "bench", "scripts"};
+    const char *dirs[] = {"cli", "server", "bench", "scripts", ".ci"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) scan_env_dir(&c, dirs[i]);
+    scan_env_file(&c, hsd_test_src_path("Makefile"), "Makefile");
     free(c.docs);
     assert_true(c.vars >= 5); /* the sources were found */
     assert_int_equal(c.missing, 0);
