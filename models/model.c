@@ -138,11 +138,6 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     hsd_model_iface iface;
     memset(&iface, 0, sizeof iface);
     hsd_model_params p = params ? *params : hsd_model_default_params();
-    if (p.backend == HSD_BACKEND_AUTO) {
-        /* HSD_BACKEND=cpu|cuda overrides AUTO (e.g. to keep a test suite on the CPU) */
-        int b = hsd_backend_parse(getenv("HSD_BACKEND"));
-        if (b > 0) p.backend = (hsd_backend)b;
-    }
     if (p.backend != HSD_BACKEND_CPU) {
         /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
         char desc[640];
