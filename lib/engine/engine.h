@@ -49,6 +49,9 @@ struct hsd_engine {
     int32_t overlap_t; /* distinct target ids those drafter ids reach (byte-fallback twins
                         * of one string count once): the |T ∩ D| that compares with |T| */
     bool same_vocab;
+    /* `--algo auto`'s choice, made once from the tokenizers (lib/analysis/recommend.h) */
+    hsd_algo auto_algo;
+    char auto_reason[512];
     /* ids each KV cache holds after the last single generation: a new prompt reuses the
      * common prefix instead of prefilling it again (prefix caching) */
     hsd_ids t_cached, d_cached;
