@@ -51,10 +51,6 @@ void hsd_gguf_w_u32(hsd_gguf_writer *w, const char *k, uint32_t v) {
     key(w, k, T_U32);
     put_u32(w, &w->kv, v);
 }
-void hsd_gguf_w_i32(hsd_gguf_writer *w, const char *k, int32_t v) {
-    key(w, k, T_I32);
-    put(w, &w->kv, &v, 4);
-}
 void hsd_gguf_w_f32(hsd_gguf_writer *w, const char *k, float v) {
     key(w, k, T_F32);
     put(w, &w->kv, &v, 4);
