@@ -52,4 +52,9 @@ int hsd_cmd_bench(int argc, char **argv);
  * on stderr and ignored (cli/main.c). */
 struct hsd_model_params hsd_cli_model_params(void);
 
+/* hsd_last_error() for a line "hsd WHO: ...": without a leading "WHO: " (or the last word of
+ * WHO, "generate" for "bench generate") that the library already put there, so that no error
+ * reads "hsd synth: synth: ...". */
+const char *hsd_cli_error(const char *who);
+
 #endif

@@ -320,7 +320,7 @@ int hsd_cmd_generate(int argc, char **argv) {
                 int32_t *ids;
                 size_t n;
                 if (hsd_tokenizer_encode_alloc(toks[k], chat_text, strlen(chat_text), false, &ids, &n)) {
-                    fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+                    fprintf(stderr, "hsd generate: %s\n", hsd_cli_error("generate"));
                     goto done;
                 }
                 json_t *a = json_array();
@@ -338,7 +338,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     if (md) hsd_model_reset_timing(md);
     if (batch ? hsd_engine_generate_batch(e, (const char *const *)batch, NULL, n_batch, &gp, rs)
               : hsd_engine_generate(e, o.prompt, strlen(o.prompt), &gp, &r)) {
-        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd generate: %s\n", hsd_cli_error("generate"));
         goto done;
     }
     if (batch)

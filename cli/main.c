@@ -92,6 +92,17 @@ hsd_model_params hsd_cli_model_params(void) {
     return p;
 }
 
+const char *hsd_cli_error(const char *who) {
+    const char *msg = hsd_last_error();
+    const char *last = strrchr(who, ' ');
+    const char *names[2] = {who, last ? last + 1 : NULL};
+    for (int i = 0; i < 2; i++) {
+        size_t n = names[i] ? strlen(names[i]) : 0;
+        if (n && !strncmp(msg, names[i], n) && msg[n] == ':' && msg[n + 1] == ' ') return msg + n + 2;
+    }
+    return msg;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);

@@ -417,7 +417,9 @@ HSD_API int hsd_algo_parse(const char *name);
 /* Why a sequence stopped (hsd_gen_result.stop_reason). */
 typedef enum hsd_stop_reason {
     HSD_STOP_MAX_TOKENS = 0, /* max_new_tokens generated */
-    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos) */
+    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos): its tokenizer's
+                              * EOS, hsd_engine_set_eos_ids's, and for a llama2.c checkpoint id 1
+                              * (BOS delimits its training stories; llama2.c's run.c stops there) */
     HSD_STOP_STRING,         /* a stop string occurred */
     HSD_STOP_CONTEXT,        /* the context is full (see hsd_gen_params.n_ctx) */
     HSD_STOP_CALLBACK,       /* the streaming callback returned false */

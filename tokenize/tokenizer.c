@@ -528,6 +528,8 @@ bool hsd_tok_is_byte(const hsd_tokenizer *t, int32_t id) {
 
 size_t hsd_tok_n_added(const hsd_tokenizer *t) { return t ? t->n_added : 0; }
 
+const char *hsd_tok_name(const hsd_tokenizer *t) { return t && t->name ? t->name : "?"; }
+
 const hsd_added_token *hsd_tok_added(const hsd_tokenizer *t, size_t k) {
     return t && k < t->n_added ? &t->added[k] : NULL;
 }

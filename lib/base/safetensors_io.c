@@ -142,7 +142,14 @@ hsd_status hsd_st_w_write(hsd_st_writer *w, const char *path) {
     char *text = w->oom ? NULL : json_dumps(w->hdr, JSON_COMPACT);
     if (!text) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
     size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* data 8-byte aligned */
-    FILE *f = fopen(path, "wb");
+    /* written beside the target and renamed over it once complete: a failed write leaves
+     * neither a partial file nor a damaged older one */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.partial", path) >= (int)sizeof tmp) {
+        free(text);
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: path too long", path);
+    }
+    FILE *f = fopen(tmp, "wb");
     if (!f) {
         free(text);
         return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
@@ -153,7 +160,14 @@ hsd_status hsd_st_w_write(hsd_st_writer *w, const char *path) {
     for (size_t i = 0; i < w->n && ok; i++)
         ok = !w->nbytes[i] || fwrite(w->data[i], 1, w->nbytes[i], f) == w->nbytes[i];
     free(text);
-    if (fclose(f) != 0 || !ok) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
+    if (fclose(f) != 0 || !ok) {
+        remove(tmp);
+        return hsd_error(HSD_ERR_IO, "%s: write failed", path);
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        return hsd_error(HSD_ERR_IO, "%s: cannot replace it with the written file", path);
+    }
     return HSD_OK;
 }
 

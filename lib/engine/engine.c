@@ -10,6 +10,7 @@
 #include "lib/base/error.h"
 #include "lib/analysis/recommend.h"
 #include "lib/engine/vocab_map.h"
+#include "models/model.h"
 #include "tokenize/tokenizer.h"
 
 const char *hsd_algo_name(hsd_algo a) {
@@ -83,6 +84,29 @@ static hsd_status build_map(hsd_engine *e) {
     return HSD_OK;
 }
 
+/* A tokenizer belongs to a model when the model has a row for each of its ids and at most
+ * padding beyond them (checkpoints round their rows up: Qwen3 267 past its tokenizer, Gemma 3
+ * 63, DeepSeek V3 465). Caught here, naming the side, rather than as an id out of range in
+ * some later forward, or never: a 512-id tokenizer on a 151,936-row model would run. */
+#define HSD_ENG_MAX_PAD_ROWS 1024
+
+static hsd_status check_vocab(const char *side, const hsd_tokenizer *tok, int32_t rows) {
+    int32_t ids = hsd_tokenizer_vocab_size(tok);
+    if (ids > rows)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_engine_init: the %s tokenizer (%s) has %d ids but the %s model has "
+                         "%d rows: ids %d and up cannot be fed to it (not this model's tokenizer?)",
+                         side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)rows);
+    if (rows - ids > HSD_ENG_MAX_PAD_ROWS)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_engine_init: the %s tokenizer (%s) has %d ids but the %s model has "
+                         "%d rows, %d more than padding explains (at most %d): not this model's "
+                         "tokenizer",
+                         side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)(rows - ids),
+                         HSD_ENG_MAX_PAD_ROWS);
+    return HSD_OK;
+}
+
 hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, hsd_model *draft,
                            const hsd_tokenizer *draft_tok, hsd_engine **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: out is NULL");
@@ -98,6 +122,7 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
     e->dm = draft;
     e->dt = draft_tok;
     e->vt = hsd_model_vocab_size(target);
+    e->t_format_eos = hsd_model_format_eos(target);
     if (e->vt <= 0) {
         free(e);
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: target has no vocabulary");
@@ -110,9 +135,15 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
                          "hsd_engine_init: the %s reports no context size (hsd_model_iface.n_ctx)",
                          hsd_model_n_ctx(target) <= 0 ? "target" : "drafter");
     }
+    hsd_status s = check_vocab("target", target_tok, e->vt);
+    if (!s && draft) s = check_vocab("drafter", draft_tok, hsd_model_vocab_size(draft));
+    if (s) {
+        free(e);
+        return s;
+    }
     if (draft) {
         e->vd = hsd_model_vocab_size(draft);
-        hsd_status s = build_map(e);
+        s = build_map(e);
         if (s) {
             hsd_engine_free(e);
             return s;

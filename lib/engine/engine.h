@@ -56,6 +56,7 @@ struct hsd_engine {
      * common prefix instead of prefilling it again (prefix caching) */
     hsd_ids t_cached, d_cached;
     struct hsd_first_token *slrs_ft; /* SLRS: the target's first-token rule, built once */
+    int32_t t_format_eos; /* the target format's end id (models/model.h), or -1 */
     int32_t *eos_extra; /* hsd_engine_set_eos_ids: more target ids that end generation */
     int32_t n_eos_extra;
 };
@@ -156,10 +157,11 @@ hsd_status hsd_eng_oom(void);
  * limits set by the caller; the prefix cache in e->t_cached / d_cached is reused). */
 hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len);
 void hsd_eng_seq_free(hsd_eng_seq *g);
-/* A prompt's ids for one side: BOS (when add_bos and the tokenizer has one), then the text
- * encoded without post-processor; an empty result is an error. */
-hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
-                              bool add_bos, hsd_ids *ids);
+/* A prompt's ids for one side ("target" or "drafter", named in errors): BOS (when add_bos and
+ * the tokenizer has one), then the text encoded without post-processor; an empty result is an
+ * error. */
+hsd_status hsd_eng_prompt_ids(const char *side, const hsd_tokenizer *tok, const char *prompt,
+                              size_t len, bool add_bos, hsd_ids *ids);
 /* Appends the surface bytes of committed target ids to g->text (special ids commit none). */
 hsd_status hsd_eng_commit_text(hsd_eng_seq *g, const int32_t *ids, int32_t n);
 /* After target ids were committed: realigns the drafter's side with the text (bridge resync),

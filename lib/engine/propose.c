@@ -194,7 +194,7 @@ static hsd_status start_fresh(hsd_proposer *p, hsd_eng_seq *g, const int32_t *ct
     /* a context without text (only special ids) and a drafter without BOS: nothing to draft
      * from, the slot proposes nothing until text arrives (D stays empty) */
     if (len > 0 || (p->prm.add_bos && hsd_tokenizer_bos_id(p->e.dt) >= 0))
-        s = hsd_eng_prompt_ids(p->e.dt, prompt, len, p->prm.add_bos, &g->D.ids);
+        s = hsd_eng_prompt_ids("drafter", p->e.dt, prompt, len, p->prm.add_bos, &g->D.ids);
     hsd_free(prompt);
     if (s) return s;
     g->D.seg = (int32_t)g->D.ids.n;
