@@ -11,7 +11,6 @@
 
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
-#include "lib/base/log.h"
 #include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
