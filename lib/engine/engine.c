@@ -84,25 +84,25 @@ static hsd_status build_map(hsd_engine *e) {
     return HSD_OK;
 }
 
-/* A tokenizer belongs to a model when the model has a row for each of its ids and at most
- * padding beyond them (checkpoints round their rows up: Qwen3 267 past its tokenizer, Gemma 3
- * 63, DeepSeek V3 465). Caught here, naming the side, rather than as an id out of range in
+/* hsd_eng_check_vocab (engine.h): a tokenizer belongs to a model when the model has a row for
+ * each of its ids and at most padding beyond them (checkpoints round their rows up: Qwen3 267
+ * past its tokenizer, Gemma 3 63, DeepSeek V3 465). Caught here, naming the side, rather than as an id out of range in
  * some later forward, or never: a 512-id tokenizer on a 151,936-row model would run. */
 #define HSD_ENG_MAX_PAD_ROWS 1024
 
-static hsd_status check_vocab(const char *side, const hsd_tokenizer *tok, int32_t rows) {
+hsd_status hsd_eng_check_vocab(const char *fn, const char *side, const hsd_tokenizer *tok,
+                               int32_t rows) {
     int32_t ids = hsd_tokenizer_vocab_size(tok);
     if (ids > rows)
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "hsd_engine_init: the %s tokenizer (%s) has %d ids but the %s model has "
-                         "%d rows: ids %d and up cannot be fed to it (not this model's tokenizer?)",
-                         side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)rows);
+                         "%s: the %s tokenizer (%s) has %d ids but the %s model has %d rows: ids "
+                         "%d and up cannot be fed to it (not this model's tokenizer?)",
+                         fn, side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)rows);
     if (rows - ids > HSD_ENG_MAX_PAD_ROWS)
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "hsd_engine_init: the %s tokenizer (%s) has %d ids but the %s model has "
-                         "%d rows, %d more than padding explains (at most %d): not this model's "
-                         "tokenizer",
-                         side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)(rows - ids),
+                         "%s: the %s tokenizer (%s) has %d ids but the %s model has %d rows, %d "
+                         "more than padding explains (at most %d): not this model's tokenizer",
+                         fn, side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)(rows - ids),
                          HSD_ENG_MAX_PAD_ROWS);
     return HSD_OK;
 }
@@ -135,8 +135,9 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
                          "hsd_engine_init: the %s reports no context size (hsd_model_iface.n_ctx)",
                          hsd_model_n_ctx(target) <= 0 ? "target" : "drafter");
     }
-    hsd_status s = check_vocab("target", target_tok, e->vt);
-    if (!s && draft) s = check_vocab("drafter", draft_tok, hsd_model_vocab_size(draft));
+    hsd_status s = hsd_eng_check_vocab("hsd_engine_init", "target", target_tok, e->vt);
+    if (!s && draft)
+        s = hsd_eng_check_vocab("hsd_engine_init", "drafter", draft_tok, hsd_model_vocab_size(draft));
     if (s) {
         free(e);
         return s;

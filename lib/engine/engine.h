@@ -157,6 +157,10 @@ hsd_status hsd_eng_oom(void);
  * limits set by the caller; the prefix cache in e->t_cached / d_cached is reused). */
 hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len);
 void hsd_eng_seq_free(hsd_eng_seq *g);
+/* A tokenizer belongs to a model: a row for each of its ids and at most padding past them
+ * (engine.c says how much). An error names fn, the side ("target", "drafter") and both sizes. */
+hsd_status hsd_eng_check_vocab(const char *fn, const char *side, const hsd_tokenizer *tok,
+                               int32_t rows);
 /* A prompt's ids for one side ("target" or "drafter", named in errors): BOS (when add_bos and
  * the tokenizer has one), then the text encoded without post-processor; an empty result is an
  * error. */
