@@ -67,7 +67,7 @@ int hsd_bench_dir_open(hsd_bench_dir *d, const char *tm, const char *tt, const c
     if (hsd_tokenizer_load_file(tt, &d->tt) || hsd_tokenizer_load_file(dt, &d->dt) ||
         hsd_model_load(tm, &mp, &d->t_raw) || hsd_model_load(dm, &mp, &d->d_raw) ||
         (need_self && hsd_model_load(tm, &mp, &d->s_raw))) {
-        fprintf(stderr, "hsd bench generate: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench generate: %s\n", hsd_cli_error("bench generate"));
         return 1;
     }
     d->ct.inner = d->t_raw;
@@ -76,7 +76,7 @@ int hsd_bench_dir_open(hsd_bench_dir *d, const char *tm, const char *tt, const c
     if (!(d->t = wrap(&d->ct)) || !(d->d = wrap(&d->cd)) || (need_self && !(d->s = wrap(&d->cs))) ||
         hsd_engine_init(d->t, d->tt, d->d, d->dt, &d->pair) ||
         (need_self && hsd_engine_init(d->t, d->tt, d->s, d->tt, &d->self))) {
-        fprintf(stderr, "hsd bench generate: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench generate: %s\n", hsd_cli_error("bench generate"));
         return 1;
     }
     return 0;

@@ -1,5 +1,6 @@
 /* `hsd generate --chat`: see chat_prompt.h. */
 #include "cli/chat_prompt.h"
+#include "cli/cli.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ int hsd_cli_chat_eos(const char *who, hsd_engine *e, const hsd_tokenizer *tt, co
         size_t n;
         if (!paths[k] || (k == 1 && target && !strcmp(target, target_tok))) continue;
         if (hsd_chat_eos_ids(paths[k], tt, &ids, &n)) {
-            fprintf(stderr, "hsd %s: %s\n", who, hsd_last_error());
+            fprintf(stderr, "hsd %s: %s\n", who, hsd_cli_error(who));
             return 1;
         }
         for (size_t i = 0; i < n; i++) {
@@ -99,7 +100,7 @@ int hsd_cli_chat_eos(const char *who, hsd_engine *e, const hsd_tokenizer *tt, co
         hsd_free(ids);
     }
     if (hsd_engine_set_eos_ids(e, all, n_all)) {
-        fprintf(stderr, "hsd %s: %s\n", who, hsd_last_error());
+        fprintf(stderr, "hsd %s: %s\n", who, hsd_cli_error(who));
         return 1;
     }
     return 0;

@@ -44,10 +44,17 @@ HSD_CLI_COMMAND(bench_bandwidth);
 HSD_CLI_COMMAND(bench_chat);
 int hsd_cmd_bench(int argc, char **argv);
 
-/* hsd_model_default_params() with the CPU-kernel settings the CLI takes from the environment
- * (the library reads none): HSD_MATMUL=scalar|avx2|avx512|amx (cpu_kernels), HSD_NO_PACK=1
- * (no_pack), HSD_NO_BLAS (no_blas, set when present). An unknown HSD_MATMUL is reported on
- * stderr and ignored (cli/main.c). */
+/* hsd_model_default_params() with the settings the CLI takes from the environment (the
+ * library reads none; docs/CLI.md lists them): HSD_MATMUL=scalar|avx2|avx512|amx
+ * (cpu_kernels), HSD_NO_PACK=1 (no_pack), HSD_NO_BLAS (no_blas, set when present),
+ * HSD_BACKEND=auto|cpu|cuda (backend), HSD_CUDA_GRAPHS=0, HSD_CUDA_GEMV=cublas,
+ * HSD_CUDA_GEMM=warp, HSD_CUDA_PDL=0, HSD_CUDA_MMA=1..4 (cuda). Unknown values are reported
+ * on stderr and ignored (cli/main.c). */
 struct hsd_model_params hsd_cli_model_params(void);
+
+/* hsd_last_error() for a line "hsd WHO: ...": without a leading "WHO: " (or the last word of
+ * WHO, "generate" for "bench generate") that the library already put there, so that no error
+ * reads "hsd synth: synth: ...". */
+const char *hsd_cli_error(const char *who);
 
 #endif

@@ -91,7 +91,7 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
     const int32_t *ctx = o.contexts.v;
     hsd_tokenizer *tt = NULL, *dt = NULL;
     if (hsd_tokenizer_load_file(tt_path, &tt) || hsd_tokenizer_load_file(dt_path, &dt)) {
-        fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench bridge: %s\n", hsd_cli_error("bench bridge"));
         hsd_tokenizer_free(tt);
         return 1;
     }
@@ -113,7 +113,7 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
     }
     if (hsd_tokenizer_encode_alloc(tt, raw, raw_n, false, &tids, &n_t) ||
         hsd_tokenizer_encode_alloc(dt, raw, raw_n, false, &dids, &n_d)) {
-        fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench bridge: %s\n", hsd_cli_error("bench bridge"));
         goto done;
     }
     /* draft chunks: k consecutive drafter tokens of the same text at random places */
@@ -132,7 +132,7 @@ int hsd_cmd_bench_bridge(int argc, char **argv) {
         hsd_bridge_bench_result res;
         bp.stream = (uint64_t)ci;
         if (hsd_bridge_bench(tt, dt, tids, n_t, dids, n_src, ctx[ci], &bp, us, &res)) {
-            fprintf(stderr, "hsd bench bridge: %s\n", hsd_last_error());
+            fprintf(stderr, "hsd bench bridge: %s\n", hsd_cli_error("bench bridge"));
             goto done;
         }
         double sum = 0;

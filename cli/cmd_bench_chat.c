@@ -62,7 +62,7 @@ int hsd_cmd_bench_chat(int argc, char **argv) {
     int loads = 0;
     do { /* loading: parse time, repeated for a stable figure */
         if (hsd_chat_template_load(o.tok, NULL, &t)) {
-            fprintf(stderr, "hsd bench chat: %s\n", hsd_last_error());
+            fprintf(stderr, "hsd bench chat: %s\n", hsd_cli_error("bench chat"));
             free(ctx);
             return 1;
         }
@@ -74,7 +74,7 @@ int hsd_cmd_bench_chat(int argc, char **argv) {
     char *out = NULL;
     size_t n = 0;
     if (hsd_chat_render_json(t, ctx, &p, &out, &n)) {
-        fprintf(stderr, "hsd bench chat: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench chat: %s\n", hsd_cli_error("bench chat"));
         hsd_chat_template_free(t);
         free(ctx);
         return 1;

@@ -121,7 +121,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     hsd_model *m;
     double tl = hsd_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {
-        fprintf(stderr, "hsd bench forward: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
         return 1;
     }
     printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
@@ -156,13 +156,13 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
         hsd_model_seq_select(m, 0);
         if (!logits || !toks || rc ||
             bench_batch(m, n_list, n_n, b_list, n_b, prefix, prefix + max_n, reps, toks, logits, cpu)) {
-            fprintf(stderr, "hsd bench forward: %s\n", hsd_last_error());
+            fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
             rc = 1;
         }
         goto done;
     }
     if (!logits || hsd_model_forward(m, toks, prefix, NULL, NULL, 0, NULL) != HSD_OK) {
-        fprintf(stderr, "hsd bench forward: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
         rc = 1;
         goto done;
     }

@@ -56,7 +56,7 @@ int hsd_cmd_bench_head(int argc, char **argv) {
     hsd_model *m;
     double t0 = hsd_timer_ms();
     if (hsd_model_load(model_path, &mp, &m)) {
-        fprintf(stderr, "hsd bench head: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench head: %s\n", hsd_cli_error("bench head"));
         return 1;
     }
     int32_t V = hsd_model_vocab_size(m);

@@ -64,7 +64,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
     double t0 = hsd_timer_ms();
     hsd_tokenizer *tok;
     if (hsd_tokenizer_load_file(path, &tok)) {
-        fprintf(stderr, "hsd bench: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd bench: %s\n", hsd_cli_error("bench"));
         return 1;
     }
     double load_ms = hsd_timer_ms() - t0;
@@ -87,7 +87,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
                     st = hsd_tokenizer_encode(tok, texts[i], lens[i], false, ids, idcap, &got);
                 }
                 if (st) {
-                    fprintf(stderr, "hsd bench: %s\n", hsd_last_error());
+                    fprintf(stderr, "hsd bench: %s\n", hsd_cli_error("bench"));
                     return 1;
                 }
                 ntok += got;

@@ -19,7 +19,8 @@ typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
     const char *system, *messages;
-    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt;
+    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt,
+        ignore_eos;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx;
     float temp, top_p, slrs_top_p;
     uint64_t seed;
@@ -59,6 +60,8 @@ static const hsd_opt gen_table[] = {
     {"seed", 0, HSD_OPT_U64, O(seed), "S", "random seed (batch: prompt i uses S + i)", 0, 0},
     {"stop", 0, HSD_OPT_LIST, O(stop), "STR", "stop after this string (repeatable)", 0, 0},
     {"no-bos", 0, HSD_OPT_FLAG, O(no_bos), NULL, "do not put each tokenizer's BOS first", 0, 0},
+    {"ignore-eos", 0, HSD_OPT_FLAG, O(ignore_eos), NULL,
+     "go on past the end-of-sequence token (stop_at_eos off)", 0, 0},
     HSD_OPT_ROW_THREADS(gen_opts, threads),
     {"ctx", 0, HSD_OPT_INT, O(ctx), "N",
      "positions the target may use, past its trained context with a warning (default: the "
@@ -265,6 +268,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     gp.max_new_tokens = o.n, gp.n_draft = o.k, gp.k_max = o.k_max, gp.adaptive_k = o.adaptive_k;
     gp.temp = o.temp, gp.top_k = o.top_k, gp.top_p = o.top_p, gp.seed = o.seed;
     gp.stop = o.stop.v, gp.n_stop = o.stop.n, gp.add_bos = !o.no_bos;
+    gp.stop_at_eos = !o.ignore_eos;
     gp.slrs_top_k = o.slrs_top_k, gp.slrs_top_p = o.slrs_top_p, gp.slrs_max_nodes = o.slrs_nodes;
     gp.slrs_lookahead = o.lookahead, gp.slrs_single_forward = o.slrs_one;
     gp.n_ctx = o.ctx;
@@ -320,7 +324,7 @@ int hsd_cmd_generate(int argc, char **argv) {
                 int32_t *ids;
                 size_t n;
                 if (hsd_tokenizer_encode_alloc(toks[k], chat_text, strlen(chat_text), false, &ids, &n)) {
-                    fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+                    fprintf(stderr, "hsd generate: %s\n", hsd_cli_error("generate"));
                     goto done;
                 }
                 json_t *a = json_array();
@@ -338,7 +342,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     if (md) hsd_model_reset_timing(md);
     if (batch ? hsd_engine_generate_batch(e, (const char *const *)batch, NULL, n_batch, &gp, rs)
               : hsd_engine_generate(e, o.prompt, strlen(o.prompt), &gp, &r)) {
-        fprintf(stderr, "hsd generate: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd generate: %s\n", hsd_cli_error("generate"));
         goto done;
     }
     if (batch)

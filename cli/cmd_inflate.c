@@ -57,7 +57,7 @@ int hsd_cmd_inflate(int argc, char **argv) {
     double t0 = hsd_timer_ms();
     hsd_inflate_info c;
     if (hsd_inflate_file(in, &p, out, &c) != HSD_OK) {
-        fprintf(stderr, "hsd %s\n", hsd_last_error());
+        fprintf(stderr, "hsd inflate: %s\n", hsd_cli_error("inflate"));
         return 1;
     }
     printf("wrote %s: %s inflated to shape %s (%s, dim %d, FFN %d, %d layers, %d heads / %d KV "

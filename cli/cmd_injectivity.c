@@ -101,7 +101,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
     bool json = op.json, minimize = !op.no_minimize;
     hsd_tokenizer *tok = NULL;
     if (hsd_tokenizer_load_file(path, &tok)) {
-        fprintf(stderr, "hsd injectivity: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd injectivity: %s\n", hsd_cli_error("injectivity"));
         return 1;
     }
     hsd_corpus corpus = {0};
@@ -164,7 +164,7 @@ int hsd_cmd_injectivity(int argc, char **argv) {
     }
     goto done;
 fail:
-    fprintf(stderr, "hsd injectivity: %s\n", hsd_last_error());
+    fprintf(stderr, "hsd injectivity: %s\n", hsd_cli_error("injectivity"));
     rc = 1;
 done:
     hsd_inj_result_free(&r);

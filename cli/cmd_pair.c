@@ -98,7 +98,7 @@ int hsd_cmd_pair(int argc, char **argv) {
     int rc = 0;
     if (hsd_tokenizer_load_file(tp, &t) || hsd_tokenizer_load_file(dp, &d) ||
         hsd_pair_analyze(t, d, corpus, &r)) {
-        fprintf(stderr, "hsd pair: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd pair: %s\n", hsd_cli_error("pair"));
         rc = 1;
         goto done;
     }

@@ -231,7 +231,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
         st = HSD_ERR_NOMEM;
     double t5 = hsd_timer_ms(), c5 = hsd_timer_cpu_ms();
     if (st) {
-        fprintf(stderr, "hsd psi-stats: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd psi-stats: %s\n", hsd_cli_error("psi-stats"));
         rc = 1;
         goto done;
     }

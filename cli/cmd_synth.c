@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "hsd.h"
@@ -54,20 +55,23 @@ int hsd_cmd_synth(int argc, char **argv) {
     double t0 = hsd_timer_ms();
     hsd_synth_model *m;
     hsd_status s = hsd_synth_init(&sp, &m);
-    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
+    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_cli_error("synth")); return 1; }
     double t1 = hsd_timer_ms();
     char path[4096];
     if (!strcmp(format, "gguf")) {
-        mkdir(dir, 0755);
+        /* a failure leaves nothing behind: the directory goes if this run made it (the
+         * writer removes its own partial file) */
+        bool made = mkdir(dir, 0755) == 0;
         snprintf(path, sizeof path, "%s/model.gguf", dir);
         s = hsd_synth_write_gguf_tok(m, path, o.tokenizer);
+        if (s != HSD_OK && made) rmdir(dir);
     } else {
         snprintf(path, sizeof path, "%s", dir);
         s = hsd_synth_write_safetensors(m, dir);
     }
     size_t bytes = hsd_synth_weight_bytes(m);
     hsd_synth_free(m);
-    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
+    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_cli_error("synth")); return 1; }
     printf("wrote %s: shape %s, %s, %.1f MB of weights (generated in %.1f s, written in %.1f s)\n", path, shape,
            dtype, bytes / 1e6, (t1 - t0) / 1e3, (hsd_timer_ms() - t1) / 1e3);
     return 0;

@@ -86,7 +86,7 @@ int hsd_cmd_template(int argc, char **argv) {
         return hsd_opts_fail(&hsd_spec_template, "--now '%s' is not a date YYYY-MM-DD", o.now);
     hsd_chat_template *t;
     if (hsd_chat_template_load(o.tok ? o.tok : o.file, o.name, &t)) {
-        fprintf(stderr, "hsd template: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd template: %s\n", hsd_cli_error("template"));
         return 1;
     }
     json_error_t jerr;

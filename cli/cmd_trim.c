@@ -131,7 +131,7 @@ int hsd_cmd_trim(int argc, char **argv) {
     int32_t *order = NULL, *map = NULL;
     if (hsd_tokenizer_load_file(tok_path, &tok) ||
         (draft_path && hsd_tokenizer_load_file(draft_path, &dtok))) {
-        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd trim: %s\n", hsd_cli_error("trim"));
         goto done;
     }
     if (hsd_cli_load_corpus(corpus_path, &texts, &lens, &n_texts)) goto done;
@@ -146,7 +146,7 @@ int hsd_cmd_trim(int argc, char **argv) {
         goto done;
     }
     if (hsd_trim_rank(counts, V, order)) {
-        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd trim: %s\n", hsd_cli_error("trim"));
         goto done;
     }
     int32_t n_cand = V, v_full = V;
@@ -154,7 +154,7 @@ int hsd_cmd_trim(int argc, char **argv) {
         map = malloc((size_t)V * sizeof *map);
         if (!map) goto done;
         if (hsd_trim_candidates(tok, dtok, order, V, map, &n_cand)) {
-            fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+            fprintf(stderr, "hsd trim: %s\n", hsd_cli_error("trim"));
             goto done;
         }
         v_full = hsd_tokenizer_vocab_size(dtok);
@@ -162,7 +162,7 @@ int hsd_cmd_trim(int argc, char **argv) {
     hsd_trim_prefix(counts, order, n_cand, prefix);
     hsd_trim_result r;
     if (hsd_trim_optimum(prefix, n_cand, total, v_full, &p, &r)) {
-        fprintf(stderr, "hsd trim: %s\n", hsd_last_error());
+        fprintf(stderr, "hsd trim: %s\n", hsd_cli_error("trim"));
         goto done;
     }
     int32_t seen = 0;

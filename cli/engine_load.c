@@ -1,5 +1,6 @@
 /* See engine_load.h. */
 #include "cli/engine_load.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,7 @@ int hsd_cli_engine_load(const char *who, hsd_cli_engine *x, const char *tm, cons
     if (hsd_tokenizer_load_file(tt, &x->target_tok) || hsd_model_load(tm, tp, &x->target) ||
         (dm && (hsd_tokenizer_load_file(dt, &x->draft_tok) || hsd_model_load(dm, dp, &x->draft))) ||
         hsd_engine_init(x->target, x->target_tok, x->draft, x->draft_tok, &x->e)) {
-        fprintf(stderr, "hsd %s: %s\n", who, hsd_last_error());
+        fprintf(stderr, "hsd %s: %s\n", who, hsd_cli_error(who));
         return 1;
     }
     return 0;

@@ -1,6 +1,7 @@
 /* --draft-head for the CLI: calibration tokens from a corpus, then the library's
  * hsd_model_set_head_spec. */
 #include "cli/head_spec.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ int hsd_cli_head_apply(const char *who, const char *spec, hsd_model *draft,
     hsd_status s = hsd_model_set_head_spec(draft, spec, e, cal, n_cal);
     free(cal);
     if (s != HSD_OK) {
-        fprintf(stderr, "hsd %s: %s\n", who, hsd_last_error());
+        fprintf(stderr, "hsd %s: %s\n", who, hsd_cli_error(who));
         return 1;
     }
     return 0;

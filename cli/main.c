@@ -45,9 +45,20 @@ static int help_flags(void) {
     return 0;
 }
 
+/* "0" and the empty string mean off, as a shell user writes them; any other value on */
+static bool env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static bool env_is(const char *name, const char *value) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
 hsd_model_params hsd_cli_model_params(void) {
     hsd_model_params p = hsd_model_default_params();
-    const char *mm = getenv("HSD_MATMUL"), *np = getenv("HSD_NO_PACK");
+    const char *mm = getenv("HSD_MATMUL"), *be = getenv("HSD_BACKEND"), *mv = getenv("HSD_CUDA_MMA");
     if (mm && *mm) {
         int k = hsd_cpu_kernels_parse(mm);
         if (k < 0)
@@ -56,9 +67,40 @@ hsd_model_params hsd_cli_model_params(void) {
         else
             p.cpu_kernels = (hsd_cpu_kernels)k;
     }
-    p.no_pack = np && *np && strcmp(np, "0") != 0;
+    p.no_pack = env_on("HSD_NO_PACK");
     p.no_blas = getenv("HSD_NO_BLAS") != NULL;
+    /* HSD_BACKEND=cpu|cuda replaces AUTO; an explicit --backend still wins (set after this) */
+    if (be && *be) {
+        int b = hsd_backend_parse(be);
+        if (b < 0)
+            fprintf(stderr, "hsd: HSD_BACKEND=%s unknown (auto|cpu|cuda); ignored\n", be);
+        else
+            p.backend = (hsd_backend)b;
+    }
+    p.cuda.no_graphs = env_is("HSD_CUDA_GRAPHS", "0");
+    p.cuda.cublas_gemv = env_is("HSD_CUDA_GEMV", "cublas");
+    p.cuda.warp_gemm = env_is("HSD_CUDA_GEMM", "warp");
+    p.cuda.no_pdl = env_is("HSD_CUDA_PDL", "0");
+    if (mv && *mv) {
+        char *end;
+        long v = strtol(mv, &end, 10);
+        if (*end || v < 0 || v > 4)
+            fprintf(stderr, "hsd: HSD_CUDA_MMA=%s is not 1..4; ignored\n", mv);
+        else
+            p.cuda.mma_variant = (int32_t)v;
+    }
     return p;
+}
+
+const char *hsd_cli_error(const char *who) {
+    const char *msg = hsd_last_error();
+    const char *last = strrchr(who, ' ');
+    const char *names[2] = {who, last ? last + 1 : NULL};
+    for (int i = 0; i < 2; i++) {
+        size_t n = names[i] ? strlen(names[i]) : 0;
+        if (n && !strncmp(msg, names[i], n) && msg[n] == ':' && msg[n + 1] == ' ') return msg + n + 2;
+    }
+    return msg;
 }
 
 int main(int argc, char **argv) {

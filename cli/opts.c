@@ -160,6 +160,7 @@ static int hint(const hsd_cli_spec *spec) {
 int hsd_opts_parse(const hsd_cli_spec *spec, void *dest, int argc, char **argv, int *n_pos) {
     int np = 0;
     bool only_pos = false;
+    const char *first[128] = {0}; /* the value each string option got, by table index */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || !a[1]) {
@@ -198,6 +199,18 @@ int hsd_opts_parse(const hsd_cli_spec *spec, void *dest, int argc, char **argv, 
         } else {
             hsd_opts_fail(spec, "%s needs a value (%s)", a, o->arg ? o->arg : "VALUE");
             return hint(spec);
+        }
+        /* a text option given twice would silently lose the first value (`-p a -p b` kept
+         * only "b"): refuse, naming both; repeatable ones are lists (--stop) */
+        size_t k = (size_t)(o - spec->opts);
+        if (o->type == HSD_OPT_STRING && k < sizeof first / sizeof first[0]) {
+            if (first[k]) {
+                hsd_opts_fail(spec, "%.*s given twice ('%s', then '%s'): it takes one value%s",
+                              (int)len, a, first[k], v,
+                              o->names && !strncmp(o->names, "prompt", 6) ? " (several prompts: --batch-file)" : "");
+                return hint(spec);
+            }
+            first[k] = v;
         }
         if (store(spec, o, dest, v)) return hint(spec);
     }

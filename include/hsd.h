@@ -215,6 +215,15 @@ HSD_API hsd_cpu_kernels hsd_cpu_kernels_active(void);
 /* One line naming the CPU's features the kernels use ("avx2 avx512 avx512_bf16 ... amx"). */
 HSD_API const char *hsd_cpu_kernels_features(void);
 
+/* CUDA backend switches (hsd_model_params.cuda); zero is the tuned default of each. */
+typedef struct hsd_cuda_options {
+    bool no_graphs;      /* run every decode step eagerly instead of replaying a CUDA graph */
+    bool cublas_gemv;    /* decode products through cuBLAS instead of the batch-invariant kernels */
+    bool warp_gemm;      /* 2..8-token products by a warp-per-row kernel with fp32 activations */
+    bool no_pdl;         /* products in plain stream order (no programmatic dependent launch) */
+    int32_t mma_variant; /* 1..4: a fixed BF16 tensor-core block shape; 0: chosen per device */
+} hsd_cuda_options;
+
 typedef struct hsd_model_params {
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
@@ -236,6 +245,9 @@ typedef struct hsd_model_params {
     /* Never hand F32 products to BLAS sgemm (which takes prefills of >= 32 tokens). The
      * CLI: HSD_NO_BLAS=1. */
     bool no_blas;
+    /* CUDA only: comparisons against the tuned defaults (all zero). The library reads no
+     * environment; the CLI maps HSD_CUDA_* onto these (docs/CLI.md). */
+    hsd_cuda_options cuda;
 } hsd_model_params;
 
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the
@@ -405,7 +417,9 @@ HSD_API int hsd_algo_parse(const char *name);
 /* Why a sequence stopped (hsd_gen_result.stop_reason). */
 typedef enum hsd_stop_reason {
     HSD_STOP_MAX_TOKENS = 0, /* max_new_tokens generated */
-    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos) */
+    HSD_STOP_EOS,            /* the target's end-of-sequence token (stop_at_eos): its tokenizer's
+                              * EOS, hsd_engine_set_eos_ids's, and for a llama2.c checkpoint id 1
+                              * (BOS delimits its training stories; llama2.c's run.c stops there) */
     HSD_STOP_STRING,         /* a stop string occurred */
     HSD_STOP_CONTEXT,        /* the context is full (see hsd_gen_params.n_ctx) */
     HSD_STOP_CALLBACK,       /* the streaming callback returned false */

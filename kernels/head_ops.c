@@ -3,17 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-void hsd_matvec_indexed(float *out, const float *x, const hsd_mat *w, const int32_t *ids, int32_t k,
-                        float *scratch) {
-    int32_t j = 0;
-    while (j < k) {
-        int32_t run = 1;
-        while (j + run < k && ids[j + run] == ids[j] + run) run++;
-        hsd_matmul_rows(out + j, 1, x, 1, w, ids[j], run, scratch);
-        j += run;
-    }
-}
-
 /* "a ranks before b": larger score, then smaller index (a total order, so selection is
  * deterministic whatever the input). */
 static inline int before(const float *s, int32_t a, int32_t b) {

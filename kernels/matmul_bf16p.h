@@ -37,11 +37,9 @@ void hsd_bf16p_pack_group(const uint8_t *const *rows, int32_t count, int32_t col
 size_t hsd_bf16p_acts_bytes(int32_t n, int32_t cols);
 /* Fills a->xp (bf16 pairs, [P][n]) from a->x into buf: round to nearest even. */
 void hsd_bf16p_prepare(hsd_mm_acts *a, void *buf);
-/* Bytes of per-thread scratch hsd_bf16p_rows needs (one group packed on the fly). */
-size_t hsd_bf16p_scratch_bytes(int32_t cols);
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
- * copy pk when given (rows without ids only) and `scratch` (hsd_bf16p_scratch_bytes, 64-byte
- * aligned) otherwise. */
+ * copy pk when given (rows without ids only) and `scratch` (one group packed on the fly:
+ * hsd_bf16p_group_bytes, 64-byte aligned) otherwise. */
 void hsd_bf16p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
                     const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                     uint8_t *scratch);

@@ -40,10 +40,6 @@ size_t hsd_bf16p_acts_bytes(int32_t n, int32_t cols) {
     return hsd_mm_align64((size_t)n * (size_t)((cols + 1) / 2) * 4);
 }
 
-size_t hsd_bf16p_scratch_bytes(int32_t cols) {
-    return hsd_bf16p_group_bytes(cols);
-}
-
 /* Token t's row into pair p = (bf16(x[2p]), bf16(x[2p + 1])) at xp[p·n + t]; a missing last
  * element is 0. Rounding to nearest even, as hsd_fp32_to_bf16. */
 TGT static void prep_token(const float *x, int32_t cols, int32_t n, int32_t t, uint32_t *xp) {

@@ -43,11 +43,9 @@ size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols);
 /* Fills a->xq (int8 quants, [n][cols]), a->xd (fp32 block scales, [n][nb]) and a->xc
  * (int32 −128·Σq per block, [n][nb]) from a->x into buf: llama.cpp's Q8_0 rounding. */
 void hsd_q8p_prepare(hsd_mm_acts *a, void *buf);
-/* Bytes of per-thread scratch hsd_q8p_rows needs (one group packed on the fly). */
-size_t hsd_q8p_scratch_bytes(int32_t cols);
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
- * copy pk when given (rows without ids only) and `scratch` (hsd_q8p_scratch_bytes, 64-byte
- * aligned) otherwise. */
+ * copy pk when given (rows without ids only) and `scratch` (one group packed on the fly:
+ * hsd_q8p_group_bytes, 64-byte aligned) otherwise. */
 void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk, const int32_t *ids,
                   int32_t r0, int32_t count, float *out, int32_t ld, uint8_t *scratch);
 #endif

@@ -33,10 +33,6 @@ size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
     return hsd_mm_align64(N * nb * 32) + 2 * hsd_mm_align64(N * nb * 4);
 }
 
-size_t hsd_q8p_scratch_bytes(int32_t cols) {
-    return hsd_q8p_group_bytes(cols);
-}
-
 /* Token t's row x (nb blocks) into the block-major arrays: d = fp16(max|x|/127), q =
  * round-to-even(x · 127/max|x|) as llama.cpp's quantize_row_q8_0 (so that a Q8_0 file gives
  * its products), c = −128·Σq. */

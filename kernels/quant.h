@@ -4,7 +4,7 @@
  * Every type has a scalar reference (kernels/quant_ref.c), written from the block layouts
  * alone, and vectorised versions (kernels/quant_x86.c, AVX2 picked at run time) whose
  * dequantisers must equal the reference bit for bit (tests/test_gguf_quant.c). The entry
- * points hsd_quant_dequant / hsd_quant_dot pick the fastest version this CPU runs.
+ * point hsd_quant_dequant picks the fastest version this CPU runs.
  * hsd_quant_matmul_rows multiplies as llama.cpp's CPU backend does: activations rounded to
  * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows by integer dot products with Q8_K blocks
  * (reference kernels/quant_q8k_ref.c; AVX2 kernels/quant_x86_q8k.c; AVX-512
@@ -68,7 +68,6 @@ float hsd_quant_dot_ref(hsd_dtype t, const void *row, const float *x, int64_t co
 
 /* Best available version (vectorised when the CPU has it, otherwise the reference). */
 void hsd_quant_dequant(hsd_dtype t, const void *row, int64_t cols, float *out);
-float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols);
 
 /* Vectorised versions (kernels/quant_x86.c); return false (doing nothing) when the CPU or
  * the build lacks the instructions. Exposed so that the test checks them against the

@@ -271,12 +271,6 @@ void hsd_quant_dequant(hsd_dtype t, const void *row, int64_t cols, float *out) {
     if (!hsd_quant_dequant_avx2(t, row, cols, out)) hsd_quant_dequant_ref(t, row, cols, out);
 }
 
-float hsd_quant_dot(hsd_dtype t, const void *row, const float *x, int64_t cols) {
-    float d;
-    if (hsd_quant_dot_avx2(t, row, x, cols, &d)) return d;
-    return hsd_quant_dot_ref(t, row, x, cols);
-}
-
 /* Q4_K/Q5_K/Q6_K rows: activations to Q8_K once, then integer dot products row by row, the
  * fastest version this CPU has (kernels/quant_x86_q8k*.c; all equal to the scalar reference,
  * kernels/quant_q8k_ref.c, bit for bit). false when the type is not covered, or on allocation

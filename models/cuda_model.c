@@ -603,16 +603,13 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     m->kv_dim = c->n_kv_heads * c->head_dim;
     m->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (m->q_dim > m->max_cols) m->max_cols = m->q_dim;
-    const char *g = getenv("HSD_CUDA_GRAPHS"); /* "0": run every step eagerly */
-    m->graphs_on = !(g && !strcmp(g, "0"));
-    const char *gemv = getenv("HSD_CUDA_GEMV"); /* "cublas": decode GEMVs through cuBLAS */
-    hsd_cuda_use_cublas_gemv(cu, gemv && !strcmp(gemv, "cublas"));
-    const char *gemm = getenv("HSD_CUDA_GEMM"); /* "warp": 2..8-token products by rows */
-    hsd_cuda_use_warp_gemm(cu, gemm && !strcmp(gemm, "warp"));
-    const char *pdl = getenv("HSD_CUDA_PDL"); /* "0": products in plain stream order */
-    if (pdl && !strcmp(pdl, "0")) hsd_cuda_use_pdl(cu, false);
-    const char *mv = getenv("HSD_CUDA_MMA"); /* 1..4: a fixed tensor-core block shape */
-    if (mv) hsd_cuda_set_mma_variant(cu, atoi(mv));
+    /* the switches are params (the CLI maps HSD_CUDA_*): library code reads no environment */
+    const hsd_cuda_options co = params ? params->cuda : (hsd_cuda_options){0};
+    m->graphs_on = !co.no_graphs;
+    hsd_cuda_use_cublas_gemv(cu, co.cublas_gemv);
+    hsd_cuda_use_warp_gemm(cu, co.warp_gemm);
+    if (co.no_pdl) hsd_cuda_use_pdl(cu, false);
+    if (co.mma_variant) hsd_cuda_set_mma_variant(cu, co.mma_variant);
     s = cm_upload_all(m, tf, params);
     if (s != HSD_OK) {
         hsd_error_prefix(s, "cuda model: ");

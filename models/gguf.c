@@ -12,27 +12,14 @@
 #include "models/arch.h"
 #include "models/loaders.h"
 
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_BF16 = 30, GGML_NTYPES = 43 };
-
-static const char *ggml_type_name(uint32_t t) {
-    static const char *names[GGML_NTYPES] = {
-        "F32", "F16", "Q4_0", "Q4_1", "type 4 (removed Q4_2)", "type 5 (removed Q4_3)", "Q5_0",
-        "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS",
-        "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32",
-        "I64", "F64", "IQ1_M", "BF16", "type 31 (removed Q4_0_4_4)", "type 32 (removed Q4_0_4_8)",
-        "type 33 (removed Q4_0_8_8)", "TQ1_0", "TQ2_0", "type 36 (removed IQ4_NL_4_4)",
-        "type 37 (removed IQ4_NL_4_8)", "type 38 (removed IQ4_NL_8_8)", "MXFP4", "NVFP4", "Q1_0",
-        "Q2_0"};
-    return t < GGML_NTYPES ? names[t] : "unknown";
-}
-
 /* GGML type id -> hsd storage type (kernels/quant.h); -1 when hsd has no kernels for it. */
 static int ggml_to_hsd(uint32_t t) {
     static const struct { uint32_t ggml; hsd_dtype dt; } map[] = {
-        {GGML_F32, HSD_DT_F32}, {GGML_F16, HSD_DT_F16}, {GGML_BF16, HSD_DT_BF16},
-        {GGML_Q8_0, HSD_DT_Q8_0}, {2, HSD_DT_Q4_0}, {3, HSD_DT_Q4_1}, {6, HSD_DT_Q5_0},
-        {7, HSD_DT_Q5_1}, {10, HSD_DT_Q2_K}, {11, HSD_DT_Q3_K}, {12, HSD_DT_Q4_K},
-        {13, HSD_DT_Q5_K}, {14, HSD_DT_Q6_K}};
+        {HSD_GGML_F32, HSD_DT_F32},   {HSD_GGML_F16, HSD_DT_F16},   {HSD_GGML_BF16, HSD_DT_BF16},
+        {HSD_GGML_Q8_0, HSD_DT_Q8_0}, {HSD_GGML_Q4_0, HSD_DT_Q4_0}, {HSD_GGML_Q4_1, HSD_DT_Q4_1},
+        {HSD_GGML_Q5_0, HSD_DT_Q5_0}, {HSD_GGML_Q5_1, HSD_DT_Q5_1}, {HSD_GGML_Q2_K, HSD_DT_Q2_K},
+        {HSD_GGML_Q3_K, HSD_DT_Q3_K}, {HSD_GGML_Q4_K, HSD_DT_Q4_K}, {HSD_GGML_Q5_K, HSD_DT_Q5_K},
+        {HSD_GGML_Q6_K, HSD_DT_Q6_K}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (map[i].ggml == t) return (int)map[i].dt;
     return -1;
@@ -130,9 +117,9 @@ static hsd_status gguf_parse(gguf_file *g) {
         for (uint32_t d = 0; d < t->n_dims; d++)
             if ((s = rd(g, &t->ne[d], 8, t->name))) return s;
         if ((s = rd(g, &t->type, 4, t->name)) || (s = rd(g, &t->offset, 8, t->name))) return s;
-        if (t->type >= GGML_NTYPES)
+        if (t->type >= HSD_GGML_N_TYPES)
             return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' (info at byte %zu): bad tensor type id %u (GGML has %d)",
-                             g->path, t->name, t->info_off, t->type, GGML_NTYPES);
+                             g->path, t->name, t->info_off, t->type, HSD_GGML_N_TYPES);
     }
     g->data_start = (g->off + g->alignment - 1) / g->alignment * g->alignment;
     return HSD_OK;
@@ -162,7 +149,7 @@ static hsd_status gguf_lookup(void *ctx, hsd_tkind kind, int32_t layer, hsd_tens
             return hsd_error(HSD_ERR_UNSUPPORTED,
                              "%s: unsupported tensor type %s (%u) in tensor '%s' (info at byte %zu); supported: "
                              "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K",
-                             g->path, ggml_type_name(t->type), t->type, t->name, t->info_off);
+                             g->path, hsd_ggml_type_name(t->type), t->type, t->name, t->info_off);
         hsd_dtype dt = (hsd_dtype)dti;
         if (t->ne[0] % (uint64_t)hsd_dtype_block(dt))
             return hsd_error(HSD_ERR_PARSE,

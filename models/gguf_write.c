@@ -9,23 +9,23 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/base/gguf.h"
 #include "lib/base/gguf_writer.h"
 #include "models/arch.h"
 #include "models/gguf_vocab.h"
 #include "models/loaders.h"
 #include "models/synth.h"
 
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30 };
 /* llama.cpp's llama_ftype of a file whose matrices all have one type (Q4_K: the Q4_K_M mix) */
 enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_BF16 = 32 };
 
 static uint32_t ggml_type(hsd_dtype t) {
-    return t == HSD_DT_F32    ? GGML_F32
-           : t == HSD_DT_F16  ? GGML_F16
-           : t == HSD_DT_BF16 ? GGML_BF16
-           : t == HSD_DT_Q4_K ? GGML_Q4_K
-           : t == HSD_DT_Q6_K ? GGML_Q6_K
-                              : GGML_Q8_0;
+    return t == HSD_DT_F32    ? HSD_GGML_F32
+           : t == HSD_DT_F16  ? HSD_GGML_F16
+           : t == HSD_DT_BF16 ? HSD_GGML_BF16
+           : t == HSD_DT_Q4_K ? HSD_GGML_Q4_K
+           : t == HSD_DT_Q6_K ? HSD_GGML_Q6_K
+                              : HSD_GGML_Q8_0;
 }
 static uint32_t file_type(hsd_dtype t) {
     return t == HSD_DT_F32    ? FTYPE_F32
@@ -164,7 +164,7 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
             hsd_mat mm = {t->type, 1, (int32_t)ne[0], t->data};
             hsd_mat_rows_f32(&mm, 0, 1, v);
             for (uint64_t j = 0; norm && c->norm_unit_offset && j < ne[0]; j++) v[j] += 1.0f;
-            data = v, nbytes = ne[0] * sizeof *v, type = GGML_F32;
+            data = v, nbytes = ne[0] * sizeof *v, type = HSD_GGML_F32;
         }
         if (permute && (t->kind == HSD_T_WQ || t->kind == HSD_T_WK)) {
             data = owned[i] =
@@ -177,7 +177,7 @@ hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
         float *f = owned[m->n] = rope_freq_factors(c);
         if (!f) goto nomem;
         uint64_t ne = (uint64_t)c->head_dim / 2;
-        hsd_gguf_w_tensor(&w, "rope_freqs.weight", 1, &ne, GGML_F32, f, ne * sizeof *f);
+        hsd_gguf_w_tensor(&w, "rope_freqs.weight", 1, &ne, HSD_GGML_F32, f, ne * sizeof *f);
     }
     s = hsd_gguf_w_write(&w, path);
     goto done;

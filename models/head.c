@@ -83,11 +83,6 @@ int32_t hsd_head_factors(const hsd_head *h, hsd_mat *down, hsd_mat *up) {
     return h->rank;
 }
 
-const int32_t *hsd_head_keep(const hsd_head *h, int32_t *n_keep) {
-    *n_keep = h->n_keep;
-    return h->keep;
-}
-
 static int cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);

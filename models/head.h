@@ -5,7 +5,7 @@
  *   FULL         U h;
  *   TRIMMED      rows keep[] of U, gathered once into a packed copy so the product streams;
  *   SPECULATIVE  SpecVocab: s = W_vocab (W_down h), K = top-k(s), exact U[K] h read row by
- *                row from U itself (hsd_matvec_indexed);
+ *                row from U itself;
  *   LOWRANK      SlimSpec: z = W_up (W_down h) for every id.
  * The factors (down [rank][dim], up [vocab][rank]) are loaded from safetensors or built from
  * U by a truncated SVD (hsd_head_svd_factors). */
@@ -35,10 +35,8 @@ const char *hsd_head_desc(const hsd_head *h);
 hsd_status hsd_head_forward(hsd_head *h, hsd_pool *pool, int32_t n_threads, const float *x,
                             int32_t n, float *logits);
 
-/* Introspection for tests and other backends: the factors (0 when the head has none) and the
- * kept ids (increasing). */
+/* Introspection for tests and other backends: the factors (0 when the head has none). */
 int32_t hsd_head_factors(const hsd_head *h, hsd_mat *down, hsd_mat *up);
-const int32_t *hsd_head_keep(const hsd_head *h, int32_t *n_keep);
 
 /* Writes the head's factors as F32 safetensors under the names of its kind (hsd.h). */
 hsd_status hsd_head_save(const hsd_head *h, const char *path);

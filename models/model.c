@@ -13,6 +13,7 @@
 #include "models/forward_check.h"
 #include "models/head.h"
 #include "models/loaders.h"
+#include "models/model.h"
 
 /* More worker threads than this is a caller's mistake (e.g. an uninitialised field), not a
  * machine hsd will meet. */
@@ -26,6 +27,7 @@ struct hsd_model {
         *tf;     /* the built-in CPU transformer behind iface, NULL for caller and CUDA models */
     int32_t cur; /* selected sequence slot */
     int32_t n_ctx_train; /* the context the model was trained for (0: unknown) */
+    int32_t format_eos;  /* models/model.h: hsd_model_format_eos */
 };
 
 hsd_model_params hsd_model_default_params(void) {
@@ -85,6 +87,7 @@ static hsd_status wrap(const hsd_model_iface *iface, const char *desc, hsd_model
     if (!m) return hsd_error(HSD_ERR_NOMEM, "out of memory");
     m->iface = *iface;
     m->backend = HSD_BACKEND_CPU;
+    m->format_eos = -1;
     snprintf(m->desc, sizeof m->desc, "%s", desc);
     *out = m;
     return HSD_OK;
@@ -135,14 +138,11 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     }
     if (s != HSD_OK) return s;
     const int32_t n_ctx_train = hsd_tf_get_config(tf)->seq_len;
+    /* llama2.c trains on stories delimited by BOS (id 1): run.c stops there */
+    const int32_t format_eos = !strcmp(hsd_tf_get_config(tf)->arch, "llama2c") ? 1 : -1;
     hsd_model_iface iface;
     memset(&iface, 0, sizeof iface);
     hsd_model_params p = params ? *params : hsd_model_default_params();
-    if (p.backend == HSD_BACKEND_AUTO) {
-        /* HSD_BACKEND=cpu|cuda overrides AUTO (e.g. to keep a test suite on the CPU) */
-        int b = hsd_backend_parse(getenv("HSD_BACKEND"));
-        if (b > 0) p.backend = (hsd_backend)b;
-    }
     if (p.backend != HSD_BACKEND_CPU) {
         /* AUTO and CUDA alike: the device when there is one, else the CPU with a notice */
         char desc[640];
@@ -156,6 +156,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
             }
             (*out)->backend = HSD_BACKEND_CUDA;
             (*out)->n_ctx_train = n_ctx_train;
+            (*out)->format_eos = format_eos;
             return HSD_OK;
         }
         if (s != HSD_ERR_UNSUPPORTED) {
@@ -175,7 +176,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     if (s != HSD_OK)
         hsd_tf_free(tf);
     else
-        (*out)->tf = tf, (*out)->n_ctx_train = n_ctx_train;
+        (*out)->tf = tf, (*out)->n_ctx_train = n_ctx_train, (*out)->format_eos = format_eos;
     return s;
 }
 
@@ -203,6 +204,8 @@ int32_t hsd_model_vocab_size(const hsd_model *m) {
     return m ? m->iface.vocab_size(m->iface.ctx) : 0;
 }
 int32_t hsd_model_n_ctx_train(const hsd_model *m) { return m ? m->n_ctx_train : 0; }
+
+int32_t hsd_model_format_eos(const hsd_model *m) { return m ? m->format_eos : -1; }
 
 int32_t hsd_model_n_ctx(const hsd_model *m) {
     return m && m->iface.n_ctx ? m->iface.n_ctx(m->iface.ctx) : 0;

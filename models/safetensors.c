@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/base/error.h"
 #include "lib/base/safetensors_io.h"
@@ -242,7 +243,6 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
                          !m ? "model" : "dir");
     const hsd_tf_config *c = &m->cfg;
     char path[PATH_MAX];
-    mkdir(dir, 0755);
     hsd_status s = HSD_OK;
     for (int32_t i = 0; i < m->n; i++)
         if (m->t[i].type == HSD_DT_Q8_0)
@@ -284,10 +284,13 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
                                       (double)c->rope_scale_factor, "low_freq_factor", (double)c->rope_low_freq_factor,
                                       "high_freq_factor", (double)c->rope_high_freq_factor,
                                       "original_max_position_embeddings", c->rope_orig_ctx));
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (json_dump_file(cfg, path, JSON_INDENT(2)) != 0) s = hsd_error(HSD_ERR_IO, "%s: cannot write", path);
+    /* a failure leaves nothing behind: config.json, and the directory if this call made it */
+    const bool made = mkdir(dir, 0755) == 0;
+    char cfg_path[PATH_MAX];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+    if (json_dump_file(cfg, cfg_path, JSON_INDENT(2)) != 0)
+        s = hsd_error(HSD_ERR_IO, "%s: cannot write", cfg_path);
     json_decref(cfg);
-    if (s != HSD_OK) return s;
 
     hsd_st_writer w;
     hsd_st_w_init(&w, "pt");
@@ -296,7 +299,11 @@ hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const char *dir
         hsd_st_w_tensor(&w, t->name, hsd_dtype_name(t->type), t->n_dims, t->shape, t->data, t->nbytes);
     }
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    s = hsd_st_w_write(&w, path);
+    if (s == HSD_OK) s = hsd_st_w_write(&w, path);
     hsd_st_w_free(&w);
+    if (s != HSD_OK) {
+        remove(cfg_path);
+        if (made) rmdir(dir);
+    }
     return s;
 }

@@ -130,7 +130,7 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
         if (di) port = di->port;
     }
     fprintf(stderr, "hsd serve: loading on http://%s:%d\n", o->host, port);
-    hsd_model_params mp = hsd_model_default_params();
+    hsd_model_params mp = hsd_cli_model_params();
     mp.n_ctx = o->ctx;
     mp.n_seq = o->parallel;
     if (o->threads > 0) mp.n_threads = o->threads;

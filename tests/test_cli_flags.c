@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -175,6 +177,69 @@ static void test_every_flag_checks_its_value(void **state) {
     free(list);
 }
 
+/* A text option given twice is an error naming both values (it used to keep the last one
+ * silently: `-p a -p b` generated from "b"); several prompts go through --batch-file. */
+static void test_string_option_twice(void **state) {
+    (void)state;
+    expect_rejected("generate", "-m x -t y -p first -p second", "given twice ('first', then 'second')");
+    expect_rejected("generate", "-m x -t y --prompt=a -p b", "--batch-file");
+    expect_rejected("synth", "--shape tiny --shape small --format gguf -o /nonexistent", "--shape given twice");
+}
+
+/* No error line repeats its command: "hsd synth: synth: ..." read as two failures. */
+static void test_no_doubled_prefix(void **state) {
+    (void)state;
+    char *out, *err;
+    int rc = run_cli("synth --shape no-such-shape --format gguf -o /nonexistent/x", &out, &err);
+    assert_int_equal(rc, 1);
+    printf("%s", err);
+    assert_non_null(strstr(err, "hsd synth: "));
+    assert_non_null(strstr(err, "no-such-shape"));
+    assert_null(strstr(err, "synth: synth:"));
+    free(out), free(err);
+    rc = run_cli("trim -t /nonexistent/tok.json --corpus /nonexistent/c --alpha 0.5 --min-coverage 0 "
+                 "--hidden-dim 8",
+                 &out, &err);
+    assert_int_not_equal(rc, 0);
+    assert_null(strstr(err, "trim: trim:"));
+    free(out), free(err);
+}
+
+/* A failed synth leaves nothing behind: not the output directory it made, not a partial file. */
+static void test_failed_synth_leaves_nothing(void **state) {
+    (void)state;
+    char dir[] = "/tmp/hsd_synth_fail_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char args[1024], sub[600], *out, *err;
+    /* safetensors cannot hold Q8_0: refused before anything is written */
+    snprintf(sub, sizeof sub, "%s/st", dir);
+    snprintf(args, sizeof args, "synth --shape tiny --format safetensors --dtype q8_0 -o %s", sub);
+    assert_int_equal(run_cli(args, &out, &err), 1);
+    assert_non_null(strstr(err, "Q8_0"));
+    assert_int_not_equal(access(sub, F_OK), 0);
+    free(out), free(err);
+    /* a tokenizer the tiny shape's 256 rows cannot hold: refused while writing the GGUF */
+    const char *qwen = hsd_test_path("tokenizers/qwen3/tokenizer.json");
+    if (hsd_test_require(qwen)) {
+        snprintf(sub, sizeof sub, "%s/gguf", dir);
+        snprintf(args, sizeof args, "synth --shape tiny --format gguf -o %s --tokenizer %s", sub, qwen);
+        assert_int_equal(run_cli(args, &out, &err), 1);
+        printf("%s", err);
+        assert_non_null(strstr(err, "outside the model's vocabulary"));
+        assert_int_not_equal(access(sub, F_OK), 0); /* the directory it made is gone */
+        free(out), free(err);
+        /* into a directory that exists: it stays, and holds no file */
+        snprintf(args, sizeof args, "synth --shape tiny --format gguf -o %s --tokenizer %s", dir, qwen);
+        assert_int_equal(run_cli(args, &out, &err), 1);
+        snprintf(sub, sizeof sub, "%s/model.gguf", dir);
+        assert_int_not_equal(access(sub, F_OK), 0);
+        snprintf(sub, sizeof sub, "%s/model.gguf.partial", dir);
+        assert_int_not_equal(access(sub, F_OK), 0);
+        free(out), free(err);
+    }
+    assert_int_equal(rmdir(dir), 0); /* empty: nothing was left in it */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_flag_every_subcommand),
@@ -183,6 +248,9 @@ int main(void) {
         cmocka_unit_test(test_unknown_commands),
         cmocka_unit_test(test_help_flags_lists_every_subcommand),
         cmocka_unit_test(test_every_flag_checks_its_value),
+        cmocka_unit_test(test_string_option_twice),
+        cmocka_unit_test(test_no_doubled_prefix),
+        cmocka_unit_test(test_failed_synth_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

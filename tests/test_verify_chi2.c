@@ -138,8 +138,9 @@ static void make_dist(uint64_t salt, int role, const int32_t *ctx, int len, int 
 
 typedef enum { R_SD, R_UNION, R_TLI, R_SLEM, R_BAD_ACCEPT_ALL, R_BAD_RESAMPLE_P } rule_t;
 static const char *RULE_NAME[] = {"SD", "union", "TLI", "SLEM", "BAD:accept-all", "BAD:resample-p"};
-typedef enum { C_DRAFT, C_ORACLE, C_ARGMAX, C_RARE } cand_t;
-static const char *CAND_NAME[] = {"retok", "oracle", "argmax", "rare"};
+/* C_TREE: a candidate tree as lib/engine/round_slem.c verifies one (siblings, then children) */
+typedef enum { C_DRAFT, C_ORACLE, C_ARGMAX, C_RARE, C_TREE } cand_t;
+static const char *CAND_NAME[] = {"retok", "oracle", "argmax", "rare", "tree"};
 
 typedef struct {
     const vocab *v;
@@ -237,7 +238,7 @@ static void run_round(const config *c, bool greedy, hsd_rng *rng, hsd_rng *crng,
     memcpy(tmp, ctx, sizeof(int32_t) * L);
     if (c->rule == R_SLEM) {
         const int n = v->nt;
-        int32_t *cand = d;
+        int32_t *cand = d, par[MAXM], pidx[MAXM], acc_tok[MAXM];
         int m = 0;
         if (c->cand == C_DRAFT) {
             char text[128] = "";
@@ -249,6 +250,19 @@ static void run_round(const config *c, bool greedy, hsd_rng *rng, hsd_rng *crng,
                 strcat(text, v->D[di]);
             }
             m = retokenize(v, text, cand, MAXM);
+        } else if (c->cand == C_TREE) {
+            /* two children of the root, the least likely token first (the walk must look past
+             * a sibling), then the argmax; each with one oracle-drawn child */
+            p_row(c, tmp, L, n, P);
+            int32_t roots[2] = {argmin_f(P, n), hsd_verify_argmax(P, n)};
+            for (int r = 0; r < 2; r++) {
+                if (r == 1 && roots[1] == roots[0]) break;
+                int32_t idx = m;
+                cand[m] = roots[r], par[m++] = -1;
+                tmp[L] = roots[r];
+                p_row(c, tmp, L + 1, n, P);
+                cand[m] = hsd_verify_draw(P, n, hsd_rng_uniform_f64(crng)), par[m++] = idx;
+            }
         } else {
             for (int j = 0; j < c->k; j++) {
                 p_row(c, tmp, L + j, n, P);
@@ -259,11 +273,23 @@ static void run_round(const config *c, bool greedy, hsd_rng *rng, hsd_rng *crng,
             }
             m = c->k;
         }
-        for (int j = 0; j <= m; j++) {
-            if (j > 0) tmp[L + j - 1] = cand[j - 1];
-            p_row(c, tmp, L + j, n, P + (size_t)j * n);
+        if (c->cand != C_TREE)
+            for (int j = 0; j < m; j++) par[j] = j - 1; /* a chain, as a tree */
+        /* row j+1: the target after candidate j's path (row 0: after the context) */
+        for (int j = -1; j < m; j++) {
+            int depth = 0;
+            int32_t up[MAXM];
+            for (int v = j; v >= 0; v = par[v]) up[depth++] = cand[v];
+            for (int i = 0; i < depth; i++) tmp[L + i] = up[depth - 1 - i];
+            p_row(c, tmp, L + depth, n, P + (size_t)(j + 1) * n);
         }
-        nemit = hsd_verify_slem(P, n, cand, m, greedy, rng, out, &na);
+        /* the function lib/engine/round_slem.c calls */
+        nemit = hsd_verify_slem(P, n, cand, par, m, greedy, rng, out, pidx, &na);
+        for (int j = 0; j < na; j++) {
+            if (j > 0) assert_int_equal(par[pidx[j]], pidx[j - 1]); /* a path from the root */
+            acc_tok[j] = cand[pidx[j]];
+        }
+        memcpy(d, acc_tok, sizeof(int32_t) * (size_t)na); /* the check below: accepted = path */
         kk = m;
     } else {
         const int n = c->rule == R_UNION ? v->nu : v->nt; /* verification space */
@@ -481,7 +507,7 @@ static void test_chi2_slem(void **state) {
     init_vocabs();
     const int hv[] = {V_DISJOINT, V_SUBSET, V_SUPERSET, V_OVERLAP, V_MULTI, V_SAME};
     for (int vi = 0; vi < 6; vi++)
-        for (int cm = C_DRAFT; cm <= C_RARE; cm++) {
+        for (int cm = C_DRAFT; cm <= C_TREE; cm++) {
             int ps = SH_RAND;
             config c = {&VOCABS[hv[vi]], R_SLEM, cm == C_DRAFT ? 3 : 2, ps, SH_RAND, false, (cand_t)cm,
                         40000 + 10 * vi + cm};
@@ -539,7 +565,7 @@ static void test_greedy_equals_argmax(void **state) {
     int checked = 0;
     for (int vi = 0; vi < NVOCAB; vi++)
         for (int rule = R_SD; rule <= R_SLEM; rule++)
-            for (int cm = C_DRAFT; cm <= (rule == R_SLEM ? C_RARE : C_DRAFT); cm++)
+            for (int cm = C_DRAFT; cm <= (rule == R_SLEM ? C_TREE : C_DRAFT); cm++)
                 for (int s = 0; s < NPAIRS + 2; s++)
                     for (int k = 1; k <= MAXK; k++) {
                         int ps = s < NPAIRS ? SHAPE_PAIRS[s][0] : SH_RAND;

@@ -522,6 +522,25 @@ bool hsd_tokenizer_is_special(const hsd_tokenizer *t, int32_t id) {
     return t && id >= 0 && id < t->n_ids && (t->flags[id] & HSD_TOKF_SPECIAL);
 }
 
+bool hsd_tok_is_byte(const hsd_tokenizer *t, int32_t id) {
+    return t && id >= 0 && id < t->n_ids && (t->flags[id] & HSD_TOKF_BYTE);
+}
+
+size_t hsd_tok_n_added(const hsd_tokenizer *t) { return t ? t->n_added : 0; }
+
+const char *hsd_tok_name(const hsd_tokenizer *t) { return t && t->name ? t->name : "?"; }
+
+const hsd_added_token *hsd_tok_added(const hsd_tokenizer *t, size_t k) {
+    return t && k < t->n_added ? &t->added[k] : NULL;
+}
+
+bool hsd_tok_has_normalizer(const hsd_tokenizer *t) { return t && t->n_norm > 0; }
+
+bool hsd_tok_is_bare_spm(const hsd_tokenizer *t) {
+    return t && t->model.type == HSD_MODEL_SPM && t->n_norm == 0 && t->n_pre == 0 &&
+           !t->has_raw_match && !t->has_norm_match;
+}
+
 int32_t hsd_tokenizer_bos_id(const hsd_tokenizer *t) { return t ? t->bos_id : -1; }
 int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *t) { return t ? t->eos_id : -1; }
 int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *t) { return t ? t->unk_id : -1; }

@@ -238,6 +238,16 @@ static inline const char *hsd_tok_str(const hsd_tokenizer *t, int32_t id, size_t
     return t->str_arena + t->str_off[id];
 }
 
+/* Read-only accessors for the engine and the analysis tools, which read no tokenizer fields
+ * (a field can then change without touching them). */
+bool hsd_tok_is_byte(const hsd_tokenizer *t, int32_t id); /* a byte-fallback token <0xNN> */
+const char *hsd_tok_name(const hsd_tokenizer *t); /* the file it came from, for messages */
+size_t hsd_tok_n_added(const hsd_tokenizer *t);           /* added tokens */
+const hsd_added_token *hsd_tok_added(const hsd_tokenizer *t, size_t k); /* NULL out of range */
+bool hsd_tok_has_normalizer(const hsd_tokenizer *t);
+/* A bare SentencePiece model: no normalizer, no pre-tokenizer, no added tokens to match. */
+bool hsd_tok_is_bare_spm(const hsd_tokenizer *t);
+
 /* Encodes text as the continuation of earlier text (the string bridge re-tokenizes windows
  * that start mid-document): no special tokens and none of the start-of-text prefixes
  * (Prepend normalizer, Metaspace prepend, ByteLevel add_prefix_space, SPM dummy prefix).

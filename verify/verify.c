@@ -71,19 +71,28 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
     return k + 1;
 }
 
-int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, int32_t m, bool greedy,
-                        hsd_rng *rng, int32_t *out, int32_t *n_accepted) {
-    for (int32_t j = 0; j <= m; j++) {
-        const float *pj = p + (size_t)j * n;
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32_t *parents,
+                        int32_t m, bool greedy, hsd_rng *rng, int32_t *out, int32_t *path,
+                        int32_t *n_accepted) {
+    int32_t acc = 0, cur = -1;
+    for (;;) {
+        const float *pj = p + (size_t)(cur + 1) * n;
         int32_t t = greedy ? hsd_verify_argmax(pj, n) : hsd_verify_draw(pj, n, hsd_rng_uniform_f64(rng));
-        out[j] = t;
-        if (j == m || t != c[j]) {
-            *n_accepted = j;
-            return j + 1;
-        }
+        out[acc] = t;
+        /* children come after their parent: the first one spelling the draw */
+        int32_t next = -1;
+        if (!parents)
+            next = cur + 1 < m && c[cur + 1] == t ? cur + 1 : -1;
+        else
+            for (int32_t j = cur + 1; j < m && next < 0; j++)
+                if (parents[j] == cur && c[j] == t) next = j;
+        if (next < 0) break;
+        if (path) path[acc] = next;
+        acc++;
+        cur = next;
     }
-    *n_accepted = m; /* not reached */
-    return m + 1;
+    *n_accepted = acc;
+    return acc + 1;
 }
 
 double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,

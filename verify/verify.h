@@ -28,14 +28,21 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
                       bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
                       int32_t *n_accepted);
 
-/* String-level exact match (Alg 2): c[0..m) are candidate target tokens (the drafter's text
- * re-tokenized by the target), p is m+1 rows of n target distributions (before each
- * candidate and after the last). At each position the target's own token is drawn (greedy:
- * argmax); candidates are accepted while they equal it; the first differing draw (or the
- * bonus draw after all m) ends the round. Writes accepted candidates + that token to out
- * (m+1 slots); returns the count. */
-int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, int32_t m, bool greedy,
-                        hsd_rng *rng, int32_t *out, int32_t *n_accepted);
+/* String-level exact match (Alg 2) over a tree of candidates: c[0..m) are candidate target
+ * tokens (the drafter's text re-tokenized by the target); parents[j] is the index of c[j]'s
+ * parent among the candidates (< j) or -1 for a child of the committed text; parents == NULL
+ * is a chain (parents[j] = j-1). p holds m+1 rows of n target distributions: row 0 after the
+ * committed text, row j+1 after candidate j's path. From the root, the target's own token is
+ * drawn (greedy: argmax) at the current node; the walk moves to the first child (lowest
+ * index) equal to the draw and draws again; the first draw with no such child ends the round.
+ * So exactly one draw per emitted token, each from the target's distribution after the text
+ * emitted so far: the output is the target's own sampling whatever the candidates are.
+ * Writes the accepted candidates' tokens and then that last draw to out (m+1 slots) and, when
+ * path is not NULL, the accepted candidates' indices to path (m slots); returns the count
+ * (accepted + 1). *n_accepted receives the number of accepted candidates. */
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32_t *parents,
+                        int32_t m, bool greedy, hsd_rng *rng, int32_t *out, int32_t *path,
+                        int32_t *n_accepted);
 
 /* Maps a drafter distribution q over nd draft ids into the target space (nt entries plus
  * n_extra slots after them): out[map[i]] += q[i] for every draft id i with map[i] >= 0.

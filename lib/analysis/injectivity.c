@@ -182,7 +182,7 @@ hsd_status hsd_inj_minimize(const hsd_tokenizer *tok, const char *s, size_t n, c
 /* The tokenizer's own normalizer, applied outside an encode call (private scratch). */
 static hsd_status tok_normalize(const hsd_tokenizer *t, const char *s, size_t n, hsd_buf *out) {
     out->n = 0;
-    if (!t->n_norm) return hsd_buf_append(out, s, n) ? HSD_ERR_NOMEM : HSD_OK;
+    if (!hsd_tok_has_normalizer(t)) return hsd_buf_append(out, s, n) ? HSD_ERR_NOMEM : HSD_OK;
     hsd_scratch sc;
     memset(&sc, 0, sizeof sc);
     sc.md = hsd_scratch_md_new();
@@ -257,8 +257,8 @@ hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, h
     if (!st) st = hsd_tokenizer_decode_alloc(tok, ids, nid, false, &d, &dn);
     if (st) goto done;
 
-    for (size_t k = 0; k < tok->n_added; k++) {
-        const hsd_added_token *a = &tok->added[k];
+    for (size_t k = 0; k < hsd_tok_n_added(tok); k++) {
+        const hsd_added_token *a = hsd_tok_added(tok, k);
         if (!contains(s, n, a->content, a->len)) continue;
         for (size_t i = 0; i < nid; i++)
             if (ids[i] == a->id) {
@@ -280,7 +280,7 @@ hsd_status hsd_inj_classify(const hsd_tokenizer *tok, const char *s, size_t n, h
     }
     /* The tokenizer's normalizer maps input and output to the same string: it is what
      * made them collide (NFC/NFKC, Replace(" "→"▁") meeting a literal "▁", lowercasing). */
-    bool norm = tok->n_norm && eq(x.p, x.n, y.p, y.n);
+    bool norm = hsd_tok_has_normalizer(tok) && eq(x.p, x.n, y.p, y.n);
     if (!norm) norm = nf_explains(s, n, d, dn);
     if (norm) *cause = HSD_INJ_NORMALIZATION;
     if (!norm) {

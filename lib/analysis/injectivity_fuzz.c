@@ -119,8 +119,8 @@ static void gen_piece(fuzzer *f, hsd_buf *b) {
     case 6:
     case 7: add_cp(b, cpset_pick(&f->pools[P_SCRIPT], r)); break;
     case 8: /* an added token's content (special tokens, lstrip/rstrip interplay) */
-        if (f->tok->n_added) {
-            const hsd_added_token *a = &f->tok->added[rng_below(r, f->tok->n_added)];
+        if (hsd_tok_n_added(f->tok)) {
+            const hsd_added_token *a = hsd_tok_added(f->tok, rng_below(r, hsd_tok_n_added(f->tok)));
             if (a->len < 64) hsd_buf_append(b, a->content, a->len);
         }
         break;

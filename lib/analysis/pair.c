@@ -6,10 +6,10 @@
  * Counting rules (docs/PAIR.md):
  *   - |T|, |D| count used ids (ids no token occupies are excluded), special tokens included,
  *     as the paper's Table 8 vocabulary sizes do;
- *   - a non-special token of T is in T∩D when some non-special token of D has the same
- *     surface bytes (hsd_tokenizer_token_bytes); a special (control) token of T is in T∩D only
- *     when D has a special token with the same surface bytes — control tokens never travel
- *     through text, so they cannot meet a text token. Empty surfaces never match;
+ *   - T∩D is lib/engine/vocab_map.h's (with specials): a non-special token of T is in T∩D
+ *     when some non-special token of D has the same surface bytes; a special (control) token
+ *     of T only when D has a special token with the same surface bytes — control tokens never
+ *     travel through text, so they cannot meet a text token. Empty surfaces never match;
  *   - T∩D and the ratios count T ids, so several ids with one surface (SentencePiece "A" and
  *     its byte-fallback "<0x41>") all count.
  * The expressibility checks T → D* and D → T* run over non-special tokens with non-empty
@@ -22,9 +22,10 @@
 
 #include "lib/base/error.h"
 #include "lib/analysis/injectivity.h"
-#include "lib/base/map.h"
 #include "lib/analysis/psi_stats.h"
+#include "lib/analysis/recommend.h"
 #include "lib/engine/token_trie.h"
+#include "lib/engine/vocab_map.h"
 
 const char *hsd_pair_algo_name(hsd_pair_algo a) {
     switch (a) {
@@ -42,43 +43,6 @@ const char *hsd_pair_algo_name(hsd_pair_algo a) {
 
 static bool id_used(const hsd_tokenizer *t, int32_t id) {
     return hsd_tokenizer_id_to_token(t, id) != NULL;
-}
-
-/* Surface sets of one tokenizer: text tokens and special tokens kept apart (see pair.h). */
-typedef struct surface_sets {
-    hsd_strmap text, special;
-} surface_sets;
-
-static hsd_status sets_build(const hsd_tokenizer *t, const int32_t *only, size_t n_only,
-                             surface_sets *s) {
-    int32_t n = hsd_tokenizer_vocab_size(t);
-    size_t count = only ? n_only : (size_t)n;
-    if (hsd_strmap_init(&s->text, count) || hsd_strmap_init(&s->special, 64))
-        return hsd_error(HSD_ERR_NOMEM, "pair: out of memory");
-    for (size_t k = 0; k < count; k++) {
-        int32_t id = only ? only[k] : (int32_t)k;
-        if (!id_used(t, id)) continue;
-        size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(t, id, &len);
-        if (!b || !len) continue;
-        hsd_strmap *m = hsd_tokenizer_is_special(t, id) ? &s->special : &s->text;
-        if (hsd_strmap_put(m, b, len, id)) return hsd_error(HSD_ERR_NOMEM, "pair: out of memory");
-    }
-    return HSD_OK;
-}
-
-static void sets_free(surface_sets *s) {
-    hsd_strmap_free(&s->text);
-    hsd_strmap_free(&s->special);
-}
-
-/* Does T's token `id` meet a token of D (surface_sets of D)? */
-static bool meets(const hsd_tokenizer *t, int32_t id, const surface_sets *d) {
-    size_t len;
-    const uint8_t *b = hsd_tokenizer_token_bytes(t, id, &len);
-    if (!b || !len) return false;
-    const hsd_strmap *m = hsd_tokenizer_is_special(t, id) ? &d->special : &d->text;
-    return hsd_strmap_get(m, b, len) >= 0;
 }
 
 /* reach[i]: s[0..i) is a concatenation of the trie's tokens (the text tokens of one
@@ -140,23 +104,6 @@ hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
     return st;
 }
 
-static bool vocab_identical(const hsd_tokenizer *t, const hsd_tokenizer *d) {
-    int32_t n = hsd_tokenizer_vocab_size(t);
-    if (n != hsd_tokenizer_vocab_size(d)) return false;
-    for (int32_t id = 0; id < n; id++) {
-        const char *a = hsd_tokenizer_id_to_token(t, id), *b = hsd_tokenizer_id_to_token(d, id);
-        if (!a != !b) return false;
-        if (!a) continue;
-        size_t la, lb;
-        const uint8_t *sa = hsd_tokenizer_token_bytes(t, id, &la);
-        const uint8_t *sb = hsd_tokenizer_token_bytes(d, id, &lb);
-        if (strcmp(a, b) || la != lb || (la && memcmp(sa, sb, la)) ||
-            hsd_tokenizer_is_special(t, id) != hsd_tokenizer_is_special(d, id))
-            return false;
-    }
-    return true;
-}
-
 /* Distinct ids produced when encoding every corpus sample (no special tokens). */
 static hsd_status used_ids(const hsd_tokenizer *t, const hsd_corpus *c, int32_t **ids, size_t *n,
                            int64_t *roundtrips) {
@@ -187,30 +134,39 @@ static hsd_status used_ids(const hsd_tokenizer *t, const hsd_corpus *c, int32_t 
     return st;
 }
 
+/* Corpus usage. A used target id meets the used drafter ids when some used drafter id spells
+ * its surface: the used drafter ids mark their surface's drafter representative (t2d of
+ * their target representative, lib/engine/vocab_map.h), which every id of the surface names. */
 static hsd_status corpus_usage(const hsd_tokenizer *t, const hsd_tokenizer *d, const char *path,
-                               const surface_sets *dall, hsd_pair_report *r) {
+                               const hsd_vocab_map *vm, hsd_pair_report *r) {
     hsd_corpus c;
     hsd_status st = hsd_corpus_load(path, &c);
     if (st) return st;
     int32_t *tu = NULL, *du = NULL;
     size_t ntu = 0, ndu = 0;
+    uint8_t *dmark = NULL;
     st = used_ids(t, &c, &tu, &ntu, &r->t_roundtrip);
     if (!st) st = used_ids(d, &c, &du, &ndu, &r->d_roundtrip);
-    surface_sets dused = {0};
-    if (!st) st = sets_build(d, du, ndu, &dused);
+    if (!st && !(dmark = calloc((size_t)vm->n_d + 1, 1)))
+        st = hsd_error(HSD_ERR_NOMEM, "pair: out of memory");
     if (!st) {
+        for (size_t k = 0; k < ndu; k++) {
+            int32_t tr = du[k] < vm->n_d ? vm->d2t[du[k]] : -1;
+            if (tr >= 0 && vm->t2d[tr] >= 0) dmark[vm->t2d[tr]] = 1;
+        }
         r->has_corpus = true;
         r->corpus_samples = (int64_t)c.n;
         r->t_used = (int32_t)ntu;
         r->d_used = (int32_t)ndu;
         for (size_t k = 0; k < ntu; k++) {
-            if (meets(t, tu[k], dall)) r->t_used_in_d++;
-            if (meets(t, tu[k], &dused)) r->t_used_in_dused++;
+            int32_t dr = tu[k] < vm->n_t ? vm->t2d[tu[k]] : -1;
+            if (dr >= 0) r->t_used_in_d++;
+            if (dr >= 0 && dmark[dr]) r->t_used_in_dused++;
         }
         r->corpus_ratio = ntu ? (double)r->t_used_in_d / (double)ntu : 0.0;
         r->corpus_ratio_used = ntu ? (double)r->t_used_in_dused / (double)ntu : 0.0;
     }
-    sets_free(&dused);
+    free(dmark);
     free(tu);
     free(du);
     hsd_corpus_free(&c);
@@ -225,56 +181,22 @@ hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d, cons
                          : !d ? "draft tokenizer"
                               : "out");
     memset(r, 0, sizeof *r);
-    surface_sets dall = {0};
-    hsd_status st = sets_build(d, NULL, 0, &dall);
-    if (st) goto done;
-    int32_t nt = hsd_tokenizer_vocab_size(t), nd = hsd_tokenizer_vocab_size(d);
-    for (int32_t id = 0; id < nt; id++) {
-        if (!id_used(t, id)) continue;
-        r->t_size++;
-        if (hsd_tokenizer_is_special(t, id)) r->t_special++;
-        if (meets(t, id, &dall)) r->intersection++;
-    }
-    int64_t sum = 0, cnt = 0;
-    for (int32_t id = 0; id < nd; id++) {
-        if (!id_used(d, id)) continue;
-        r->d_size++;
-        if (hsd_tokenizer_is_special(d, id)) {
-            r->d_special++;
-            continue;
-        }
-        size_t len;
-        hsd_tokenizer_token_bytes(d, id, &len);
-        if (!len) continue;
-        if ((int32_t)len > r->d_max_surface) r->d_max_surface = (int32_t)len;
-        sum += (int64_t)len;
-        cnt++;
-    }
-    r->d_mean_surface = cnt ? (double)sum / (double)cnt : 0.0;
-    r->ratio = r->t_size ? (double)r->intersection / (double)r->t_size : 0.0;
-    r->identical = vocab_identical(t, d);
+    /* special tokens meet special tokens of the same bytes (the counting rules above) */
+    hsd_vocab_map vm;
+    hsd_status st = hsd_vocab_map_build(t, d, true, &vm);
+    if (st) return st;
+    /* the facts `--algo auto` rests on too (lib/analysis/recommend.h), ψ always: it is printed */
+    if ((st = hsd_recommend_facts(t, d, &vm, true, r))) goto done;
     if ((st = hsd_pair_expressible(t, d, &r->t_in_dstar))) goto done;
     if ((st = hsd_pair_expressible(d, t, &r->d_in_tstar))) goto done;
-    if (corpus_path && (st = corpus_usage(t, d, corpus_path, &dall, r))) goto done;
-    if ((st = hsd_pair_psi_summary(t, d, &r->psi))) goto done;
-    r->has_psi = true;
+    if (corpus_path && (st = corpus_usage(t, d, corpus_path, &vm, r))) goto done;
     hsd_pair_recommend(r);
 done:
-    sets_free(&dall);
+    hsd_vocab_map_free(&vm);
     return st;
 }
 
-/* The rule, in order (docs/PAIR.md; paper Table 4):
- *   1. identical vocabularies                                   → SD (no translation needed)
- *   2. large byte overlap, |T∩D|/|T| ≥ 0.50 (Table 9), and when a corpus is given at least
- *      half of the target tokens it uses are drafter tokens too (Table 10) — TLI can only
- *      draft T∩D tokens, so overlap that the text never uses does not help → TLI
- *   3. drafter tokens short (every text token ≤ 4 bytes), so the ψ sum over draft sequences
- *      stays small (Lemma 3.1: 2^(len−1) sequences per target token of length len), and, when
- *      the ψ summary was computed, 3 of 4 target tokens need at most 64 drafter tree nodes
- *      (short tokens alone do not bound ψ: every 1..4-byte string as a token still gives
- *      thousands of sequences behind a 16-byte target token) → SLRS
- *   4. otherwise                                                → SLEM */
+/* The rule itself is hsd_recommend (lib/analysis/recommend.h), shared with `--algo auto`. */
 static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) {
     size_t n = strlen(r->warnings);
     if (n + 2 >= sizeof r->warnings) return;
@@ -309,63 +231,12 @@ static void pair_warnings(hsd_pair_report *r) {
 void hsd_pair_recommend(hsd_pair_report *r) {
     if (!r) return;
     pair_warnings(r);
-    if (r->identical) {
-        r->algo = HSD_PAIR_SD;
-        snprintf(r->reason, sizeof r->reason,
-                 "identical vocabularies: standard speculative decoding needs no translation");
-        return;
+    switch (hsd_recommend(r, r->reason, sizeof r->reason)) {
+    case HSD_ALGO_SD: r->algo = HSD_PAIR_SD; break;
+    case HSD_ALGO_TLI: r->algo = HSD_PAIR_TLI; break;
+    case HSD_ALGO_SLRS: r->algo = HSD_PAIR_SLRS; break;
+    default: r->algo = HSD_PAIR_SLEM; break;
     }
-    if (r->ratio >= HSD_PAIR_TLI_MIN_VOCAB &&
-        (!r->has_corpus || r->corpus_ratio >= HSD_PAIR_TLI_MIN_CORPUS)) {
-        r->algo = HSD_PAIR_TLI;
-        if (r->has_corpus)
-            snprintf(r->reason, sizeof r->reason,
-                     "large vocabulary overlap: |T∩D|/|T| = %.3f >= %.2f and %.1f%% of the target "
-                     "tokens used on the corpus are drafter tokens (>= %.0f%%)",
-                     r->ratio, HSD_PAIR_TLI_MIN_VOCAB, 100.0 * r->corpus_ratio,
-                     100.0 * HSD_PAIR_TLI_MIN_CORPUS);
-        else
-            snprintf(r->reason, sizeof r->reason,
-                     "large vocabulary overlap: |T∩D|/|T| = %.3f >= %.2f", r->ratio,
-                     HSD_PAIR_TLI_MIN_VOCAB);
-        return;
-    }
-    bool short_tokens = r->d_max_surface > 0 && r->d_max_surface <= HSD_PAIR_SLRS_MAX_BYTES;
-    if (short_tokens && r->has_psi && r->psi.nodes_p75 > HSD_PAIR_SLRS_MAX_NODES) {
-        r->algo = HSD_PAIR_SLEM;
-        snprintf(r->reason, sizeof r->reason,
-                 "drafter tokens are short (longest %d bytes) but psi is costly: a quarter of "
-                 "the target tokens need more than %.1f drafter tree nodes (> %.0f), %.3g "
-                 "decompositions at most: SLEM works for any pair",
-                 r->d_max_surface, r->psi.nodes_p75, HSD_PAIR_SLRS_MAX_NODES, r->psi.max);
-        return;
-    }
-    if (short_tokens) {
-        r->algo = HSD_PAIR_SLRS;
-        if (r->has_psi)
-            snprintf(r->reason, sizeof r->reason,
-                     "drafter tokens are short (longest %d bytes <= %d) and psi is cheap (3 of 4 "
-                     "target tokens need at most %.1f drafter tree nodes <= %.0f; n_max %d): "
-                     "SLRS accepts at least as often as SLEM",
-                     r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES, r->psi.nodes_p75,
-                     HSD_PAIR_SLRS_MAX_NODES, r->psi.n_max);
-        else
-            snprintf(r->reason, sizeof r->reason,
-                     "drafter tokens are short (longest %d bytes <= %d): SLRS's psi stays cheap "
-                     "and accepts at least as often as SLEM",
-                     r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
-        return;
-    }
-    r->algo = HSD_PAIR_SLEM;
-    snprintf(
-        r->reason, sizeof r->reason,
-        "overlap too small for TLI (|T∩D|/|T| = %.3f%s) and drafter tokens too long for "
-        "SLRS (longest %d bytes > %d): SLEM works for any pair",
-        r->ratio,
-        r->has_corpus
-            ? (r->corpus_ratio < HSD_PAIR_TLI_MIN_CORPUS ? ", corpus-used ratio below 0.50" : "")
-            : "",
-        r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
 }
 
 hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "lib/base/error.h"
-#include "lib/base/map.h"
+#include "lib/engine/vocab_map.h"
 
 hsd_trim_params hsd_trim_default_params(void) {
     return (hsd_trim_params){.alpha = 0.5, .min_coverage = 0.0, .dim = 0, .fixed_flops = 0.0};
@@ -146,36 +146,26 @@ hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer 
                                       : "n_cand");
     *n_cand = 0;
     if (n < 0) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_candidates: n = %d is negative", n);
-    /* drafter surface bytes -> drafter id (non-special, the smallest id of a surface) */
-    int32_t DV = hsd_tokenizer_vocab_size(draft);
-    hsd_strmap by_bytes;
-    uint8_t *used = calloc((size_t)DV + 1, 1);
-    if (!used || hsd_strmap_init(&by_bytes, (size_t)DV)) {
-        free(used);
-        return hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory (%d drafter ids)", DV);
-    }
-    hsd_status st = HSD_OK;
-    for (int32_t d = 0; d < DV && !st; d++) {
-        size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(draft, d, &len);
-        if (b && len && !hsd_tokenizer_is_special(draft, d) &&
-            hsd_strmap_get(&by_bytes, b, len) < 0 && hsd_strmap_put(&by_bytes, b, len, d))
-            st = hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory");
+    /* target id -> the drafter row spelling its bytes: lib/engine/vocab_map.h's t2d (special
+     * tokens left out; a surface's row is its representative, not a byte-fallback twin) */
+    hsd_vocab_map vm;
+    hsd_status st = hsd_vocab_map_build(target, draft, false, &vm);
+    if (st) return st;
+    uint8_t *used = calloc((size_t)vm.n_d + 1, 1);
+    if (!used) {
+        hsd_vocab_map_free(&vm);
+        return hsd_error(HSD_ERR_NOMEM, "hsd_trim_candidates: out of memory (%d drafter ids)",
+                         (int)vm.n_d);
     }
     /* two target ids with the same bytes (a byte-fallback twin) name one drafter row: the
      * more frequent (earlier in order) keeps it */
     int32_t k = 0;
-    for (int32_t i = 0; i < n && !st; i++) {
-        size_t len;
-        const uint8_t *b = hsd_tokenizer_token_bytes(target, order[i], &len);
-        int32_t d = b && len && !hsd_tokenizer_is_special(target, order[i])
-                        ? hsd_strmap_get(&by_bytes, b, len)
-                        : -1;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t d = order[i] >= 0 && order[i] < vm.n_t ? vm.t2d[order[i]] : -1;
         if (d >= 0 && !used[d]) used[d] = 1, draft_ids[k] = d, order[k++] = order[i];
     }
     free(used);
-    hsd_strmap_free(&by_bytes);
-    if (st) return st;
+    hsd_vocab_map_free(&vm);
     if (k == 0)
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
                          "no target token has a drafter token with the same bytes");

@@ -299,3 +299,15 @@ float hsd_gguf_f32_at(const hsd_gguf *g, const hsd_gguf_kv *kv, uint64_t i) {
 int32_t hsd_gguf_i32_at(const hsd_gguf *g, const hsd_gguf_kv *kv, uint64_t i) {
     return (int32_t)(uint32_t)le(g->data + kv->val_off + 4 * i, 4);
 }
+
+const char *hsd_ggml_type_name(uint32_t t) {
+    static const char *names[HSD_GGML_N_TYPES] = {
+        "F32", "F16", "Q4_0", "Q4_1", "type 4 (removed Q4_2)", "type 5 (removed Q4_3)", "Q5_0",
+        "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS",
+        "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32",
+        "I64", "F64", "IQ1_M", "BF16", "type 31 (removed Q4_0_4_4)", "type 32 (removed Q4_0_4_8)",
+        "type 33 (removed Q4_0_8_8)", "TQ1_0", "TQ2_0", "type 36 (removed IQ4_NL_4_4)",
+        "type 37 (removed IQ4_NL_4_8)", "type 38 (removed IQ4_NL_8_8)", "MXFP4", "NVFP4", "Q1_0",
+        "Q2_0"};
+    return t < HSD_GGML_N_TYPES ? names[t] : "unknown";
+}

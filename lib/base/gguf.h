@@ -30,6 +30,32 @@ typedef enum {
     HSD_GGUF_N_TYPES
 } hsd_gguf_type;
 
+/* GGML tensor type ids as GGUF files store them (llama.cpp's ggml_type), defined once for the
+ * loader (models/gguf.c) and the writer (models/gguf_write.c). Ids 4, 5 and 31..33, 36..38
+ * belong to removed types; HSD_GGML_N_TYPES bounds the ids a file may name. */
+typedef enum {
+    HSD_GGML_F32 = 0,
+    HSD_GGML_F16 = 1,
+    HSD_GGML_Q4_0 = 2,
+    HSD_GGML_Q4_1 = 3,
+    HSD_GGML_Q5_0 = 6,
+    HSD_GGML_Q5_1 = 7,
+    HSD_GGML_Q8_0 = 8,
+    HSD_GGML_Q8_1 = 9,
+    HSD_GGML_Q2_K = 10,
+    HSD_GGML_Q3_K = 11,
+    HSD_GGML_Q4_K = 12,
+    HSD_GGML_Q5_K = 13,
+    HSD_GGML_Q6_K = 14,
+    HSD_GGML_Q8_K = 15,
+    HSD_GGML_BF16 = 30,
+    HSD_GGML_N_TYPES = 43
+} hsd_ggml_type;
+
+/* The type's name as llama.cpp prints it ("Q4_K"), "type N (removed ...)" for a retired id,
+ * "unknown" past HSD_GGML_N_TYPES. Static string. */
+const char *hsd_ggml_type_name(uint32_t type);
+
 typedef struct hsd_gguf_kv {
     const char *key; /* points into the file data; not NUL-terminated */
     size_t key_len;

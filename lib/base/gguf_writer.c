@@ -3,6 +3,7 @@
  * innermost first, u32 ggml type, u64 offset into the data section), padding to the
  * alignment, then each tensor's bytes padded to the alignment. */
 #include "lib/base/gguf_writer.h"
+#include "lib/base/file_out.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,10 +51,6 @@ void hsd_gguf_w_str(hsd_gguf_writer *w, const char *k, const char *v) {
 void hsd_gguf_w_u32(hsd_gguf_writer *w, const char *k, uint32_t v) {
     key(w, k, T_U32);
     put_u32(w, &w->kv, v);
-}
-void hsd_gguf_w_i32(hsd_gguf_writer *w, const char *k, int32_t v) {
-    key(w, k, T_I32);
-    put(w, &w->kv, &v, 4);
 }
 void hsd_gguf_w_f32(hsd_gguf_writer *w, const char *k, float v) {
     key(w, k, T_F32);
@@ -107,8 +104,10 @@ void hsd_gguf_w_tensor(hsd_gguf_writer *w, const char *name, uint32_t n_dims, co
 
 hsd_status hsd_gguf_w_write(hsd_gguf_writer *w, const char *path) {
     if (w->oom) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory while building the GGUF", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
+    hsd_file_out out; /* whole or not at all (lib/base/file_out.h) */
+    hsd_status s = hsd_file_out_open(&out, path);
+    if (s) return s;
+    FILE *f = out.f;
     bool err = false;
     uint32_t version = 3;
     uint64_t counts[2] = {w->n_tensors, w->n_kv};
@@ -127,6 +126,5 @@ hsd_status hsd_gguf_w_write(hsd_gguf_writer *w, const char *path) {
         for (uint64_t pad = (a - n % a) % a; pad && !err; pad -= pad > 256 ? 256 : pad)
             err |= fwrite(zeros, 1, pad > 256 ? 256 : pad, f) != (pad > 256 ? 256 : pad);
     }
-    if (fclose(f) != 0 || err) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
-    return HSD_OK;
+    return hsd_file_out_commit(&out, !err);
 }

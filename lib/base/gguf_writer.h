@@ -33,7 +33,6 @@ void hsd_gguf_w_free(hsd_gguf_writer *w);
 
 void hsd_gguf_w_str(hsd_gguf_writer *w, const char *key, const char *val);
 void hsd_gguf_w_u32(hsd_gguf_writer *w, const char *key, uint32_t val);
-void hsd_gguf_w_i32(hsd_gguf_writer *w, const char *key, int32_t val);
 void hsd_gguf_w_f32(hsd_gguf_writer *w, const char *key, float val);
 void hsd_gguf_w_bool(hsd_gguf_writer *w, const char *key, bool val);
 /* Arrays. Strings: len[i] bytes of s[i] (len NULL: NUL-terminated). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/base/file_out.h"
 
 hsd_status hsd_st_open(hsd_st_file *f, const char *path, const void *data, size_t size) {
     memset(f, 0, sizeof *f);
@@ -142,19 +143,20 @@ hsd_status hsd_st_w_write(hsd_st_writer *w, const char *path) {
     char *text = w->oom ? NULL : json_dumps(w->hdr, JSON_COMPACT);
     if (!text) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
     size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* data 8-byte aligned */
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    hsd_file_out out; /* whole or not at all (lib/base/file_out.h) */
+    hsd_status s = hsd_file_out_open(&out, path);
+    if (s) {
         free(text);
-        return hsd_error(HSD_ERR_IO, "%s: cannot create", path);
+        return s;
     }
+    FILE *f = out.f;
     uint64_t hl = padded;
     bool ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(text, 1, len, f) == len;
     for (size_t i = len; i < padded && ok; i++) ok = fputc(' ', f) != EOF;
     for (size_t i = 0; i < w->n && ok; i++)
         ok = !w->nbytes[i] || fwrite(w->data[i], 1, w->nbytes[i], f) == w->nbytes[i];
     free(text);
-    if (fclose(f) != 0 || !ok) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
-    return HSD_OK;
+    return hsd_file_out_commit(&out, ok);
 }
 
 void hsd_st_w_free(hsd_st_writer *w) {

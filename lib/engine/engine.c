@@ -8,7 +8,9 @@
 #include "hsd.h"
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
-#include "lib/base/map.h"
+#include "lib/analysis/recommend.h"
+#include "lib/engine/vocab_map.h"
+#include "models/model.h"
 #include "tokenize/tokenizer.h"
 
 const char *hsd_algo_name(hsd_algo a) {
@@ -43,59 +45,65 @@ hsd_gen_params hsd_gen_default_params(void) {
     return p;
 }
 
-/* Maps draft ids to target ids by surface bytes. Special tokens are left out: their
- * spellings are conventions, not text. Among target ids with equal bytes the one that is not
- * a byte-fallback token wins (it is what the target's own tokenizer produces). */
+/* Maps draft ids to target ids by surface bytes (lib/engine/vocab_map.h: its one
+ * tie-breaking rule; special tokens left out, they never travel through text), within the
+ * models' rows, and makes `--algo auto`'s choice from the same map with the rule `hsd pair`
+ * uses (lib/analysis/recommend.h). */
 static hsd_status build_map(hsd_engine *e) {
-    hsd_strmap by_bytes;
-    if (hsd_strmap_init(&by_bytes, (size_t)e->vt)) return hsd_error(HSD_ERR_NOMEM, "oom");
-    for (int pass = 0; pass < 2; pass++)
-        for (int32_t t = 0; t < e->vt && t < hsd_tokenizer_vocab_size(e->tt); t++) {
-            if (hsd_tokenizer_is_special(e->tt, t) || !hsd_tokenizer_id_to_token(e->tt, t)) continue;
-            bool byte_tok = (e->tt->flags[t] & HSD_TOKF_BYTE) != 0;
-            if (byte_tok != (pass == 1)) continue;
-            size_t n;
-            const uint8_t *b = hsd_tokenizer_token_bytes(e->tt, t, &n);
-            if (!n || (pass == 1 && hsd_strmap_get(&by_bytes, b, n) >= 0)) continue;
-            if (pass == 0 && hsd_strmap_get(&by_bytes, b, n) >= 0) continue; /* keep first */
-            if (hsd_strmap_put(&by_bytes, b, n, t)) {
-                hsd_strmap_free(&by_bytes);
-                return hsd_error(HSD_ERR_NOMEM, "oom");
-            }
-        }
-    e->d2t = malloc((size_t)e->vd * sizeof *e->d2t);
-    if (!e->d2t) {
-        hsd_strmap_free(&by_bytes);
-        return hsd_error(HSD_ERR_NOMEM, "oom");
-    }
-    e->overlap = 0;
-    for (int32_t d = 0; d < e->vd; d++) {
-        e->d2t[d] = -1;
-        if (d >= hsd_tokenizer_vocab_size(e->dt) || hsd_tokenizer_is_special(e->dt, d) ||
-            !hsd_tokenizer_id_to_token(e->dt, d))
-            continue;
-        size_t n;
-        const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, d, &n);
-        if (!n) continue;
-        e->d2t[d] = hsd_strmap_get(&by_bytes, b, n);
-        if (e->d2t[d] >= 0) e->overlap++;
-    }
-    hsd_strmap_free(&by_bytes);
-    /* several drafter ids can spell one string (e.g. "A" and its byte-fallback <0x41>): the
-     * share of T that can be drafted counts each target id once */
+    hsd_vocab_map vm;
+    /* with specials: the recommender's counts (docs/PAIR.md); d2t leaves them out below */
+    hsd_status s = hsd_vocab_map_build(e->tt, e->dt, true, &vm);
+    if (s) return s;
+    e->d2t = malloc((size_t)(e->vd > 0 ? e->vd : 1) * sizeof *e->d2t);
     uint8_t *hit = calloc((size_t)e->vt, 1);
-    if (!hit) return hsd_error(HSD_ERR_NOMEM, "oom");
-    e->overlap_t = 0;
-    for (int32_t d = 0; d < e->vd; d++)
-        if (e->d2t[d] >= 0 && !hit[e->d2t[d]]) hit[e->d2t[d]] = 1, e->overlap_t++;
+    if (!e->d2t || !hit) {
+        free(hit);
+        hsd_vocab_map_free(&vm);
+        return hsd_error(HSD_ERR_NOMEM, "engine: out of memory mapping %d drafter ids", (int)e->vd);
+    }
+    e->overlap = e->overlap_t = 0;
+    for (int32_t d = 0; d < e->vd; d++) {
+        int32_t t = d < vm.n_d && !hsd_tokenizer_is_special(e->dt, d) ? vm.d2t[d] : -1;
+        e->d2t[d] = t >= 0 && t < e->vt ? t : -1;
+        if (e->d2t[d] < 0) continue;
+        e->overlap++;
+        /* several drafter ids can spell one string (e.g. "A" and its byte-fallback <0x41>):
+         * the share of T that can be drafted counts each target id once */
+        if (!hit[t]) hit[t] = 1, e->overlap_t++;
+    }
     free(hit);
-    /* identical vocabularies: same size and every id maps to itself */
-    e->same_vocab = e->vt == e->vd;
-    for (int32_t d = 0; d < e->vd && e->same_vocab; d++)
-        if (hsd_tokenizer_id_to_token(e->dt, d) &&
-            (!hsd_tokenizer_id_to_token(e->tt, d) ||
-             strcmp(hsd_tokenizer_id_to_token(e->dt, d), hsd_tokenizer_id_to_token(e->tt, d))))
-            e->same_vocab = false;
+    /* identical vocabularies (SD's condition): the same ids over the same model rows */
+    e->same_vocab = vm.identical && e->vt == e->vd;
+    hsd_pair_report facts;
+    memset(&facts, 0, sizeof facts);
+    s = hsd_recommend_facts(e->tt, e->dt, &vm, false, &facts);
+    hsd_vocab_map_free(&vm);
+    if (s) return s;
+    facts.identical = e->same_vocab;
+    e->auto_algo = hsd_recommend(&facts, e->auto_reason, sizeof e->auto_reason);
+    return HSD_OK;
+}
+
+/* hsd_eng_check_vocab (engine.h): a tokenizer belongs to a model when the model has a row for
+ * each of its ids and at most padding beyond them (checkpoints round their rows up: Qwen3 267
+ * past its tokenizer, Gemma 3 63, DeepSeek V3 465). Caught here, naming the side, rather than as an id out of range in
+ * some later forward, or never: a 512-id tokenizer on a 151,936-row model would run. */
+#define HSD_ENG_MAX_PAD_ROWS 1024
+
+hsd_status hsd_eng_check_vocab(const char *fn, const char *side, const hsd_tokenizer *tok,
+                               int32_t rows) {
+    int32_t ids = hsd_tokenizer_vocab_size(tok);
+    if (ids > rows)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "%s: the %s tokenizer (%s) has %d ids but the %s model has %d rows: ids "
+                         "%d and up cannot be fed to it (not this model's tokenizer?)",
+                         fn, side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)rows);
+    if (rows - ids > HSD_ENG_MAX_PAD_ROWS)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "%s: the %s tokenizer (%s) has %d ids but the %s model has %d rows, %d "
+                         "more than padding explains (at most %d): not this model's tokenizer",
+                         fn, side, hsd_tok_name(tok), (int)ids, side, (int)rows, (int)(rows - ids),
+                         HSD_ENG_MAX_PAD_ROWS);
     return HSD_OK;
 }
 
@@ -114,6 +122,7 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
     e->dm = draft;
     e->dt = draft_tok;
     e->vt = hsd_model_vocab_size(target);
+    e->t_format_eos = hsd_model_format_eos(target);
     if (e->vt <= 0) {
         free(e);
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_init: target has no vocabulary");
@@ -126,9 +135,16 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
                          "hsd_engine_init: the %s reports no context size (hsd_model_iface.n_ctx)",
                          hsd_model_n_ctx(target) <= 0 ? "target" : "drafter");
     }
+    hsd_status s = hsd_eng_check_vocab("hsd_engine_init", "target", target_tok, e->vt);
+    if (!s && draft)
+        s = hsd_eng_check_vocab("hsd_engine_init", "drafter", draft_tok, hsd_model_vocab_size(draft));
+    if (s) {
+        free(e);
+        return s;
+    }
     if (draft) {
         e->vd = hsd_model_vocab_size(draft);
-        hsd_status s = build_map(e);
+        s = build_map(e);
         if (s) {
             hsd_engine_free(e);
             return s;
@@ -236,24 +252,12 @@ hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_ids, int32
 }
 
 hsd_algo hsd_engine_auto_algo(const hsd_engine *e, char *reason, size_t cap) {
-    char tmp[160];
-    if (!reason) reason = tmp, cap = sizeof tmp;
+    char tmp[1];
+    if (!reason || !cap) reason = tmp, cap = sizeof tmp;
     if (!e || !e->dm) {
         snprintf(reason, cap, "no drafter: autoregressive");
         return HSD_ALGO_AR;
     }
-    if (e->same_vocab) {
-        snprintf(reason, cap, "identical vocabularies (%d tokens): standard SD", e->vt);
-        return HSD_ALGO_SD;
-    }
-    /* shares by strings: distinct target ids over |T|, mapped drafter ids over |D| */
-    double of_t = (double)e->overlap_t / e->vt, of_d = (double)e->overlap / e->vd;
-    if (of_t >= 0.5 && of_d >= 0.5) {
-        snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D: TLI",
-                 e->overlap_t, 100 * of_t, 100 * of_d);
-        return HSD_ALGO_TLI;
-    }
-    snprintf(reason, cap, "|T∩D| = %d strings covers %.0f%% of T and %.0f%% of D (< 50%%): SLEM",
-             e->overlap_t, 100 * of_t, 100 * of_d);
-    return HSD_ALGO_SLEM;
+    snprintf(reason, cap, "%s", e->auto_reason);
+    return e->auto_algo;
 }

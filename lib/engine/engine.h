@@ -49,10 +49,14 @@ struct hsd_engine {
     int32_t overlap_t; /* distinct target ids those drafter ids reach (byte-fallback twins
                         * of one string count once): the |T ∩ D| that compares with |T| */
     bool same_vocab;
+    /* `--algo auto`'s choice, made once from the tokenizers (lib/analysis/recommend.h) */
+    hsd_algo auto_algo;
+    char auto_reason[512];
     /* ids each KV cache holds after the last single generation: a new prompt reuses the
      * common prefix instead of prefilling it again (prefix caching) */
     hsd_ids t_cached, d_cached;
     struct hsd_first_token *slrs_ft; /* SLRS: the target's first-token rule, built once */
+    int32_t t_format_eos; /* the target format's end id (models/model.h), or -1 */
     int32_t *eos_extra; /* hsd_engine_set_eos_ids: more target ids that end generation */
     int32_t n_eos_extra;
 };
@@ -153,10 +157,15 @@ hsd_status hsd_eng_oom(void);
  * limits set by the caller; the prefix cache in e->t_cached / d_cached is reused). */
 hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len);
 void hsd_eng_seq_free(hsd_eng_seq *g);
-/* A prompt's ids for one side: BOS (when add_bos and the tokenizer has one), then the text
- * encoded without post-processor; an empty result is an error. */
-hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
-                              bool add_bos, hsd_ids *ids);
+/* A tokenizer belongs to a model: a row for each of its ids and at most padding past them
+ * (engine.c says how much). An error names fn, the side ("target", "drafter") and both sizes. */
+hsd_status hsd_eng_check_vocab(const char *fn, const char *side, const hsd_tokenizer *tok,
+                               int32_t rows);
+/* A prompt's ids for one side ("target" or "drafter", named in errors): BOS (when add_bos and
+ * the tokenizer has one), then the text encoded without post-processor; an empty result is an
+ * error. */
+hsd_status hsd_eng_prompt_ids(const char *side, const hsd_tokenizer *tok, const char *prompt,
+                              size_t len, bool add_bos, hsd_ids *ids);
 /* Appends the surface bytes of committed target ids to g->text (special ids commit none). */
 hsd_status hsd_eng_commit_text(hsd_eng_seq *g, const int32_t *ids, int32_t n);
 /* After target ids were committed: realigns the drafter's side with the text (bridge resync),

@@ -59,26 +59,32 @@ hsd_status hsd_first_token_init(hsd_first_token *ft, const hsd_tokenizer *tok) {
     if (!ft || !tok) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_first_token_init: NULL argument");
     memset(ft, 0, sizeof *ft);
     ft->tok = tok;
-    for (int32_t id = 0; id < tok->n_ids; id++) {
-        if (tok->flags[id] & (HSD_TOKF_UNUSED | HSD_TOKF_SPECIAL)) continue;
-        if (tok->surf_len[id] > ft->max_token_len) ft->max_token_len = tok->surf_len[id];
+    const int32_t n_ids = hsd_tokenizer_vocab_size(tok);
+    for (int32_t id = 0; id < n_ids; id++) {
+        if (!hsd_tokenizer_id_to_token(tok, id) || hsd_tokenizer_is_special(tok, id)) continue;
+        size_t len = 0;
+        hsd_tokenizer_token_bytes(tok, id, &len);
+        if (len > ft->max_token_len) ft->max_token_len = len;
     }
-    ft->has_rule = tok->model.type == HSD_MODEL_SPM && tok->n_norm == 0 && tok->n_pre == 0 &&
-                   !tok->has_raw_match && !tok->has_norm_match;
+    ft->has_rule = hsd_tok_is_bare_spm(tok);
     if (!ft->has_rule) return HSD_OK;
     /* reachable vocabulary strings, shortest first so both halves are decided before */
-    by_len *order = malloc((size_t)tok->n_ids * sizeof *order);
+    by_len *order = malloc((size_t)(n_ids > 0 ? n_ids : 1) * sizeof *order);
     hsd_strmap reach;
-    if (!order || hsd_strmap_init(&reach, (size_t)tok->n_ids) ||
-        hsd_u64map_init(&ft->pairs, (size_t)tok->n_ids * 4)) {
+    if (!order || hsd_strmap_init(&reach, (size_t)n_ids) ||
+        hsd_u64map_init(&ft->pairs, (size_t)n_ids * 4)) {
         free(order);
         hsd_strmap_free(&reach);
         hsd_u64map_free(&ft->pairs);
         return hsd_error(HSD_ERR_NOMEM, "out of memory");
     }
     int32_t n = 0;
-    for (int32_t id = 0; id < tok->n_ids; id++)
-        if (!(tok->flags[id] & HSD_TOKF_UNUSED)) order[n++] = (by_len){tok->str_len[id], id};
+    for (int32_t id = 0; id < n_ids; id++) {
+        size_t len;
+        if (!hsd_tokenizer_id_to_token(tok, id)) continue;
+        hsd_tok_str(tok, id, &len);
+        order[n++] = (by_len){(uint32_t)len, id};
+    }
     qsort(order, (size_t)n, sizeof *order, cmp_len);
     hsd_status st = HSD_OK;
     for (int32_t i = 0; i < n && !st; i++) {

@@ -87,6 +87,8 @@ hsd_status hsd_proposer_init(hsd_model *draft, const hsd_tokenizer *draft_tok,
                          vt <= 0   ? "target tokenizer has no vocabulary"
                          : vd <= 0 ? "drafter has no vocabulary"
                                    : "drafter reports no context size (hsd_model_iface.n_ctx)");
+    hsd_status vs = hsd_eng_check_vocab(fn, "drafter", draft_tok, vd);
+    if (vs) return vs;
     hsd_proposer *p = calloc(1, sizeof *p);
     if (!p) return hsd_eng_oom();
     p->prm = prm;
@@ -100,6 +102,7 @@ hsd_status hsd_proposer_init(hsd_model *draft, const hsd_tokenizer *draft_tok,
     p->e.dt = draft_tok;
     p->e.vt = prm.target_vocab > 0 && prm.target_vocab < vt ? prm.target_vocab : vt;
     p->e.vd = vd;
+    p->e.t_format_eos = -1; /* the caller's verifier decides where the target stops */
     p->n_slots = hsd_model_n_seq(draft);
     p->t_limit = prm.n_ctx > 0 ? prm.n_ctx : INT32_MAX / 2;
     p->d_limit = hsd_eng_ctx_limit(draft, 0);
@@ -194,7 +197,7 @@ static hsd_status start_fresh(hsd_proposer *p, hsd_eng_seq *g, const int32_t *ct
     /* a context without text (only special ids) and a drafter without BOS: nothing to draft
      * from, the slot proposes nothing until text arrives (D stays empty) */
     if (len > 0 || (p->prm.add_bos && hsd_tokenizer_bos_id(p->e.dt) >= 0))
-        s = hsd_eng_prompt_ids(p->e.dt, prompt, len, p->prm.add_bos, &g->D.ids);
+        s = hsd_eng_prompt_ids("drafter", p->e.dt, prompt, len, p->prm.add_bos, &g->D.ids);
     hsd_free(prompt);
     if (s) return s;
     g->D.seg = (int32_t)g->D.ids.n;

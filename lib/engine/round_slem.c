@@ -303,19 +303,11 @@ static hsd_status slem_finish(hsd_eng_seq *g) {
     hsd_eng_round_data *rd = &g->rd;
     const hsd_eng_slem *st = g->slem;
     const int32_t vt = g->e->vt, m = rd->m;
-    /* the walk: draw at the current node, go on to its child spelling the draw */
-    int32_t out[HSD_ENG_MAX_CAND + 1], path[HSD_ENG_MAX_CAND], acc = 0, r = 0, cur = -1;
-    for (;;) {
-        const float *pj = g->p + (size_t)(cur + 1) * vt;
-        int32_t t = g->greedy ? hsd_verify_argmax(pj, vt)
-                              : hsd_verify_draw(pj, vt, hsd_rng_uniform_f64(&g->rng_verify));
-        out[r++] = t;
-        int32_t next = -1;
-        for (int32_t j = cur + 1; j < m && next < 0; j++)
-            if (st->cpar[j] == cur && st->cand[j] == t) next = j;
-        if (next < 0) break;
-        path[acc++] = cur = next;
-    }
+    /* the walk over the verified trie (verify/verify.h: the rule the chi-square test checks):
+     * draw at the current node, go on to its child spelling the draw */
+    int32_t out[HSD_ENG_MAX_CAND + 1], path[HSD_ENG_MAX_CAND], acc = 0;
+    const int32_t r = hsd_verify_slem(g->p, vt, st->cand, st->cpar, m, g->greedy, &g->rng_verify,
+                                      out, path, &acc);
     hsd_status s = HSD_OK;
     if (acc && path[acc - 1] != acc - 1) { /* not the leading chain: move the path forward */
         s = hsd_model_kv_keep(g->e->tm, rd->n_old, path, acc);

@@ -16,25 +16,21 @@ hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits) {
     hsd_status s;
     float *qd = g->scratch; /* draft-space probabilities */
     if ((s = hsd_sample_probs(logits, e->vd, &g->sp, qd))) return s;
+    float *row = g->q + (size_t)g->dj * (size_t)g->width;
     if (g->algo == HSD_ALGO_TLI) {
-        double mass = 0;
-        for (int32_t i = 0; i < e->vd; i++) {
+        /* TLI's q' on T ∩ D: the mapped mass renormalised (hsd_verify_map_draft's flag); the
+         * draft is drawn from the same weights, unnormalised (hsd_verify_draw takes weights) */
+        for (int32_t i = 0; i < e->vd; i++)
             if (e->d2t[i] < 0) qd[i] = 0;
-            mass += qd[i];
-        }
-        if (mass <= 0) { /* the drafter puts no mass on T ∩ D: nothing to propose */
-            g->dstop = true;
+        if (!(hsd_verify_map_draft(qd, e->vd, e->d2t, g->width, true, row) > 0)) {
+            g->dstop = true; /* the drafter puts no mass on T ∩ D: nothing to propose */
             return HSD_OK;
         }
-        for (int32_t i = 0; i < e->vd; i++) qd[i] = (float)(qd[i] / mass);
     }
     int32_t tok = g->greedy ? hsd_verify_argmax(qd, e->vd)
                             : hsd_verify_draw(qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
-    float *row = g->q + (size_t)g->dj * (size_t)g->width;
     if (g->algo == HSD_ALGO_SD)
         memcpy(row, qd, (size_t)e->vd * sizeof *row);
-    else if (g->algo == HSD_ALGO_TLI)
-        hsd_verify_map_draft(qd, e->vd, e->d2t, g->width, false, row);
     else if (g->algo == HSD_ALGO_UNION)
         hsd_verify_map_draft(qd, e->vd, g->d2u, g->width, false, row);
     g->rd.d[g->dj++] = tok;

@@ -11,7 +11,6 @@
 
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
-#include "lib/base/log.h"
 #include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
@@ -32,9 +31,21 @@ hsd_status hsd_eng_seq_select(hsd_eng_seq *g) {
     return s;
 }
 
+/* An empty prompt leaves a side nothing to start from: say whose tokenizer and why. */
+static hsd_status empty_prompt(const char *side, const hsd_tokenizer *tok, bool add_bos) {
+    if (!add_bos)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "generate: empty prompt with add_bos off: the %s has no token to start "
+                         "from",
+                         side);
+    return hsd_error(HSD_ERR_INVALID_ARG,
+                     "generate: empty prompt and the %s tokenizer (%s) has no BOS to start from",
+                     side, hsd_tok_name(tok));
+}
+
 /* Encodes the prompt for one side: optional BOS, then the text without post-processor. */
-hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size_t len,
-                              bool add_bos, hsd_ids *ids) {
+hsd_status hsd_eng_prompt_ids(const char *side, const hsd_tokenizer *tok, const char *prompt,
+                              size_t len, bool add_bos, hsd_ids *ids) {
     int32_t *v = NULL;
     size_t n = 0;
     hsd_status s = hsd_tokenizer_encode_alloc(tok, prompt, len, false, &v, &n);
@@ -44,8 +55,7 @@ hsd_status hsd_eng_prompt_ids(const hsd_tokenizer *tok, const char *prompt, size
     for (size_t i = 0; !s && i < n; i++)
         if (hsd_ids_push(ids, v[i])) s = hsd_eng_oom();
     hsd_free(v);
-    if (!s && ids->n == 0)
-        s = hsd_error(HSD_ERR_INVALID_ARG, "generate: empty prompt and the tokenizer has no BOS");
+    if (!s && ids->n == 0) s = empty_prompt(side, tok, add_bos);
     return s;
 }
 
@@ -64,8 +74,7 @@ static hsd_status given_ids(const hsd_engine *e, const int32_t *v, size_t n, boo
                              (int)v[i], i, (int)e->vt);
         if (hsd_ids_push(ids, v[i])) return hsd_eng_oom();
     }
-    if (ids->n == 0)
-        return hsd_error(HSD_ERR_INVALID_ARG, "generate: empty prompt and the tokenizer has no BOS");
+    if (ids->n == 0) return empty_prompt("target", e->tt, add_bos);
     return HSD_OK;
 }
 
@@ -112,7 +121,7 @@ static void finish_with(hsd_eng_seq *g, hsd_stop_reason why) {
 static hsd_status emit(hsd_eng_seq *g, const int32_t *toks, int32_t n) {
     int32_t eos = hsd_tokenizer_eos_id(g->e->tt);
     for (int32_t k = 0; k < n && !g->done; k++) {
-        bool is_eos = toks[k] == eos;
+        bool is_eos = toks[k] == eos || toks[k] == g->e->t_format_eos;
         for (int32_t j = 0; !is_eos && j < g->e->n_eos_extra; j++) is_eos = toks[k] == g->e->eos_extra[j];
         if (g->prm->stop_at_eos && is_eos) {
             finish_with(g, HSD_STOP_EOS);
@@ -312,7 +321,7 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->T.specials_silent = true;
     if (g->prompt_tids) {
         if ((s = given_ids(e, g->prompt_tids, g->n_prompt_tids, p->add_bos, &g->T.ids))) return s;
-    } else if ((s = hsd_eng_prompt_ids(e->tt, prompt, len, p->add_bos, &g->T.ids))) {
+    } else if ((s = hsd_eng_prompt_ids("target", e->tt, prompt, len, p->add_bos, &g->T.ids))) {
         return s;
     }
     /* the prompt and at least one generated position must fit */
@@ -336,9 +345,9 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
                 if (hsd_ids_push(&g->D.ids, g->T.ids.p[i])) return hsd_eng_oom();
         } else if (g->prompt_tids) {
             /* the drafter reads the ids' text (surface bytes of the non-special ids) */
-            if ((s = hsd_eng_prompt_ids(e->dt, g->text.p, g->text.n, p->add_bos, &g->D.ids)))
+            if ((s = hsd_eng_prompt_ids("drafter", e->dt, g->text.p, g->text.n, p->add_bos, &g->D.ids)))
                 return s;
-        } else if ((s = hsd_eng_prompt_ids(e->dt, prompt, len, p->add_bos, &g->D.ids))) {
+        } else if ((s = hsd_eng_prompt_ids("drafter", e->dt, prompt, len, p->add_bos, &g->D.ids))) {
             return s;
         }
         g->D.seg = (int32_t)g->D.ids.n;

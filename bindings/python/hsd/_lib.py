@@ -46,13 +46,20 @@ c_int32_p = ctypes.POINTER(ctypes.c_int32)
 c_float_p = ctypes.POINTER(ctypes.c_float)
 
 
+class CudaOptions(ctypes.Structure):
+    """struct hsd_cuda_options"""
+    _fields_ = [("no_graphs", ctypes.c_bool), ("cublas_gemv", ctypes.c_bool),
+                ("warp_gemm", ctypes.c_bool), ("no_pdl", ctypes.c_bool),
+                ("mma_variant", ctypes.c_int32)]
+
+
 class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
     _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
                 ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
                 ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32),
                 ("cpu_kernels", ctypes.c_int), ("no_pack", ctypes.c_bool),
-                ("no_blas", ctypes.c_bool)]
+                ("no_blas", ctypes.c_bool), ("cuda", CudaOptions)]
 
 
 # hsd_stream_fn: bool (*)(void *user, int32_t seq, const char *text, size_t len,

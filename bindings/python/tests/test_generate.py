@@ -15,6 +15,24 @@ def load_pair():
     return hsd.Model(paths[0]), hsd.Tokenizer(paths[1]), hsd.Model(paths[2]), hsd.Tokenizer(paths[3])
 
 
+class TestPairing(unittest.TestCase):
+    def test_vocabulary_mismatch_refused_naming_the_side(self):
+        """A tokenizer that is not the model's is refused when the engine is made, naming the
+        side and both sizes (it used to run until some forward, or silently)."""
+        tm, tt, dm, dt = load_pair()
+        (qwen,) = shared.require("tokenizers/qwen3/tokenizer.json")
+        big = hsd.Tokenizer(qwen)
+        with self.assertRaises(hsd.HsdError) as cm:
+            hsd.Engine(dm, big)  # 151,669 ids on stories260K's 512 rows
+        self.assertEqual(cm.exception.status, hsd.Status.ERR_INVALID_ARG)
+        for word in ("target tokenizer", "151669 ids", "512 rows"):
+            self.assertIn(word, str(cm.exception))
+        with self.assertRaises(hsd.HsdError) as cm:
+            hsd.Engine(tm, tt, tm, dt)  # tok512 on babyllama's 105 rows, as the drafter
+        for word in ("drafter tokenizer", "512 ids", "105 rows"):
+            self.assertIn(word, str(cm.exception))
+
+
 class TestModel(unittest.TestCase):
     def test_load_and_forward_matches_reference(self):
         (p,) = shared.require(shared.DRAFT)
