@@ -18,6 +18,9 @@
  * Exit status 1 when any check fails.
  * The checks are in gpu_bench_checks.c and gpu_bench_checks_heads.c, shared state and
  * helpers declared in gpu_bench.h. */
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "bench/gpu_bench.h"
 
 hsd_cuda *cu;

@@ -1,6 +1,8 @@
 /* hsd_gpu_bench's head, sampling and whole-model checks: the indexed head and the draft heads
  * against plain loops, the sampling steps against a CPU sampler, and whole models (CPU
  * transformer vs CUDA model). */
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "bench/gpu_bench.h"
 
 /* The indexed head against a plain loop over the selected rows; with no index list against

@@ -9,6 +9,7 @@
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 static void about_pair(FILE *f) {
     fprintf(f,

@@ -920,9 +920,4 @@ HSD_API void hsd_proposer_reset_stats(hsd_proposer *p);
 }
 #endif
 
-/* The analysis tools, model generators and utilities (pair advisor, ψ statistics,
- * injectivity, trimming, synth / inflate, clock, RNG): part of this API, in their own
- * header only to keep each file short. */
-#include "hsd_tools.h"
-
 #endif /* HSD_H */

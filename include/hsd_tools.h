@@ -1,16 +1,19 @@
 /*
  * hsd tools: the analyses and model generators behind the CLI's subcommands (pair, psi-stats,
- * injectivity, trim, synth, inflate, bench bridge), and the two utilities they share with the
- * engine (the clock and the seeded random generator). Part of the public API: include/hsd.h
- * includes this header, the conventions of hsd.h apply (hsd_status + hsd_last_error naming
- * the function and the argument; the library never prints), and it is kept apart only so
- * that no header grows past the tree's 800-line limit.
+ * injectivity, trim, synth, inflate, bench bridge).
  *
- * Result structs (hsd_pair_report, hsd_psi_stats, hsd_inj_result, hsd_corpus) are plain data
- * the caller owns; those that hold arrays are released by their *_free function. Arrays
- * documented as "malloc'ed" are released with hsd_free (or free). All functions are
- * thread-safe on different objects; tokenizers and tries are read-only here, so they may be
- * shared.
+ * A LESS STABLE SURFACE than include/hsd.h. The core header (tokenizer, model, engine, heads,
+ * chat templates, batch/step API, proposer) follows the ABI policy of docs/API.md; the
+ * functions and structs here may change between minor versions when an analysis changes
+ * (they still never break silently: the SONAME and hsd_version() say so). include/hsd.h does
+ * not include this header: a caller that needs the tools includes it explicitly.
+ *
+ * The conventions of hsd.h apply (hsd_status + hsd_last_error naming the function and the
+ * argument; the library never prints; params structs start with their size). Result structs
+ * (hsd_pair_report, hsd_psi_stats, hsd_inj_result, hsd_corpus) are plain data the caller
+ * owns, released by their *_free function; plain arrays the library allocates are released
+ * with hsd_free. All functions are thread-safe on different objects; tokenizers and tries
+ * are read-only here, so they may be shared.
  */
 #ifndef HSD_TOOLS_H
 #define HSD_TOOLS_H
@@ -24,36 +27,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ====================================================================================
- * Utilities: the clock and the random generator the engine uses
- * ==================================================================================== */
-/* Monotonic milliseconds (CLOCK_MONOTONIC): the one clock behind every time the library
- * reports (TTFT, TPOT, the head / backbone split). Thread-safe. */
-HSD_API double hsd_timer_ms(void);
-/* CPU milliseconds of the whole process, all threads (CLOCK_PROCESS_CPUTIME_ID): on a shared
- * machine it leaves out the time other processes held the CPU. Thread-safe. */
-HSD_API double hsd_timer_cpu_ms(void);
-
-/* Philox4x32-10 (Salmon et al., SC'11), counter-based: block i of stream (seed, stream) is a
- * pure function of (seed, stream, i), so every seeded draw can be replayed. The generator
- * the engine's seeds drive; a plain struct so that it lives on the stack. Not thread-safe per
- * generator (each thread its own). */
-typedef struct hsd_rng {
-    uint32_t key[2];
-    uint32_t ctr[4]; /* ctr[0..1] = block counter, ctr[2..3] = stream */
-    uint32_t buf[4];
-    int used; /* words of buf consumed (4 = refill) */
-} hsd_rng;
-
-/* Seeds r for (seed, stream). A NULL r is a no-op. */
-HSD_API void hsd_rng_init(hsd_rng *r, uint64_t seed, uint64_t stream);
-/* The next 32 random bits (0 for a NULL r). */
-HSD_API uint32_t hsd_rng_u32(hsd_rng *r);
-/* Uniform in [0, 1) with 24 random bits (exactly representable as float); 0 for NULL. */
-HSD_API float hsd_rng_uniform(hsd_rng *r);
-/* Uniform in [0, 1) with 53 random bits; 0 for NULL. */
-HSD_API double hsd_rng_uniform_f64(hsd_rng *r);
 
 /* ====================================================================================
  * Corpus: JSONL texts, one {"text": "..."} object per line (other fields ignored)
@@ -341,14 +314,13 @@ HSD_API hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *orde
 HSD_API hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer *draft,
                                        int32_t *order, int32_t n, int32_t *draft_ids,
                                        int32_t *n_cand);
-/* prefix[k] = sum of the counts of order[0..k) (prefix[0] = 0), n + 1 entries. NULL
- * arguments or n < 0: no-op. */
-HSD_API void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n,
-                             int64_t *prefix);
-/* C(K) = prefix[k] / total; 0 when total <= 0, k < 0 or prefix is NULL. */
-HSD_API double hsd_trim_coverage(const int64_t *prefix, int64_t total, int32_t k);
-/* R(K) for a head of v_full rows; 0 for a NULL p or a head of no FLOPs. */
-HSD_API double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k);
+/* The trim quantities at one K (1 <= k <= n_cand): out->k = k, coverage C(K), saving R(K),
+ * utility U(K), k_min_feasible 0. prefix[k] is the sum of the counts of the k first ranked
+ * candidates (prefix[0] = 0, n_cand + 1 entries); total = N, v_full = rows of the full head.
+ * Errors: INVALID_ARG (NULL args, k outside 1..n_cand, bad parameters, named). */
+HSD_API hsd_status hsd_trim_eval(const int64_t *prefix, int32_t n_cand, int64_t total,
+                                 int32_t v_full, const hsd_trim_params *p, int32_t k,
+                                 hsd_trim_result *out);
 /* K* over K = 1..n_cand, the candidates being the ranked ids behind prefix (all V ids, or
  * T ∩ D from hsd_trim_candidates, where coverage tops out below 1); total = N, v_full = rows
  * of the full head. Errors: INVALID_ARG (NULL args, bad parameters, named), OUT_OF_RANGE (an
@@ -444,7 +416,7 @@ typedef struct hsd_bridge_bench_result {
 
 /* The committed context is the surface of target_ids[0..ctx_tokens) (the prompt: frozen);
  * draft chunks are k consecutive ids of draft_src[0..n_src) at random places. After 2 blocks
- * of warm-up, us[0..rounds) receives each timed round's microseconds (hsd_timer_ms).
+ * of warm-up, us[0..rounds) receives each timed round's microseconds (a monotonic clock).
  * Errors: INVALID_ARG (NULL args, k < 1, block < 1, rounds < block, n_src <= k),
  * OUT_OF_RANGE (ctx_tokens < 0 or > n_target), NOMEM, and the tokenizers'. */
 HSD_API hsd_status hsd_bridge_bench(const hsd_tokenizer *target, const hsd_tokenizer *draft,

@@ -41,6 +41,7 @@
  * Extra layers. Layers L..L'-1 are all zero: attention output and down projection 0, so each
  * adds exactly 0 to the residual (identity). Final norm and classifier are the model's
  * (padded like the embedding), vocabulary and context length stay the model's. */
+#include "hsd_tools.h"
 #include "models/inflate.h"
 
 #include <math.h>

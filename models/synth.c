@@ -1,3 +1,4 @@
+#include "hsd_tools.h"
 #include "models/synth.h"
 
 #include <math.h>

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/clock.h"
 #include "server/sched.h"
 
-double srv_now_ms(void) { return hsd_timer_ms(); }
+double srv_now_ms(void) { return cli_timer_ms(); }
 
 srv_req *srv_req_new(void) {
     srv_req *r = calloc(1, sizeof *r);

@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "lib/base/error.h"
 #include "tests/testutil.h"
 
@@ -235,12 +238,6 @@ static int teardown(void **state) {
 
 /* test_api_errors_tools.c: the tools (include/hsd_tools.h). */
 #define HSD_API_ROWS_TOOLS(X)                                                                      \
-    X(hsd_timer_ms)                                                                                \
-    X(hsd_timer_cpu_ms)                                                                            \
-    X(hsd_rng_init)                                                                                \
-    X(hsd_rng_u32)                                                                                 \
-    X(hsd_rng_uniform)                                                                             \
-    X(hsd_rng_uniform_f64)                                                                         \
     X(hsd_corpus_load)                                                                             \
     X(hsd_corpus_free)                                                                             \
     X(hsd_token_trie_build)                                                                        \
@@ -267,9 +264,7 @@ static int teardown(void **state) {
     X(hsd_trim_count)                                                                              \
     X(hsd_trim_rank)                                                                               \
     X(hsd_trim_candidates)                                                                         \
-    X(hsd_trim_prefix)                                                                             \
-    X(hsd_trim_coverage)                                                                           \
-    X(hsd_trim_saving)                                                                             \
+    X(hsd_trim_eval)                                                                                  \
     X(hsd_trim_optimum)                                                                            \
     X(hsd_synth_shape_list)                                                                        \
     X(hsd_synth_default_params)                                                                    \

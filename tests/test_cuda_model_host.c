@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
 #include "kernels/matmul.h"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "models/inflate.h"
 #include "models/synth.h"
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/analysis/injectivity.h"
 #include "tests/testutil.h"
 

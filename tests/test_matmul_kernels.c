@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "models/inflate.h"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"

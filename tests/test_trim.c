@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
+#include "lib/analysis/trim.h"
 #include "tests/testutil.h"
 
 static const char *corpus_rel = "corpus/corpus.jsonl";

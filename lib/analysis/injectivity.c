@@ -1,4 +1,5 @@
 /* Injectivity check, minimizer and classifier (fuzzer in lib/injectivity_fuzz.c). */
+#include "hsd_tools.h"
 #include "lib/analysis/injectivity.h"
 
 #include <stdlib.h>

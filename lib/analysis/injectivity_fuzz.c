@@ -3,6 +3,7 @@
  * unassigned and private-use code points, the scripts seen in the seed corpus, the tokenizer's
  * added tokens and escape characters) and mutates what it finds. Deterministic for a seed:
  * the sequence of candidates depends only on the seed, the seeds corpus and the tokenizer. */
+#include "hsd_tools.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unicode/uchar.h>

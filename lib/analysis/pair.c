@@ -15,6 +15,7 @@
  * The expressibility checks T → D* and D → T* run over non-special tokens with non-empty
  * surfaces: can a token's surface bytes be cut into surfaces of the other side's tokens? */
 #include "hsd.h"
+#include "hsd_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,7 @@
  * lists the drafter surfaces starting there; then a backward pass over those matches decides
  * "can s[j..n) still be finished" and a forward pass pushes counts and part counts. A token of
  * n bytes costs O(n · longest drafter match), whatever its count. */
+#include "hsd_tools.h"
 #include "lib/analysis/psi_stats.h"
 
 #include <math.h>

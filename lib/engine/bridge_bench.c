@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "lib/base/buf.h"
 #include "lib/base/error.h"
 #include "lib/engine/bridge.h"
