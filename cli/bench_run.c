@@ -40,7 +40,7 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     gp.slrs_single_forward = b->slrs_one != 0;
     gp.adaptive_k = b->adaptive_k != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     hsd_bench_counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
     long f0 = dc->n_fwd;
     if (hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
@@ -91,7 +91,7 @@ int hsd_bench_run_all(hsd_bench *b) {
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int si = 0; si < b->n_sets; si++) {
                 for (int pi = 0; pi < b->sets[si].n; pi++) {
-                    hsd_gen_result ar;
+                    hsd_gen_result ar = HSD_GEN_RESULT_INIT;
                     int have_ar = 0;
                     char where[96];
                     snprintf(where, sizeof where, "temp %g %s #%d", b->temps[ti], b->sets[si].name,

@@ -34,7 +34,7 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
         for (int j = 0; j < n_b; j++) {
             int32_t n = n_list[k], B = b_list[j];
             for (int32_t s = 0; s < B; s++) /* slot s: its own tokens after its own prefix */
-                ent[s] = (hsd_model_batch_seq){s, toks + (size_t)s * stride + prefix, n, NULL, NULL, n};
+                ent[s] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), s, toks + (size_t)s * stride + prefix, n, NULL, NULL, n};
             double t = cli_timer_ms();
             if (hsd_model_forward_batch(m, ent, B, logits) != HSD_OK) return 1;
             truncate_all(m, B, prefix);

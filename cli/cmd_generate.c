@@ -280,8 +280,9 @@ int hsd_cmd_generate(int argc, char **argv) {
     }
     int rc = 1;
     hsd_cli_engine x = {0};
-    hsd_gen_result r, *rs = NULL;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT, *rs = NULL;
     memset(&r, 0, sizeof r);
+    r.size = sizeof r;
     char **batch = NULL;
     int32_t n_batch = 0;
     size_t longest = o.prompt ? strlen(o.prompt) : 0;
@@ -289,6 +290,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         n_batch = hsd_cli_read_prompts("generate", o.batch_file, 0, 0, &batch);
         if (n_batch == 0) fprintf(stderr, "hsd generate: no prompts in %s\n", o.batch_file);
         if (n_batch <= 0 || !(rs = calloc((size_t)n_batch, sizeof *rs))) goto done;
+        hsd_gen_results_init(rs, n_batch);
         for (int32_t i = 0; i < n_batch; i++)
             if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
     }

@@ -124,7 +124,7 @@ int hsd_cmd_trim(int argc, char **argv) {
                              "-t, --corpus, --alpha, --min-coverage and --hidden-dim are required");
     const char *tok_path = o.tok, *corpus_path = o.corpus, *out_path = o.out, *svg_path = o.svg,
                *draft_path = o.draft;
-    hsd_trim_params p = {o.alpha, o.min_coverage, o.dim, o.fixed_flops};
+    hsd_trim_params p = {sizeof(hsd_trim_params), o.alpha, o.min_coverage, o.dim, o.fixed_flops};
     int rc = 1;
     hsd_tokenizer *tok = NULL, *dtok = NULL;
     char **texts = NULL;

@@ -216,6 +216,7 @@ HSD_API hsd_cpu_kernels hsd_cpu_kernels_active(void);
 HSD_API const char *hsd_cpu_kernels_features(void);
 
 typedef struct hsd_model_params {
+    size_t size;       /* sizeof(hsd_model_params), set by hsd_model_default_params() */
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
     bool use_mmap;     /* map weights instead of reading them (default true) */
@@ -241,6 +242,8 @@ typedef struct hsd_model_params {
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the
  * sequence slot `seq`. */
 typedef struct hsd_model_batch_seq {
+    size_t size;           /* sizeof(hsd_model_batch_seq): the library strides by seqs[0].size,
+                            * and every entry of one array has the same size */
     int32_t seq;           /* slot, 0 <= seq < n_seq; each slot at most once per batch */
     const int32_t *tokens; /* n >= 1 new tokens, appended to this slot's cache */
     int32_t n;
@@ -248,6 +251,11 @@ typedef struct hsd_model_batch_seq {
     const int32_t *rows;    /* rows needing logits (NULL = all, then n_rows == n; 0 = none) */
     int32_t n_rows;
 } hsd_model_batch_seq;
+/* Entry i of an array of hsd_model_batch_seq, striding by the array's size field: how an
+ * iface's forward_batch reads the array the library passes (the library's own size). */
+#define HSD_BATCH_SEQ_AT(seqs, i)                                                                  \
+    ((const hsd_model_batch_seq *)(const void *)((const char *)(seqs) +                            \
+                                                 (size_t)(i) * (seqs)->size))
 
 /* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
  * NULL means a chain (token i follows token i-1); otherwise parents[i] is the index of token
@@ -258,6 +266,7 @@ typedef struct hsd_model_batch_seq {
  * forward. `rows` lists which of the n rows need logits (NULL = all, then n_rows == n);
  * logits receives n_rows × vocab_size floats, row-major in the order of `rows`. */
 typedef struct hsd_model_iface {
+    size_t size; /* sizeof(hsd_model_iface): set it (HSD_MODEL_IFACE_INIT) before the callbacks */
     void *ctx;
     int32_t (*vocab_size)(void *ctx);
     int32_t (*n_ctx)(void *ctx); /* KV capacity */
@@ -284,6 +293,10 @@ typedef struct hsd_model_iface {
     hsd_status (*forward_batch)(void *ctx, const hsd_model_batch_seq *seqs, int32_t n_seqs,
                                 float *logits);
 } hsd_model_iface;
+/* Starts a designated initializer of an hsd_model_iface with its size:
+ *   hsd_model_iface it = {HSD_MODEL_IFACE_INIT, .ctx = c, .vocab_size = my_vocab, ...};
+ * The library reads min(size, its own) bytes; members past an older caller's size are NULL. */
+#define HSD_MODEL_IFACE_INIT .size = sizeof(hsd_model_iface)
 
 /* The defaults (n_ctx 0, n_threads 0 → 2, use_mmap true). Thread-safe. */
 HSD_API hsd_model_params hsd_model_default_params(void);
@@ -428,6 +441,7 @@ typedef bool (*hsd_stream_fn)(void *user_data, int32_t seq, const char *text, si
                               const int32_t *ids, int32_t n_ids);
 
 typedef struct hsd_gen_params {
+    size_t size;            /* sizeof(hsd_gen_params), set by hsd_gen_default_params() */
     hsd_algo algo;
     int32_t max_new_tokens; /* default 128 */
     int32_t n_draft;        /* draft length k per round (default 4) */
@@ -463,6 +477,9 @@ typedef struct hsd_gen_params {
 } hsd_gen_params;
 
 typedef struct hsd_gen_result {
+    size_t size;    /* set by the CALLER before a call (HSD_GEN_RESULT_INIT, or
+                     * hsd_gen_results_init for an array): the library writes min(size, its
+                     * own) bytes, strides arrays by it, and keeps it */
     int32_t *ids;   /* generated target ids (release with hsd_gen_result_free) */
     int32_t n_ids;
     char *text;     /* their decoded text (HF decode, special tokens skipped) */
@@ -483,6 +500,14 @@ typedef struct hsd_gen_result {
     double expected_accept, expected_accept_em;
     hsd_stop_reason stop_reason; /* why generation ended */
 } hsd_gen_result;
+/* An empty result with its size set: hsd_gen_result r = HSD_GEN_RESULT_INIT; */
+#define HSD_GEN_RESULT_INIT {.size = sizeof(hsd_gen_result)}
+/* Empties results[0..n) and sets their size (for hsd_engine_generate_batch). */
+#define hsd_gen_results_init(results, n)                                                           \
+    do {                                                                                           \
+        for (int32_t hsd_i_ = 0; hsd_i_ < (int32_t)(n); hsd_i_++)                                  \
+            (results)[hsd_i_] = (hsd_gen_result)HSD_GEN_RESULT_INIT;                               \
+    } while (0)
 
 typedef struct hsd_engine hsd_engine;
 
@@ -602,6 +627,7 @@ typedef enum hsd_head_kind {
 } hsd_head_kind;
 
 typedef struct hsd_head_params {
+    size_t size;              /* sizeof(hsd_head_params), set by hsd_head_default_params() */
     hsd_head_kind kind;
     const int32_t *keep_ids; /* TRIMMED: ids to keep (copied; any order; no duplicates) */
     int32_t n_keep;
@@ -708,6 +734,8 @@ typedef struct hsd_batch_params {
  * streaming callback of hsd_gen_params would receive them; concatenated over a sequence's
  * events they equal its result's text and ids), and, on its last event, the result. */
 typedef struct hsd_batch_event {
+    size_t size;       /* the library's sizeof(hsd_batch_event): index the array with
+                        * HSD_BATCH_EVENT_AT, which strides by it */
     int64_t id;        /* from hsd_batch_add */
     const char *text;  /* text[0..len): UTF-8, not NUL-terminated, may be empty */
     size_t len;
@@ -719,6 +747,11 @@ typedef struct hsd_batch_event {
     const hsd_gen_result *result;
     int32_t n_prompt;  /* target prompt tokens (BOS included) */
 } hsd_batch_event;
+/* Event i of the array hsd_batch_step returns, striding by the library's event size (so a
+ * caller built against an older, shorter hsd_batch_event reads the right events). */
+#define HSD_BATCH_EVENT_AT(events, i)                                                              \
+    ((const hsd_batch_event *)(const void *)((const char *)(events) +                             \
+                                             (size_t)(i) * (events)->size))
 
 /* Defaults (n_slots 0). Thread-safe. */
 HSD_API hsd_batch_params hsd_batch_default_params(void);

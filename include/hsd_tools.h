@@ -152,6 +152,7 @@ HSD_API hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokeni
  * n_max). Counts are kept as double (exact to 2^53) and as uint64 saturating at UINT64_MAX.
  * ==================================================================================== */
 typedef struct hsd_psi_params {
+    size_t size; /* sizeof(hsd_psi_params), set by its *_default_params() */
     bool distinct_surfaces; /* count surface sequences, not id sequences (default false) */
 } hsd_psi_params;
 HSD_API hsd_psi_params hsd_psi_default_params(void);
@@ -251,6 +252,7 @@ typedef struct hsd_inj_result {
 typedef void (*hsd_inj_progress_fn)(void *ctx, double done_frac, int64_t candidates, int64_t found);
 
 typedef struct hsd_inj_params {
+    size_t size; /* sizeof(hsd_inj_params), set by its *_default_params() */
     size_t prefix_chars;          /* corpus: check only the first N characters; 0 = all */
     bool minimize;                /* shrink and classify each failure (default true) */
     double fuzz_seconds;          /* fuzz budget (default 0) */
@@ -282,6 +284,7 @@ HSD_API void hsd_inj_result_free(hsd_inj_result *r); /* NULL is a no-op */
  * and K* maximises U over K = 1..V subject to C(K) >= c_min (smallest K among ties).
  * ==================================================================================== */
 typedef struct hsd_trim_params {
+    size_t size; /* sizeof(hsd_trim_params), set by its *_default_params() */
     double alpha;        /* weight of coverage in U, in [0, 1] (default 0.5) */
     double min_coverage; /* c_min in [0, 1] (default 0) */
     int32_t dim;         /* hidden size d of the drafter head (no default: 0 is an error) */
@@ -350,6 +353,7 @@ HSD_API const char *hsd_synth_shape_list(void);
 
 typedef struct hsd_synth_model hsd_synth_model;
 typedef struct hsd_synth_params {
+    size_t size; /* sizeof(hsd_synth_params), set by its *_default_params() */
     const char *shape; /* a name of hsd_synth_shape_list (required) */
     hsd_ftype type;    /* default F32 */
     uint64_t seed;     /* default 1 */
@@ -373,6 +377,7 @@ HSD_API hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char
                                             const char *tokenizer);
 
 typedef struct hsd_inflate_params {
+    size_t size; /* sizeof(hsd_inflate_params), set by its *_default_params() */
     const char *shape;     /* target shape, a name of hsd_synth_shape_list (required) */
     const char *tokenizer; /* tokenizer for the GGUF's metadata; NULL: the input's own when
                             * it is a GGUF, else a placeholder vocabulary */
@@ -401,6 +406,7 @@ HSD_API hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *pa
  * committed context, on the engine's own bridge code.
  * ==================================================================================== */
 typedef struct hsd_bridge_bench_params {
+    size_t size; /* sizeof(hsd_bridge_bench_params), set by its *_default_params() */
     int32_t k;       /* draft tokens per round (default 4) */
     int32_t rounds;  /* timed rounds (default 2000), at least block */
     int32_t block;   /* rounds per block; each block starts again from the same context (25) */

@@ -438,7 +438,7 @@ static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const 
     cuda_model *m = ctx;
     TRY(hsd_forward_check("forward", tokens, n, parents, rows, n_rows, logits != NULL,
                           m->cfg.vocab_size, m->kv_lens[m->cur], m->n_ctx));
-    hsd_model_batch_seq one = {m->cur, tokens, n, parents, rows, n_rows};
+    hsd_model_batch_seq one = {sizeof one, m->cur, tokens, n, parents, rows, n_rows};
     return cm_run(m, &one, 1, logits);
 }
 

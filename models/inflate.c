@@ -53,6 +53,7 @@
 
 #include "kernels/quant.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "models/loaders.h"
 
 typedef struct plan {
@@ -537,8 +538,8 @@ done:
 }
 
 hsd_inflate_params hsd_inflate_default_params(void) {
-    return (hsd_inflate_params){
-        .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
+    return (hsd_inflate_params){.size = sizeof(hsd_inflate_params),
+                                .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
 }
 
 hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, const char *out_path,
@@ -548,6 +549,10 @@ hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, co
                          !in       ? "input path"
                          : !params ? "params"
                                    : "output path");
+    hsd_inflate_params params_own = hsd_inflate_default_params();
+    hsd_status params_st = hsd_params_read(&params_own, sizeof params_own, params, "hsd_inflate_file", "params", "hsd_inflate_default_params()");
+    if (params_st) return params_st;
+    params = &params_own;
     if (!params->shape)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: no shape given (known: %s)",
                          hsd_synth_shape_list());

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/base/rng.h"
 #include "models/arch.h"
 
@@ -247,13 +248,17 @@ hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
 }
 
 hsd_synth_params hsd_synth_default_params(void) {
-    return (hsd_synth_params){.shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
+    return (hsd_synth_params){.size = sizeof(hsd_synth_params), .shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
 }
 
 hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: out is NULL");
     *out = NULL;
     if (!params) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: params is NULL");
+    hsd_synth_params params_own = hsd_synth_default_params();
+    hsd_status params_st = hsd_params_read(&params_own, sizeof params_own, params, "hsd_synth_init", "params", "hsd_synth_default_params()");
+    if (params_st) return params_st;
+    params = &params_own;
     hsd_dtype dt = HSD_DT_F32;
     if (hsd_synth_ftype(params->type, &dt))
         return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");

@@ -85,7 +85,7 @@ static hsd_model_iface toy_iface(toy *m, int32_t vocab) {
     memset(m, 0, sizeof *m);
     m->vocab = vocab;
     m->n_ctx = 64;
-    hsd_model_iface f = {.ctx = m,
+    hsd_model_iface f = {HSD_MODEL_IFACE_INIT, .ctx = m,
                          .vocab_size = toy_vocab,
                          .n_ctx = toy_n_ctx,
                          .forward = toy_forward,

@@ -115,7 +115,7 @@ static void row_hsd_engine_set_eos_ids(void **state) {
 static void row_hsd_engine_generate(void **state) {
     (void)state;
     hsd_engine_reset(eng_pair);
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     hsd_gen_params p = hsd_gen_default_params();
     p.max_new_tokens = 4;
     EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate(NULL, "ab", 2, &p, &r));
@@ -178,7 +178,7 @@ static void row_hsd_engine_generate(void **state) {
 static void row_hsd_gen_result_free(void **state) {
     (void)state;
     hsd_gen_result_free(NULL);
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     memset(&r, 0, sizeof r);
     hsd_gen_result_free(&r);
     hsd_gen_result_free(&r); /* twice is harmless */

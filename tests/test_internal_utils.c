@@ -78,7 +78,7 @@ static void test_hsd_trim_coverage(void **state) {
 }
 static void test_hsd_trim_saving(void **state) {
     (void)state;
-    hsd_trim_params p = {.alpha = 0.5, .dim = 2, .fixed_flops = 0};
+    hsd_trim_params p = {.size = sizeof(hsd_trim_params), .alpha = 0.5, .dim = 2, .fixed_flops = 0};
     assert_true(hsd_trim_saving(NULL, 10, 5) == 0);
     assert_true(hsd_trim_saving(&p, 10, 5) == 0.5); /* 1 - 2*2*5 / (2*2*10) */
     p.dim = 0;

@@ -301,6 +301,7 @@ class Model(_Handle):
             return 0
 
         iface = _lib.ModelIface()
+        iface.size = ctypes.sizeof(iface)  # HSD_MODEL_IFACE_INIT
         iface.ctx = None
         iface.vocab_size = _lib.VOCAB_FN(lambda ctx: vocab)
         iface.n_ctx = _lib.VOCAB_FN(lambda ctx: n_ctx)
@@ -452,6 +453,7 @@ class Engine(_Handle):
     def _run(self, prompt, p):
         b = _utf8(prompt)
         r = _lib.GenResult()
+        r.size = ctypes.sizeof(r)  # HSD_GEN_RESULT_INIT
         _check(lib.hsd_engine_generate(self._handle, b, len(b), ctypes.byref(p), ctypes.byref(r)))
         try:
             return Result(r)

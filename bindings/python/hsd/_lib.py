@@ -48,7 +48,7 @@ c_float_p = ctypes.POINTER(ctypes.c_float)
 
 class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
-    _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
                 ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
                 ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32),
                 ("cpu_kernels", ctypes.c_int), ("no_pack", ctypes.c_bool),
@@ -63,7 +63,7 @@ STREAM_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int32, cty
 
 class GenParams(ctypes.Structure):
     """struct hsd_gen_params"""
-    _fields_ = [("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
                 ("n_draft", ctypes.c_int32), ("adaptive_k", ctypes.c_bool),
                 ("k_max", ctypes.c_int32), ("temp", ctypes.c_float), ("top_k", ctypes.c_int32),
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
@@ -77,7 +77,7 @@ class GenParams(ctypes.Structure):
 
 class GenResult(ctypes.Structure):
     """struct hsd_gen_result"""
-    _fields_ = [("ids", c_int32_p), ("n_ids", ctypes.c_int32), ("text", ctypes.c_void_p),
+    _fields_ = [("size", ctypes.c_size_t), ("ids", c_int32_p), ("n_ids", ctypes.c_int32), ("text", ctypes.c_void_p),
                 ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
                 ("reason", ctypes.c_char * 160), ("n_rounds", ctypes.c_int32),
                 ("n_drafted", ctypes.c_int32), ("n_accepted", ctypes.c_int32),
@@ -103,7 +103,7 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 class ModelIface(ctypes.Structure):
     """struct hsd_model_iface"""
-    _fields_ = [("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
+    _fields_ = [("size", ctypes.c_size_t), ("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
                 ("forward", FORWARD_FN), ("kv_len", VOCAB_FN), ("kv_truncate", TRUNCATE_FN),
                 ("kv_keep", KEEP_FN), ("free", FREE_FN),
                 # optional sequence slots (left NULL: one slot)
@@ -121,7 +121,7 @@ class PairPsi(ctypes.Structure):
 
 class SynthParams(ctypes.Structure):
     """struct hsd_synth_params (include/hsd_tools.h)"""
-    _fields_ = [("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
+    _fields_ = [("size", ctypes.c_size_t), ("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
 
 
 class ChatParams(ctypes.Structure):
