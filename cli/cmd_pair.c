@@ -11,6 +11,17 @@
 #include "hsd.h"
 #include "hsd_tools.h"
 
+/* The recommendation as `hsd pair` has always printed it ("SLEM"; the --json field is an
+ * interface): hsd_algo_name's name, upper-cased. */
+static const char *algo_upper(hsd_algo a) {
+    static char buf[16];
+    const char *n = hsd_algo_name(a);
+    size_t i = 0;
+    for (; n[i] && i + 1 < sizeof buf; i++) buf[i] = (char)(n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i]);
+    buf[i] = 0;
+    return buf;
+}
+
 static void about_pair(FILE *f) {
     fprintf(f,
             "Reports |T|, |D|, |T∩D| by surface bytes and |T∩D|/|T| (paper Table 9); with a\n"
@@ -154,7 +165,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         } else {
             json_object_set_new(o, "psi_cost", json_null());
         }
-        json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
+        json_object_set_new(o, "recommendation", json_string(algo_upper(r.algo)));
         json_object_set_new(o, "reason", json_string(r.reason));
         json_object_set_new(o, "warnings", json_string(r.warnings));
         hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
@@ -184,7 +195,7 @@ int hsd_cmd_pair(int argc, char **argv) {
         } else {
             printf("psi      not computed\n");
         }
-        printf("recommend %s: %s\n", hsd_pair_algo_name(r.algo), r.reason);
+        printf("recommend %s: %s\n", algo_upper(r.algo), r.reason);
         if (r.warnings[0]) printf("warning  %s\n", r.warnings);
     }
 done:

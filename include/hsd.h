@@ -38,8 +38,8 @@ extern "C" {
 #endif
 
 /* Must equal project(VERSION) in CMakeLists.txt (checked by tests/test_api_abi.c). */
-#define HSD_VERSION_MAJOR 0
-#define HSD_VERSION_MINOR 1
+#define HSD_VERSION_MAJOR 1
+#define HSD_VERSION_MINOR 0
 #define HSD_VERSION_PATCH 0
 #define HSD_VERSION_STR_(x) #x
 #define HSD_VERSION_STR(a, b, c) HSD_VERSION_STR_(a) "." HSD_VERSION_STR_(b) "." HSD_VERSION_STR_(c)
@@ -185,16 +185,25 @@ typedef enum hsd_backend {
     HSD_BACKEND_CUDA = 2,
 } hsd_backend;
 
-/* Storage of the weight matrices on the CUDA device (the CPU keeps the file's types).
- * AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for tiny models
- * (dim < 1024, where precision costs nothing) and becomes BF16 otherwise. Activations, the KV
- * cache and accumulation are fp32 whatever the choice. */
-typedef enum hsd_weight_type {
-    HSD_WEIGHTS_AUTO = 0,
-    HSD_WEIGHTS_F32 = 1,
-    HSD_WEIGHTS_F16 = 2,
-    HSD_WEIGHTS_BF16 = 3,
-} hsd_weight_type;
+/* Storage type of weights: one enum for every place hsd chooses one.
+ *   hsd_model_params.device_weights: the weight matrices on the CUDA device (the CPU keeps the
+ *     file's types). AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for
+ *     tiny models (dim < 1024, where precision costs nothing) and becomes BF16 otherwise; only
+ *     AUTO, F32, F16 and BF16 are accepted there. Activations, the KV cache and accumulation
+ *     are fp32 whatever the choice.
+ *   hsd_synth_params.type / hsd_inflate_params.type (include/hsd_tools.h): what synth and
+ *     inflate write (AUTO means F32). synth stores its vectors (norms, biases) in the same
+ *     type (F32 with Q8_0), inflate keeps them F32. */
+typedef enum hsd_ftype {
+    HSD_FTYPE_AUTO = 0,
+    HSD_FTYPE_F32 = 1,
+    HSD_FTYPE_F16 = 2,
+    HSD_FTYPE_BF16 = 3,
+    HSD_FTYPE_Q8_0 = 4,
+    /* llama.cpp's Q4_K_M mix (inflate only; widths multiples of 256): Q4_K matrices, Q6_K for
+     * the output matrix and for attn_v / ffn_down in llama.cpp's "more bits" layers */
+    HSD_FTYPE_Q4_K_M = 5,
+} hsd_ftype;
 
 /* CPU kernel levels (hsd_model_params.cpu_kernels); each implies the ones before it. */
 typedef enum hsd_cpu_kernels {
@@ -221,7 +230,7 @@ typedef struct hsd_model_params {
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
     bool use_mmap;     /* map weights instead of reading them (default true) */
     hsd_backend backend;          /* default AUTO */
-    hsd_weight_type device_weights; /* CUDA only; default AUTO */
+    hsd_ftype device_weights; /* CUDA only; default AUTO */
     int32_t n_seq;     /* sequence slots, each with its own KV cache of n_ctx tokens (memory
                         * grows n_seq-fold); 0 = 1. See hsd_model_forward_batch. */
     /* CPU kernels: the highest instruction-set level every CPU kernel family (products,

@@ -65,13 +65,6 @@ HSD_API int32_t hsd_token_trie_n_tokens(const hsd_token_trie *t);
  * ids whose surface bytes some D token has (specials only against specials); T → D* and
  * D → T* ask whether a text token's surface can be cut into the other side's surfaces.
  * ==================================================================================== */
-typedef enum hsd_pair_algo {
-    HSD_PAIR_SD = 0,   /* identical vocabularies: standard speculative decoding (Alg 5) */
-    HSD_PAIR_TLI = 1,  /* token-level intersection (Alg 4) */
-    HSD_PAIR_SLEM = 2, /* string-level exact match (Alg 2) */
-    HSD_PAIR_SLRS = 3, /* string-level rejection sampling (Alg 3) */
-} hsd_pair_algo;
-
 /* Recommendation thresholds (docs/PAIR.md explains the choice). */
 #define HSD_PAIR_TLI_MIN_VOCAB 0.50  /* |T∩D|/|T| (Table 9) */
 #define HSD_PAIR_TLI_MIN_CORPUS 0.50 /* and, with a corpus, share of used target tokens in D */
@@ -124,13 +117,11 @@ typedef struct hsd_pair_report {
     int64_t t_roundtrip, d_roundtrip; /* corpus samples with decode(encode(s)) == s */
     bool has_psi; /* false when not computed (hand-made reports): rule 3 uses bytes only */
     hsd_pair_psi psi;
-    hsd_pair_algo algo;
+    hsd_algo algo;                /* SD, TLI, SLEM or SLRS (hsd_algo_name names it) */
     char reason[512];
     char warnings[512]; /* conditions the algorithms assume but this pair breaks; "" if none */
 } hsd_pair_report;
 
-/* "SD", "TLI", "SLEM", "SLRS"; "?" outside the enum. Static string. */
-HSD_API const char *hsd_pair_algo_name(hsd_pair_algo a);
 /* Computes the whole report and the recommendation; corpus_path (JSONL with "text") may be
  * NULL. Errors: INVALID_ARG (NULL t/d/out), IO / PARSE (the corpus), NOMEM. */
 HSD_API hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d,
@@ -336,17 +327,7 @@ HSD_API hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64
  * speed tests), and a trained model inflated to a bigger shape without changing its logits
  * (models/inflate.c explains the construction). Shapes: hsd_synth_shape_list.
  * ==================================================================================== */
-/* Storage type of the weights written: synth stores its vectors (norms, biases) in the same
- * type (F32 with Q8_0), inflate keeps them F32. */
-typedef enum hsd_ftype {
-    HSD_FTYPE_F32 = 0,
-    HSD_FTYPE_F16 = 1,
-    HSD_FTYPE_BF16 = 2,
-    HSD_FTYPE_Q8_0 = 3,
-    /* llama.cpp's Q4_K_M mix (inflate only; widths multiples of 256): Q4_K matrices, Q6_K for
-     * the output matrix and for attn_v / ffn_down in llama.cpp's "more bits" layers */
-    HSD_FTYPE_Q4_K_M = 4,
-} hsd_ftype;
+/* Storage types: hsd_ftype (include/hsd.h); AUTO means F32 here. */
 
 /* The known shape names, comma-separated. Static string. */
 HSD_API const char *hsd_synth_shape_list(void);

@@ -35,7 +35,7 @@ hsd_model_params hsd_model_default_params(void) {
                           .n_threads = 2,
                           .use_mmap = true,
                           .backend = HSD_BACKEND_AUTO,
-                          .device_weights = HSD_WEIGHTS_AUTO,
+                          .device_weights = HSD_FTYPE_AUTO,
                           .n_seq = 1,
                           .cpu_kernels = HSD_CPU_KERNELS_AUTO,
                           .no_pack = false,
@@ -117,7 +117,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     struct stat st;
     if (params &&
         (params->backend < HSD_BACKEND_AUTO || params->backend > HSD_BACKEND_CUDA ||
-         params->device_weights < HSD_WEIGHTS_AUTO || params->device_weights > HSD_WEIGHTS_BF16))
+         params->device_weights < HSD_FTYPE_AUTO || params->device_weights > HSD_FTYPE_BF16))
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_model_load: backend %d or device weights %d unknown",
                          (int)params->backend, (int)params->device_weights);

@@ -239,8 +239,9 @@ hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_pa
 /* --- public API (include/hsd_tools.h) ---------------------------------------------- */
 
 hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0,
-                                      HSD_DT_Q4_K};
+    /* indexed by hsd_ftype: AUTO writes F32 */
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32,  HSD_DT_F16,
+                                      HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K};
     if ((unsigned)type >= sizeof types / sizeof *types)
         return hsd_error(HSD_ERR_INVALID_ARG, "weight type %d outside hsd_ftype", (int)type);
     *out = types[type];

@@ -244,7 +244,6 @@ static int teardown(void **state) {
     X(hsd_token_trie_free)                                                                         \
     X(hsd_token_trie_n_nodes)                                                                      \
     X(hsd_token_trie_n_tokens)                                                                     \
-    X(hsd_pair_algo_name)                                                                          \
     X(hsd_pair_analyze)                                                                            \
     X(hsd_pair_expressible)                                                                        \
     X(hsd_pair_recommend)                                                                          \

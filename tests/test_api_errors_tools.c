@@ -84,11 +84,6 @@ static void row_hsd_token_trie_n_tokens(void **state) {
 
 /* ---- pair advisor --------------------------------------------------------------------- */
 
-static void row_hsd_pair_algo_name(void **state) {
-    (void)state;
-    assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
-    assert_string_equal(hsd_pair_algo_name((hsd_pair_algo)-1), "?");
-}
 static void row_hsd_pair_analyze(void **state) {
     (void)state;
     hsd_pair_report r;
@@ -119,7 +114,7 @@ static void row_hsd_pair_recommend(void **state) {
     hsd_pair_report r = {0};
     r.identical = true;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
 }
 static void row_hsd_pair_psi_summary(void **state) {
     (void)state;

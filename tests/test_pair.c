@@ -317,12 +317,12 @@ static void test_paper_table9(void **state) {
     assert_int_equal(r.intersection, 109566);
     assert_int_equal(r.t_size, 128256);
     assert_false(r.has_corpus);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
     /* and a tokenizer paired with itself is the homogeneous case */
     assert_int_equal(hsd_pair_analyze(t, t, NULL, &r), HSD_OK);
     assert_true(r.identical);
     assert_int_equal(r.intersection, r.t_size);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
 }
@@ -396,40 +396,40 @@ static void test_recommend_rule(void **state) {
     r.ratio = 1.0;
     r.d_max_surface = 2;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
 
     fresh(&r);
     r.ratio = 0.74; /* Mixtral / vicuna in Table 9 */
     r.d_max_surface = 16;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
     assert_non_null(strstr(r.reason, "overlap"));
 
     r.has_corpus = true; /* ... but the text never uses the shared tokens */
     r.corpus_ratio = 0.3;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.corpus_ratio = 0.5;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
 
     fresh(&r);
     r.ratio = 0.12; /* Gemma / vicuna */
     r.d_max_surface = 3; /* character-level drafter */
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     r.d_max_surface = HSD_PAIR_SLRS_MAX_BYTES;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     r.d_max_surface = HSD_PAIR_SLRS_MAX_BYTES + 1;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.ratio = 0.49;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.ratio = 0.50;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
 
     assert_string_equal(r.warnings, "");
     r.t_in_dstar.holds = false;
@@ -437,9 +437,9 @@ static void test_recommend_rule(void **state) {
     r.t_in_dstar.checked = 10;
     hsd_pair_recommend(&r);
     assert_non_null(strstr(r.warnings, "T -> D* fails for 3 of 10"));
-    assert_int_equal(r.algo, HSD_PAIR_TLI); /* a warning, not a different algorithm */
+    assert_int_equal(r.algo, HSD_ALGO_TLI); /* a warning, not a different algorithm */
 
-    assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
+    assert_string_equal(hsd_algo_name(HSD_ALGO_SLRS), "slrs"); /* one enum, one name function */
     hsd_pair_psi psi;
     assert_int_equal(hsd_pair_psi_summary(NULL, NULL, &psi), HSD_ERR_INVALID_ARG);
 
@@ -451,15 +451,15 @@ static void test_recommend_rule(void **state) {
     r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES;
     r.psi.n_max = 7;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     assert_non_null(strstr(r.reason, "psi is cheap"));
     r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES + 1;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     assert_non_null(strstr(r.reason, "psi is costly"));
     r.ratio = 0.5; /* TLI still comes first */
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
 }
 
 int main(void) {

@@ -27,20 +27,6 @@
 #include "lib/analysis/psi_stats.h"
 #include "lib/engine/token_trie.h"
 
-const char *hsd_pair_algo_name(hsd_pair_algo a) {
-    switch (a) {
-    case HSD_PAIR_SD:
-        return "SD";
-    case HSD_PAIR_TLI:
-        return "TLI";
-    case HSD_PAIR_SLEM:
-        return "SLEM";
-    case HSD_PAIR_SLRS:
-        return "SLRS";
-    }
-    return "?";
-}
-
 static bool id_used(const hsd_tokenizer *t, int32_t id) {
     return hsd_tokenizer_id_to_token(t, id) != NULL;
 }
@@ -311,14 +297,14 @@ void hsd_pair_recommend(hsd_pair_report *r) {
     if (!r) return;
     pair_warnings(r);
     if (r->identical) {
-        r->algo = HSD_PAIR_SD;
+        r->algo = HSD_ALGO_SD;
         snprintf(r->reason, sizeof r->reason,
                  "identical vocabularies: standard speculative decoding needs no translation");
         return;
     }
     if (r->ratio >= HSD_PAIR_TLI_MIN_VOCAB &&
         (!r->has_corpus || r->corpus_ratio >= HSD_PAIR_TLI_MIN_CORPUS)) {
-        r->algo = HSD_PAIR_TLI;
+        r->algo = HSD_ALGO_TLI;
         if (r->has_corpus)
             snprintf(r->reason, sizeof r->reason,
                      "large vocabulary overlap: |T∩D|/|T| = %.3f >= %.2f and %.1f%% of the target "
@@ -333,7 +319,7 @@ void hsd_pair_recommend(hsd_pair_report *r) {
     }
     bool short_tokens = r->d_max_surface > 0 && r->d_max_surface <= HSD_PAIR_SLRS_MAX_BYTES;
     if (short_tokens && r->has_psi && r->psi.nodes_p75 > HSD_PAIR_SLRS_MAX_NODES) {
-        r->algo = HSD_PAIR_SLEM;
+        r->algo = HSD_ALGO_SLEM;
         snprintf(r->reason, sizeof r->reason,
                  "drafter tokens are short (longest %d bytes) but psi is costly: a quarter of "
                  "the target tokens need more than %.1f drafter tree nodes (> %.0f), %.3g "
@@ -342,7 +328,7 @@ void hsd_pair_recommend(hsd_pair_report *r) {
         return;
     }
     if (short_tokens) {
-        r->algo = HSD_PAIR_SLRS;
+        r->algo = HSD_ALGO_SLRS;
         if (r->has_psi)
             snprintf(r->reason, sizeof r->reason,
                      "drafter tokens are short (longest %d bytes <= %d) and psi is cheap (3 of 4 "
@@ -357,7 +343,7 @@ void hsd_pair_recommend(hsd_pair_report *r) {
                      r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
         return;
     }
-    r->algo = HSD_PAIR_SLEM;
+    r->algo = HSD_ALGO_SLEM;
     snprintf(
         r->reason, sizeof r->reason,
         "overlap too small for TLI (|T∩D|/|T| = %.3f%s) and drafter tokens too long for "

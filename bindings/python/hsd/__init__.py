@@ -628,7 +628,7 @@ def psi_summary(target, draft):
     return {name: getattr(out, name) for name, _ in _lib.PairPsi._fields_}
 
 
-#: weight types accepted by synth, in hsd_ftype order
+#: weight types accepted by synth; hsd_ftype numbers them from 1 (0 is AUTO)
 SYNTH_TYPES = ("f32", "f16", "bf16", "q8_0")
 
 
@@ -643,7 +643,7 @@ def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
         raise ValueError("dtype must be one of %s" % ", ".join(SYNTH_TYPES))
     p = lib.hsd_synth_default_params()
     shape_b = _utf8(shape)
-    p.shape, p.type, p.seed = shape_b, SYNTH_TYPES.index(dtype), seed
+    p.shape, p.type, p.seed = shape_b, 1 + SYNTH_TYPES.index(dtype), seed
     m = ctypes.c_void_p()
     _check(lib.hsd_synth_init(ctypes.byref(p), ctypes.byref(m)))
     try:

@@ -9,7 +9,7 @@ import ctypes
 import glob
 import os
 
-SO_MAJOR = 0  # HSD_VERSION_MAJOR: the SONAME this binding was written against
+SO_MAJOR = 1  # HSD_VERSION_MAJOR: the SONAME this binding was written against
 
 
 def _candidates():
