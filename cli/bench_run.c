@@ -65,8 +65,11 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     c->tokens += r.n_ids;
     c->d_fwd += algo == HSD_ALGO_AR ? 0 : dc->n_fwd - f0;
     c->first_acc += r.first_accept_rate;
-    c->exp_acc += r.expected_accept, c->exp_em += r.expected_accept_em;
-    c->psi_ms += r.psi_ms, c->tree_nodes += r.tree_nodes, c->tree_fwd += r.tree_forwards;
+    if (r.slrs) { /* SLRS only; the other algorithms add 0, as before */
+        c->exp_acc += r.slrs->expected_accept, c->exp_em += r.slrs->expected_accept_em;
+        c->psi_ms += r.slrs->psi_ms, c->tree_nodes += r.slrs->tree_nodes;
+        c->tree_fwd += r.slrs->tree_forwards;
+    }
     if (ar && temp <= 0) {
         int32_t i = 0;
         while (i < r.n_ids && i < ar->n_ids && r.ids[i] == ar->ids[i]) i++;

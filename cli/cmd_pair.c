@@ -106,7 +106,7 @@ int hsd_cmd_pair(int argc, char **argv) {
     const char *tp = o.tp, *dp = o.dp, *corpus = o.corpus;
     bool json = o.json;
     hsd_tokenizer *t = NULL, *d = NULL;
-    hsd_pair_report r;
+    hsd_pair_report r = {0};
     int rc = 0;
     if (hsd_tokenizer_load_file(tp, &t) || hsd_tokenizer_load_file(dp, &d) ||
         hsd_pair_analyze(t, d, corpus, &r)) {
@@ -166,8 +166,8 @@ int hsd_cmd_pair(int argc, char **argv) {
             json_object_set_new(o, "psi_cost", json_null());
         }
         json_object_set_new(o, "recommendation", json_string(algo_upper(r.algo)));
-        json_object_set_new(o, "reason", json_string(r.reason));
-        json_object_set_new(o, "warnings", json_string(r.warnings));
+        json_object_set_new(o, "reason", json_string(r.reason ? r.reason : ""));
+        json_object_set_new(o, "warnings", json_string(r.warnings ? r.warnings : ""));
         hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: |T| = %d ids (%d special)\n", tp, r.t_size, r.t_special);
@@ -196,9 +196,10 @@ int hsd_cmd_pair(int argc, char **argv) {
             printf("psi      not computed\n");
         }
         printf("recommend %s: %s\n", algo_upper(r.algo), r.reason);
-        if (r.warnings[0]) printf("warning  %s\n", r.warnings);
+        if (r.warnings && r.warnings[0]) printf("warning  %s\n", r.warnings);
     }
 done:
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
     return rc;

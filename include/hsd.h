@@ -71,6 +71,12 @@ HSD_API const char *hsd_status_str(hsd_status s);
  * built with). Static string. Thread-safe. */
 HSD_API const char *hsd_version(void);
 
+/* sizeof the library's own struct `name` ("hsd_model_params", "hsd_gen_result", ...: every
+ * size-prefixed struct, the result and statistics structs, and the tools' params), 0 for a
+ * name it does not know or NULL. A binding that mirrors structs (bindings/python) compares
+ * its layouts with these at load and refuses a library that differs. Thread-safe. */
+HSD_API size_t hsd_struct_size(const char *name);
+
 /* Optional log callback: the library never prints; notices such as "no CUDA device, using
  * CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
  * it before other calls; it may be called from any thread that calls into hsd. */
@@ -485,6 +491,18 @@ typedef struct hsd_gen_params {
     void *user_data;       /* passed to on_text */
 } hsd_gen_params;
 
+/* SLRS per round, averaged over the rounds: psi time (tree bookkeeping and sums; drafter
+ * forwards are in the result's draft_ms), tree nodes (leaves included), drafter forwards
+ * (root feed + one per tree level), and the expected first-position acceptance
+ * sum_t min(p, psi) next to exact matching's sum_t p * psi for the same proposal (Thm 3.1:
+ * the first is never smaller). Reached from hsd_gen_result.slrs. */
+typedef struct hsd_slrs_stats {
+    size_t size; /* the library's sizeof(hsd_slrs_stats): fields past an older caller's
+                  * header are there but unknown to it */
+    double psi_ms, tree_nodes, tree_forwards;
+    double expected_accept, expected_accept_em;
+} hsd_slrs_stats;
+
 typedef struct hsd_gen_result {
     size_t size;    /* set by the CALLER before a call (HSD_GEN_RESULT_INIT, or
                      * hsd_gen_results_init for an array): the library writes min(size, its
@@ -494,20 +512,18 @@ typedef struct hsd_gen_result {
     char *text;     /* their decoded text (HF decode, special tokens skipped) */
     size_t text_len;
     hsd_algo algo;  /* the algorithm used (AUTO resolved) */
-    char reason[160]; /* why AUTO chose it */
+    char *reason;   /* why AUTO chose it (or "requested"): NUL-terminated, never truncated;
+                     * owned by the result, released by hsd_gen_result_free */
     int32_t n_rounds, n_drafted, n_accepted;
     double acceptance_rate; /* accepted drafts / drafted */
     double tau;             /* target tokens emitted per target forward (round) */
     double ttft_ms, tpot_ms, tokens_per_s, total_ms;
     double draft_ms, verify_ms, bridge_ms; /* time split */
     double first_accept_rate; /* SLEM, SLRS: rounds whose first candidate was accepted */
-    /* SLRS per round: psi time (tree bookkeeping and sums; drafter forwards are in draft_ms),
-     * tree nodes (leaves included), drafter forwards (root feed + one per tree level), and the
-     * expected first-position acceptance sum_t min(p, psi) next to exact matching's
-     * sum_t p * psi for the same proposal (Thm 3.1: the first is never smaller) */
-    double psi_ms, tree_nodes, tree_forwards;
-    double expected_accept, expected_accept_em;
     hsd_stop_reason stop_reason; /* why generation ended */
+    /* SLRS's own statistics (hsd_slrs_stats), NULL for the other algorithms; owned by the
+     * result, released by hsd_gen_result_free */
+    hsd_slrs_stats *slrs;
 } hsd_gen_result;
 /* An empty result with its size set: hsd_gen_result r = HSD_GEN_RESULT_INIT; */
 #define HSD_GEN_RESULT_INIT {.size = sizeof(hsd_gen_result)}
@@ -567,8 +583,8 @@ HSD_API hsd_status hsd_engine_set_eos_ids(hsd_engine *e, const int32_t *ids, int
  * final. Not thread-safe per handle (nor per borrowed model). */
 HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                        const hsd_gen_params *params, hsd_gen_result *res);
-/* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
- * second call. */
+/* Releases what the library allocated in the result (ids, text, reason, slrs; never plain
+ * free) and zeroes those fields, keeping size; NULL is a no-op, and so is a second call. */
 HSD_API void hsd_gen_result_free(hsd_gen_result *r);
 
 /* Generates from n_prompts prompts together. Prompt i is generated as hsd_engine_generate
@@ -698,18 +714,16 @@ HSD_API hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_id
  *   full                 the model's own classifier;
  *   trim:IDS_FILE        TRIMMED to the ids in IDS_FILE (one per line, '#' comments, as
  *                        `hsd trim -o` writes);
- *   tli[:IDS_FILE]       TRIMMED to the drafter's T ∩ D rows (hsd_engine_overlap_ids of e,
- *                        whose drafter must be `draft`), intersected with IDS_FILE if given;
  *   spec:K[/R][:FILE]    SPECULATIVE, top-K with a router of rank R (0 or absent: dim/8),
  *                        SVD-built or read from FILE;
  *   lowrank:R[:FILE]     LOWRANK rank R (0: dim/8), SVD-built or read from FILE.
- * e is needed for tli only (may be NULL otherwise). calib_tokens (n_calib of them, may be
- * NULL with 0) calibrate SVD-built factors as in hsd_head_params and are ignored by the other
- * kinds; nothing is kept after the call. Errors: INVALID_ARG (NULL draft or spec, a malformed
- * spec (named), tli without e, calib_tokens NULL with n_calib > 0), IO / PARSE (the ids file,
- * with path and line), and those of hsd_engine_overlap_ids and hsd_model_set_head (the
- * previous head then stays). Not thread-safe per model. */
-HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
+ * The TLI head (T ∩ D rows) needs the engine: hsd_engine_set_tli_head is the one way to
+ * install it. calib_tokens (n_calib of them, may be NULL with 0) calibrate SVD-built factors
+ * as in hsd_head_params and are ignored by the other kinds; nothing is kept after the call.
+ * Errors: INVALID_ARG (NULL draft or spec, a malformed spec (named), calib_tokens NULL with
+ * n_calib > 0), IO / PARSE (the ids file, with path and line), and those of
+ * hsd_model_set_head (the previous head then stays). Not thread-safe per model. */
+HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec,
                                            const int32_t *calib_tokens, int32_t n_calib);
 /* ====================================================================================
  * End of Draft heads

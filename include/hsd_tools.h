@@ -118,19 +118,24 @@ typedef struct hsd_pair_report {
     bool has_psi; /* false when not computed (hand-made reports): rule 3 uses bytes only */
     hsd_pair_psi psi;
     hsd_algo algo;                /* SD, TLI, SLEM or SLRS (hsd_algo_name names it) */
-    char reason[512];
-    char warnings[512]; /* conditions the algorithms assume but this pair breaks; "" if none */
+    char *reason;   /* why (never truncated); released by hsd_pair_report_free */
+    char *warnings; /* conditions the algorithms assume but this pair breaks; "" if none;
+                     * released by hsd_pair_report_free */
 } hsd_pair_report;
 
-/* Computes the whole report and the recommendation; corpus_path (JSONL with "text") may be
- * NULL. Errors: INVALID_ARG (NULL t/d/out), IO / PARSE (the corpus), NOMEM. */
+/* Computes the whole report and the recommendation (the caller releases it with
+ * hsd_pair_report_free); corpus_path (JSONL with "text") may be NULL. Errors: INVALID_ARG (NULL t/d/out), IO / PARSE (the corpus), NOMEM. */
 HSD_API hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d,
                                     const char *corpus_path, hsd_pair_report *out);
 /* Whether every non-special token of a is a concatenation of b's surfaces. Errors:
  * INVALID_ARG (NULL a/b/out), NOMEM. */
 HSD_API hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
                                         hsd_pair_expr *out);
-/* Applies the Table 4 rule to the facts in r (sets r->algo, r->reason). NULL is a no-op. */
+/* Releases the report's text fields (reason, warnings) and sets them NULL; NULL is a no-op,
+ * and so is a second call. */
+HSD_API void hsd_pair_report_free(hsd_pair_report *r);
+/* Applies the Table 4 rule to the facts in r (sets r->algo, r->reason, r->warnings, replacing
+ * earlier text; release them with hsd_pair_report_free). NULL is a no-op. */
 HSD_API void hsd_pair_recommend(hsd_pair_report *r);
 /* The ψ cost summary of SLRS for this pair. Errors: INVALID_ARG (NULL t/d/out), NOMEM. */
 HSD_API hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d,

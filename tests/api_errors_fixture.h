@@ -149,6 +149,7 @@ static int teardown(void **state) {
 #define HSD_API_ROWS_BASE(X)                                                                       \
     X(hsd_last_error)                                                                              \
     X(hsd_status_str)                                                                              \
+    X(hsd_struct_size)                                                                             \
     X(hsd_version)                                                                                 \
     X(hsd_log_set)                                                                                 \
     X(hsd_free)                                                                                    \
@@ -246,6 +247,7 @@ static int teardown(void **state) {
     X(hsd_token_trie_n_tokens)                                                                     \
     X(hsd_pair_analyze)                                                                            \
     X(hsd_pair_expressible)                                                                        \
+    X(hsd_pair_report_free)                                                                        \
     X(hsd_pair_recommend)                                                                          \
     X(hsd_pair_psi_summary)                                                                        \
     X(hsd_psi_default_params)                                                                      \

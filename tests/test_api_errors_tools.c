@@ -98,6 +98,7 @@ static void row_hsd_pair_analyze(void **state) {
     assert_int_equal(r.d_size, 6);
     /* <s> </s> (special on both sides) and a b c ' '; ab and abc have no drafter twin */
     assert_int_equal(r.intersection, 6);
+    hsd_pair_report_free(&r);
 }
 static void row_hsd_pair_expressible(void **state) {
     (void)state;
@@ -115,6 +116,19 @@ static void row_hsd_pair_recommend(void **state) {
     r.identical = true;
     hsd_pair_recommend(&r);
     assert_int_equal(r.algo, HSD_ALGO_SD);
+    assert_non_null(strstr(r.reason, "identical")); /* library-allocated, never truncated */
+    hsd_pair_report_free(&r);
+}
+static void row_hsd_pair_report_free(void **state) {
+    (void)state;
+    hsd_pair_report_free(NULL); /* no-op */
+    hsd_pair_report r = {0};
+    hsd_pair_report_free(&r); /* nothing allocated: no-op */
+    r.identical = true;
+    hsd_pair_recommend(&r);
+    hsd_pair_report_free(&r);
+    assert_null(r.reason);
+    assert_null(r.warnings);
 }
 static void row_hsd_pair_psi_summary(void **state) {
     (void)state;

@@ -284,6 +284,7 @@ static void check_pair(const char *tf, bool t_bl, const char *df, bool d_bl) {
     hsd_strmap_free(&du_special);
     vocab_free(&tv);
     vocab_free(&dv);
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
 }
@@ -318,11 +319,13 @@ static void test_paper_table9(void **state) {
     assert_int_equal(r.t_size, 128256);
     assert_false(r.has_corpus);
     assert_int_equal(r.algo, HSD_ALGO_TLI);
+    hsd_pair_report_free(&r);
     /* and a tokenizer paired with itself is the homogeneous case */
     assert_int_equal(hsd_pair_analyze(t, t, NULL, &r), HSD_OK);
     assert_true(r.identical);
     assert_int_equal(r.intersection, r.t_size);
     assert_int_equal(r.algo, HSD_ALGO_SD);
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
 }
@@ -384,13 +387,14 @@ static void test_expressibility_counterexample(void **state) {
 /* The Table 4 rule on hand-built facts. */
 /* A report with no findings: both expressibility directions hold, no corpus. */
 static void fresh(hsd_pair_report *r) {
+    hsd_pair_report_free(r); /* the text of the previous case */
     memset(r, 0, sizeof *r);
     r->t_in_dstar.holds = r->d_in_tstar.holds = true;
 }
 
 static void test_recommend_rule(void **state) {
     (void)state;
-    hsd_pair_report r;
+    hsd_pair_report r = {0};
     fresh(&r);
     r.identical = true;
     r.ratio = 1.0;
@@ -460,6 +464,9 @@ static void test_recommend_rule(void **state) {
     r.ratio = 0.5; /* TLI still comes first */
     hsd_pair_recommend(&r);
     assert_int_equal(r.algo, HSD_ALGO_TLI);
+    hsd_pair_report_free(&r);
+    hsd_pair_report_free(&r); /* twice is harmless */
+    assert_null(r.reason);
 }
 
 int main(void) {

@@ -280,11 +280,11 @@ static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, i
         hsd_status st = hsd_engine_generate(e, prompt, strlen(prompt), &p, &r);
         if (st) fprintf(stderr, "%s\n", hsd_last_error());
         assert_int_equal(st, HSD_OK);
-        if (c->single) assert_true(r.tree_forwards <= 2.0); /* the root feed + one tree forward */
+        if (c->single) assert_true(r.slrs->tree_forwards <= 2.0); /* the root feed + one tree forward */
         int32_t a = r.n_ids > 0 ? r.ids[0] : eos;
         int32_t b = n_new == 1 ? 0 : r.n_ids > 1 ? r.ids[1] : eos;
         obs[a * V + b]++;
-        nodes += r.tree_nodes;
+        nodes += r.slrs->tree_nodes;
         hsd_gen_result_free(&r);
     }
     int df;

@@ -191,7 +191,7 @@ static void law_pair(lm *target, lm *draft, const char *label) {
         hsd_gen_result r = HSD_GEN_RESULT_INIT;
         gen(e, prompt, HSD_ALGO_SLRS, 6, 1.0f, 5000 + (uint64_t)s, 1, &r);
         assert_int_equal(r.n_ids, 1);
-        if (single_forward) assert_true(r.tree_forwards <= 2.0);
+        if (single_forward) assert_true(r.slrs->tree_forwards <= 2.0);
         count[r.ids[0]]++;
         acc += r.first_accept_rate;
         hsd_gen_result_free(&r);

@@ -18,6 +18,7 @@
 #include "hsd_tools.h"
 
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,17 +263,33 @@ done:
  *      (short tokens alone do not bound ψ: every 1..4-byte string as a token still gives
  *      thousands of sequences behind a 16-byte target token) → SLRS
  *   4. otherwise                                                → SLEM */
+/* Replaces *dst with a formatted heap string (hsd_free releases it; NULL when out of memory,
+ * which the report then shows as no text). Text fields of the report never truncate. */
+static void set_text(char **dst, const char *fmt, ...) HSD_PRINTF(2, 3);
+static void set_text(char **dst, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *t = NULL;
+    if (vasprintf(&t, fmt, ap) < 0) t = NULL;
+    va_end(ap);
+    free(*dst);
+    *dst = t;
+}
+
 static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) {
-    size_t n = strlen(r->warnings);
-    if (n + 2 >= sizeof r->warnings) return;
-    if (n) r->warnings[n++] = ' ';
-    snprintf(r->warnings + n, sizeof r->warnings - n, fmt, a, b);
+    char *add = NULL;
+    if (asprintf(&add, fmt, a, b) < 0) return;
+    if (r->warnings && *r->warnings)
+        set_text(&r->warnings, "%s %s", r->warnings, add);
+    else
+        set_text(&r->warnings, "%s", add);
+    free(add);
 }
 
 /* The paper assumes T → D* and D* → T* (Sec 3) and, for SLEM/TLI's string bridge, injective
  * tokenizers (Sec 3.2); say so when this pair breaks them. */
 static void pair_warnings(hsd_pair_report *r) {
-    r->warnings[0] = 0;
+    set_text(&r->warnings, "%s", "");
     if (!r->t_in_dstar.holds)
         warn(r,
              "T -> D* fails for %lld of %lld target tokens: text holding them cannot reach "
@@ -293,12 +310,19 @@ static void pair_warnings(hsd_pair_report *r) {
              (long long)(r->corpus_samples - r->d_roundtrip), (long long)r->corpus_samples);
 }
 
+void hsd_pair_report_free(hsd_pair_report *r) {
+    if (!r) return;
+    hsd_free(r->reason);
+    hsd_free(r->warnings);
+    r->reason = r->warnings = NULL;
+}
+
 void hsd_pair_recommend(hsd_pair_report *r) {
     if (!r) return;
     pair_warnings(r);
     if (r->identical) {
         r->algo = HSD_ALGO_SD;
-        snprintf(r->reason, sizeof r->reason,
+        set_text(&r->reason,
                  "identical vocabularies: standard speculative decoding needs no translation");
         return;
     }
@@ -306,13 +330,13 @@ void hsd_pair_recommend(hsd_pair_report *r) {
         (!r->has_corpus || r->corpus_ratio >= HSD_PAIR_TLI_MIN_CORPUS)) {
         r->algo = HSD_ALGO_TLI;
         if (r->has_corpus)
-            snprintf(r->reason, sizeof r->reason,
+            set_text(&r->reason,
                      "large vocabulary overlap: |T∩D|/|T| = %.3f >= %.2f and %.1f%% of the target "
                      "tokens used on the corpus are drafter tokens (>= %.0f%%)",
                      r->ratio, HSD_PAIR_TLI_MIN_VOCAB, 100.0 * r->corpus_ratio,
                      100.0 * HSD_PAIR_TLI_MIN_CORPUS);
         else
-            snprintf(r->reason, sizeof r->reason,
+            set_text(&r->reason,
                      "large vocabulary overlap: |T∩D|/|T| = %.3f >= %.2f", r->ratio,
                      HSD_PAIR_TLI_MIN_VOCAB);
         return;
@@ -320,7 +344,7 @@ void hsd_pair_recommend(hsd_pair_report *r) {
     bool short_tokens = r->d_max_surface > 0 && r->d_max_surface <= HSD_PAIR_SLRS_MAX_BYTES;
     if (short_tokens && r->has_psi && r->psi.nodes_p75 > HSD_PAIR_SLRS_MAX_NODES) {
         r->algo = HSD_ALGO_SLEM;
-        snprintf(r->reason, sizeof r->reason,
+        set_text(&r->reason,
                  "drafter tokens are short (longest %d bytes) but psi is costly: a quarter of "
                  "the target tokens need more than %.1f drafter tree nodes (> %.0f), %.3g "
                  "decompositions at most: SLEM works for any pair",
@@ -330,22 +354,22 @@ void hsd_pair_recommend(hsd_pair_report *r) {
     if (short_tokens) {
         r->algo = HSD_ALGO_SLRS;
         if (r->has_psi)
-            snprintf(r->reason, sizeof r->reason,
+            set_text(&r->reason,
                      "drafter tokens are short (longest %d bytes <= %d) and psi is cheap (3 of 4 "
                      "target tokens need at most %.1f drafter tree nodes <= %.0f; n_max %d): "
                      "SLRS accepts at least as often as SLEM",
                      r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES, r->psi.nodes_p75,
                      HSD_PAIR_SLRS_MAX_NODES, r->psi.n_max);
         else
-            snprintf(r->reason, sizeof r->reason,
+            set_text(&r->reason,
                      "drafter tokens are short (longest %d bytes <= %d): SLRS's psi stays cheap "
                      "and accepts at least as often as SLEM",
                      r->d_max_surface, HSD_PAIR_SLRS_MAX_BYTES);
         return;
     }
     r->algo = HSD_ALGO_SLEM;
-    snprintf(
-        r->reason, sizeof r->reason,
+    set_text(
+        &r->reason,
         "overlap too small for TLI (|T∩D|/|T| = %.3f%s) and drafter tokens too long for "
         "SLRS (longest %d bytes > %d): SLEM works for any pair",
         r->ratio,

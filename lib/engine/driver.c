@@ -11,6 +11,7 @@
  * Each sequence then verifies and emits on its own and finishes independently (EOS, stop
  * strings, its token budget, its context, the streaming callback). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,7 +289,13 @@ hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason
                               hsd_gen_result *res) {
     res->size = sizeof *res; /* the library's own result; hsd_eng_result_export copies it out */
     res->algo = g->algo;
-    snprintf(res->reason, sizeof res->reason, "%s", reason);
+    res->reason = strdup(reason);
+    if (!res->reason) return hsd_eng_oom();
+    if (g->algo == HSD_ALGO_SLRS) { /* the per-algorithm statistics, only where they exist */
+        res->slrs = calloc(1, sizeof *res->slrs);
+        if (!res->slrs) return hsd_eng_oom();
+        res->slrs->size = sizeof *res->slrs;
+    }
     res->n_ids = (int32_t)g->out.n;
     res->ids = malloc((g->out.n ? g->out.n : 1) * sizeof *res->ids);
     if (!res->ids) return hsd_eng_oom();
@@ -372,7 +379,7 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
     if (s) return s;
     const hsd_gen_params *p = &dp;
     hsd_algo algo = HSD_ALGO_AR;
-    char reason[sizeof results[0].reason] = "";
+    char reason[512] = ""; /* the resolver's one-line reason; the result gets a copy */
     s = check_args(rq, prompts, lens, p, &algo, reason, sizeof reason);
     if (s) return s;
     int32_t B = rq->B;
@@ -437,11 +444,14 @@ static hsd_status check_result_sizes(const char *fn, const hsd_gen_result *res, 
 /* Copies the library's result `own` into the caller's (dst_size bytes, the caller's header):
  * the fields the caller knows move over (dst then owns their allocations); anything the
  * library allocated past the caller's size is released here, since the caller cannot. */
+#define RESULT_HAS(size, field) ((size) >= offsetof(hsd_gen_result, field) + sizeof(((hsd_gen_result *)0)->field))
 static void result_export(hsd_gen_result *own, void *dst, size_t dst_size) {
     size_t n = dst_size < sizeof *own ? dst_size : sizeof *own;
+    /* an older caller's result lacks these fields: nobody could free them there */
+    if (!RESULT_HAS(dst_size, reason)) hsd_free(own->reason);
+    if (!RESULT_HAS(dst_size, slrs)) hsd_free(own->slrs);
     own->size = dst_size;
     memcpy(dst, own, n);
-    /* ids and text exist since the first sized version, so every caller owns them */
     memset(own, 0, sizeof *own);
 }
 
@@ -495,9 +505,18 @@ hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts, 
 
 void hsd_gen_result_free(hsd_gen_result *r) {
     if (!r) return;
-    free(r->ids);
+    /* only the fields the result's size covers exist (a caller's older, shorter result) */
+    hsd_free(r->ids);
     hsd_free(r->text);
     r->ids = NULL;
     r->text = NULL;
     r->n_ids = 0;
+    if (RESULT_HAS(r->size, reason)) {
+        hsd_free(r->reason);
+        r->reason = NULL;
+    }
+    if (RESULT_HAS(r->size, slrs)) {
+        hsd_free(r->slrs);
+        r->slrs = NULL;
+    }
 }

@@ -20,7 +20,7 @@ typedef struct slot {
     int64_t id;
     double t_start;
     int32_t n_prompt;
-    char reason[160];
+    char reason[512];
     char **stop; /* the request's stop strings, copied */
     int32_t n_stop;
     hsd_buf piece;   /* text made final during the current step */
@@ -143,7 +143,7 @@ static hsd_status add(hsd_batch *b, const char *prompt, size_t len, const int32_
                                     "hsd_gen_default_params()");
     if (st) return st;
     hsd_algo algo = HSD_ALGO_AR;
-    char reason[160] = "";
+    char reason[512] = "";
     st = hsd_eng_check_params(b->e, "hsd_batch_add", &p, &algo, reason, sizeof reason);
     if (st) return st;
     int32_t i = 0;

@@ -75,20 +75,25 @@ class GenParams(ctypes.Structure):
                 ("on_text", STREAM_FN), ("user_data", ctypes.c_void_p)]
 
 
+class SlrsStats(ctypes.Structure):
+    """struct hsd_slrs_stats"""
+    _fields_ = [("size", ctypes.c_size_t), ("psi_ms", ctypes.c_double),
+                ("tree_nodes", ctypes.c_double), ("tree_forwards", ctypes.c_double),
+                ("expected_accept", ctypes.c_double), ("expected_accept_em", ctypes.c_double)]
+
+
 class GenResult(ctypes.Structure):
     """struct hsd_gen_result"""
-    _fields_ = [("size", ctypes.c_size_t), ("ids", c_int32_p), ("n_ids", ctypes.c_int32), ("text", ctypes.c_void_p),
-                ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
-                ("reason", ctypes.c_char * 160), ("n_rounds", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("ids", c_int32_p), ("n_ids", ctypes.c_int32),
+                ("text", ctypes.c_void_p), ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
+                ("reason", ctypes.c_void_p), ("n_rounds", ctypes.c_int32),
                 ("n_drafted", ctypes.c_int32), ("n_accepted", ctypes.c_int32),
                 ("acceptance_rate", ctypes.c_double), ("tau", ctypes.c_double),
                 ("ttft_ms", ctypes.c_double), ("tpot_ms", ctypes.c_double),
                 ("tokens_per_s", ctypes.c_double), ("total_ms", ctypes.c_double),
                 ("draft_ms", ctypes.c_double), ("verify_ms", ctypes.c_double),
                 ("bridge_ms", ctypes.c_double), ("first_accept_rate", ctypes.c_double),
-                ("psi_ms", ctypes.c_double), ("tree_nodes", ctypes.c_double),
-                ("tree_forwards", ctypes.c_double), ("expected_accept", ctypes.c_double),
-                ("expected_accept_em", ctypes.c_double), ("stop_reason", ctypes.c_int)]
+                ("stop_reason", ctypes.c_int), ("slrs", ctypes.POINTER(SlrsStats))]
 
 
 VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
@@ -152,6 +157,7 @@ _protos = {
     "hsd_last_error": (ctypes.c_char_p, []),
     "hsd_status_str": (ctypes.c_char_p, [ctypes.c_int]),
     "hsd_version": (ctypes.c_char_p, []),
+    "hsd_struct_size": (ctypes.c_size_t, [ctypes.c_char_p]),
     "hsd_log_set": (None, [LOG_FN, P]),
     "hsd_free": (None, [P]),
     "hsd_tokenizer_load_file": (_S, [ctypes.c_char_p, ctypes.POINTER(P)]),
@@ -202,7 +208,7 @@ _protos = {
     "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
     "hsd_model_n_seq": (ctypes.c_int32, [P]),
     "hsd_backend_parse": (ctypes.c_int, [ctypes.c_char_p]),
-    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, P, c_int32_p, ctypes.c_int32]),
+    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, c_int32_p, ctypes.c_int32]),
     "hsd_model_head_desc": (ctypes.c_char_p, [P]),
     # draft-only proposals (issue 25)
     "hsd_proposer_default_params": (ProposerParams, []),
@@ -243,3 +249,42 @@ for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+
+#: the structs this binding mirrors, by their C names
+MIRRORED = {"hsd_model_params": ModelParams, "hsd_gen_params": GenParams,
+            "hsd_gen_result": GenResult, "hsd_slrs_stats": SlrsStats,
+            "hsd_model_iface": ModelIface, "hsd_pair_psi": PairPsi,
+            "hsd_synth_params": SynthParams, "hsd_chat_params": ChatParams,
+            "hsd_proposer_params": ProposerParams, "hsd_proposer_stats": ProposerStats}
+
+
+def check_library(lib_, so_major=SO_MAJOR, mirrored=None):
+    """Refuses a library this binding was not written for: another major version, or a
+    struct whose size differs from the binding's mirror (the layouts would disagree and
+    every call passing it would read garbage). Returns the library's version string."""
+    path = getattr(lib_, "_name", "libhsd.so")
+    try:
+        version = lib_.hsd_version().decode()
+    except AttributeError:
+        raise ImportError("hsd: %s has no hsd_version(): not an hsd library" % path)
+    major = int(version.split(".")[0])
+    if major != so_major:
+        raise ImportError("hsd: %s is version %s, but this binding needs major version %d "
+                          "(libhsd.so.%d); install the matching library or binding"
+                          % (path, version, so_major, so_major))
+    if not hasattr(lib_, "hsd_struct_size"):
+        raise ImportError("hsd: %s (version %s) has no hsd_struct_size(): too old for this "
+                          "binding" % (path, version))
+    bad = []
+    for name, cls in (mirrored or MIRRORED).items():
+        theirs, ours = lib_.hsd_struct_size(name.encode()), ctypes.sizeof(cls)
+        if theirs != ours:
+            bad.append("%s is %d bytes in the library, %d in the binding" % (name, theirs, ours))
+    if bad:
+        raise ImportError("hsd: %s (version %s) does not match this binding: %s"
+                          % (path, version, "; ".join(bad)))
+    return version
+
+
+VERSION = check_library(lib)
