@@ -40,7 +40,7 @@ static int run_group(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, char 
     hsd_gen_result one[64], all[64];
     hsd_gen_results_init(one, 64);
     hsd_gen_results_init(all, 64);
-    memset(one, 0, sizeof one), memset(all, 0, sizeof all);
+
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         hsd_engine_reset(d->pair);

@@ -1,9 +1,18 @@
 /*
  * hsd — heterogeneous speculative decoding.
  *
- * The one public C API. Conventions (after llama.h):
+ * The core public C API: tokenizer, model, engine, draft heads, running batch, chat templates,
+ * proposer. The tools (analyses, synth, inflate, bench helpers) are in include/hsd_tools.h,
+ * a less stable surface this header does not include. docs/API.md states the ABI policy.
+ * Conventions (after llama.h; zstd for errors and a growing ABI):
  *   - every object is an opaque handle created by a *_load / *_init function and released by
  *     the matching *_free function (NULL is accepted by every *_free);
+ *   - one rule for freeing: what the library allocates for the caller is released by its
+ *     type's *_free, or by hsd_free for a plain buffer; never by plain free;
+ *   - every params struct (and hsd_model_iface, and every struct passed as an array) starts
+ *     with `size_t size`, set by its *_default_params() (or the documented init macro); the
+ *     library reads min(caller's size, its own) bytes and defaults the rest, so structs grow
+ *     at the end without breaking older callers;
  *   - functions that can fail return an hsd_status; on failure hsd_last_error() returns a
  *     message naming what went wrong and where (file, field, byte offset). The message is
  *     thread-local and stays valid until the next failing call on the same thread;

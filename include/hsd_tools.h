@@ -41,7 +41,8 @@ typedef struct hsd_corpus {
  * not a JSON object with a string "text" is HSD_ERR_PARSE naming the file and line; blank
  * lines are skipped. Errors: INVALID_ARG (NULL path/out), IO, PARSE, NOMEM. */
 HSD_API hsd_status hsd_corpus_load(const char *path, hsd_corpus *out);
-/* Frees the texts (each text[i] and len with free) and zeroes *c; NULL is a no-op. */
+/* Releases what hsd_corpus_load allocated (the texts and lengths) and zeroes *c; NULL is a
+ * no-op. (A corpus built by hand is the caller's to free.) */
 HSD_API void hsd_corpus_free(hsd_corpus *c);
 
 /* ====================================================================================
@@ -193,7 +194,7 @@ typedef struct hsd_psi_summary {
  * NULL out is a no-op. */
 HSD_API void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out);
 /* Counted target ids ordered by (surface length, id): the paper's "shortest N tokens" are
- * the first N. *ids is malloc'ed; *n gets s->n_tokens. Errors: INVALID_ARG (NULL args),
+ * the first N. *ids is yours (hsd_free); *n gets s->n_tokens. Errors: INVALID_ARG (NULL args),
  * NOMEM. */
 HSD_API hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *n);
 
@@ -206,7 +207,7 @@ typedef struct hsd_psi_length_row {
     double nodes_mean;
     int32_t n_max; /* largest n_max(t) at this length */
 } hsd_psi_length_row;
-/* Rows for every length that has tokens, shortest first; *rows is malloc'ed. Errors:
+/* Rows for every length that has tokens, shortest first; *rows is yours (hsd_free). Errors:
  * INVALID_ARG (NULL args), NOMEM. */
 HSD_API hsd_status hsd_psi_by_length(const hsd_psi_stats *s, hsd_psi_length_row **rows,
                                      size_t *n_rows);
@@ -229,7 +230,7 @@ typedef enum hsd_inj_cause {
 HSD_API const char *hsd_inj_cause_name(hsd_inj_cause c);
 
 typedef struct hsd_inj_example {
-    char *input, *decoded, *minimal; /* malloc'ed, NUL-terminated */
+    char *input, *decoded, *minimal; /* NUL-terminated; released by hsd_inj_result_free */
     size_t input_len, decoded_len, minimal_len;
     hsd_inj_cause cause;
     int64_t sample; /* corpus index, or -1 when found by the fuzzer */
