@@ -52,6 +52,7 @@ int main(int argc, char **argv) {
         if (B > 0) {
             for (int i = 0; i + B <= 8; i += B) {
                 hsd_gen_result r[8];
+                hsd_gen_results_init(r, 8);
                 if (hsd_engine_generate_batch(e, prompts + i, NULL, B, &g, r)) {
                     fprintf(stderr, "%s\n", hsd_last_error());
                     return 1;
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
             }
         } else
             for (int i = 0; i < 8; i++) {
-                hsd_gen_result r;
+                hsd_gen_result r = HSD_GEN_RESULT_INIT;
                 hsd_engine_reset(e);
                 if (hsd_engine_generate(e, prompts[i], strlen(prompts[i]), &g, &r)) {
                     fprintf(stderr, "%s\n", hsd_last_error());

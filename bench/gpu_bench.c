@@ -18,6 +18,9 @@
  * Exit status 1 when any check fails.
  * The checks are in gpu_bench_checks.c and gpu_bench_checks_heads.c, shared state and
  * helpers declared in gpu_bench.h. */
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "bench/gpu_bench.h"
 
 hsd_cuda *cu;
@@ -177,7 +180,7 @@ static void bench_1b(double bw) {
         setenv("HSD_CUDA_GEMM", cfgs[ci].warp_gemm ? "warp" : "cublas", 1);
         setenv("HSD_CUDA_PDL", cfgs[ci].pdl ? "1" : "0", 1);
         setenv("HSD_CUDA_MMA", cfgs[ci].mma, 1);
-        hsd_model_iface g;
+        hsd_model_iface g = {HSD_MODEL_IFACE_INIT};
         char desc[512];
         OK(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc));
         int32_t V = c->vocab_size, toks[64];

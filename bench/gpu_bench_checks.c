@@ -1,6 +1,7 @@
 /* hsd_gpu_bench's kernel checks: elementwise ops, matmul, the fused kernels and attention,
  * each CUDA kernel of kernels/cuda_ops.h against its CPU reference (kernels/cpu_ops.c) on
  * fresh random inputs. */
+#include "lib/base/rng.h"
 #include "bench/gpu_bench.h"
 
 /* ---- kernel checks ------------------------------------------------------------------ */

@@ -1,6 +1,8 @@
 /* hsd_gpu_bench's head, sampling and whole-model checks: the indexed head and the draft heads
  * against plain loops, the sampling steps against a CPU sampler, and whole models (CPU
  * transformer vs CUDA model). */
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "bench/gpu_bench.h"
 
 /* The indexed head against a plain loop over the selected rows; with no index list against
@@ -348,14 +350,14 @@ void check_model_batch(const char *shape, hsd_dtype dt, double tol) {
         for (size_t k_ = 0; k_ < (size_t)(rows_total) * V; k_++, n_tot++)                          \
             n_eq += !memcmp(&lg[k_], &l1[k_], sizeof(float));                                      \
     } while (0)
-    const hsd_model_batch_seq a[3] = {{0, toks, 5, NULL, NULL, 5},
-                                      {1, toks + 5, 3, NULL, NULL, 3},
-                                      {2, toks + 8, 7, NULL, NULL, 7}};
+    const hsd_model_batch_seq a[3] = {{sizeof(hsd_model_batch_seq), 0, toks, 5, NULL, NULL, 5},
+                                      {sizeof(hsd_model_batch_seq), 1, toks + 5, 3, NULL, NULL, 3},
+                                      {sizeof(hsd_model_batch_seq), 2, toks + 8, 7, NULL, NULL, 7}};
     BATCH(a, 3, 15);
     const int32_t parents[4] = {-1, 0, 0, 1}, row1[1] = {1};
-    const hsd_model_batch_seq b[3] = {{2, toks + 15, 4, parents, NULL, 4},
-                                      {0, toks + 19, 2, NULL, row1, 1},
-                                      {1, toks + 21, 1, NULL, NULL, 1}};
+    const hsd_model_batch_seq b[3] = {{sizeof(hsd_model_batch_seq), 2, toks + 15, 4, parents, NULL, 4},
+                                      {sizeof(hsd_model_batch_seq), 0, toks + 19, 2, NULL, row1, 1},
+                                      {sizeof(hsd_model_batch_seq), 1, toks + 21, 1, NULL, NULL, 1}};
     BATCH(b, 3, 6);
     /* slot 2 keeps the tree path 0, 1, 3, then decodes alone (its graph) */
     const int32_t keep[3] = {0, 1, 3};
@@ -366,7 +368,7 @@ void check_model_batch(const char *shape, hsd_dtype dt, double tol) {
     OK(g.kv_keep(g.ctx, 7, keep, 3));
     OK(g1.kv_keep(g1.ctx, 7, keep, 3));
     for (int s = 0; s < 3; s++) {
-        const hsd_model_batch_seq d[1] = {{2, toks + 22 + s, 1, NULL, NULL, 1}};
+        const hsd_model_batch_seq d[1] = {{sizeof(hsd_model_batch_seq), 2, toks + 22 + s, 1, NULL, NULL, 1}};
         BATCH(d, 1, 1);
     }
 #undef BATCH

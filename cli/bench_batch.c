@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/json_out.h"
 #include "cli/bench_generate.h"
 #include "cli/table.h"
@@ -37,16 +38,18 @@ static int run_group(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, char 
     gp.n_draft = b->k;
     gp.temp = temp;
     hsd_gen_result one[64], all[64];
-    memset(one, 0, sizeof one), memset(all, 0, sizeof all);
+    hsd_gen_results_init(one, 64);
+    hsd_gen_results_init(all, 64);
+
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         hsd_engine_reset(d->pair);
         hsd_engine_reset(d->self);
         gp.seed = seed + (uint64_t)i;
-        double t0 = hsd_timer_ms(), c0 = hsd_timer_cpu_ms();
+        double t0 = cli_timer_ms(), c0 = cli_timer_cpu_ms();
         if (hsd_engine_generate(e, ps[i], strlen(ps[i]), &gp, &one[i])) rc = 1;
-        c->ms_seq += hsd_timer_ms() - t0;
-        c->cpu_seq += hsd_timer_cpu_ms() - c0;
+        c->ms_seq += cli_timer_ms() - t0;
+        c->cpu_seq += cli_timer_cpu_ms() - c0;
         c->tok_seq += one[i].n_ids;
         if (one[i].n_ids > 1)
             c->dtok_seq += one[i].n_ids - 1, c->dms_seq += one[i].total_ms - one[i].ttft_ms;
@@ -54,10 +57,10 @@ static int run_group(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, char 
     gp.seed = seed;
     hsd_engine_reset(d->pair);
     hsd_engine_reset(d->self);
-    double t0 = hsd_timer_ms(), c0 = hsd_timer_cpu_ms();
+    double t0 = cli_timer_ms(), c0 = cli_timer_cpu_ms();
     if (!rc && hsd_engine_generate_batch(e, (const char *const *)ps, NULL, n, &gp, all)) rc = 1;
-    c->ms_batch += hsd_timer_ms() - t0;
-    c->cpu_batch += hsd_timer_cpu_ms() - c0;
+    c->ms_batch += cli_timer_ms() - t0;
+    c->cpu_batch += cli_timer_cpu_ms() - c0;
     double first = 0, last = 0;
     for (int i = 0; i < n && !rc; i++) {
         if (all[i].n_ids > 1) c->dtok_batch += all[i].n_ids - 1;

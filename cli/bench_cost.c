@@ -11,6 +11,7 @@
  * then says how much of the ideal the implementation's overheads eat. */
 #include <stdlib.h>
 
+#include "cli/clock.h"
 #include "cli/bench_generate.h"
 #include "hsd.h"
 
@@ -26,15 +27,15 @@ static double median_forward(hsd_model *m, int32_t prefix, int32_t n, int32_t ro
     enum { MAX_REPS = 400 };
     double times[MAX_REPS];
     int32_t last = n - 1;
-    double budget = hsd_timer_ms() + 60; /* ~60 ms per point keeps the sweep short */
+    double budget = cli_timer_ms() + 60; /* ~60 ms per point keeps the sweep short */
     int r = 0;
     /* 3 repetitions suffice for a forward over 50 ms (a 1B model on a CPU), which would
      * otherwise make the sweep take many minutes */
-    while (r < MAX_REPS && (r < (r > 0 && times[0] > 50 ? 3 : 7) || hsd_timer_ms() < budget)) {
-        double t0 = hsd_timer_ms();
+    while (r < MAX_REPS && (r < (r > 0 && times[0] > 50 ? 3 : 7) || cli_timer_ms() < budget)) {
+        double t0 = cli_timer_ms();
         hsd_status s = rows_all ? hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits)
                                 : hsd_model_forward(m, toks + prefix, n, NULL, &last, 1, logits);
-        times[r++] = hsd_timer_ms() - t0;
+        times[r++] = cli_timer_ms() - t0;
         hsd_model_kv_truncate(m, prefix);
         if (s) return -1;
     }
@@ -50,10 +51,10 @@ static int measure_one(hsd_model *m, int32_t prefix, int32_t max_n, int rows_all
     float *logits = malloc((size_t)max_n * (size_t)V * sizeof *logits);
     int rc = 1;
     if (!toks || !logits) goto done;
-    hsd_rng r;
-    hsd_rng_init(&r, 11, 0);
+    cli_rng r;
+    cli_rng_init(&r, 11);
     /* ids do not change the arithmetic; random ones avoid any accidental structure */
-    for (int32_t i = 0; i < prefix + max_n; i++) toks[i] = (int32_t)(hsd_rng_u32(&r) % (uint32_t)V);
+    for (int32_t i = 0; i < prefix + max_n; i++) toks[i] = (int32_t)(cli_rng_u32(&r) % (uint32_t)V);
     if (hsd_model_kv_truncate(m, 0) || hsd_model_forward(m, toks, prefix, NULL, NULL, 0, NULL)) goto done;
     median_forward(m, prefix, 1, rows_all, toks, logits); /* warm-up */
     /* every n up to 8, then a sparse grid with linear interpolation between its points:

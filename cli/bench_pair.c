@@ -43,7 +43,7 @@ static hsd_status c_forward_batch(void *c, const hsd_model_batch_seq *seqs, int3
 }
 
 static hsd_model *wrap(hsd_bench_counted *c) {
-    hsd_model_iface it = {c,      c_vocab, c_nctx, c_forward, c_kvlen,        c_trunc,
+    hsd_model_iface it = {sizeof(hsd_model_iface), c,      c_vocab, c_nctx, c_forward, c_kvlen,        c_trunc,
                           c_keep, NULL,    c_nseq, c_select,  c_forward_batch};
     hsd_model *m = NULL;
     return hsd_model_from_iface(&it, &m) ? NULL : m;

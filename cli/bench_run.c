@@ -40,7 +40,7 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     gp.slrs_single_forward = b->slrs_one != 0;
     gp.adaptive_k = b->adaptive_k != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     hsd_bench_counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;
     long f0 = dc->n_fwd;
     if (hsd_engine_generate(e, prompt, strlen(prompt), &gp, &r)) {
@@ -65,8 +65,11 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     c->tokens += r.n_ids;
     c->d_fwd += algo == HSD_ALGO_AR ? 0 : dc->n_fwd - f0;
     c->first_acc += r.first_accept_rate;
-    c->exp_acc += r.expected_accept, c->exp_em += r.expected_accept_em;
-    c->psi_ms += r.psi_ms, c->tree_nodes += r.tree_nodes, c->tree_fwd += r.tree_forwards;
+    if (r.slrs) { /* SLRS only; the other algorithms add 0, as before */
+        c->exp_acc += r.slrs->expected_accept, c->exp_em += r.slrs->expected_accept_em;
+        c->psi_ms += r.slrs->psi_ms, c->tree_nodes += r.slrs->tree_nodes;
+        c->tree_fwd += r.slrs->tree_forwards;
+    }
     if (ar && temp <= 0) {
         int32_t i = 0;
         while (i < r.n_ids && i < ar->n_ids && r.ids[i] == ar->ids[i]) i++;
@@ -91,7 +94,7 @@ int hsd_bench_run_all(hsd_bench *b) {
         for (int ti = 0; ti < b->n_temps; ti++)
             for (int si = 0; si < b->n_sets; si++) {
                 for (int pi = 0; pi < b->sets[si].n; pi++) {
-                    hsd_gen_result ar;
+                    hsd_gen_result ar = HSD_GEN_RESULT_INIT;
                     int have_ar = 0;
                     char where[96];
                     snprintf(where, sizeof where, "temp %g %s #%d", b->temps[ti], b->sets[si].name,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "hsd.h"
 
@@ -51,10 +52,10 @@ static void *bw_worker(void *arg) {
     int32_t tid = (int32_t)(intptr_t)((void **)arg)[1];
     for (int32_t r = 0; r < c->reps; r++) {
         pthread_barrier_wait(&c->start);
-        double t0 = hsd_timer_ms();
+        double t0 = cli_timer_ms();
         uint64_t s = read_all(c->buf + (size_t)tid * c->slice, c->slice);
         pthread_barrier_wait(&c->done);
-        if (tid == 0) c->ms[r] = hsd_timer_ms() - t0;
+        if (tid == 0) c->ms[r] = cli_timer_ms() - t0;
         c->sink ^= s;
     }
     return NULL;

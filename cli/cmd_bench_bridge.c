@@ -17,6 +17,7 @@
 #include "cli/json_out.h"
 #include "cli/prompts.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 #define BLOCK 25 /* rounds per block; each block starts again from the same context */
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "hsd.h"
 
@@ -58,7 +59,7 @@ int hsd_cmd_bench_chat(int argc, char **argv) {
         return 1;
     }
     hsd_chat_template *t;
-    double t0 = hsd_timer_ms();
+    double t0 = cli_timer_ms();
     int loads = 0;
     do { /* loading: parse time, repeated for a stable figure */
         if (hsd_chat_template_load(o.tok, NULL, &t)) {
@@ -68,7 +69,7 @@ int hsd_cmd_bench_chat(int argc, char **argv) {
         }
         if (++loads < 200) hsd_chat_template_free(t);
     } while (loads < 200);
-    double load_us = (hsd_timer_ms() - t0) * 1000.0 / loads;
+    double load_us = (cli_timer_ms() - t0) * 1000.0 / loads;
     hsd_chat_params p = hsd_chat_default_params();
     p.now_unix = 1721952000;
     char *out = NULL;
@@ -82,12 +83,12 @@ int hsd_cmd_bench_chat(int argc, char **argv) {
     hsd_free(out);
     double best = 1e300;
     for (int run = 0; run < 5; run++) {
-        double s = hsd_timer_ms();
+        double s = cli_timer_ms();
         for (int32_t i = 0; i < o.iters; i++) {
             hsd_chat_render_json(t, ctx, &p, &out, NULL);
             hsd_free(out);
         }
-        double us = (hsd_timer_ms() - s) * 1000.0 / o.iters;
+        double us = (cli_timer_ms() - s) * 1000.0 / o.iters;
         if (us < best) best = us;
     }
     if (o.json)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "hsd.h"
 
@@ -25,7 +26,7 @@ static void truncate_all(hsd_model *m, int32_t B, int32_t prefix) {
 static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32_t *b_list, int n_b,
                        int32_t prefix, int32_t stride, int32_t reps, const int32_t *toks,
                        float *logits, int cpu) {
-    double (*clock_ms)(void) = cpu ? hsd_timer_cpu_ms : hsd_timer_ms;
+    double (*clock_ms)(void) = cpu ? cli_timer_cpu_ms : cli_timer_ms;
     printf("%s time\n%4s %3s %14s %14s %9s %14s\n", cpu ? "process CPU" : "wall", "n", "B",
            "B forwards ms", "1 batched ms", "batched/B", "ms/token batched");
     hsd_model_batch_seq ent[64];
@@ -33,11 +34,11 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
         for (int j = 0; j < n_b; j++) {
             int32_t n = n_list[k], B = b_list[j];
             for (int32_t s = 0; s < B; s++) /* slot s: its own tokens after its own prefix */
-                ent[s] = (hsd_model_batch_seq){s, toks + (size_t)s * stride + prefix, n, NULL, NULL, n};
-            double t = hsd_timer_ms();
+                ent[s] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), s, toks + (size_t)s * stride + prefix, n, NULL, NULL, n};
+            double t = cli_timer_ms();
             if (hsd_model_forward_batch(m, ent, B, logits) != HSD_OK) return 1;
             truncate_all(m, B, prefix);
-            t = hsd_timer_ms() - t;
+            t = cli_timer_ms() - t;
             int R = reps > 0 ? reps : (int)(500.0 / (t > 0.01 ? t : 0.01));
             if (R < 3) R = 3;
             if (R > 1000) R = 1000;
@@ -119,13 +120,13 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
     hsd_model *m;
-    double tl = hsd_timer_ms();
+    double tl = cli_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {
         fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
         return 1;
     }
     printf("model: %s (loaded in %.0f ms)\nbackend %s, threads %d, prefix %d tokens, logits for all n rows\n",
-           hsd_model_desc(m), hsd_timer_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
+           hsd_model_desc(m), cli_timer_ms() - tl, hsd_backend_name(hsd_model_backend(m)), mp.n_threads,
            prefix);
     printf("cpu kernels: %s (features: %s)\n", hsd_cpu_kernels_name(hsd_cpu_kernels_active()),
            hsd_cpu_kernels_features());
@@ -139,10 +140,10 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     int32_t V = hsd_model_vocab_size(m);
     float *logits = malloc((size_t)max_b * max_n * V * sizeof *logits);
     int32_t *toks = malloc((size_t)max_b * (prefix + max_n) * sizeof *toks);
-    hsd_rng r;
-    hsd_rng_init(&r, 5, 0);
+    cli_rng r;
+    cli_rng_init(&r, 5);
     for (int32_t i = 0; toks && i < max_b * (prefix + max_n); i++)
-        toks[i] = (int32_t)(hsd_rng_u32(&r) % (uint32_t)V);
+        toks[i] = (int32_t)(cli_rng_u32(&r) % (uint32_t)V);
     int rc = 0;
     if (n_b > 0) {
         printf("prefix %d tokens per sequence, logits for all rows; median of alternating "
@@ -171,18 +172,18 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     for (int k = 0; k < n_n; k++) {
         int32_t n = n_list[k];
         /* warm-up, and a first timing to pick the repetition count */
-        double t = hsd_timer_ms();
+        double t = cli_timer_ms();
         hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
         hsd_model_kv_truncate(m, prefix);
-        t = hsd_timer_ms() - t;
+        t = cli_timer_ms() - t;
         int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
         if (R < 3) R = 3;
         if (R > 2000) R = 2000;
         double *times = malloc((size_t)R * sizeof *times);
         for (int i = 0; i < R; i++) {
-            double t0 = hsd_timer_ms();
+            double t0 = cli_timer_ms();
             hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
-            times[i] = hsd_timer_ms() - t0;
+            times[i] = cli_timer_ms() - t0;
             hsd_model_kv_truncate(m, prefix);
         }
         qsort(times, (size_t)R, sizeof *times, cmp_double);

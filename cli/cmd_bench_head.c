@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "cli/head_spec.h"
 #include "hsd.h"
@@ -54,14 +55,14 @@ int hsd_cmd_bench_head(int argc, char **argv) {
     if (threads > 0) mp.n_threads = threads;
     mp.use_mmap = !no_mmap;
     hsd_model *m;
-    double t0 = hsd_timer_ms();
+    double t0 = cli_timer_ms();
     if (hsd_model_load(model_path, &mp, &m)) {
         fprintf(stderr, "hsd bench head: %s\n", hsd_cli_error("bench head"));
         return 1;
     }
     int32_t V = hsd_model_vocab_size(m);
     printf("model: %s (loaded in %.0f ms), %d threads, %d steps per head after a %d-token prefix\n",
-           hsd_model_desc(m), hsd_timer_ms() - t0, mp.n_threads, reps, prefix);
+           hsd_model_desc(m), cli_timer_ms() - t0, mp.n_threads, reps, prefix);
     char defaults[128];
     snprintf(defaults, sizeof defaults, "full;trimk:%d;spec:%d;lowrank:0", V / 8 > 0 ? V / 8 : 1,
              V > 2048 ? 2048 : (V / 8 > 0 ? V / 8 : 1));
@@ -75,16 +76,16 @@ int hsd_cmd_bench_head(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    hsd_rng r;
-    hsd_rng_init(&r, 3, 0);
-    for (int32_t i = 0; i <= prefix; i++) toks[i] = (int32_t)(hsd_rng_u32(&r) % (uint32_t)V);
+    cli_rng r;
+    cli_rng_init(&r, 3);
+    for (int32_t i = 0; i <= prefix; i++) toks[i] = (int32_t)(cli_rng_u32(&r) % (uint32_t)V);
     printf("%-26s %10s %12s %12s %10s  %s\n", "head", "build ms", "head ms", "backbone ms",
            "vs full", "description");
     double full_ms = 0;
     for (char *save = NULL, *spec = strtok_r(list, ";", &save); spec;
          spec = strtok_r(NULL, ";", &save)) {
         int32_t *even = NULL;
-        double tb = hsd_timer_ms();
+        double tb = cli_timer_ms();
         if (!strncmp(spec, "trimk:", 6)) {
             int32_t k = atoi(spec + 6);
             if (k < 1 || k > V) {
@@ -109,7 +110,7 @@ int hsd_cmd_bench_head(int argc, char **argv) {
             rc = 1;
             break;
         }
-        double build = hsd_timer_ms() - tb;
+        double build = cli_timer_ms() - tb;
         int32_t last = prefix - 1;
         hsd_status s = hsd_model_kv_truncate(m, 0);
         if (!s) s = hsd_model_forward(m, toks, prefix, NULL, &last, 1, logits);

@@ -158,7 +158,7 @@ int hsd_cmd_bench_heads(int argc, char **argv) {
                 if (n_heads > 1 && hsd_cli_head_apply("bench heads", hs[hi], md, kd, e, calib, calib_tokens))
                     goto done;
                 hsd_model_reset_timing(md);
-                hsd_gen_result r;
+                hsd_gen_result r = HSD_GEN_RESULT_INIT;
                 if (hsd_engine_generate(e, prompts[pi], strlen(prompts[pi]), &gp, &r)) {
                     fprintf(stderr, "hsd bench heads: %s: %s\n", g->label, hsd_last_error());
                     goto done;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "cli/prompts.h"
 #include "hsd.h"
@@ -61,13 +62,13 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < nt; i++) bytes += lens[i];
         passes++;
     }
-    double t0 = hsd_timer_ms();
+    double t0 = cli_timer_ms();
     hsd_tokenizer *tok;
     if (hsd_tokenizer_load_file(path, &tok)) {
         fprintf(stderr, "hsd bench: %s\n", hsd_cli_error("bench"));
         return 1;
     }
-    double load_ms = hsd_timer_ms() - t0;
+    double load_ms = cli_timer_ms() - t0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long rss_kb = ru.ru_maxrss;
@@ -75,7 +76,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
     int32_t *ids = malloc(idcap * sizeof *ids);
     double *rates = calloc((size_t)runs, sizeof *rates);
     for (int r = -1; r < runs; r++) { /* r = -1: warm-up over 64 texts */
-        double s = hsd_timer_ms();
+        double s = cli_timer_ms();
         size_t ntok = 0;
         for (size_t p = 0; p < (r < 0 ? 1 : passes); p++)
             for (size_t i = 0; i < (r < 0 ? (nt < 64 ? nt : 64) : nt); i++) {
@@ -92,7 +93,7 @@ int hsd_cmd_bench_tokenize(int argc, char **argv) {
                 }
                 ntok += got;
             }
-        double sec = (hsd_timer_ms() - s) / 1e3;
+        double sec = (cli_timer_ms() - s) / 1e3;
         if (r >= 0) {
             rates[r] = (double)bytes / (1024.0 * 1024.0) / sec;
             if (r == 0) tokens = ntok;

@@ -142,7 +142,7 @@ static json_t *result_json(const hsd_gen_result *r) {
     json_t *o = json_object(), *ids = json_array();
     for (int32_t i = 0; i < r->n_ids; i++) json_array_append_new(ids, json_integer(r->ids[i]));
     json_object_set_new(o, "algo", json_string(hsd_algo_name(r->algo)));
-    json_object_set_new(o, "reason", json_string(r->reason));
+    json_object_set_new(o, "reason", json_string(r->reason ? r->reason : ""));
     json_object_set_new(o, "text", json_stringn(r->text, r->text_len));
     json_object_set_new(o, "ids", ids);
     json_object_set_new(o, "n_generated", json_integer(r->n_ids));
@@ -160,12 +160,12 @@ static json_t *result_json(const hsd_gen_result *r) {
     json_object_set_new(o, "bridge_ms", json_real(r->bridge_ms));
     json_object_set_new(o, "first_accept_rate", json_real(r->first_accept_rate));
     json_object_set_new(o, "stop_reason", json_string(hsd_stop_reason_name(r->stop_reason)));
-    if (r->algo == HSD_ALGO_SLRS) {
-        json_object_set_new(o, "psi_ms", json_real(r->psi_ms));
-        json_object_set_new(o, "tree_nodes", json_real(r->tree_nodes));
-        json_object_set_new(o, "tree_forwards", json_real(r->tree_forwards));
-        json_object_set_new(o, "expected_accept", json_real(r->expected_accept));
-        json_object_set_new(o, "expected_accept_em", json_real(r->expected_accept_em));
+    if (r->algo == HSD_ALGO_SLRS && r->slrs) {
+        json_object_set_new(o, "psi_ms", json_real(r->slrs->psi_ms));
+        json_object_set_new(o, "tree_nodes", json_real(r->slrs->tree_nodes));
+        json_object_set_new(o, "tree_forwards", json_real(r->slrs->tree_forwards));
+        json_object_set_new(o, "expected_accept", json_real(r->slrs->expected_accept));
+        json_object_set_new(o, "expected_accept_em", json_real(r->slrs->expected_accept_em));
     }
     return o;
 }
@@ -174,18 +174,18 @@ static json_t *result_json(const hsd_gen_result *r) {
 static void print_result_text(const hsd_gen_result *r, bool streamed) {
     if (!streamed) fwrite(r->text, 1, r->text_len, stdout);
     /* scripts read these lines (scripts/demo.sh: "acceptance rate ... tokens/s") */
-    printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason);
+    printf("\n\nalgo %s (%s)\n", hsd_algo_name(r->algo), r->reason ? r->reason : "");
     printf("acceptance rate %.3f, tau %.2f tokens/round, %d rounds, %.1f tokens/s\n",
            r->acceptance_rate, r->tau, r->n_rounds, r->tokens_per_s);
     printf("TTFT %.3f ms, TPOT %.4f ms; time: draft %.2f ms, verify %.2f ms, bridge %.2f ms "
            "(total %.2f ms)\n",
            r->ttft_ms, r->tpot_ms, r->draft_ms, r->verify_ms, r->bridge_ms, r->total_ms);
     printf("stopped: %s\n", hsd_stop_reason_name(r->stop_reason));
-    if (r->algo == HSD_ALGO_SLRS)
+    if (r->algo == HSD_ALGO_SLRS && r->slrs)
         printf("slrs: %.1f tree nodes and %.2f drafter forwards per round, psi %.3f ms/round; "
                "first-token acceptance %.3f (expected %.3f; exact matching %.3f)\n",
-               r->tree_nodes, r->tree_forwards, r->psi_ms, r->first_accept_rate, r->expected_accept,
-               r->expected_accept_em);
+               r->slrs->tree_nodes, r->slrs->tree_forwards, r->slrs->psi_ms, r->first_accept_rate,
+               r->slrs->expected_accept, r->slrs->expected_accept_em);
 }
 
 static void print_batch(const gen_opts *o, hsd_model *mt, char **batch, int32_t n,
@@ -284,8 +284,9 @@ int hsd_cmd_generate(int argc, char **argv) {
     }
     int rc = 1;
     hsd_cli_engine x = {0};
-    hsd_gen_result r, *rs = NULL;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT, *rs = NULL;
     memset(&r, 0, sizeof r);
+    r.size = sizeof r;
     char **batch = NULL;
     int32_t n_batch = 0;
     size_t longest = o.prompt ? strlen(o.prompt) : 0;
@@ -293,6 +294,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         n_batch = hsd_cli_read_prompts("generate", o.batch_file, 0, 0, &batch);
         if (n_batch == 0) fprintf(stderr, "hsd generate: no prompts in %s\n", o.batch_file);
         if (n_batch <= 0 || !(rs = calloc((size_t)n_batch, sizeof *rs))) goto done;
+        hsd_gen_results_init(rs, n_batch);
         for (int32_t i = 0; i < n_batch; i++)
             if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
     }

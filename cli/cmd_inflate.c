@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 typedef struct inflate_opts {
     const char *in, *tok, *shape, *out;
@@ -54,7 +56,7 @@ int hsd_cmd_inflate(int argc, char **argv) {
     const char *dtype = dtype_names[o.dtype];
     hsd_inflate_params p = hsd_inflate_default_params();
     p.shape = shape, p.tokenizer = o.tok, p.n_layers = o.layers, p.type = ftypes[o.dtype];
-    double t0 = hsd_timer_ms();
+    double t0 = cli_timer_ms();
     hsd_inflate_info c;
     if (hsd_inflate_file(in, &p, out, &c) != HSD_OK) {
         fprintf(stderr, "hsd inflate: %s\n", hsd_cli_error("inflate"));
@@ -63,6 +65,6 @@ int hsd_cmd_inflate(int argc, char **argv) {
     printf("wrote %s: %s inflated to shape %s (%s, dim %d, FFN %d, %d layers, %d heads / %d KV "
            "heads of %d, vocab %d), %.1f MB of weights, in %.1f s\n",
            out, in, shape, dtype, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-           c.head_dim, c.vocab_size, c.weight_bytes / 1e6, (hsd_timer_ms() - t0) / 1e3);
+           c.head_dim, c.vocab_size, c.weight_bytes / 1e6, (cli_timer_ms() - t0) / 1e3);
     return 0;
 }

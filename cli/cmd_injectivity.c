@@ -9,6 +9,7 @@
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 typedef struct inj_cli_opts {
     const char *path, *corpus;

@@ -9,6 +9,18 @@
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "hsd.h"
+#include "hsd_tools.h"
+
+/* The recommendation as `hsd pair` has always printed it ("SLEM"; the --json field is an
+ * interface): hsd_algo_name's name, upper-cased. */
+static const char *algo_upper(hsd_algo a) {
+    static char buf[16];
+    const char *n = hsd_algo_name(a);
+    size_t i = 0;
+    for (; n[i] && i + 1 < sizeof buf; i++) buf[i] = (char)(n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i]);
+    buf[i] = 0;
+    return buf;
+}
 
 static void about_pair(FILE *f) {
     fprintf(f,
@@ -94,7 +106,7 @@ int hsd_cmd_pair(int argc, char **argv) {
     const char *tp = o.tp, *dp = o.dp, *corpus = o.corpus;
     bool json = o.json;
     hsd_tokenizer *t = NULL, *d = NULL;
-    hsd_pair_report r;
+    hsd_pair_report r = {0};
     int rc = 0;
     if (hsd_tokenizer_load_file(tp, &t) || hsd_tokenizer_load_file(dp, &d) ||
         hsd_pair_analyze(t, d, corpus, &r)) {
@@ -153,9 +165,9 @@ int hsd_cmd_pair(int argc, char **argv) {
         } else {
             json_object_set_new(o, "psi_cost", json_null());
         }
-        json_object_set_new(o, "recommendation", json_string(hsd_pair_algo_name(r.algo)));
-        json_object_set_new(o, "reason", json_string(r.reason));
-        json_object_set_new(o, "warnings", json_string(r.warnings));
+        json_object_set_new(o, "recommendation", json_string(algo_upper(r.algo)));
+        json_object_set_new(o, "reason", json_string(r.reason ? r.reason : ""));
+        json_object_set_new(o, "warnings", json_string(r.warnings ? r.warnings : ""));
         hsd_cli_put_json(o, JSON_INDENT(1) | JSON_ENSURE_ASCII);
     } else {
         printf("target   %s: |T| = %d ids (%d special)\n", tp, r.t_size, r.t_special);
@@ -183,10 +195,11 @@ int hsd_cmd_pair(int argc, char **argv) {
         } else {
             printf("psi      not computed\n");
         }
-        printf("recommend %s: %s\n", hsd_pair_algo_name(r.algo), r.reason);
-        if (r.warnings[0]) printf("warning  %s\n", r.warnings);
+        printf("recommend %s: %s\n", algo_upper(r.algo), r.reason);
+        if (r.warnings && r.warnings[0]) printf("warning  %s\n", r.warnings);
     }
 done:
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
     return rc;

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/clock.h"
 #include "cli/json_out.h"
 #include "cli/cli.h"
 #include "cli/svg.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 #define DEFAULT_SHORTEST 150000
 
@@ -202,13 +204,13 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n_rows = 0, n_ids = 0;
     int rc = 0;
-    double t0 = hsd_timer_ms(), c0 = hsd_timer_cpu_ms();
+    double t0 = cli_timer_ms(), c0 = cli_timer_cpu_ms();
     if (hsd_tokenizer_load_file(tp, &t)) {
         fprintf(stderr, "hsd psi-stats: target tokenizer: %s\n", hsd_last_error());
         rc = 1;
         goto done;
     }
-    double t1 = hsd_timer_ms(), c1 = hsd_timer_cpu_ms();
+    double t1 = cli_timer_ms(), c1 = cli_timer_cpu_ms();
     /* draft = target (the paper's Table 5 setting): one tokenizer serves both sides */
     if (!strcmp(dp, tp))
         d = t;
@@ -217,11 +219,11 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    double t2 = hsd_timer_ms(), c2 = hsd_timer_cpu_ms();
+    double t2 = cli_timer_ms(), c2 = cli_timer_cpu_ms();
     hsd_status st = hsd_token_trie_build(d, &trie);
-    double t3 = hsd_timer_ms(), c3 = hsd_timer_cpu_ms();
+    double t3 = cli_timer_ms(), c3 = cli_timer_cpu_ms();
     if (!st) st = hsd_psi_stats_compute(t, trie, &params, &s);
-    double t4 = hsd_timer_ms(), c4 = hsd_timer_cpu_ms();
+    double t4 = cli_timer_ms(), c4 = cli_timer_cpu_ms();
     if (!st) st = hsd_psi_by_length(&s, &rows, &n_rows);
     if (!st) st = hsd_psi_ids_by_length(&s, &ids, &n_ids);
     hsd_psi_summary sh_len, sh_count, all_len, all_count;
@@ -229,7 +231,7 @@ int hsd_cmd_psi_stats(int argc, char **argv) {
     if (!st && (summarize_ids(&s, ids, n_short, &sh_len, &sh_count) ||
                 summarize_ids(&s, ids, n_ids, &all_len, &all_count)))
         st = HSD_ERR_NOMEM;
-    double t5 = hsd_timer_ms(), c5 = hsd_timer_cpu_ms();
+    double t5 = cli_timer_ms(), c5 = cli_timer_cpu_ms();
     if (st) {
         fprintf(stderr, "hsd psi-stats: %s\n", hsd_cli_error("psi-stats"));
         rc = 1;

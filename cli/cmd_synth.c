@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/clock.h"
 #include "cli/cli.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 typedef struct synth_opts {
     const char *shape, *dir, *tokenizer;
@@ -52,11 +54,11 @@ int hsd_cmd_synth(int argc, char **argv) {
     const char *format = o.format == 1 ? "gguf" : "safetensors";
     hsd_synth_params sp = hsd_synth_default_params();
     sp.shape = shape, sp.type = ftypes[o.dtype], sp.seed = o.seed;
-    double t0 = hsd_timer_ms();
+    double t0 = cli_timer_ms();
     hsd_synth_model *m;
     hsd_status s = hsd_synth_init(&sp, &m);
     if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_cli_error("synth")); return 1; }
-    double t1 = hsd_timer_ms();
+    double t1 = cli_timer_ms();
     char path[4096];
     if (!strcmp(format, "gguf")) {
         /* a failure leaves nothing behind: the directory goes if this run made it (the
@@ -73,6 +75,6 @@ int hsd_cmd_synth(int argc, char **argv) {
     hsd_synth_free(m);
     if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_cli_error("synth")); return 1; }
     printf("wrote %s: shape %s, %s, %.1f MB of weights (generated in %.1f s, written in %.1f s)\n", path, shape,
-           dtype, bytes / 1e6, (t1 - t0) / 1e3, (hsd_timer_ms() - t1) / 1e3);
+           dtype, bytes / 1e6, (t1 - t0) / 1e3, (cli_timer_ms() - t1) / 1e3);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "cli/prompts.h"
 #include "cli/svg.h"
 #include "hsd.h"
+#include "hsd_tools.h"
 
 typedef struct trim_opts {
     const char *tok, *corpus, *out, *svg, *draft;
@@ -86,8 +87,9 @@ static int plot(const char *path, const int64_t *prefix, int32_t n_cand, int64_t
             int32_t k = (int32_t)llround(pow(10.0, lmax * s / steps));
             if (k < 1) k = 1;
             if (k > n_cand) k = n_cand;
-            double c = hsd_trim_coverage(prefix, total, k), rr = hsd_trim_saving(p, v_full, k);
-            double v = curve == 0 ? c : curve == 1 ? rr : p->alpha * c + (1 - p->alpha) * rr;
+            hsd_trim_result at = {0};
+            (void)hsd_trim_eval(prefix, n_cand, total, v_full, p, k, &at); /* k is in range */
+            double v = curve == 0 ? at.coverage : curve == 1 ? at.saving : at.utility;
             double x = x0 + pw * log10((double)k) / (lmax > 0 ? lmax : 1),
                    y = y0 + ph - ph * fmax(0, fmin(1, v));
             if (s) hsd_svg_line(f, px, py, x, y, colors[curve]);
@@ -122,7 +124,7 @@ int hsd_cmd_trim(int argc, char **argv) {
                              "-t, --corpus, --alpha, --min-coverage and --hidden-dim are required");
     const char *tok_path = o.tok, *corpus_path = o.corpus, *out_path = o.out, *svg_path = o.svg,
                *draft_path = o.draft;
-    hsd_trim_params p = {o.alpha, o.min_coverage, o.dim, o.fixed_flops};
+    hsd_trim_params p = {sizeof(hsd_trim_params), o.alpha, o.min_coverage, o.dim, o.fixed_flops};
     int rc = 1;
     hsd_tokenizer *tok = NULL, *dtok = NULL;
     char **texts = NULL;
@@ -159,7 +161,8 @@ int hsd_cmd_trim(int argc, char **argv) {
         }
         v_full = hsd_tokenizer_vocab_size(dtok);
     }
-    hsd_trim_prefix(counts, order, n_cand, prefix);
+    prefix[0] = 0; /* prefix[k]: the counts of the k first ranked candidates */
+    for (int32_t k = 1; k <= n_cand; k++) prefix[k] = prefix[k - 1] + counts[order[k - 1]];
     hsd_trim_result r;
     if (hsd_trim_optimum(prefix, n_cand, total, v_full, &p, &r)) {
         fprintf(stderr, "hsd trim: %s\n", hsd_cli_error("trim"));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 
 char *hsd_cli_clip_words(const char *p, size_t clip) {
     size_t n = strlen(p), start = clip && n > clip ? n - clip : 0;

@@ -72,7 +72,7 @@ static hsd_status bigram_model(const hsd_tokenizer *tok, hsd_model **out) {
     for (size_t i = 0; !s && i < n; i++)
         m->count[(size_t)(i ? ids[i - 1] : hsd_tokenizer_bos_id(tok)) * m->vocab + ids[i]] += 1;
     hsd_free(ids);
-    hsd_model_iface f = {.ctx = m, .vocab_size = bg_vocab, .n_ctx = bg_n_ctx, .forward = bg_forward,
+    hsd_model_iface f = {HSD_MODEL_IFACE_INIT, .ctx = m, .vocab_size = bg_vocab, .n_ctx = bg_n_ctx, .forward = bg_forward,
                          .kv_len = bg_kv_len, .kv_truncate = bg_truncate, .free = bg_free};
     if (!s) s = hsd_model_from_iface(&f, out); /* on success the model owns m */
     if (s) bg_free(m);
@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         hsd_gen_params p = hsd_gen_default_params();
         p.algo = algos[i];
         p.max_new_tokens = 60;
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         if (hsd_engine_generate(e, prompt, strlen(prompt), &p, &r)) {
             rc = 1;
             break;

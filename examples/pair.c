@@ -16,7 +16,7 @@ int main(int argc, char **argv) {
     hsd_tokenizer *tt = NULL, *dt = NULL;
     hsd_model *tm = NULL, *dm = NULL;
     hsd_engine *e = NULL;
-    hsd_gen_result ar = {0}, sp = {0};
+    hsd_gen_result ar = HSD_GEN_RESULT_INIT, sp = HSD_GEN_RESULT_INIT;
     int rc = 1;
     /* every call returns a status; hsd_last_error() says what went wrong */
     if (hsd_model_load(argv[1], NULL, &tm) || hsd_tokenizer_load_file(argv[2], &tt) ||

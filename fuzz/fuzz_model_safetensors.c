@@ -1,6 +1,7 @@
 /* libFuzzer: safetensors checkpoint from arbitrary bytes, next to a fixed valid config.json
  * (the "tiny" synthetic shape, written at start-up by models/synth), so the fuzzer spends its time on the
  * safetensors header and tensor table rather than on config parsing. */
+#include "hsd_tools.h"
 #include <string.h>
 
 #include "fuzz/fuzz_util.h"

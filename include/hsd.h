@@ -1,9 +1,18 @@
 /*
  * hsd — heterogeneous speculative decoding.
  *
- * The one public C API. Conventions (after llama.h):
+ * The core public C API: tokenizer, model, engine, draft heads, running batch, chat templates,
+ * proposer. The tools (analyses, synth, inflate, bench helpers) are in include/hsd_tools.h,
+ * a less stable surface this header does not include. docs/API.md states the ABI policy.
+ * Conventions (after llama.h; zstd for errors and a growing ABI):
  *   - every object is an opaque handle created by a *_load / *_init function and released by
  *     the matching *_free function (NULL is accepted by every *_free);
+ *   - one rule for freeing: what the library allocates for the caller is released by its
+ *     type's *_free, or by hsd_free for a plain buffer; never by plain free;
+ *   - every params struct (and hsd_model_iface, and every struct passed as an array) starts
+ *     with `size_t size`, set by its *_default_params() (or the documented init macro); the
+ *     library reads min(caller's size, its own) bytes and defaults the rest, so structs grow
+ *     at the end without breaking older callers;
  *   - functions that can fail return an hsd_status; on failure hsd_last_error() returns a
  *     message naming what went wrong and where (file, field, byte offset). The message is
  *     thread-local and stays valid until the next failing call on the same thread;
@@ -38,8 +47,8 @@ extern "C" {
 #endif
 
 /* Must equal project(VERSION) in CMakeLists.txt (checked by tests/test_api_abi.c). */
-#define HSD_VERSION_MAJOR 0
-#define HSD_VERSION_MINOR 1
+#define HSD_VERSION_MAJOR 1
+#define HSD_VERSION_MINOR 0
 #define HSD_VERSION_PATCH 0
 #define HSD_VERSION_STR_(x) #x
 #define HSD_VERSION_STR(a, b, c) HSD_VERSION_STR_(a) "." HSD_VERSION_STR_(b) "." HSD_VERSION_STR_(c)
@@ -70,6 +79,12 @@ HSD_API const char *hsd_status_str(hsd_status s);
 /* The library's version, "MAJOR.MINOR.PATCH" (equal to HSD_VERSION_STRING of the header it was
  * built with). Static string. Thread-safe. */
 HSD_API const char *hsd_version(void);
+
+/* sizeof the library's own struct `name` ("hsd_model_params", "hsd_gen_result", ...: every
+ * size-prefixed struct, the result and statistics structs, and the tools' params), 0 for a
+ * name it does not know or NULL. A binding that mirrors structs (bindings/python) compares
+ * its layouts with these at load and refuses a library that differs. Thread-safe. */
+HSD_API size_t hsd_struct_size(const char *name);
 
 /* Optional log callback: the library never prints; notices such as "no CUDA device, using
  * CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
@@ -185,16 +200,25 @@ typedef enum hsd_backend {
     HSD_BACKEND_CUDA = 2,
 } hsd_backend;
 
-/* Storage of the weight matrices on the CUDA device (the CPU keeps the file's types).
- * AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for tiny models
- * (dim < 1024, where precision costs nothing) and becomes BF16 otherwise. Activations, the KV
- * cache and accumulation are fp32 whatever the choice. */
-typedef enum hsd_weight_type {
-    HSD_WEIGHTS_AUTO = 0,
-    HSD_WEIGHTS_F32 = 1,
-    HSD_WEIGHTS_F16 = 2,
-    HSD_WEIGHTS_BF16 = 3,
-} hsd_weight_type;
+/* Storage type of weights: one enum for every place hsd chooses one.
+ *   hsd_model_params.device_weights: the weight matrices on the CUDA device (the CPU keeps the
+ *     file's types). AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for
+ *     tiny models (dim < 1024, where precision costs nothing) and becomes BF16 otherwise; only
+ *     AUTO, F32, F16 and BF16 are accepted there. Activations, the KV cache and accumulation
+ *     are fp32 whatever the choice.
+ *   hsd_synth_params.type / hsd_inflate_params.type (include/hsd_tools.h): what synth and
+ *     inflate write (AUTO means F32). synth stores its vectors (norms, biases) in the same
+ *     type (F32 with Q8_0), inflate keeps them F32. */
+typedef enum hsd_ftype {
+    HSD_FTYPE_AUTO = 0,
+    HSD_FTYPE_F32 = 1,
+    HSD_FTYPE_F16 = 2,
+    HSD_FTYPE_BF16 = 3,
+    HSD_FTYPE_Q8_0 = 4,
+    /* llama.cpp's Q4_K_M mix (inflate only; widths multiples of 256): Q4_K matrices, Q6_K for
+     * the output matrix and for attn_v / ffn_down in llama.cpp's "more bits" layers */
+    HSD_FTYPE_Q4_K_M = 5,
+} hsd_ftype;
 
 /* CPU kernel levels (hsd_model_params.cpu_kernels); each implies the ones before it. */
 typedef enum hsd_cpu_kernels {
@@ -225,11 +249,12 @@ typedef struct hsd_cuda_options {
 } hsd_cuda_options;
 
 typedef struct hsd_model_params {
+    size_t size;       /* sizeof(hsd_model_params), set by hsd_model_default_params() */
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
     bool use_mmap;     /* map weights instead of reading them (default true) */
     hsd_backend backend;          /* default AUTO */
-    hsd_weight_type device_weights; /* CUDA only; default AUTO */
+    hsd_ftype device_weights; /* CUDA only; default AUTO */
     int32_t n_seq;     /* sequence slots, each with its own KV cache of n_ctx tokens (memory
                         * grows n_seq-fold); 0 = 1. See hsd_model_forward_batch. */
     /* CPU kernels: the highest instruction-set level every CPU kernel family (products,
@@ -253,6 +278,8 @@ typedef struct hsd_model_params {
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the
  * sequence slot `seq`. */
 typedef struct hsd_model_batch_seq {
+    size_t size;           /* sizeof(hsd_model_batch_seq): the library strides by seqs[0].size,
+                            * and every entry of one array has the same size */
     int32_t seq;           /* slot, 0 <= seq < n_seq; each slot at most once per batch */
     const int32_t *tokens; /* n >= 1 new tokens, appended to this slot's cache */
     int32_t n;
@@ -260,6 +287,11 @@ typedef struct hsd_model_batch_seq {
     const int32_t *rows;    /* rows needing logits (NULL = all, then n_rows == n; 0 = none) */
     int32_t n_rows;
 } hsd_model_batch_seq;
+/* Entry i of an array of hsd_model_batch_seq, striding by the array's size field: how an
+ * iface's forward_batch reads the array the library passes (the library's own size). */
+#define HSD_BATCH_SEQ_AT(seqs, i)                                                                  \
+    ((const hsd_model_batch_seq *)(const void *)((const char *)(seqs) +                            \
+                                                 (size_t)(i) * (seqs)->size))
 
 /* A model as the engine sees it. `parents` describes a token tree over the n new tokens:
  * NULL means a chain (token i follows token i-1); otherwise parents[i] is the index of token
@@ -270,6 +302,7 @@ typedef struct hsd_model_batch_seq {
  * forward. `rows` lists which of the n rows need logits (NULL = all, then n_rows == n);
  * logits receives n_rows × vocab_size floats, row-major in the order of `rows`. */
 typedef struct hsd_model_iface {
+    size_t size; /* sizeof(hsd_model_iface): set it (HSD_MODEL_IFACE_INIT) before the callbacks */
     void *ctx;
     int32_t (*vocab_size)(void *ctx);
     int32_t (*n_ctx)(void *ctx); /* KV capacity */
@@ -296,6 +329,10 @@ typedef struct hsd_model_iface {
     hsd_status (*forward_batch)(void *ctx, const hsd_model_batch_seq *seqs, int32_t n_seqs,
                                 float *logits);
 } hsd_model_iface;
+/* Starts a designated initializer of an hsd_model_iface with its size:
+ *   hsd_model_iface it = {HSD_MODEL_IFACE_INIT, .ctx = c, .vocab_size = my_vocab, ...};
+ * The library reads min(size, its own) bytes; members past an older caller's size are NULL. */
+#define HSD_MODEL_IFACE_INIT .size = sizeof(hsd_model_iface)
 
 /* The defaults (n_ctx 0, n_threads 0 → 2, use_mmap true). Thread-safe. */
 HSD_API hsd_model_params hsd_model_default_params(void);
@@ -442,6 +479,7 @@ typedef bool (*hsd_stream_fn)(void *user_data, int32_t seq, const char *text, si
                               const int32_t *ids, int32_t n_ids);
 
 typedef struct hsd_gen_params {
+    size_t size;            /* sizeof(hsd_gen_params), set by hsd_gen_default_params() */
     hsd_algo algo;
     int32_t max_new_tokens; /* default 128 */
     int32_t n_draft;        /* draft length k per round (default 4) */
@@ -476,27 +514,48 @@ typedef struct hsd_gen_params {
     void *user_data;       /* passed to on_text */
 } hsd_gen_params;
 
+/* SLRS per round, averaged over the rounds: psi time (tree bookkeeping and sums; drafter
+ * forwards are in the result's draft_ms), tree nodes (leaves included), drafter forwards
+ * (root feed + one per tree level), and the expected first-position acceptance
+ * sum_t min(p, psi) next to exact matching's sum_t p * psi for the same proposal (Thm 3.1:
+ * the first is never smaller). Reached from hsd_gen_result.slrs. */
+typedef struct hsd_slrs_stats {
+    size_t size; /* the library's sizeof(hsd_slrs_stats): fields past an older caller's
+                  * header are there but unknown to it */
+    double psi_ms, tree_nodes, tree_forwards;
+    double expected_accept, expected_accept_em;
+} hsd_slrs_stats;
+
 typedef struct hsd_gen_result {
+    size_t size;    /* set by the CALLER before a call (HSD_GEN_RESULT_INIT, or
+                     * hsd_gen_results_init for an array): the library writes min(size, its
+                     * own) bytes, strides arrays by it, and keeps it */
     int32_t *ids;   /* generated target ids (release with hsd_gen_result_free) */
     int32_t n_ids;
     char *text;     /* their decoded text (HF decode, special tokens skipped) */
     size_t text_len;
     hsd_algo algo;  /* the algorithm used (AUTO resolved) */
-    char reason[160]; /* why AUTO chose it */
+    char *reason;   /* why AUTO chose it (or "requested"): NUL-terminated, never truncated;
+                     * owned by the result, released by hsd_gen_result_free */
     int32_t n_rounds, n_drafted, n_accepted;
     double acceptance_rate; /* accepted drafts / drafted */
     double tau;             /* target tokens emitted per target forward (round) */
     double ttft_ms, tpot_ms, tokens_per_s, total_ms;
     double draft_ms, verify_ms, bridge_ms; /* time split */
     double first_accept_rate; /* SLEM, SLRS: rounds whose first candidate was accepted */
-    /* SLRS per round: psi time (tree bookkeeping and sums; drafter forwards are in draft_ms),
-     * tree nodes (leaves included), drafter forwards (root feed + one per tree level), and the
-     * expected first-position acceptance sum_t min(p, psi) next to exact matching's
-     * sum_t p * psi for the same proposal (Thm 3.1: the first is never smaller) */
-    double psi_ms, tree_nodes, tree_forwards;
-    double expected_accept, expected_accept_em;
     hsd_stop_reason stop_reason; /* why generation ended */
+    /* SLRS's own statistics (hsd_slrs_stats), NULL for the other algorithms; owned by the
+     * result, released by hsd_gen_result_free */
+    hsd_slrs_stats *slrs;
 } hsd_gen_result;
+/* An empty result with its size set: hsd_gen_result r = HSD_GEN_RESULT_INIT; */
+#define HSD_GEN_RESULT_INIT {.size = sizeof(hsd_gen_result)}
+/* Empties results[0..n) and sets their size (for hsd_engine_generate_batch). */
+#define hsd_gen_results_init(results, n)                                                           \
+    do {                                                                                           \
+        for (int32_t hsd_i_ = 0; hsd_i_ < (int32_t)(n); hsd_i_++)                                  \
+            (results)[hsd_i_] = (hsd_gen_result)HSD_GEN_RESULT_INIT;                               \
+    } while (0)
 
 typedef struct hsd_engine hsd_engine;
 
@@ -547,8 +606,8 @@ HSD_API hsd_status hsd_engine_set_eos_ids(hsd_engine *e, const int32_t *ids, int
  * final. Not thread-safe per handle (nor per borrowed model). */
 HSD_API hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                        const hsd_gen_params *params, hsd_gen_result *res);
-/* Releases the result's ids and text and zeroes those fields; NULL is a no-op, and so is a
- * second call. */
+/* Releases what the library allocated in the result (ids, text, reason, slrs; never plain
+ * free) and zeroes those fields, keeping size; NULL is a no-op, and so is a second call. */
 HSD_API void hsd_gen_result_free(hsd_gen_result *r);
 
 /* Generates from n_prompts prompts together. Prompt i is generated as hsd_engine_generate
@@ -616,6 +675,7 @@ typedef enum hsd_head_kind {
 } hsd_head_kind;
 
 typedef struct hsd_head_params {
+    size_t size;              /* sizeof(hsd_head_params), set by hsd_head_default_params() */
     hsd_head_kind kind;
     const int32_t *keep_ids; /* TRIMMED: ids to keep (copied; any order; no duplicates) */
     int32_t n_keep;
@@ -677,18 +737,16 @@ HSD_API hsd_status hsd_engine_set_tli_head(hsd_engine *e, const int32_t *keep_id
  *   full                 the model's own classifier;
  *   trim:IDS_FILE        TRIMMED to the ids in IDS_FILE (one per line, '#' comments, as
  *                        `hsd trim -o` writes);
- *   tli[:IDS_FILE]       TRIMMED to the drafter's T ∩ D rows (hsd_engine_overlap_ids of e,
- *                        whose drafter must be `draft`), intersected with IDS_FILE if given;
  *   spec:K[/R][:FILE]    SPECULATIVE, top-K with a router of rank R (0 or absent: dim/8),
  *                        SVD-built or read from FILE;
  *   lowrank:R[:FILE]     LOWRANK rank R (0: dim/8), SVD-built or read from FILE.
- * e is needed for tli only (may be NULL otherwise). calib_tokens (n_calib of them, may be
- * NULL with 0) calibrate SVD-built factors as in hsd_head_params and are ignored by the other
- * kinds; nothing is kept after the call. Errors: INVALID_ARG (NULL draft or spec, a malformed
- * spec (named), tli without e, calib_tokens NULL with n_calib > 0), IO / PARSE (the ids file,
- * with path and line), and those of hsd_engine_overlap_ids and hsd_model_set_head (the
- * previous head then stays). Not thread-safe per model. */
-HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
+ * The TLI head (T ∩ D rows) needs the engine: hsd_engine_set_tli_head is the one way to
+ * install it. calib_tokens (n_calib of them, may be NULL with 0) calibrate SVD-built factors
+ * as in hsd_head_params and are ignored by the other kinds; nothing is kept after the call.
+ * Errors: INVALID_ARG (NULL draft or spec, a malformed spec (named), calib_tokens NULL with
+ * n_calib > 0), IO / PARSE (the ids file, with path and line), and those of
+ * hsd_model_set_head (the previous head then stays). Not thread-safe per model. */
+HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec,
                                            const int32_t *calib_tokens, int32_t n_calib);
 /* ====================================================================================
  * End of Draft heads
@@ -722,6 +780,8 @@ typedef struct hsd_batch_params {
  * streaming callback of hsd_gen_params would receive them; concatenated over a sequence's
  * events they equal its result's text and ids), and, on its last event, the result. */
 typedef struct hsd_batch_event {
+    size_t size;       /* the library's sizeof(hsd_batch_event): index the array with
+                        * HSD_BATCH_EVENT_AT, which strides by it */
     int64_t id;        /* from hsd_batch_add */
     const char *text;  /* text[0..len): UTF-8, not NUL-terminated, may be empty */
     size_t len;
@@ -733,6 +793,11 @@ typedef struct hsd_batch_event {
     const hsd_gen_result *result;
     int32_t n_prompt;  /* target prompt tokens (BOS included) */
 } hsd_batch_event;
+/* Event i of the array hsd_batch_step returns, striding by the library's event size (so a
+ * caller built against an older, shorter hsd_batch_event reads the right events). */
+#define HSD_BATCH_EVENT_AT(events, i)                                                              \
+    ((const hsd_batch_event *)(const void *)((const char *)(events) +                             \
+                                             (size_t)(i) * (events)->size))
 
 /* Defaults (n_slots 0). Thread-safe. */
 HSD_API hsd_batch_params hsd_batch_default_params(void);
@@ -933,10 +998,5 @@ HSD_API void hsd_proposer_reset_stats(hsd_proposer *p);
 #ifdef __cplusplus
 }
 #endif
-
-/* The analysis tools, model generators and utilities (pair advisor, ψ statistics,
- * injectivity, trimming, synth / inflate, clock, RNG): part of this API, in their own
- * header only to keep each file short. */
-#include "hsd_tools.h"
 
 #endif /* HSD_H */

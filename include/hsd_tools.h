@@ -1,16 +1,19 @@
 /*
  * hsd tools: the analyses and model generators behind the CLI's subcommands (pair, psi-stats,
- * injectivity, trim, synth, inflate, bench bridge), and the two utilities they share with the
- * engine (the clock and the seeded random generator). Part of the public API: include/hsd.h
- * includes this header, the conventions of hsd.h apply (hsd_status + hsd_last_error naming
- * the function and the argument; the library never prints), and it is kept apart only so
- * that no header grows past the tree's 800-line limit.
+ * injectivity, trim, synth, inflate, bench bridge).
  *
- * Result structs (hsd_pair_report, hsd_psi_stats, hsd_inj_result, hsd_corpus) are plain data
- * the caller owns; those that hold arrays are released by their *_free function. Arrays
- * documented as "malloc'ed" are released with hsd_free (or free). All functions are
- * thread-safe on different objects; tokenizers and tries are read-only here, so they may be
- * shared.
+ * A LESS STABLE SURFACE than include/hsd.h. The core header (tokenizer, model, engine, heads,
+ * chat templates, batch/step API, proposer) follows the ABI policy of docs/API.md; the
+ * functions and structs here may change between minor versions when an analysis changes
+ * (they still never break silently: the SONAME and hsd_version() say so). include/hsd.h does
+ * not include this header: a caller that needs the tools includes it explicitly.
+ *
+ * The conventions of hsd.h apply (hsd_status + hsd_last_error naming the function and the
+ * argument; the library never prints; params structs start with their size). Result structs
+ * (hsd_pair_report, hsd_psi_stats, hsd_inj_result, hsd_corpus) are plain data the caller
+ * owns, released by their *_free function; plain arrays the library allocates are released
+ * with hsd_free. All functions are thread-safe on different objects; tokenizers and tries
+ * are read-only here, so they may be shared.
  */
 #ifndef HSD_TOOLS_H
 #define HSD_TOOLS_H
@@ -26,36 +29,6 @@ extern "C" {
 #endif
 
 /* ====================================================================================
- * Utilities: the clock and the random generator the engine uses
- * ==================================================================================== */
-/* Monotonic milliseconds (CLOCK_MONOTONIC): the one clock behind every time the library
- * reports (TTFT, TPOT, the head / backbone split). Thread-safe. */
-HSD_API double hsd_timer_ms(void);
-/* CPU milliseconds of the whole process, all threads (CLOCK_PROCESS_CPUTIME_ID): on a shared
- * machine it leaves out the time other processes held the CPU. Thread-safe. */
-HSD_API double hsd_timer_cpu_ms(void);
-
-/* Philox4x32-10 (Salmon et al., SC'11), counter-based: block i of stream (seed, stream) is a
- * pure function of (seed, stream, i), so every seeded draw can be replayed. The generator
- * the engine's seeds drive; a plain struct so that it lives on the stack. Not thread-safe per
- * generator (each thread its own). */
-typedef struct hsd_rng {
-    uint32_t key[2];
-    uint32_t ctr[4]; /* ctr[0..1] = block counter, ctr[2..3] = stream */
-    uint32_t buf[4];
-    int used; /* words of buf consumed (4 = refill) */
-} hsd_rng;
-
-/* Seeds r for (seed, stream). A NULL r is a no-op. */
-HSD_API void hsd_rng_init(hsd_rng *r, uint64_t seed, uint64_t stream);
-/* The next 32 random bits (0 for a NULL r). */
-HSD_API uint32_t hsd_rng_u32(hsd_rng *r);
-/* Uniform in [0, 1) with 24 random bits (exactly representable as float); 0 for NULL. */
-HSD_API float hsd_rng_uniform(hsd_rng *r);
-/* Uniform in [0, 1) with 53 random bits; 0 for NULL. */
-HSD_API double hsd_rng_uniform_f64(hsd_rng *r);
-
-/* ====================================================================================
  * Corpus: JSONL texts, one {"text": "..."} object per line (other fields ignored)
  * ==================================================================================== */
 typedef struct hsd_corpus {
@@ -68,7 +41,8 @@ typedef struct hsd_corpus {
  * not a JSON object with a string "text" is HSD_ERR_PARSE naming the file and line; blank
  * lines are skipped. Errors: INVALID_ARG (NULL path/out), IO, PARSE, NOMEM. */
 HSD_API hsd_status hsd_corpus_load(const char *path, hsd_corpus *out);
-/* Frees the texts (each text[i] and len with free) and zeroes *c; NULL is a no-op. */
+/* Releases what hsd_corpus_load allocated (the texts and lengths) and zeroes *c; NULL is a
+ * no-op. (A corpus built by hand is the caller's to free.) */
 HSD_API void hsd_corpus_free(hsd_corpus *c);
 
 /* ====================================================================================
@@ -92,13 +66,6 @@ HSD_API int32_t hsd_token_trie_n_tokens(const hsd_token_trie *t);
  * ids whose surface bytes some D token has (specials only against specials); T → D* and
  * D → T* ask whether a text token's surface can be cut into the other side's surfaces.
  * ==================================================================================== */
-typedef enum hsd_pair_algo {
-    HSD_PAIR_SD = 0,   /* identical vocabularies: standard speculative decoding (Alg 5) */
-    HSD_PAIR_TLI = 1,  /* token-level intersection (Alg 4) */
-    HSD_PAIR_SLEM = 2, /* string-level exact match (Alg 2) */
-    HSD_PAIR_SLRS = 3, /* string-level rejection sampling (Alg 3) */
-} hsd_pair_algo;
-
 /* Recommendation thresholds (docs/PAIR.md explains the choice). */
 #define HSD_PAIR_TLI_MIN_VOCAB 0.50  /* |T∩D|/|T| (Table 9) */
 #define HSD_PAIR_TLI_MIN_CORPUS 0.50 /* and, with a corpus, share of used target tokens in D */
@@ -151,22 +118,25 @@ typedef struct hsd_pair_report {
     int64_t t_roundtrip, d_roundtrip; /* corpus samples with decode(encode(s)) == s */
     bool has_psi; /* false when not computed (hand-made reports): rule 3 uses bytes only */
     hsd_pair_psi psi;
-    hsd_pair_algo algo;
-    char reason[512];
-    char warnings[512]; /* conditions the algorithms assume but this pair breaks; "" if none */
+    hsd_algo algo;                /* SD, TLI, SLEM or SLRS (hsd_algo_name names it) */
+    char *reason;   /* why (never truncated); released by hsd_pair_report_free */
+    char *warnings; /* conditions the algorithms assume but this pair breaks; "" if none;
+                     * released by hsd_pair_report_free */
 } hsd_pair_report;
 
-/* "SD", "TLI", "SLEM", "SLRS"; "?" outside the enum. Static string. */
-HSD_API const char *hsd_pair_algo_name(hsd_pair_algo a);
-/* Computes the whole report and the recommendation; corpus_path (JSONL with "text") may be
- * NULL. Errors: INVALID_ARG (NULL t/d/out), IO / PARSE (the corpus), NOMEM. */
+/* Computes the whole report and the recommendation (the caller releases it with
+ * hsd_pair_report_free); corpus_path (JSONL with "text") may be NULL. Errors: INVALID_ARG (NULL t/d/out), IO / PARSE (the corpus), NOMEM. */
 HSD_API hsd_status hsd_pair_analyze(const hsd_tokenizer *t, const hsd_tokenizer *d,
                                     const char *corpus_path, hsd_pair_report *out);
 /* Whether every non-special token of a is a concatenation of b's surfaces. Errors:
  * INVALID_ARG (NULL a/b/out), NOMEM. */
 HSD_API hsd_status hsd_pair_expressible(const hsd_tokenizer *a, const hsd_tokenizer *b,
                                         hsd_pair_expr *out);
-/* Applies the Table 4 rule to the facts in r (sets r->algo, r->reason). NULL is a no-op. */
+/* Releases the report's text fields (reason, warnings) and sets them NULL; NULL is a no-op,
+ * and so is a second call. */
+HSD_API void hsd_pair_report_free(hsd_pair_report *r);
+/* Applies the Table 4 rule to the facts in r (sets r->algo, r->reason, r->warnings, replacing
+ * earlier text; release them with hsd_pair_report_free). NULL is a no-op. */
 HSD_API void hsd_pair_recommend(hsd_pair_report *r);
 /* The ψ cost summary of SLRS for this pair. Errors: INVALID_ARG (NULL t/d/out), NOMEM. */
 HSD_API hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d,
@@ -179,6 +149,7 @@ HSD_API hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokeni
  * n_max). Counts are kept as double (exact to 2^53) and as uint64 saturating at UINT64_MAX.
  * ==================================================================================== */
 typedef struct hsd_psi_params {
+    size_t size; /* sizeof(hsd_psi_params), set by its *_default_params() */
     bool distinct_surfaces; /* count surface sequences, not id sequences (default false) */
 } hsd_psi_params;
 HSD_API hsd_psi_params hsd_psi_default_params(void);
@@ -223,7 +194,7 @@ typedef struct hsd_psi_summary {
  * NULL out is a no-op. */
 HSD_API void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out);
 /* Counted target ids ordered by (surface length, id): the paper's "shortest N tokens" are
- * the first N. *ids is malloc'ed; *n gets s->n_tokens. Errors: INVALID_ARG (NULL args),
+ * the first N. *ids is yours (hsd_free); *n gets s->n_tokens. Errors: INVALID_ARG (NULL args),
  * NOMEM. */
 HSD_API hsd_status hsd_psi_ids_by_length(const hsd_psi_stats *s, int32_t **ids, size_t *n);
 
@@ -236,7 +207,7 @@ typedef struct hsd_psi_length_row {
     double nodes_mean;
     int32_t n_max; /* largest n_max(t) at this length */
 } hsd_psi_length_row;
-/* Rows for every length that has tokens, shortest first; *rows is malloc'ed. Errors:
+/* Rows for every length that has tokens, shortest first; *rows is yours (hsd_free). Errors:
  * INVALID_ARG (NULL args), NOMEM. */
 HSD_API hsd_status hsd_psi_by_length(const hsd_psi_stats *s, hsd_psi_length_row **rows,
                                      size_t *n_rows);
@@ -259,7 +230,7 @@ typedef enum hsd_inj_cause {
 HSD_API const char *hsd_inj_cause_name(hsd_inj_cause c);
 
 typedef struct hsd_inj_example {
-    char *input, *decoded, *minimal; /* malloc'ed, NUL-terminated */
+    char *input, *decoded, *minimal; /* NUL-terminated; released by hsd_inj_result_free */
     size_t input_len, decoded_len, minimal_len;
     hsd_inj_cause cause;
     int64_t sample; /* corpus index, or -1 when found by the fuzzer */
@@ -278,6 +249,7 @@ typedef struct hsd_inj_result {
 typedef void (*hsd_inj_progress_fn)(void *ctx, double done_frac, int64_t candidates, int64_t found);
 
 typedef struct hsd_inj_params {
+    size_t size; /* sizeof(hsd_inj_params), set by its *_default_params() */
     size_t prefix_chars;          /* corpus: check only the first N characters; 0 = all */
     bool minimize;                /* shrink and classify each failure (default true) */
     double fuzz_seconds;          /* fuzz budget (default 0) */
@@ -309,6 +281,7 @@ HSD_API void hsd_inj_result_free(hsd_inj_result *r); /* NULL is a no-op */
  * and K* maximises U over K = 1..V subject to C(K) >= c_min (smallest K among ties).
  * ==================================================================================== */
 typedef struct hsd_trim_params {
+    size_t size; /* sizeof(hsd_trim_params), set by its *_default_params() */
     double alpha;        /* weight of coverage in U, in [0, 1] (default 0.5) */
     double min_coverage; /* c_min in [0, 1] (default 0) */
     int32_t dim;         /* hidden size d of the drafter head (no default: 0 is an error) */
@@ -341,14 +314,13 @@ HSD_API hsd_status hsd_trim_rank(const int64_t *counts, int32_t V, int32_t *orde
 HSD_API hsd_status hsd_trim_candidates(const hsd_tokenizer *target, const hsd_tokenizer *draft,
                                        int32_t *order, int32_t n, int32_t *draft_ids,
                                        int32_t *n_cand);
-/* prefix[k] = sum of the counts of order[0..k) (prefix[0] = 0), n + 1 entries. NULL
- * arguments or n < 0: no-op. */
-HSD_API void hsd_trim_prefix(const int64_t *counts, const int32_t *order, int32_t n,
-                             int64_t *prefix);
-/* C(K) = prefix[k] / total; 0 when total <= 0, k < 0 or prefix is NULL. */
-HSD_API double hsd_trim_coverage(const int64_t *prefix, int64_t total, int32_t k);
-/* R(K) for a head of v_full rows; 0 for a NULL p or a head of no FLOPs. */
-HSD_API double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k);
+/* The trim quantities at one K (1 <= k <= n_cand): out->k = k, coverage C(K), saving R(K),
+ * utility U(K), k_min_feasible 0. prefix[k] is the sum of the counts of the k first ranked
+ * candidates (prefix[0] = 0, n_cand + 1 entries); total = N, v_full = rows of the full head.
+ * Errors: INVALID_ARG (NULL args, k outside 1..n_cand, bad parameters, named). */
+HSD_API hsd_status hsd_trim_eval(const int64_t *prefix, int32_t n_cand, int64_t total,
+                                 int32_t v_full, const hsd_trim_params *p, int32_t k,
+                                 hsd_trim_result *out);
 /* K* over K = 1..n_cand, the candidates being the ranked ids behind prefix (all V ids, or
  * T ∩ D from hsd_trim_candidates, where coverage tops out below 1); total = N, v_full = rows
  * of the full head. Errors: INVALID_ARG (NULL args, bad parameters, named), OUT_OF_RANGE (an
@@ -361,23 +333,14 @@ HSD_API hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64
  * speed tests), and a trained model inflated to a bigger shape without changing its logits
  * (models/inflate.c explains the construction). Shapes: hsd_synth_shape_list.
  * ==================================================================================== */
-/* Storage type of the weights written: synth stores its vectors (norms, biases) in the same
- * type (F32 with Q8_0), inflate keeps them F32. */
-typedef enum hsd_ftype {
-    HSD_FTYPE_F32 = 0,
-    HSD_FTYPE_F16 = 1,
-    HSD_FTYPE_BF16 = 2,
-    HSD_FTYPE_Q8_0 = 3,
-    /* llama.cpp's Q4_K_M mix (inflate only; widths multiples of 256): Q4_K matrices, Q6_K for
-     * the output matrix and for attn_v / ffn_down in llama.cpp's "more bits" layers */
-    HSD_FTYPE_Q4_K_M = 4,
-} hsd_ftype;
+/* Storage types: hsd_ftype (include/hsd.h); AUTO means F32 here. */
 
 /* The known shape names, comma-separated. Static string. */
 HSD_API const char *hsd_synth_shape_list(void);
 
 typedef struct hsd_synth_model hsd_synth_model;
 typedef struct hsd_synth_params {
+    size_t size; /* sizeof(hsd_synth_params), set by its *_default_params() */
     const char *shape; /* a name of hsd_synth_shape_list (required) */
     hsd_ftype type;    /* default F32 */
     uint64_t seed;     /* default 1 */
@@ -401,6 +364,7 @@ HSD_API hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char
                                             const char *tokenizer);
 
 typedef struct hsd_inflate_params {
+    size_t size; /* sizeof(hsd_inflate_params), set by its *_default_params() */
     const char *shape;     /* target shape, a name of hsd_synth_shape_list (required) */
     const char *tokenizer; /* tokenizer for the GGUF's metadata; NULL: the input's own when
                             * it is a GGUF, else a placeholder vocabulary */
@@ -429,6 +393,7 @@ HSD_API hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *pa
  * committed context, on the engine's own bridge code.
  * ==================================================================================== */
 typedef struct hsd_bridge_bench_params {
+    size_t size; /* sizeof(hsd_bridge_bench_params), set by its *_default_params() */
     int32_t k;       /* draft tokens per round (default 4) */
     int32_t rounds;  /* timed rounds (default 2000), at least block */
     int32_t block;   /* rounds per block; each block starts again from the same context (25) */
@@ -444,7 +409,7 @@ typedef struct hsd_bridge_bench_result {
 
 /* The committed context is the surface of target_ids[0..ctx_tokens) (the prompt: frozen);
  * draft chunks are k consecutive ids of draft_src[0..n_src) at random places. After 2 blocks
- * of warm-up, us[0..rounds) receives each timed round's microseconds (hsd_timer_ms).
+ * of warm-up, us[0..rounds) receives each timed round's microseconds (a monotonic clock).
  * Errors: INVALID_ARG (NULL args, k < 1, block < 1, rounds < block, n_src <= k),
  * OUT_OF_RANGE (ctx_tokens < 0 or > n_target), NOMEM, and the tokenizers'. */
 HSD_API hsd_status hsd_bridge_bench(const hsd_tokenizer *target, const hsd_tokenizer *draft,

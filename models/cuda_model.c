@@ -132,15 +132,17 @@ static void cm_free(void *ctx) {
     free(m);
 }
 
-hsd_dtype hsd_cuda_model_weight_type(hsd_weight_type choice, hsd_dtype stored, int32_t dim) {
+hsd_dtype hsd_cuda_model_weight_type(hsd_ftype choice, hsd_dtype stored, int32_t dim) {
     switch (choice) {
-    case HSD_WEIGHTS_F32:
+    case HSD_FTYPE_F32:
         return HSD_DT_F32;
-    case HSD_WEIGHTS_F16:
+    case HSD_FTYPE_F16:
         return HSD_DT_F16;
-    case HSD_WEIGHTS_BF16:
+    case HSD_FTYPE_BF16:
         return HSD_DT_BF16;
-    case HSD_WEIGHTS_AUTO:
+    case HSD_FTYPE_AUTO:
+    case HSD_FTYPE_Q8_0: /* refused by hsd_model_load (device weights are F32/F16/BF16) */
+    case HSD_FTYPE_Q4_K_M:
         break;
     }
     if (stored == HSD_DT_F16 || stored == HSD_DT_BF16) return stored;
@@ -438,7 +440,7 @@ static hsd_status cm_forward(void *ctx, const int32_t *tokens, int32_t n, const 
     cuda_model *m = ctx;
     TRY(hsd_forward_check("forward", tokens, n, parents, rows, n_rows, logits != NULL,
                           m->cfg.vocab_size, m->kv_lens[m->cur], m->n_ctx));
-    hsd_model_batch_seq one = {m->cur, tokens, n, parents, rows, n_rows};
+    hsd_model_batch_seq one = {sizeof one, m->cur, tokens, n, parents, rows, n_rows};
     return cm_run(m, &one, 1, logits);
 }
 
@@ -515,7 +517,7 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     const hsd_tf_config *c = &m->cfg;
     const hsd_mat *emb = hsd_tf_matrix(tf, HSD_T_TOK_EMB, -1),
                   *cls = hsd_tf_matrix(tf, HSD_T_CLS, -1);
-    hsd_weight_type choice = p ? p->device_weights : HSD_WEIGHTS_AUTO;
+    hsd_ftype choice = p ? p->device_weights : HSD_FTYPE_AUTO;
 #define WT(mat) hsd_cuda_model_weight_type(choice, (mat)->type, c->dim)
     TRY(upload_mat(m, emb, WT(emb), &m->tok_emb));
     m->tied = cls->data == emb->data;

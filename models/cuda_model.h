@@ -18,7 +18,7 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
                                  hsd_model_iface *iface, char *desc, size_t desc_cap);
 
 /* The device type AUTO and the explicit choices give for weights stored as `stored` in a
- * model of width dim (see hsd_weight_type). */
-hsd_dtype hsd_cuda_model_weight_type(hsd_weight_type choice, hsd_dtype stored, int32_t dim);
+ * model of width dim (see hsd_ftype). */
+hsd_dtype hsd_cuda_model_weight_type(hsd_ftype choice, hsd_dtype stored, int32_t dim);
 
 #endif

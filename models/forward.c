@@ -183,7 +183,7 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
 hsd_status hsd_tf_forward(hsd_transformer *tf, const int32_t *tokens, int32_t n,
                           const int32_t *parents, const int32_t *rows, int32_t n_rows,
                           float *logits) {
-    hsd_model_batch_seq one = {tf->cur, tokens, n, parents, rows, n_rows};
+    hsd_model_batch_seq one = {sizeof one, tf->cur, tokens, n, parents, rows, n_rows};
     return forward_segs(tf, &one, 1, logits, false);
 }
 

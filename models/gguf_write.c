@@ -3,6 +3,7 @@
  * scaling as rope_freqs), the metadata llama.cpp's loader requires (general.architecture,
  * general.file_type, the hparams under the architecture's prefix) and a tokenizer: the one
  * given, or a placeholder vocabulary of the model's size. */
+#include "hsd_tools.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -43,6 +43,7 @@ struct hsd_head {
 hsd_head_params hsd_head_default_params(void) {
     hsd_head_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.kind = HSD_HEAD_FULL;
     p.top_k = 2048;
     return p;

@@ -41,6 +41,7 @@
  * Extra layers. Layers L..L'-1 are all zero: attention output and down projection 0, so each
  * adds exactly 0 to the residual (identity). Final norm and classifier are the model's
  * (padded like the embedding), vocabulary and context length stay the model's. */
+#include "hsd_tools.h"
 #include "models/inflate.h"
 
 #include <math.h>
@@ -52,6 +53,7 @@
 
 #include "kernels/quant.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "models/loaders.h"
 
 typedef struct plan {
@@ -536,8 +538,8 @@ done:
 }
 
 hsd_inflate_params hsd_inflate_default_params(void) {
-    return (hsd_inflate_params){
-        .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
+    return (hsd_inflate_params){.size = sizeof(hsd_inflate_params),
+                                .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
 }
 
 hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, const char *out_path,
@@ -547,6 +549,10 @@ hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, co
                          !in       ? "input path"
                          : !params ? "params"
                                    : "output path");
+    hsd_inflate_params params_own = hsd_inflate_default_params();
+    hsd_status params_st = hsd_params_read(&params_own, sizeof params_own, params, "hsd_inflate_file", "params", "hsd_inflate_default_params()");
+    if (params_st) return params_st;
+    params = &params_own;
     if (!params->shape)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_inflate_file: no shape given (known: %s)",
                          hsd_synth_shape_list());

@@ -5,6 +5,7 @@
 #ifndef HSD_MODELS_INFLATE_H
 #define HSD_MODELS_INFLATE_H
 
+#include "hsd_tools.h"
 #include <stddef.h>
 #include <stdint.h>
 

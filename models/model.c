@@ -8,6 +8,7 @@
 #include "hsd.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/params.h"
 #include "kernels/cpu_features.h"
 #include "models/cuda_model.h"
 #include "models/forward_check.h"
@@ -31,11 +32,12 @@ struct hsd_model {
 };
 
 hsd_model_params hsd_model_default_params(void) {
-    hsd_model_params p = {.n_ctx = 0,
+    hsd_model_params p = {.size = sizeof(hsd_model_params),
+                          .n_ctx = 0,
                           .n_threads = 2,
                           .use_mmap = true,
                           .backend = HSD_BACKEND_AUTO,
-                          .device_weights = HSD_WEIGHTS_AUTO,
+                          .device_weights = HSD_FTYPE_AUTO,
                           .n_seq = 1,
                           .cpu_kernels = HSD_CPU_KERNELS_AUTO,
                           .no_pack = false,
@@ -82,10 +84,12 @@ int hsd_backend_parse(const char *name) {
     return -1;
 }
 
+/* iface is the library's own (a caller's is read into one first, hsd_model_from_iface). */
 static hsd_status wrap(const hsd_model_iface *iface, const char *desc, hsd_model **out) {
     hsd_model *m = calloc(1, sizeof *m);
     if (!m) return hsd_error(HSD_ERR_NOMEM, "out of memory");
     m->iface = *iface;
+    m->iface.size = sizeof m->iface;
     m->backend = HSD_BACKEND_CPU;
     m->format_eos = -1;
     snprintf(m->desc, sizeof m->desc, "%s", desc);
@@ -102,6 +106,12 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: out is NULL");
     *out = NULL;
     if (!path) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_load: path is NULL");
+    /* the caller's params (any header version) as the library's own, defaults in the tail */
+    hsd_model_params own = hsd_model_default_params();
+    hsd_status ps = hsd_params_read(&own, sizeof own, params, "hsd_model_load", "params",
+                                    "hsd_model_default_params()");
+    if (ps) return ps;
+    if (params) params = &own;
     if (params &&
         (params->n_ctx < 0 || params->n_threads < 0 || params->n_threads > HSD_MAX_THREADS))
         return hsd_error(HSD_ERR_INVALID_ARG,
@@ -110,7 +120,7 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     struct stat st;
     if (params &&
         (params->backend < HSD_BACKEND_AUTO || params->backend > HSD_BACKEND_CUDA ||
-         params->device_weights < HSD_WEIGHTS_AUTO || params->device_weights > HSD_WEIGHTS_BF16))
+         params->device_weights < HSD_FTYPE_AUTO || params->device_weights > HSD_FTYPE_BF16))
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "hsd_model_load: backend %d or device weights %d unknown",
                          (int)params->backend, (int)params->device_weights);
@@ -180,9 +190,20 @@ hsd_status hsd_model_load(const char *path, const hsd_model_params *params, hsd_
     return s;
 }
 
-hsd_status hsd_model_from_iface(const hsd_model_iface *iface, hsd_model **out) {
-    if (!iface || !out || !iface->vocab_size || !iface->forward || !iface->kv_len ||
-        !iface->kv_truncate)
+hsd_status hsd_model_from_iface(const hsd_model_iface *caller, hsd_model **out) {
+    if (!caller || !out)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_from_iface: %s is NULL",
+                         !caller ? "iface" : "out");
+    /* read min(caller's size, ours): an older caller's iface is shorter, and the members it
+     * does not have stay NULL (never read past its end) */
+    hsd_model_iface own;
+    memset(&own, 0, sizeof own);
+    own.size = sizeof own;
+    hsd_status ps = hsd_params_read(&own, sizeof own, caller, "hsd_model_from_iface", "iface",
+                                    "HSD_MODEL_IFACE_INIT");
+    if (ps) return ps;
+    const hsd_model_iface *iface = &own;
+    if (!iface->vocab_size || !iface->forward || !iface->kv_len || !iface->kv_truncate)
         return hsd_error(
             HSD_ERR_INVALID_ARG,
             "hsd_model_from_iface: vocab_size, forward, kv_len and kv_truncate are required");
@@ -321,7 +342,10 @@ static hsd_status collect_hidden(hsd_model *m, const int32_t *ids, int32_t n, hs
 hsd_status hsd_model_set_head(hsd_model *m, const hsd_head_params *params) {
     hsd_status s = need_tf(m, "hsd_model_set_head");
     if (s) return s;
-    hsd_head_params p = params ? *params : hsd_head_default_params();
+    hsd_head_params p = hsd_head_default_params();
+    s = hsd_params_read(&p, sizeof p, params, "hsd_model_set_head", "params",
+                        "hsd_head_default_params()");
+    if (s) return s;
     if (p.kind == HSD_HEAD_FULL) {
         hsd_head_free(hsd_tf_swap_head(m->tf, NULL));
         return HSD_OK;
@@ -394,6 +418,9 @@ hsd_status hsd_model_seq_select(hsd_model *m, int32_t seq) {
     return HSD_OK;
 }
 
+static hsd_status forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                float *logits);
+
 hsd_status hsd_model_forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs, int32_t n_seqs,
                                    float *logits) {
     if (!m || !seqs || n_seqs < 1)
@@ -401,6 +428,35 @@ hsd_status hsd_model_forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs
                          !m      ? "NULL model"
                          : !seqs ? "NULL seqs"
                                  : "n_seqs < 1");
+    /* The caller's entries stride by their size (its header's); the models read the
+     * library's own layout, so a caller of another size gets a converted copy. */
+    size_t size = seqs->size;
+    if (size < HSD_PARAMS_MIN_SIZE)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "hsd_model_forward_batch: seqs[0].size is %zu (set it to "
+                         "sizeof(hsd_model_batch_seq))",
+                         size);
+    for (int32_t i = 1; i < n_seqs; i++)
+        if (hsd_params_size(hsd_params_at(seqs, size, (size_t)i)) != size)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "hsd_model_forward_batch: seqs[%d].size differs from seqs[0].size "
+                             "%zu (one size per array)",
+                             (int)i, size);
+    if (size == sizeof *seqs) return forward_batch(m, seqs, n_seqs, logits);
+    hsd_model_batch_seq *own = calloc((size_t)n_seqs, sizeof *own);
+    if (!own) return hsd_error(HSD_ERR_NOMEM, "hsd_model_forward_batch: out of memory");
+    hsd_status s = HSD_OK;
+    for (int32_t i = 0; !s && i < n_seqs; i++)
+        s = hsd_params_read(&own[i], sizeof own[i], hsd_params_at(seqs, size, (size_t)i),
+                            "hsd_model_forward_batch", "seqs[i]", "sizeof(hsd_model_batch_seq)");
+    if (!s) s = forward_batch(m, own, n_seqs, logits);
+    free(own);
+    return s;
+}
+
+/* seqs in the library's own layout. */
+static hsd_status forward_batch(hsd_model *m, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                float *logits) {
     int32_t n = hsd_model_n_seq(m), V = hsd_model_vocab_size(m);
     for (int32_t i = 0; i < n_seqs; i++) {
         if (seqs[i].seq < 0 || seqs[i].seq >= n)

@@ -1,6 +1,7 @@
 /* HuggingFace checkpoints: config.json (the architectures of models/arch.c) plus
  * model.safetensors or the shards of model.safetensors.index.json, read and written through
  * lib/base/safetensors_io.c. */
+#include "hsd_tools.h"
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+#include "hsd_tools.h"
 #include "models/synth.h"
 
 #include <math.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/base/rng.h"
 #include "models/arch.h"
 
@@ -237,8 +239,9 @@ hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_pa
 /* --- public API (include/hsd_tools.h) ---------------------------------------------- */
 
 hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0,
-                                      HSD_DT_Q4_K};
+    /* indexed by hsd_ftype: AUTO writes F32 */
+    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32,  HSD_DT_F16,
+                                      HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K};
     if ((unsigned)type >= sizeof types / sizeof *types)
         return hsd_error(HSD_ERR_INVALID_ARG, "weight type %d outside hsd_ftype", (int)type);
     *out = types[type];
@@ -246,13 +249,17 @@ hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
 }
 
 hsd_synth_params hsd_synth_default_params(void) {
-    return (hsd_synth_params){.shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
+    return (hsd_synth_params){.size = sizeof(hsd_synth_params), .shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
 }
 
 hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out) {
     if (!out) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: out is NULL");
     *out = NULL;
     if (!params) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_init: params is NULL");
+    hsd_synth_params params_own = hsd_synth_default_params();
+    hsd_status params_st = hsd_params_read(&params_own, sizeof params_own, params, "hsd_synth_init", "params", "hsd_synth_default_params()");
+    if (params_st) return params_st;
+    params = &params_own;
     hsd_dtype dt = HSD_DT_F32;
     if (hsd_synth_ftype(params->type, &dt))
         return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");

@@ -3,6 +3,7 @@
 #ifndef HSD_MODELS_SYNTH_H
 #define HSD_MODELS_SYNTH_H
 
+#include "hsd_tools.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/clock.h"
 #include "server/sched.h"
 
-double srv_now_ms(void) { return hsd_timer_ms(); }
+double srv_now_ms(void) { return cli_timer_ms(); }
 
 srv_req *srv_req_new(void) {
     srv_req *r = calloc(1, sizeof *r);
@@ -210,18 +211,20 @@ static void *loop(void *arg) {
                 }
         }
         for (int32_t j = 0; j < ne; j++) {
+            /* the library's event size, not ours (the array grows with the library) */
+            const hsd_batch_event *evj = HSD_BATCH_EVENT_AT(ev, j);
             int32_t slot;
-            srv_req *r = running(s, ev[j].id, &slot);
+            srv_req *r = running(s, evj->id, &slot);
             if (!r) continue;
-            append_text(r, ev[j].text, ev[j].len);
-            r->n_gen += ev[j].n_ids;
-            s->m.generated_tokens += ev[j].n_ids;
-            if (!ev[j].done) continue;
-            const hsd_gen_result *res = ev[j].result;
+            append_text(r, evj->text, evj->len);
+            r->n_gen += evj->n_ids;
+            s->m.generated_tokens += evj->n_ids;
+            if (!evj->done) continue;
+            const hsd_gen_result *res = evj->result;
             r->has_result = true;
             r->stop = res->stop_reason;
             r->algo = res->algo;
-            r->n_prompt = ev[j].n_prompt;
+            r->n_prompt = evj->n_prompt;
             r->n_ids = res->n_ids;
             r->rounds = res->n_rounds;
             r->drafted = res->n_drafted;
@@ -229,7 +232,7 @@ static void *loop(void *arg) {
             r->ttft_ms = res->ttft_ms;
             r->total_ms = res->total_ms;
             s->m.finished++;
-            s->m.prompt_tokens += ev[j].n_prompt;
+            s->m.prompt_tokens += evj->n_prompt;
             if ((unsigned)res->algo <= HSD_ALGO_AUTO) {
                 s->m.by_algo[res->algo]++;
                 s->m.rounds[res->algo] += res->n_rounds;

@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "lib/base/error.h"
 #include "tests/testutil.h"
 
@@ -82,7 +85,7 @@ static hsd_model_iface toy_iface(toy *m, int32_t vocab) {
     memset(m, 0, sizeof *m);
     m->vocab = vocab;
     m->n_ctx = 64;
-    hsd_model_iface f = {.ctx = m,
+    hsd_model_iface f = {HSD_MODEL_IFACE_INIT, .ctx = m,
                          .vocab_size = toy_vocab,
                          .n_ctx = toy_n_ctx,
                          .forward = toy_forward,
@@ -146,6 +149,7 @@ static int teardown(void **state) {
 #define HSD_API_ROWS_BASE(X)                                                                       \
     X(hsd_last_error)                                                                              \
     X(hsd_status_str)                                                                              \
+    X(hsd_struct_size)                                                                             \
     X(hsd_version)                                                                                 \
     X(hsd_log_set)                                                                                 \
     X(hsd_free)                                                                                    \
@@ -235,21 +239,15 @@ static int teardown(void **state) {
 
 /* test_api_errors_tools.c: the tools (include/hsd_tools.h). */
 #define HSD_API_ROWS_TOOLS(X)                                                                      \
-    X(hsd_timer_ms)                                                                                \
-    X(hsd_timer_cpu_ms)                                                                            \
-    X(hsd_rng_init)                                                                                \
-    X(hsd_rng_u32)                                                                                 \
-    X(hsd_rng_uniform)                                                                             \
-    X(hsd_rng_uniform_f64)                                                                         \
     X(hsd_corpus_load)                                                                             \
     X(hsd_corpus_free)                                                                             \
     X(hsd_token_trie_build)                                                                        \
     X(hsd_token_trie_free)                                                                         \
     X(hsd_token_trie_n_nodes)                                                                      \
     X(hsd_token_trie_n_tokens)                                                                     \
-    X(hsd_pair_algo_name)                                                                          \
     X(hsd_pair_analyze)                                                                            \
     X(hsd_pair_expressible)                                                                        \
+    X(hsd_pair_report_free)                                                                        \
     X(hsd_pair_recommend)                                                                          \
     X(hsd_pair_psi_summary)                                                                        \
     X(hsd_psi_default_params)                                                                      \
@@ -267,9 +265,7 @@ static int teardown(void **state) {
     X(hsd_trim_count)                                                                              \
     X(hsd_trim_rank)                                                                               \
     X(hsd_trim_candidates)                                                                         \
-    X(hsd_trim_prefix)                                                                             \
-    X(hsd_trim_coverage)                                                                           \
-    X(hsd_trim_saving)                                                                             \
+    X(hsd_trim_eval)                                                                                  \
     X(hsd_trim_optimum)                                                                            \
     X(hsd_synth_shape_list)                                                                        \
     X(hsd_synth_default_params)                                                                    \

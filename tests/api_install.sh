@@ -25,7 +25,7 @@ pc=$(find "$root" -name hsd.pc)
 cfg=$(find "$root" -name hsdConfig.cmake)
 [ -n "$pc" ] && [ -n "$cfg" ] || { echo "FAIL: hsd.pc or hsdConfig.cmake missing"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
-for f in libhsd.a libhsd.so libhsd.so.0; do
+for f in libhsd.a libhsd.so libhsd.so.1; do
     [ -e "$libdir/$f" ] || { echo "FAIL: $libdir/$f missing"; exit 1; }
 done
 # everything went under DESTDIR/PREFIX (here: DESTDIR/opt only)
@@ -39,9 +39,9 @@ cmake -S "$src/tests/install_project" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$r
 cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
 "$tmp/consumer/consumer_shared"
 "$tmp/consumer/consumer_static"
-# the shared consumer really uses the installed libhsd.so.0 (found through its RUNPATH)
-ldd "$tmp/consumer/consumer_shared" | grep -q "$libdir/libhsd.so.0" ||
-    { echo "FAIL: consumer_shared does not load $libdir/libhsd.so.0"; ldd "$tmp/consumer/consumer_shared"; exit 1; }
+# the shared consumer really uses the installed libhsd.so.1 (found through its RUNPATH)
+ldd "$tmp/consumer/consumer_shared" | grep -q "$libdir/libhsd.so.1" ||
+    { echo "FAIL: consumer_shared does not load $libdir/libhsd.so.1"; ldd "$tmp/consumer/consumer_shared"; exit 1; }
 
 echo "== cc \$(pkg-config --cflags --libs hsd)"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"

@@ -43,6 +43,16 @@ static void row_hsd_status_str(void **state) {
     assert_string_equal(hsd_status_str((hsd_status)10000), "HSD_ERR_UNKNOWN");
 }
 
+static void row_hsd_struct_size(void **state) {
+    (void)state;
+    assert_int_equal(hsd_struct_size(NULL), 0);
+    assert_int_equal(hsd_struct_size("hsd_no_such_struct"), 0);
+    /* the library was built from this header: the sizes agree with the compiler's */
+    assert_int_equal(hsd_struct_size("hsd_model_params"), sizeof(hsd_model_params));
+    assert_int_equal(hsd_struct_size("hsd_gen_result"), sizeof(hsd_gen_result));
+    assert_int_equal(hsd_struct_size("hsd_model_iface"), sizeof(hsd_model_iface));
+    assert_int_equal(hsd_struct_size("hsd_batch_event"), sizeof(hsd_batch_event));
+}
 static void row_hsd_version(void **state) {
     (void)state;
     assert_string_equal(hsd_version(), HSD_VERSION_STRING);

@@ -115,7 +115,7 @@ static void row_hsd_engine_set_eos_ids(void **state) {
 static void row_hsd_engine_generate(void **state) {
     (void)state;
     hsd_engine_reset(eng_pair);
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     hsd_gen_params p = hsd_gen_default_params();
     p.max_new_tokens = 4;
     EXPECT(HSD_ERR_INVALID_ARG, hsd_engine_generate(NULL, "ab", 2, &p, &r));
@@ -178,7 +178,7 @@ static void row_hsd_engine_generate(void **state) {
 static void row_hsd_gen_result_free(void **state) {
     (void)state;
     hsd_gen_result_free(NULL);
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     memset(&r, 0, sizeof r);
     hsd_gen_result_free(&r);
     hsd_gen_result_free(&r); /* twice is harmless */
@@ -213,19 +213,21 @@ static void row_hsd_model_set_head(void **state) {
 
 static void row_hsd_model_set_head_spec(void **state) {
     (void)state;
-    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(NULL, "full", NULL, NULL, 0));
-    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, NULL, NULL, NULL, 0));
-    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "full", NULL, NULL, 2));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(NULL, "full", NULL, 0));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, NULL, NULL, 0));
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "full", NULL, 2));
     const char *bad[] = {
         "",       "bogus",    "full:x",  "trim",    "trim:",      "spec",      "spec:0",
         "spec:x", "spec:8/y", "spec:8:", "lowrank", "lowrank:-1", "lowrank:4x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, bad[i], NULL, NULL, 0));
+        EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, bad[i], NULL, 0));
         assert_non_null(strstr(hsd_last_error(), bad[i])); /* the message names the spec */
     }
-    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "tli", NULL, NULL, 0));
+    /* the TLI head is not a spec: hsd_engine_set_tli_head is the one way to install it */
+    EXPECT(HSD_ERR_INVALID_ARG, hsd_model_set_head_spec(model_t, "tli", NULL, 0));
+    assert_non_null(strstr(hsd_last_error(), "hsd_engine_set_tli_head"));
     EXPECT(HSD_ERR_IO,
-           hsd_model_set_head_spec(model_t, "trim:/nonexistent/ids.txt", NULL, NULL, 0));
+           hsd_model_set_head_spec(model_t, "trim:/nonexistent/ids.txt", NULL, 0));
     char path[] = "/tmp/hsd_api_ids_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -233,12 +235,12 @@ static void row_hsd_model_set_head_spec(void **state) {
     close(fd);
     char spec[64];
     snprintf(spec, sizeof spec, "trim:%s", path);
-    EXPECT(HSD_ERR_PARSE, hsd_model_set_head_spec(model_t, spec, NULL, NULL, 0));
+    EXPECT(HSD_ERR_PARSE, hsd_model_set_head_spec(model_t, spec, NULL, 0));
     assert_non_null(strstr(hsd_last_error(), ":3:")); /* file and line */
     unlink(path);
     /* well-formed, but a caller-provided model has no head to replace */
-    EXPECT(HSD_ERR_UNSUPPORTED, hsd_model_set_head_spec(model_t, "full", NULL, NULL, 0));
-    EXPECT(HSD_ERR_UNSUPPORTED, hsd_model_set_head_spec(model_t, "spec:4/2", NULL, NULL, 0));
+    EXPECT(HSD_ERR_UNSUPPORTED, hsd_model_set_head_spec(model_t, "full", NULL, 0));
+    EXPECT(HSD_ERR_UNSUPPORTED, hsd_model_set_head_spec(model_t, "spec:4/2", NULL, 0));
 }
 
 static void row_hsd_model_head_desc(void **state) {

@@ -168,7 +168,7 @@ static void row_hsd_model_forward_batch(void **state) {
     assert_int_equal(hsd_model_kv_truncate(model_t, 0), HSD_OK);
     const int32_t tok[2] = {2, 3}, oob[1] = {8};
     float logits[2 * 8];
-    hsd_model_batch_seq one = {.seq = 0, .tokens = tok, .n = 2, .n_rows = 2};
+    hsd_model_batch_seq one = {.size = sizeof(hsd_model_batch_seq), .seq = 0, .tokens = tok, .n = 2, .n_rows = 2};
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(NULL, &one, 1, logits));
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(model_t, NULL, 1, logits));
     EXPECT(HSD_ERR_INVALID_ARG, hsd_model_forward_batch(model_t, &one, 0, logits));
@@ -189,7 +189,7 @@ static void row_hsd_engine_generate_batch(void **state) {
     (void)state;
     hsd_engine_reset(eng_pair);
     hsd_gen_result r[2];
-    memset(r, 0, sizeof r);
+    hsd_gen_results_init(r, 2);
     hsd_gen_params p = hsd_gen_default_params();
     p.max_new_tokens = 4;
     const char *prompts[2] = {"ab", "ba"};

@@ -31,7 +31,7 @@ static hsd_model *two_slots(void) {
     toy_iface(&two.slot[0], 6);
     toy_iface(&two.slot[1], 6);
     two.cur = 0;
-    hsd_model_iface f = {.ctx = &two,
+    hsd_model_iface f = {HSD_MODEL_IFACE_INIT, .ctx = &two,
                          .vocab_size = toy2_vocab,
                          .n_ctx = toy2_n_ctx,
                          .forward = toy2_forward,

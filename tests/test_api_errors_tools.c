@@ -4,6 +4,9 @@
  * with a message naming the function and the argument; getters give their neutral value. The
  * right calls are checked against values worked out by hand from the toy vocabularies (BPE
  * merges, decompositions), the Random123 known answer and the formulas of the docs. */
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "tests/api_errors_fixture.h"
 
 /* EXPECT, and the message names `what` (the function, the argument or the cause). */
@@ -23,54 +26,6 @@ static const char *tmp_file(const char *tag, const char *text) {
     fputs(text, f);
     fclose(f);
     return path;
-}
-
-/* ---- clock and RNG --------------------------------------------------------------------- */
-
-static void row_hsd_timer_ms(void **state) {
-    (void)state;
-    double a = hsd_timer_ms(), b = hsd_timer_ms();
-    assert_true(a > 0 && b >= a); /* monotonic */
-}
-static void row_hsd_timer_cpu_ms(void **state) {
-    (void)state;
-    double a = hsd_timer_cpu_ms();
-    volatile double x = 0;
-    for (int i = 0; i < 1000000; i++) x += i;
-    assert_true(a >= 0 && hsd_timer_cpu_ms() >= a);
-}
-static void row_hsd_rng_init(void **state) {
-    (void)state;
-    hsd_rng_init(NULL, 1, 2); /* no-op */
-    hsd_rng r;
-    hsd_rng_init(&r, 0, 0);
-    /* Random123's known answer: philox4x32_10(ctr 0, key 0), first word */
-    assert_int_equal(hsd_rng_u32(&r), 0x6627e8d5);
-}
-static void row_hsd_rng_u32(void **state) {
-    (void)state;
-    assert_int_equal(hsd_rng_u32(NULL), 0);
-    hsd_rng r;
-    hsd_rng_init(&r, 0, 0);
-    const uint32_t want[4] = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
-    for (int i = 0; i < 4; i++) assert_int_equal(hsd_rng_u32(&r), want[i]);
-}
-static void row_hsd_rng_uniform(void **state) {
-    (void)state;
-    assert_true(hsd_rng_uniform(NULL) == 0.0f);
-    hsd_rng r;
-    hsd_rng_init(&r, 0, 0);
-    /* the top 24 bits of the first word over 2^24 */
-    assert_true(hsd_rng_uniform(&r) == (float)(0x6627e8d5u >> 8) / 16777216.0f);
-}
-static void row_hsd_rng_uniform_f64(void **state) {
-    (void)state;
-    assert_true(hsd_rng_uniform_f64(NULL) == 0.0);
-    hsd_rng r;
-    hsd_rng_init(&r, 0, 0);
-    double want = (double)((uint64_t)(0x6627e8d5u >> 5) * 67108864u + (0xe169c58du >> 6)) /
-                  9007199254740992.0; /* 27 + 26 bits of the first two words over 2^53 */
-    assert_true(hsd_rng_uniform_f64(&r) == want);
 }
 
 /* ---- corpus and token trie --------------------------------------------------------------- */
@@ -129,11 +84,6 @@ static void row_hsd_token_trie_n_tokens(void **state) {
 
 /* ---- pair advisor --------------------------------------------------------------------- */
 
-static void row_hsd_pair_algo_name(void **state) {
-    (void)state;
-    assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
-    assert_string_equal(hsd_pair_algo_name((hsd_pair_algo)-1), "?");
-}
 static void row_hsd_pair_analyze(void **state) {
     (void)state;
     hsd_pair_report r;
@@ -148,6 +98,7 @@ static void row_hsd_pair_analyze(void **state) {
     assert_int_equal(r.d_size, 6);
     /* <s> </s> (special on both sides) and a b c ' '; ab and abc have no drafter twin */
     assert_int_equal(r.intersection, 6);
+    hsd_pair_report_free(&r);
 }
 static void row_hsd_pair_expressible(void **state) {
     (void)state;
@@ -164,7 +115,20 @@ static void row_hsd_pair_recommend(void **state) {
     hsd_pair_report r = {0};
     r.identical = true;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
+    assert_non_null(strstr(r.reason, "identical")); /* library-allocated, never truncated */
+    hsd_pair_report_free(&r);
+}
+static void row_hsd_pair_report_free(void **state) {
+    (void)state;
+    hsd_pair_report_free(NULL); /* no-op */
+    hsd_pair_report r = {0};
+    hsd_pair_report_free(&r); /* nothing allocated: no-op */
+    r.identical = true;
+    hsd_pair_recommend(&r);
+    hsd_pair_report_free(&r);
+    assert_null(r.reason);
+    assert_null(r.warnings);
 }
 static void row_hsd_pair_psi_summary(void **state) {
     (void)state;
@@ -344,32 +308,21 @@ static void row_hsd_trim_candidates(void **state) {
         assert_int_equal(dids[i], want_d[i]);
     }
 }
-static void row_hsd_trim_prefix(void **state) {
+static void row_hsd_trim_eval(void **state) {
     (void)state;
-    const int64_t counts[3] = {1, 5, 4};
-    const int32_t order[3] = {1, 2, 0};
-    int64_t prefix[4] = {-1, -1, -1, -1};
-    hsd_trim_prefix(NULL, order, 3, prefix); /* no-op */
-    hsd_trim_prefix(counts, order, -1, prefix);
-    assert_true(prefix[0] == -1);
-    hsd_trim_prefix(counts, order, 3, prefix);
-    assert_true(prefix[0] == 0 && prefix[1] == 5 && prefix[2] == 9 && prefix[3] == 10);
-}
-static void row_hsd_trim_coverage(void **state) {
-    (void)state;
-    const int64_t prefix[3] = {0, 3, 5};
-    assert_true(hsd_trim_coverage(NULL, 10, 1) == 0);
-    assert_true(hsd_trim_coverage(prefix, 0, 1) == 0);
-    assert_true(hsd_trim_coverage(prefix, 10, -1) == 0);
-    assert_true(hsd_trim_coverage(prefix, 10, 1) == 0.3);
-}
-static void row_hsd_trim_saving(void **state) {
-    (void)state;
-    hsd_trim_params p = {.alpha = 0.5, .dim = 2, .fixed_flops = 0};
-    assert_true(hsd_trim_saving(NULL, 10, 5) == 0);
-    assert_true(hsd_trim_saving(&p, 10, 5) == 0.5); /* 1 - 2*2*5 / (2*2*10) */
-    p.dim = 0;
-    assert_true(hsd_trim_saving(&p, 10, 5) == 0); /* a head of no FLOPs saves nothing */
+    const int64_t prefix[4] = {0, 5, 9, 10};
+    hsd_trim_params p = hsd_trim_default_params();
+    p.dim = 2;
+    hsd_trim_result r;
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_trim_eval(NULL, 3, 10, 3, &p, 1, &r), "prefix");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_trim_eval(prefix, 3, 10, 3, NULL, 1, &r), "params");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_trim_eval(prefix, 3, 10, 3, &p, 1, NULL), "out");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_trim_eval(prefix, 3, 10, 3, &p, 0, &r), "k 0");
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_trim_eval(prefix, 3, 10, 3, &p, 4, &r), "k 4");
+    /* K = 2 of a 4-row head with d 2: C = 9/10, R = 1 - 2*2*2 / (2*2*4) = 1/2, U = their mean */
+    assert_int_equal(hsd_trim_eval(prefix, 3, 10, 4, &p, 2, &r), HSD_OK);
+    assert_int_equal(r.k, 2);
+    assert_true(r.coverage == 0.9 && r.saving == 0.5 && fabs(r.utility - 0.7) < 1e-15);
 }
 static void row_hsd_trim_optimum(void **state) {
     (void)state;

@@ -234,7 +234,7 @@ static void test_eos_ids_stop_generation(void **state) {
     hsd_gen_params gp = hsd_gen_default_params();
     gp.max_new_tokens = 8;
     gp.algo = HSD_ALGO_AR;
-    hsd_gen_result r1, r2;
+    hsd_gen_result r1 = HSD_GEN_RESULT_INIT, r2 = HSD_GEN_RESULT_INIT;
     assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &gp, &r1), HSD_OK);
     assert_true(r1.n_ids >= 3);
     int32_t stop = r1.ids[2], first = 0;

@@ -157,7 +157,7 @@ static void test_bad_backend(void **state) {
     assert_null(m);
     assert_non_null(strstr(hsd_last_error(), "backend 7"));
     p = hsd_model_default_params();
-    p.device_weights = (hsd_weight_type)-1;
+    p.device_weights = (hsd_ftype)-1;
     assert_int_equal(hsd_model_load(stories(), &p, &m), HSD_ERR_INVALID_ARG);
 }
 
@@ -176,14 +176,14 @@ static void test_backend_names(void **state) {
  * tiny models; explicit choices win. */
 static void test_weight_type_choice(void **state) {
     (void)state;
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_AUTO, HSD_DT_F32, 64), HSD_DT_F32);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_AUTO, HSD_DT_F32, 2048), HSD_DT_BF16);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_AUTO, HSD_DT_F16, 2048), HSD_DT_F16);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_AUTO, HSD_DT_BF16, 64), HSD_DT_BF16);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_AUTO, HSD_DT_Q8_0, 64), HSD_DT_BF16);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_F32, HSD_DT_BF16, 4096), HSD_DT_F32);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_F16, HSD_DT_F32, 64), HSD_DT_F16);
-    assert_int_equal(hsd_cuda_model_weight_type(HSD_WEIGHTS_BF16, HSD_DT_F32, 64), HSD_DT_BF16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_AUTO, HSD_DT_F32, 64), HSD_DT_F32);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_AUTO, HSD_DT_F32, 2048), HSD_DT_BF16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_AUTO, HSD_DT_F16, 2048), HSD_DT_F16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_AUTO, HSD_DT_BF16, 64), HSD_DT_BF16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_AUTO, HSD_DT_Q8_0, 64), HSD_DT_BF16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_F32, HSD_DT_BF16, 4096), HSD_DT_F32);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_F16, HSD_DT_F32, 64), HSD_DT_F16);
+    assert_int_equal(hsd_cuda_model_weight_type(HSD_FTYPE_BF16, HSD_DT_F32, 64), HSD_DT_BF16);
 }
 
 /* Opening a device where there is none: an error naming why, never a crash. */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "kernels/cpu_ops.h"
 #include "kernels/cuda_ops.h"
 #include "kernels/matmul.h"
@@ -56,7 +57,7 @@ static double max_rel(const float *a, const float *b, size_t n) {
 }
 
 /* The CPU transformer and the CUDA model over the same synth weights, step by step. */
-static void compare_shape(const char *shape, hsd_dtype dt, hsd_weight_type dev_w, double tol) {
+static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, double tol) {
     hsd_synth_model *sm;
     assert_int_equal(hsd_synth_create(shape, dt, 11, &sm), HSD_OK);
     hsd_model_params p = hsd_model_default_params();
@@ -132,34 +133,34 @@ static void compare_shape(const char *shape, hsd_dtype dt, hsd_weight_type dev_w
 
 static void test_llama_f32(void **state) {
     (void)state;
-    compare_shape("tiny", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+    compare_shape("tiny", HSD_DT_F32, HSD_FTYPE_AUTO, 1e-4);
 }
 static void test_qwen2_f32_bias_tied(void **state) {
     (void)state;
-    compare_shape("tiny-qwen2", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+    compare_shape("tiny-qwen2", HSD_DT_F32, HSD_FTYPE_AUTO, 1e-4);
 }
 /* Qwen3: per-head q/k RMSNorm before rope (hsd_cuda_head_norm), tied embeddings. */
 static void test_qwen3_f32_qk_norm(void **state) {
     (void)state;
-    compare_shape("tiny-qwen3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+    compare_shape("tiny-qwen3", HSD_DT_F32, HSD_FTYPE_AUTO, 1e-4);
 }
 /* Phi-3: fused q/k/v and gate/up in the file, restacked on upload as for every model. */
 static void test_phi3_f32_fused(void **state) {
     (void)state;
-    compare_shape("tiny-phi3", HSD_DT_F32, HSD_WEIGHTS_AUTO, 1e-4);
+    compare_shape("tiny-phi3", HSD_DT_F32, HSD_FTYPE_AUTO, 1e-4);
 }
 /* BF16 file, BF16 on the device: the same stored values on both sides; but on an AVX-512
  * BF16 CPU the CPU kernels round the activations to bf16 (vdpbf16ps, kernels/matmul.h) where
  * the emulated device multiplies fp32 ones: 2^-9 relative per product, ~1e-3 in logits. */
 static void test_llama_bf16(void **state) {
     (void)state;
-    compare_shape("small", HSD_DT_BF16, HSD_WEIGHTS_AUTO,
+    compare_shape("small", HSD_DT_BF16, HSD_FTYPE_AUTO,
                   hsd_mm_isa_default() >= HSD_MM_AVX512 ? 1e-2 : 1e-4);
 }
 /* Q8_0 widened to BF16 on upload: now the device's weights differ by BF16 rounding. */
 static void test_q8_0_to_bf16(void **state) {
     (void)state;
-    compare_shape("tiny", HSD_DT_Q8_0, HSD_WEIGHTS_AUTO, 3e-2);
+    compare_shape("tiny", HSD_DT_Q8_0, HSD_FTYPE_AUTO, 3e-2);
 }
 
 /* hsd_model_load with backend CUDA puts a real checkpoint on the "device": no fallback

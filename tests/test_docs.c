@@ -61,6 +61,33 @@ static void test_api_md_has_every_function(void **state) {
     assert_int_equal(missing, 0);
 }
 
+/* HSD_API declarations in one header (one function per HSD_API line). */
+static int count_exports(const char *header) {
+    char *h = hsd_test_read_file(hsd_test_src_path(header), NULL);
+    assert_non_null(h);
+    int n = 0;
+    for (char *p = h; (p = strstr(p, "\nHSD_API ")); p++) n++;
+    free(h);
+    return n;
+}
+
+/* docs/API.md states how many functions each header exports (the ABI policy); the numbers
+ * stay true: counted here from the headers (test_api_abi checks headers == exports). */
+static void test_api_md_states_export_counts(void **state) {
+    (void)state;
+    int core = count_exports("include/hsd.h"), tools = count_exports("include/hsd_tools.h");
+    assert_true(core >= 40 && tools >= 10); /* the headers were read */
+    char *md = hsd_test_read_file(hsd_test_src_path("docs/API.md"), NULL);
+    assert_non_null(md);
+    char want[256];
+    snprintf(want, sizeof want, "exports %d functions, all `hsd_*`: **%d declared in\n`include/hsd.h`** and **%d in `include/hsd_tools.h`**",
+             core + tools, core, tools);
+    if (!strstr(md, want))
+        fprintf(stderr, "docs/API.md (ABI policy) must say: \"%s\"\n", want);
+    assert_non_null(strstr(md, want));
+    free(md);
+}
+
 /* The section of docs/CLI.md whose heading is "hsd CMD": from that heading to the next one. */
 static const char *section(const char *md, const char *cmd, size_t *len) {
     char want[128];
@@ -444,6 +471,7 @@ static void test_results_md_is_a_summary(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_md_has_every_function),
+        cmocka_unit_test(test_api_md_states_export_counts),
         cmocka_unit_test(test_cli_md_has_every_flag),
         cmocka_unit_test(test_api_md_has_every_params_field),
         cmocka_unit_test(test_env_vars_documented),

@@ -90,14 +90,14 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label) {
     const hsd_algo algos[] = {HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION, HSD_ALGO_SD};
     int checked = 0;
     for (int i = 0; i < n_prompts; i++) {
-        hsd_gen_result ar;
+        hsd_gen_result ar = HSD_GEN_RESULT_INIT;
         gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 40, &ar);
         for (size_t a = 0; a < 4; a++) {
             bool self = target->t != draft->t &&
                         !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
             if (algos[a] == HSD_ALGO_SD && !self) continue;
             for (int adaptive = 0; adaptive < 2; adaptive++) {
-                hsd_gen_result r;
+                hsd_gen_result r = HSD_GEN_RESULT_INIT;
                 gen(e, prompts[i], algos[a], 5, adaptive, 0, 0, 40, &r);
                 if (!same_ids(&ar, &r))
                     fprintf(stderr, "%s %s prompt %d differs:\n AR:   %s\n algo: %s\n", label,
@@ -130,10 +130,10 @@ static void check_sampled_pair(lm *target, lm *draft, const char *label) {
     assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
     int checked = 0, long_rounds = 0;
     for (int i = 0; i < n_prompts; i += 3) {
-        hsd_gen_result ar;
+        hsd_gen_result ar = HSD_GEN_RESULT_INIT;
         gen(e, prompts[i], HSD_ALGO_AR, 1, false, 1.0f, 77 + (uint64_t)i, 40, &ar);
         for (int adaptive = 0; adaptive < 2; adaptive++) {
-            hsd_gen_result r;
+            hsd_gen_result r = HSD_GEN_RESULT_INIT;
             gen(e, prompts[i], HSD_ALGO_SLEM, 4, adaptive, 1.0f, 77 + (uint64_t)i, 40, &r);
             if (!same_ids(&ar, &r))
                 fprintf(stderr, "%s sampled slem prompt %d differs:\n AR:   %s\n slem: %s\n",
@@ -189,7 +189,7 @@ static void test_noninjective_drafter(void **state) {
     assert_int_equal(hsd_engine_init(small.m, small.t, m2, lower, &e), HSD_OK);
     int checked = 0;
     for (int i = 0; i < n_prompts; i += 3) {
-        hsd_gen_result ar, r1, r2;
+        hsd_gen_result ar = HSD_GEN_RESULT_INIT, r1 = HSD_GEN_RESULT_INIT, r2 = HSD_GEN_RESULT_INIT;
         gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 60, &ar);
         gen(e, prompts[i], HSD_ALGO_SLEM, 4, false, 0, 0, 60, &r1);
         gen(e, prompts[i], HSD_ALGO_TLI, 4, false, 0, 0, 60, &r2);
@@ -220,7 +220,7 @@ static void check_chi2(lm *target, lm *draft, const char *label) {
         if (algos[a] == HSD_ALGO_SD && !self) continue;
         memset(count, 0, (size_t)V * sizeof *count);
         for (long s = 0; s < N; s++) {
-            hsd_gen_result r;
+            hsd_gen_result r = HSD_GEN_RESULT_INIT;
             gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1,
                 &r);
             assert_int_equal(r.n_ids, 1);
@@ -260,7 +260,7 @@ static void test_api_contract(void **state) {
     assert_non_null(strstr(why, "|T∩D|/|T|"));
     hsd_gen_params p = hsd_gen_default_params();
     p.algo = HSD_ALGO_SD; /* different vocabularies */
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     assert_int_equal(hsd_engine_generate(e, "Once", 4, &p, &r), HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "identical vocabularies"));
     p.algo = HSD_ALGO_SLEM;
@@ -279,7 +279,7 @@ static void test_api_contract(void **state) {
     hsd_gen_result_free(&r);
     /* the same with AR gives the same text */
     p.algo = HSD_ALGO_AR;
-    hsd_gen_result r2;
+    hsd_gen_result r2 = HSD_GEN_RESULT_INIT;
     assert_int_equal(hsd_engine_generate(e, "Once upon a time", 16, &p, &r2), HSD_OK);
     assert_non_null(strstr(r2.text, "Lily"));
     assert_int_equal(strlen(strstr(r2.text, "Lily")), 4);

@@ -113,11 +113,13 @@ static void check_greedy(hsd_engine *e, char **ps, int B, hsd_algo algo, bool ad
     const char *stops[1] = {stop};
     if (stop) p.stop = par.stop = stops, p.n_stop = par.n_stop = 1;
     hsd_gen_result rb[N_SEQ], ra[N_SEQ];
+    hsd_gen_results_init(rb, N_SEQ);
+    hsd_gen_results_init(ra, N_SEQ);
     batch(e, (const char *const *)ps, B, &p, rb);
     batch(e, (const char *const *)ps, B, &par, ra);
     int32_t min_n = 1 << 30, max_n = 0;
     for (int i = 0; i < B; i++) {
-        hsd_gen_result r1;
+        hsd_gen_result r1 = HSD_GEN_RESULT_INIT;
         single(e, ps[i], &p, &r1);
         if (!same_ids(&rb[i], &r1) || !same_ids(&rb[i], &ra[i]))
             fprintf(stderr,
@@ -190,11 +192,12 @@ static void check_sampled(lm *target, lm *draft, const char *label) {
             hsd_gen_params p = params(algos[a], 3, v == 1, v ? 0.8f : 1.0f, 1000 + 77 * a, 32);
             if (v) p.top_k = 40, p.top_p = 0.9f;
             hsd_gen_result rb[N_SEQ];
+            hsd_gen_results_init(rb, N_SEQ);
             batch(e, ps, N_SEQ, &p, rb);
             for (int i = 0; i < N_SEQ; i++) {
                 hsd_gen_params pi = p;
                 pi.seed = p.seed + (uint64_t)i;
-                hsd_gen_result r1;
+                hsd_gen_result r1 = HSD_GEN_RESULT_INIT;
                 single(e, ps[i], &pi, &r1);
                 if (!same_ids(&rb[i], &r1))
                     fprintf(stderr, "%s %s temp %g seq %d differs:\n batch:  %s\n single: %s\n",
@@ -223,6 +226,7 @@ static void test_sampling_seed_scheme(void **state) {
                            "Once upon a time"};
     hsd_gen_params p = params(HSD_ALGO_SLEM, 4, false, 1.0f, 5, 24);
     hsd_gen_result r[4];
+    hsd_gen_results_init(r, 4);
     batch(e, same, 4, &p, r);
     int differ = 0;
     for (int i = 1; i < 4; i++) differ += !same_ids(&r[0], &r[i]);
@@ -250,11 +254,12 @@ static void check_every_algorithm(lm *target, lm *draft, const hsd_algo *algos, 
                 hsd_gen_params p = params(algos[a], 3, v == 1, v == 1 ? 1.0f : 0, 4242 + 31 * a, 24);
                 p.slrs_single_forward = v == 2;
                 hsd_gen_result rb[N_SEQ];
+                hsd_gen_results_init(rb, N_SEQ);
                 batch(e, ps, B, &p, rb);
                 for (int i = 0; i < B; i++) {
                     hsd_gen_params pi = p;
                     pi.seed = p.seed + (uint64_t)i;
-                    hsd_gen_result r1, ra;
+                    hsd_gen_result r1 = HSD_GEN_RESULT_INIT, ra = HSD_GEN_RESULT_INIT;
                     single(e, ps[i], &pi, &r1);
                     if (!same_ids(&rb[i], &r1))
                         fprintf(stderr, "%s %s B=%d v%d seq %d differs:\n batch:  %s\n single: %s\n",
@@ -313,7 +318,7 @@ static hsd_status w_select(void *c, int32_t s) {
 
 static void test_iface_without_batch(void **state) {
     (void)state;
-    hsd_model_iface it = {NULL, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
+    hsd_model_iface it = {sizeof(hsd_model_iface), NULL, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
                           NULL, NULL,    w_nseq, w_select,  NULL};
     hsd_model *wt, *wd;
     it.ctx = baby.m;
@@ -326,13 +331,15 @@ static void test_iface_without_batch(void **state) {
     const char *ps[5] = {prompts[1], prompts[40], "", prompts[70], "The cat"};
     hsd_gen_params p = params(HSD_ALGO_SLEM, 4, false, 0, 0, 32);
     hsd_gen_result a[5], b[5];
+    hsd_gen_results_init(a, 5);
+    hsd_gen_results_init(b, 5);
     batch(ew, ps, 5, &p, a);
     batch(e, ps, 5, &p, b);
     for (int i = 0; i < 5; i++) assert_true(same_ids(&a[i], &b[i]));
     free_all(a, 5), free_all(b, 5);
     hsd_engine_free(ew);
     /* no slots at all: a batch of one works, more do not */
-    hsd_model_iface plain = {baby.m, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
+    hsd_model_iface plain = {sizeof(hsd_model_iface), baby.m, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
                              NULL,   NULL,    NULL,   NULL,      NULL};
     hsd_model *pm;
     assert_int_equal(hsd_model_from_iface(&plain, &pm), HSD_OK);
@@ -340,7 +347,7 @@ static void test_iface_without_batch(void **state) {
     assert_int_equal(hsd_engine_init(pm, baby.t, NULL, NULL, &ew), HSD_OK);
     p.algo = HSD_ALGO_AR;
     assert_int_equal(hsd_engine_generate_batch(ew, ps, NULL, 1, &p, a), HSD_OK);
-    hsd_gen_result r1;
+    hsd_gen_result r1 = HSD_GEN_RESULT_INIT;
     single(e, ps[0], &p, &r1);
     assert_true(same_ids(&a[0], &r1));
     hsd_gen_result_free(&a[0]), hsd_gen_result_free(&r1);
@@ -391,7 +398,7 @@ static hsd_status c_batch(void *c, const hsd_model_batch_seq *b, int32_t n, floa
 static void test_one_target_forward_per_round(void **state) {
     (void)state;
     counting ct = {baby.m, 0, 0, 0}, cd = {small.m, 0, 0, 0};
-    hsd_model_iface it = {&ct,  c_vocab, c_nctx, c_forward, c_kvlen, c_trunc,
+    hsd_model_iface it = {sizeof(hsd_model_iface), &ct,  c_vocab, c_nctx, c_forward, c_kvlen, c_trunc,
                           NULL, NULL,    c_nseq, c_select,  c_batch};
     hsd_model *t, *d;
     assert_int_equal(hsd_model_from_iface(&it, &t), HSD_OK);
@@ -404,6 +411,7 @@ static void test_one_target_forward_per_round(void **state) {
     for (size_t a = 0; a < 3; a++) {
         hsd_gen_params p = params(algos[a], 4, false, 0, 0, 40);
         hsd_gen_result r[6];
+        hsd_gen_results_init(r, 6);
         ct.forwards = ct.batched = ct.rows = cd.forwards = cd.batched = 0;
         batch(e, ps, 6, &p, r);
         int max_rounds = 0, sum_rounds = 0;
@@ -436,6 +444,7 @@ static void test_bad_arguments(void **state) {
     const char *ps[3] = {"Once", "The dog", "A"};
     hsd_gen_params p = params(HSD_ALGO_SLEM, 4, false, 0, 0, 8);
     hsd_gen_result r[N_SEQ + 1];
+    hsd_gen_results_init(r, N_SEQ + 1);
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 0, &p, r), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, -1, &p, r), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_engine_generate_batch(e, NULL, NULL, 2, &p, r), HSD_ERR_INVALID_ARG);
@@ -499,7 +508,8 @@ static void test_single_after_batch(void **state) {
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, small.t, &e), HSD_OK);
     hsd_gen_params p = params(HSD_ALGO_SLEM, 4, false, 0, 0, 24);
-    hsd_gen_result before, after, rb[4];
+    hsd_gen_result before = HSD_GEN_RESULT_INIT, after = HSD_GEN_RESULT_INIT, rb[4];
+    hsd_gen_results_init(rb, 4);
     single(e, prompts[5], &p, &before);
     const char *ps[4] = {prompts[6], prompts[7], prompts[5], prompts[8]};
     assert_int_equal(hsd_model_seq_select(baby.m, 0), HSD_OK);

@@ -139,7 +139,8 @@ static int run_batch(hsd_engine *e, req *rs, int n, int64_t cancel_id, int cance
         hsd_status s = hsd_batch_step(b, &ev, &ne);
         if (s) fprintf(stderr, "step: %s\n", hsd_last_error());
         assert_int_equal(s, HSD_OK);
-        for (int32_t j = 0; j < ne; j++) append(find(rs, n, ev[j].id), &ev[j]);
+        for (int32_t j = 0; j < ne; j++)
+            append(find(rs, n, HSD_BATCH_EVENT_AT(ev, j)->id), HSD_BATCH_EVENT_AT(ev, j));
         steps++;
         assert_true(steps < 5000);
     }
@@ -155,7 +156,7 @@ static void check_against_single(hsd_engine *e, req *rs, int n, int64_t skip_id)
     for (int i = 0; i < n; i++) {
         req *r = &rs[i];
         if (r->id == skip_id) continue;
-        hsd_gen_result one;
+        hsd_gen_result one = HSD_GEN_RESULT_INIT;
         hsd_engine_reset(e);
         assert_int_equal(hsd_engine_generate(e, r->prompt, strlen(r->prompt), &r->p, &one), HSD_OK);
         if (one.n_ids != r->res.n_ids ||

@@ -125,7 +125,7 @@ static void check_pieces(lm *target, lm *draft, const hsd_algo *algos, int n_alg
             sink *s = calloc(1, sizeof *s);
             s->stop_seq = -1;
             hsd_gen_params p = params(algos[a], v ? 1.0f : 0, 11, 120, s);
-            hsd_gen_result r;
+            hsd_gen_result r = HSD_GEN_RESULT_INIT;
             assert_int_equal(hsd_engine_generate(e, ps[0], strlen(ps[0]), &p, &r), HSD_OK);
             check_seq(s, 0, &r, what);
             /* nothing stops it but EOS or the budget */
@@ -135,6 +135,7 @@ static void check_pieces(lm *target, lm *draft, const hsd_algo *algos, int n_alg
             memset(s, 0, sizeof *s);
             s->stop_seq = -1;
             hsd_gen_result rb[MAX_SEQ];
+            hsd_gen_results_init(rb, MAX_SEQ);
             assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, MAX_SEQ, &p, rb), HSD_OK);
             for (int i = 0; i < MAX_SEQ; i++) check_seq(s, i, &rb[i], what);
             assert_int_equal(s->bad_seq, 0);
@@ -167,7 +168,7 @@ static void test_callback_stops_within_a_round(void **state) {
         s->stop_after = 10;
         hsd_gen_params p = params(algos[a], 0, 0, 200, s);
         p.stop_at_eos = false;
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         assert_int_equal(hsd_engine_generate(e, ps[0], strlen(ps[0]), &p, &r), HSD_OK);
         assert_int_equal(r.stop_reason, HSD_STOP_CALLBACK);
         /* the round that made the call that said stop was the last one */
@@ -180,6 +181,7 @@ static void test_callback_stops_within_a_round(void **state) {
         s->stop_seq = 1;
         s->stop_after = 1;
         hsd_gen_result rb[MAX_SEQ];
+        hsd_gen_results_init(rb, MAX_SEQ);
         assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, MAX_SEQ, &p, rb), HSD_OK);
         assert_int_equal(rb[1].stop_reason, HSD_STOP_CALLBACK);
         assert_int_equal(rb[1].n_rounds, 1);
@@ -225,7 +227,7 @@ static void test_context_limit(void **state) {
     int32_t np = prompt_tokens(small.t, "Once");
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(small.m, small.t, small2.m, small2.t, &e), HSD_OK);
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     /* the trained context, not the larger KV cache: no token goes past position 511, the
      * last the model was trained for (AR stops after the token at 510, which the rule
      * "a round needs a free position" gives exactly; SD's last round may emit a bonus token
@@ -280,6 +282,7 @@ static void test_context_limit(void **state) {
     assert_null(r.ids);
     const char *ps[2] = {"Once", lng};
     hsd_gen_result rb[2];
+    hsd_gen_results_init(rb, 2);
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, rb), HSD_ERR_OUT_OF_RANGE);
     assert_non_null(strstr(hsd_last_error(), "prompt 1"));
     free(lng);

@@ -57,7 +57,7 @@ static void test_tli_head(void **state) {
     assert_int_equal(hsd_tokenizer_load_file(dt, &dtok), HSD_OK);
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(t, ttok, d, dtok, &e), HSD_OK);
-    hsd_gen_result ar, tli;
+    hsd_gen_result ar = HSD_GEN_RESULT_INIT, tli = HSD_GEN_RESULT_INIT;
     generate(e, HSD_ALGO_AR, &ar);
 
     int32_t n_overlap = count_overlap(ttok, dtok);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "models/synth.h"

@@ -2,6 +2,7 @@
  * head against a float64 reference on the rows it scores, threaded and single; bad arguments.
  * The SVD and factor files are in test_heads_svd.c; the real model pair in
  * test_heads_engine.c. */
+#include "lib/base/rng.h"
 #include "tests/heads_fixture.h"
 
 /* ---------------------------------------------------------------- kernels ------------- */

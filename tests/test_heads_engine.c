@@ -113,7 +113,7 @@ static hsd_status fake_trunc(void *c, int32_t len) {
 
 static void test_caller_model_has_no_head(void **state) {
     (void)state;
-    hsd_model_iface iface = {.vocab_size = fake_vocab,
+    hsd_model_iface iface = {HSD_MODEL_IFACE_INIT, .vocab_size = fake_vocab,
                              .forward = fake_fwd,
                              .kv_len = fake_kv,
                              .kv_truncate = fake_trunc};
@@ -200,13 +200,13 @@ static void test_greedy_lossless(void **state) {
             hsd_engine_init(cases[c].t->m, cases[c].t->t, cases[c].d->m, cases[c].d->t, &e),
             HSD_OK);
         for (size_t pi = 0; pi < 3; pi++) {
-            hsd_gen_result ar;
+            hsd_gen_result ar = HSD_GEN_RESULT_INIT;
             hsd_engine_reset(e);
             gen(e, prompts[pi], HSD_ALGO_AR, 0, 1, 60, &ar);
             for (int kind = 0; kind < 4; kind++) {
                 set_draft_head(cases[c].d, kind, cases[c].keep, cases[c].n_keep);
                 hsd_engine_reset(e);
-                hsd_gen_result r;
+                hsd_gen_result r = HSD_GEN_RESULT_INIT;
                 gen(e, prompts[pi], cases[c].algo, 0, 1, 60, &r);
                 if (r.n_ids != ar.n_ids ||
                     memcmp(r.ids, ar.ids, (size_t)ar.n_ids * sizeof *ar.ids)) {
@@ -235,7 +235,7 @@ static void test_greedy_lossless(void **state) {
     assert_int_equal(n_ov, hsd_engine_overlap(e));
     assert_true(n_ov > 0 && n_ov < 512);
     set_draft_head(&small2, 1, ids, n_ov);
-    hsd_gen_result ar, r;
+    hsd_gen_result ar = HSD_GEN_RESULT_INIT, r = HSD_GEN_RESULT_INIT;
     gen(e, prompts[0], HSD_ALGO_AR, 0, 1, 60, &ar);
     hsd_engine_reset(e);
     gen(e, prompts[0], HSD_ALGO_TLI, 0, 1, 60, &r);
@@ -296,7 +296,7 @@ static void test_first_token_law(void **state) {
         memset(count, 0, (size_t)V * sizeof *count);
         long accepted = 0, drafted = 0;
         for (long s = 0; s < N; s++) {
-            hsd_gen_result r;
+            hsd_gen_result r = HSD_GEN_RESULT_INIT;
             gen(e, prompt, cases[c].algo, 1.0f, 5000 + (uint64_t)s + 1000000 * (uint64_t)c, 1, &r);
             assert_int_equal(r.n_ids, 1);
             count[r.ids[0]]++;

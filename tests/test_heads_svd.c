@@ -1,5 +1,6 @@
 /* Draft LM heads: the SVD (eigensolvers, low-rank factors) by its mathematics, and the
  * factor files (safetensors) with their malformed cases. Split from test_heads.c by concept. */
+#include "lib/base/rng.h"
 #include "tests/heads_fixture.h"
 
 /* ---------------------------------------------------------------- SVD mathematics ----- */

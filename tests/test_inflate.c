@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "models/inflate.h"
 #include "models/synth.h"
 
@@ -285,7 +286,7 @@ static void test_bad_inputs_leave_no_file(void **state) {
         {stories_model(), "tiny", out, "layer count", 0, HSD_FTYPE_Q8_0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        hsd_inflate_params p = {
+        hsd_inflate_params p = {.size = sizeof(hsd_inflate_params), 
             .shape = cases[i].shape, .n_layers = cases[i].layers, .type = cases[i].dt};
         hsd_status s = hsd_inflate_file(cases[i].in, &p, cases[i].out, NULL);
         assert_int_not_equal(s, HSD_OK);

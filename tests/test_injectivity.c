@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/analysis/injectivity.h"
 #include "tests/testutil.h"
 
@@ -85,7 +86,7 @@ static void test_corpus_matches_reference(void **state) {
         fclose(ref);
         assert_int_equal(i, c.n);
 
-        hsd_inj_params o = {.minimize = true};
+        hsd_inj_params o = {.size = sizeof(hsd_inj_params), .minimize = true};
         hsd_inj_result r = {0};
         assert_int_equal(hsd_inj_check_corpus(t, &c, &o, &r), HSD_OK);
         printf("%-20s %3lld of %lld samples not injective (reference %lld)\n", families[f],
@@ -150,7 +151,7 @@ static void fuzz_one(const char *fam, double seconds, int64_t max_found, hsd_inj
     hsd_tokenizer *t = load(fam);
     hsd_corpus c;
     assert_int_equal(hsd_corpus_load(hsd_test_path("corpus/corpus.jsonl"), &c), HSD_OK);
-    hsd_inj_params o = {.fuzz_seconds = seconds, .seed = 42, .fuzz_max_found = max_found,
+    hsd_inj_params o = {.size = sizeof(hsd_inj_params), .fuzz_seconds = seconds, .seed = 42, .fuzz_max_found = max_found,
                       .fuzz_seeds = &c, .minimize = true};
     memset(r, 0, sizeof *r);
     assert_int_equal(hsd_inj_fuzz(t, &o, r), HSD_OK);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "models/inflate.h"
@@ -422,7 +423,7 @@ static void test_models_batch_invariant(void **state) {
         assert_int_equal(hsd_synth_create("small", types[ty], 31, &sm), HSD_OK);
         hsd_transformer *tf;
         assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
-        hsd_model_iface it;
+        hsd_model_iface it = {HSD_MODEL_IFACE_INIT};
         hsd_tf_iface(tf, &it);
         hsd_model *m;
         assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -515,7 +516,7 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
                              HSD_OK);
             hsd_transformer *tf;
             assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
-            hsd_model_iface it;
+            hsd_model_iface it = {HSD_MODEL_IFACE_INIT};
             hsd_tf_iface(tf, &it);
             hsd_model *m;
             assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -528,7 +529,7 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
                 gp.max_new_tokens = 32;
                 gp.n_draft = 6;
                 gp.algo = HSD_ALGO_AR;
-                hsd_gen_result ar, sd;
+                hsd_gen_result ar = HSD_GEN_RESULT_INIT, sd = HSD_GEN_RESULT_INIT;
                 assert_int_equal(hsd_engine_generate(e, prompts[i], strlen(prompts[i]), &gp, &ar),
                                  HSD_OK);
                 const hsd_algo algos[] = {HSD_ALGO_SLEM, HSD_ALGO_TLI};

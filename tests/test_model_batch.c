@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
@@ -25,7 +26,7 @@ typedef struct fixture {
 } fixture;
 
 static hsd_model *wrap_tf(hsd_transformer *tf) {
-    hsd_model_iface it;
+    hsd_model_iface it = {HSD_MODEL_IFACE_INIT};
     hsd_tf_iface(tf, &it);
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -106,7 +107,7 @@ static void test_chains_equal_single(void **state) {
         for (int i = 0; i < 3; i++) random_tokens(&r, pre[i], plen[i], V);
         hsd_model_batch_seq b1[3];
         for (int i = 0; i < 3; i++)
-            b1[i] = (hsd_model_batch_seq){slot[i], pre[i], plen[i], NULL, NULL, plen[i]};
+            b1[i] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), slot[i], pre[i], plen[i], NULL, NULL, plen[i]};
         float *lg = malloc((size_t)40 * V * sizeof(float)),
               *want = malloc((size_t)40 * V * sizeof(float));
         assert_int_equal(hsd_model_forward_batch(f.batch, b1, 3, lg), HSD_OK);
@@ -130,9 +131,9 @@ static void test_chains_equal_single(void **state) {
         int32_t nt[3] = {20, 1, 12}, order[3] = {2, 0, 1}, toks[3][20], rows1[3] = {11, 0, 5};
         for (int i = 0; i < 3; i++) random_tokens(&r, toks[i], nt[i], V);
         hsd_model_batch_seq b2[3] = {
-            {slot[order[0]], toks[0], nt[0], NULL, NULL, nt[0]},
-            {slot[order[1]], toks[1], nt[1], NULL, NULL, 0},
-            {slot[order[2]], toks[2], nt[2], NULL, rows1, 3},
+            {sizeof(hsd_model_batch_seq), slot[order[0]], toks[0], nt[0], NULL, NULL, nt[0]},
+            {sizeof(hsd_model_batch_seq), slot[order[1]], toks[1], nt[1], NULL, NULL, 0},
+            {sizeof(hsd_model_batch_seq), slot[order[2]], toks[2], nt[2], NULL, rows1, 3},
         };
         assert_int_equal(hsd_model_forward_batch(f.batch, b2, 3, lg), HSD_OK);
         off = 0;
@@ -161,7 +162,7 @@ static void test_chains_equal_single(void **state) {
         int32_t hist[40];
         memcpy(hist, pre[2], (size_t)plen[2] * sizeof *hist);
         memcpy(hist + plen[2], toks[0], (size_t)nt[0] * sizeof *hist);
-        hsd_model_batch_seq one = {0, &next, 1, NULL, NULL, 1};
+        hsd_model_batch_seq one = {sizeof(hsd_model_batch_seq), 0, &next, 1, NULL, NULL, 1};
         ref_forward(f.ref, hist, plen[2] + nt[0], &one, want);
         assert_true(rel_err(lg, want, (size_t)V) < 1e-5);
         free(lg), free(want);
@@ -186,9 +187,9 @@ static void test_tree_and_keep(void **state) {
         random_tokens(&r, cb, 4, V);
         random_tokens(&r, &next, 1, V);
         const int32_t parents[7] = {-1, 0, 0, 1, 1, 2, 5}, keep[4] = {0, 2, 5, 6};
-        hsd_model_batch_seq pre[2] = {{2, pa, 6, NULL, NULL, 0}, {0, pb, 9, NULL, NULL, 0}};
+        hsd_model_batch_seq pre[2] = {{sizeof(hsd_model_batch_seq), 2, pa, 6, NULL, NULL, 0}, {sizeof(hsd_model_batch_seq), 0, pb, 9, NULL, NULL, 0}};
         assert_int_equal(hsd_model_forward_batch(f.batch, pre, 2, NULL), HSD_OK);
-        hsd_model_batch_seq b[2] = {{0, cb, 4, NULL, NULL, 4}, {2, ta, 7, parents, NULL, 7}};
+        hsd_model_batch_seq b[2] = {{sizeof(hsd_model_batch_seq), 0, cb, 4, NULL, NULL, 4}, {sizeof(hsd_model_batch_seq), 2, ta, 7, parents, NULL, 7}};
         float *lg = malloc((size_t)11 * V * sizeof(float)),
               *want = malloc((size_t)7 * V * sizeof(float));
         assert_int_equal(hsd_model_forward_batch(f.batch, b, 2, lg), HSD_OK);
@@ -204,10 +205,10 @@ static void test_tree_and_keep(void **state) {
         assert_int_equal(hsd_model_kv_len(f.batch), 10);
         assert_int_equal(hsd_model_seq_select(f.batch, 0), HSD_OK);
         assert_int_equal(hsd_model_kv_len(f.batch), 13);
-        hsd_model_batch_seq nx = {2, &next, 1, NULL, NULL, 1};
+        hsd_model_batch_seq nx = {sizeof(hsd_model_batch_seq), 2, &next, 1, NULL, NULL, 1};
         assert_int_equal(hsd_model_forward_batch(f.batch, &nx, 1, lg), HSD_OK);
         int32_t chain[10] = {pa[0], pa[1], pa[2], pa[3], pa[4], pa[5], ta[0], ta[2], ta[5], ta[6]};
-        hsd_model_batch_seq one = {0, &next, 1, NULL, NULL, 1};
+        hsd_model_batch_seq one = {sizeof(hsd_model_batch_seq), 0, &next, 1, NULL, NULL, 1};
         ref_forward(f.ref, chain, 10, &one, want);
         assert_true(rel_err(lg, want, (size_t)V) < 1e-5);
         free(lg), free(want);
@@ -231,10 +232,10 @@ static void test_bad_arguments(void **state) {
     int32_t V = hsd_model_vocab_size(f.batch), n_ctx = hsd_model_n_ctx(f.batch);
     float *lg = malloc((size_t)8 * V * sizeof(float));
     int32_t t[4] = {1, 2, 3, 4}, bad_tok[2] = {1, V};
-    hsd_model_batch_seq ok = {1, t, 3, NULL, NULL, 0};
+    hsd_model_batch_seq ok = {sizeof(hsd_model_batch_seq), 1, t, 3, NULL, NULL, 0};
     assert_int_equal(hsd_model_forward_batch(f.batch, &ok, 1, NULL), HSD_OK);
     const int32_t lens[N_SEQ] = {0, 3, 0, 0};
-    hsd_model_batch_seq b[2] = {{0, t, 2, NULL, NULL, 2}, {1, t, 2, NULL, NULL, 2}};
+    hsd_model_batch_seq b[2] = {{sizeof(hsd_model_batch_seq), 0, t, 2, NULL, NULL, 2}, {sizeof(hsd_model_batch_seq), 1, t, 2, NULL, NULL, 2}};
     assert_int_equal(hsd_model_forward_batch(f.batch, b, 0, lg), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_model_forward_batch(f.batch, NULL, 2, lg), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_model_forward_batch(NULL, b, 2, lg), HSD_ERR_INVALID_ARG);
@@ -254,7 +255,7 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(hsd_model_forward_batch(f.batch, b, 2, NULL),
                      HSD_ERR_INVALID_ARG); /* rows into NULL */
     int32_t *many = calloc((size_t)n_ctx, sizeof *many);
-    b[1] = (hsd_model_batch_seq){1, many, n_ctx - 2, NULL, NULL, 0}; /* 3 cached + n_ctx - 2 */
+    b[1] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), 1, many, n_ctx - 2, NULL, NULL, 0}; /* 3 cached + n_ctx - 2 */
     assert_int_equal(hsd_model_forward_batch(f.batch, b, 2, lg), HSD_ERR_OUT_OF_RANGE);
     assert_non_null(strstr(hsd_last_error(), "exceed the context"));
     assert_lens(f.batch, lens); /* failed batches change nothing */
@@ -267,7 +268,7 @@ static void test_bad_arguments(void **state) {
     hsd_transformer *tf = NULL;
     assert_int_equal(hsd_synth_to_transformer(f.synth, &p, &tf), HSD_ERR_INVALID_ARG);
     /* a one-slot model refuses slot 1 */
-    hsd_model_batch_seq s1 = {1, t, 1, NULL, NULL, 0};
+    hsd_model_batch_seq s1 = {sizeof(hsd_model_batch_seq), 1, t, 1, NULL, NULL, 0};
     assert_int_equal(hsd_model_forward_batch(f.ref, &s1, 1, NULL), HSD_ERR_OUT_OF_RANGE);
     free(many), free(lg);
     close_fixture(&f);
@@ -303,7 +304,7 @@ static void test_fallback_without_forward_batch(void **state) {
     fixture f;
     open_fixture(1, &f);
     int32_t V = hsd_model_vocab_size(f.batch);
-    hsd_model_iface it = {f.batch, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
+    hsd_model_iface it = {sizeof(hsd_model_iface), f.batch, w_vocab, w_nctx, w_forward, w_kvlen, w_trunc,
                           NULL,    NULL,    w_nseq, w_select,  NULL};
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -315,7 +316,7 @@ static void test_fallback_without_forward_batch(void **state) {
     random_tokens(&r, a, 6, V);
     random_tokens(&r, b, 3, V);
     const int32_t row_b = 2;
-    hsd_model_batch_seq e[2] = {{3, a, 6, NULL, NULL, 6}, {0, b, 3, NULL, &row_b, 1}};
+    hsd_model_batch_seq e[2] = {{sizeof(hsd_model_batch_seq), 3, a, 6, NULL, NULL, 6}, {sizeof(hsd_model_batch_seq), 0, b, 3, NULL, &row_b, 1}};
     float *lg = malloc((size_t)7 * V * sizeof(float)),
           *want = malloc((size_t)6 * V * sizeof(float));
     assert_int_equal(hsd_model_forward_batch(m, e, 2, lg), HSD_OK);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
 
@@ -44,7 +45,7 @@ static void roundtrip(const char *shape, hsd_dtype dt, bool gguf, double tol) {
     assert_int_equal(hsd_synth_create(shape, dt, 99, &sm), HSD_OK);
     hsd_transformer *tf;
     assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
-    hsd_model_iface it;
+    hsd_model_iface it = {HSD_MODEL_IFACE_INIT};
     hsd_tf_iface(tf, &it);
     hsd_model *mem, *disk;
     assert_int_equal(hsd_model_from_iface(&it, &mem), HSD_OK);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/rng.h"
 #include "models/synth.h"
 #include "tests/testutil.h"
@@ -18,7 +19,7 @@ typedef struct fixture {
 } fixture;
 
 static hsd_model *wrap_tf(hsd_transformer *tf) {
-    hsd_model_iface it;
+    hsd_model_iface it = {HSD_MODEL_IFACE_INIT};
     hsd_tf_iface(tf, &it);
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -264,7 +265,7 @@ static void toy_free(void *c) { ((toy_model *)c)->freed = true; }
 static void test_iface_plugin(void **state) {
     (void)state;
     toy_model toy = {0};
-    hsd_model_iface it = {&toy, toy_vocab, NULL, toy_forward, toy_len, toy_trunc,
+    hsd_model_iface it = {sizeof(hsd_model_iface), &toy, toy_vocab, NULL, toy_forward, toy_len, toy_trunc,
                           NULL, toy_free,  NULL, NULL,        NULL};
     hsd_model *m;
     assert_int_equal(hsd_model_from_iface(&it, &m), HSD_OK);
@@ -279,7 +280,7 @@ static void test_iface_plugin(void **state) {
     assert_int_equal(hsd_model_kv_keep(m, 0, NULL, 0), HSD_ERR_UNSUPPORTED);
     hsd_model_free(m);
     assert_true(toy.freed);
-    hsd_model_iface bad = {0};
+    hsd_model_iface bad = {.size = sizeof(hsd_model_iface)};
     assert_int_equal(hsd_model_from_iface(&bad, &m), HSD_ERR_INVALID_ARG);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/map.h"
 #include "tests/testutil.h"
 
@@ -283,6 +284,7 @@ static void check_pair(const char *tf, bool t_bl, const char *df, bool d_bl) {
     hsd_strmap_free(&du_special);
     vocab_free(&tv);
     vocab_free(&dv);
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
 }
@@ -316,12 +318,14 @@ static void test_paper_table9(void **state) {
     assert_int_equal(r.intersection, 109566);
     assert_int_equal(r.t_size, 128256);
     assert_false(r.has_corpus);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
+    hsd_pair_report_free(&r);
     /* and a tokenizer paired with itself is the homogeneous case */
     assert_int_equal(hsd_pair_analyze(t, t, NULL, &r), HSD_OK);
     assert_true(r.identical);
     assert_int_equal(r.intersection, r.t_size);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
+    hsd_pair_report_free(&r);
     hsd_tokenizer_free(t);
     hsd_tokenizer_free(d);
 }
@@ -383,52 +387,53 @@ static void test_expressibility_counterexample(void **state) {
 /* The Table 4 rule on hand-built facts. */
 /* A report with no findings: both expressibility directions hold, no corpus. */
 static void fresh(hsd_pair_report *r) {
+    hsd_pair_report_free(r); /* the text of the previous case */
     memset(r, 0, sizeof *r);
     r->t_in_dstar.holds = r->d_in_tstar.holds = true;
 }
 
 static void test_recommend_rule(void **state) {
     (void)state;
-    hsd_pair_report r;
+    hsd_pair_report r = {0};
     fresh(&r);
     r.identical = true;
     r.ratio = 1.0;
     r.d_max_surface = 2;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SD);
+    assert_int_equal(r.algo, HSD_ALGO_SD);
 
     fresh(&r);
     r.ratio = 0.74; /* Mixtral / vicuna in Table 9 */
     r.d_max_surface = 16;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
     assert_non_null(strstr(r.reason, "overlap"));
 
     r.has_corpus = true; /* ... but the text never uses the shared tokens */
     r.corpus_ratio = 0.3;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.corpus_ratio = 0.5;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
 
     fresh(&r);
     r.ratio = 0.12; /* Gemma / vicuna */
     r.d_max_surface = 3; /* character-level drafter */
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     r.d_max_surface = HSD_PAIR_SLRS_MAX_BYTES;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     r.d_max_surface = HSD_PAIR_SLRS_MAX_BYTES + 1;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.ratio = 0.49;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     r.ratio = 0.50;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
 
     assert_string_equal(r.warnings, "");
     r.t_in_dstar.holds = false;
@@ -436,9 +441,9 @@ static void test_recommend_rule(void **state) {
     r.t_in_dstar.checked = 10;
     hsd_pair_recommend(&r);
     assert_non_null(strstr(r.warnings, "T -> D* fails for 3 of 10"));
-    assert_int_equal(r.algo, HSD_PAIR_TLI); /* a warning, not a different algorithm */
+    assert_int_equal(r.algo, HSD_ALGO_TLI); /* a warning, not a different algorithm */
 
-    assert_string_equal(hsd_pair_algo_name(HSD_PAIR_SLRS), "SLRS");
+    assert_string_equal(hsd_algo_name(HSD_ALGO_SLRS), "slrs"); /* one enum, one name function */
     hsd_pair_psi psi;
     assert_int_equal(hsd_pair_psi_summary(NULL, NULL, &psi), HSD_ERR_INVALID_ARG);
 
@@ -450,15 +455,18 @@ static void test_recommend_rule(void **state) {
     r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES;
     r.psi.n_max = 7;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLRS);
+    assert_int_equal(r.algo, HSD_ALGO_SLRS);
     assert_non_null(strstr(r.reason, "psi is cheap"));
     r.psi.nodes_p75 = HSD_PAIR_SLRS_MAX_NODES + 1;
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_SLEM);
+    assert_int_equal(r.algo, HSD_ALGO_SLEM);
     assert_non_null(strstr(r.reason, "psi is costly"));
     r.ratio = 0.5; /* TLI still comes first */
     hsd_pair_recommend(&r);
-    assert_int_equal(r.algo, HSD_PAIR_TLI);
+    assert_int_equal(r.algo, HSD_ALGO_TLI);
+    hsd_pair_report_free(&r);
+    hsd_pair_report_free(&r); /* twice is harmless */
+    assert_null(r.reason);
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/map.h"
 #include "lib/analysis/psi_stats.h"
 #include "tests/testutil.h"
@@ -69,7 +70,7 @@ static void check_against_brute(const hsd_token_trie *tr, const uint8_t *s, size
     brute b = brute_run(s, n, mult, ctx);
     hsd_psi_token t, u;
     assert_int_equal(hsd_psi_decompose(tr, s, n, NULL, &t), HSD_OK);
-    hsd_psi_params distinct = {.distinct_surfaces = true};
+    hsd_psi_params distinct = {.size = sizeof(hsd_psi_params), .distinct_surfaces = true};
     assert_int_equal(hsd_psi_decompose(tr, s, n, &distinct, &u), HSD_OK);
     if (t.count != b.ids || u.count != b.surfaces || t.nodes != b.nodes)
         fprintf(stderr, "'%.*s': dp %g/%g nodes %g, brute %g/%g nodes %g\n", (int)n, s, t.count,
@@ -217,7 +218,7 @@ static void test_shared_surfaces(void **state) {
     hsd_token_trie *tr = toy_trie(&v);
     hsd_psi_token t = decompose(tr, "aab"); /* a a b (x4), a ab (x2) */
     assert_true(t.count == 6);
-    hsd_psi_params d = {.distinct_surfaces = true};
+    hsd_psi_params d = {.size = sizeof(hsd_psi_params), .distinct_surfaces = true};
     hsd_psi_token u;
     assert_int_equal(hsd_psi_decompose(tr, (const uint8_t *)"aab", 3, &d, &u), HSD_OK);
     assert_true(u.count == 2);
@@ -415,7 +416,7 @@ static int sample_pair(const hsd_tokenizer *t, const hsd_tokenizer *d, int32_t s
     assert_int_equal(hsd_token_trie_build(d, &tr), HSD_OK);
     surface_counts c;
     counts_build(d, &c);
-    hsd_psi_params distinct = {.distinct_surfaces = true};
+    hsd_psi_params distinct = {.size = sizeof(hsd_psi_params), .distinct_surfaces = true};
     int checked = 0, skipped = 0;
     for (int32_t id = 0; id < hsd_tokenizer_vocab_size(t); id += stride) {
         if (!hsd_tokenizer_id_to_token(t, id) || hsd_tokenizer_is_special(t, id)) continue;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/base/map.h"
 #include "lib/analysis/psi_stats.h"
 #include "tests/testutil.h"

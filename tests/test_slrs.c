@@ -108,7 +108,7 @@ static hsd_model *toy_model_ctx(const hsd_tokenizer *tok, weight_fn w, int32_t n
             m->logp[(size_t)a * m->V + b] = x > 0 ? (float)log(x / tot) : -1e30f;
         }
     }
-    hsd_model_iface it = {.ctx = m,
+    hsd_model_iface it = {HSD_MODEL_IFACE_INIT, .ctx = m,
                           .vocab_size = toy_vocab,
                           .n_ctx = toy_ctx,
                           .forward = toy_forward,
@@ -276,15 +276,15 @@ static double engine_chi2(toy_pair *tp, const char *prompt, const slrs_cfg *c, i
         p.slrs_max_nodes = c->nodes;
         p.slrs_lookahead = c->rule;
         p.slrs_single_forward = c->single;
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         hsd_status st = hsd_engine_generate(e, prompt, strlen(prompt), &p, &r);
         if (st) fprintf(stderr, "%s\n", hsd_last_error());
         assert_int_equal(st, HSD_OK);
-        if (c->single) assert_true(r.tree_forwards <= 2.0); /* the root feed + one tree forward */
+        if (c->single) assert_true(r.slrs->tree_forwards <= 2.0); /* the root feed + one tree forward */
         int32_t a = r.n_ids > 0 ? r.ids[0] : eos;
         int32_t b = n_new == 1 ? 0 : r.n_ids > 1 ? r.ids[1] : eos;
         obs[a * V + b]++;
-        nodes += r.tree_nodes;
+        nodes += r.slrs->tree_nodes;
         hsd_gen_result_free(&r);
     }
     int df;
@@ -499,7 +499,7 @@ static void test_api(void **state) {
     assert_int_equal(hsd_engine_init(mt, ab.tt, NULL, NULL, &e), HSD_OK);
     hsd_gen_params p = hsd_gen_default_params();
     p.algo = HSD_ALGO_SLRS;
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     assert_int_equal(hsd_engine_generate(e, "a", 1, &p, &r), HSD_ERR_INVALID_ARG); /* no drafter */
     hsd_engine_free(e);
     hsd_model *md = toy_model(ab.dt, ab.wd);
@@ -511,7 +511,7 @@ static void test_api(void **state) {
     p.max_new_tokens = 12;
     p.stop_at_eos = false;
     p.algo = HSD_ALGO_AR;
-    hsd_gen_result ar;
+    hsd_gen_result ar = HSD_GEN_RESULT_INIT;
     assert_int_equal(hsd_engine_generate(e, "ab", 2, &p, &ar), HSD_OK);
     p.algo = HSD_ALGO_SLRS;
     assert_int_equal(hsd_engine_generate(e, "ab", 2, &p, &r), HSD_OK);

@@ -148,7 +148,7 @@ static void greedy_pair(lm *target, lm *draft, const char *label) {
     assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
     int checked = 0;
     for (int i = 0; i < n_prompts; i += 4) {
-        hsd_gen_result ar, r;
+        hsd_gen_result ar = HSD_GEN_RESULT_INIT, r = HSD_GEN_RESULT_INIT;
         gen(e, prompts[i], HSD_ALGO_AR, 1, 0, 0, 40, &ar);
         for (int v = 0; v < 3; v++) {
             single_forward = v == 2; /* depth 4 and 8 by levels, depth 8 in one forward */
@@ -188,10 +188,10 @@ static void law_pair(lm *target, lm *draft, const char *label) {
     const long N = 20000;
     double acc = 0;
     for (long s = 0; s < N; s++) {
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         gen(e, prompt, HSD_ALGO_SLRS, 6, 1.0f, 5000 + (uint64_t)s, 1, &r);
         assert_int_equal(r.n_ids, 1);
-        if (single_forward) assert_true(r.tree_forwards <= 2.0);
+        if (single_forward) assert_true(r.slrs->tree_forwards <= 2.0);
         count[r.ids[0]]++;
         acc += r.first_accept_rate;
         hsd_gen_result_free(&r);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/engine/token_trie.h"
 #include "tests/testutil.h"
 

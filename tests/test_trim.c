@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
+#include "lib/analysis/trim.h"
 #include "tests/testutil.h"
 
 static const char *corpus_rel = "corpus/corpus.jsonl";
@@ -90,7 +92,7 @@ static void check_tokenizer(const char *rel, const hsd_corpus *corpus) {
     for (size_t ai = 0; ai < sizeof alphas / sizeof *alphas; ai++)
         for (size_t ci = 0; ci < sizeof cmins / sizeof *cmins; ci++)
             for (int di = 0; di < 2; di++) {
-                hsd_trim_params p = {alphas[ai], cmins[ci], dims[di], fixed[di]};
+                hsd_trim_params p = {sizeof(hsd_trim_params), alphas[ai], cmins[ci], dims[di], fixed[di]};
                 hsd_trim_result r;
                 assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_OK);
                 double bu;
@@ -131,7 +133,7 @@ static void check_tokenizer(const char *rel, const hsd_corpus *corpus) {
     assert_true(checked > 0);
 
     /* infeasible and invalid constraints are clear errors */
-    hsd_trim_params p = {0.5, 1.0001, 64, 0};
+    hsd_trim_params p = {sizeof(hsd_trim_params), 0.5, 1.0001, 64, 0};
     hsd_trim_result r;
     assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_ERR_OUT_OF_RANGE);
     assert_non_null(strstr(hsd_last_error(), "infeasible"));
@@ -141,13 +143,13 @@ static void check_tokenizer(const char *rel, const hsd_corpus *corpus) {
     p.min_coverage = hsd_trim_coverage(prefix, total, 10);
     assert_int_equal(hsd_trim_optimum(prefix, 10, total, V, &p, &r), HSD_OK);
     assert_int_equal(r.k, 10);
-    p = (hsd_trim_params){1.5, 0.5, 64, 0};
+    p = (hsd_trim_params){sizeof(hsd_trim_params), 1.5, 0.5, 64, 0};
     assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_ERR_INVALID_ARG);
-    p = (hsd_trim_params){0.5, 0.5, 0, 0};
+    p = (hsd_trim_params){sizeof(hsd_trim_params), 0.5, 0.5, 0, 0};
     assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_ERR_INVALID_ARG);
-    p = (hsd_trim_params){0.5, NAN, 64, 0};
+    p = (hsd_trim_params){sizeof(hsd_trim_params), 0.5, NAN, 64, 0};
     assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_ERR_INVALID_ARG);
-    p = (hsd_trim_params){0.5, 0.5, 64, 0};
+    p = (hsd_trim_params){sizeof(hsd_trim_params), 0.5, 0.5, 64, 0};
     assert_int_equal(hsd_trim_optimum(prefix, V, 0, V, &p, &r),
                      HSD_ERR_OUT_OF_RANGE); /* empty corpus */
 
@@ -224,7 +226,7 @@ static void test_cli_ids_file(void **state) {
     assert_int_equal(hsd_trim_count(tok, &corpus, counts, &total), HSD_OK);
     assert_int_equal(hsd_trim_rank(counts, V, order), HSD_OK);
     hsd_trim_prefix(counts, order, V, prefix);
-    hsd_trim_params p = {0.7, 0.9, 64, 0};
+    hsd_trim_params p = {sizeof(hsd_trim_params), 0.7, 0.9, 64, 0};
     hsd_trim_result r;
     assert_int_equal(hsd_trim_optimum(prefix, V, total, V, &p, &r), HSD_OK);
     assert_int_equal(k, r.k);

@@ -2,6 +2,7 @@
  * the pair advisor (Table 10 token usage), the injectivity checker and trimming. Public API:
  * hsd_corpus_load / hsd_corpus_free (include/hsd_tools.h). */
 #include "hsd.h"
+#include "hsd_tools.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 /* Injectivity check, minimizer and classifier (fuzzer in lib/analysis/injectivity_fuzz.c). */
+#include "hsd_tools.h"
 #include "lib/analysis/injectivity.h"
 
 #include <stdlib.h>
@@ -6,12 +7,13 @@
 #include <utf8proc.h>
 
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/analysis/injectivity_internal.h"
 #include "lib/base/utf8.h"
 #include "tokenize/tokenizer.h"
 
 hsd_inj_params hsd_inj_default_params(void) {
-    return (hsd_inj_params){.minimize = true, .seed = 1};
+    return (hsd_inj_params){.size = sizeof(hsd_inj_params), .minimize = true, .seed = 1};
 }
 
 const char *hsd_inj_cause_name(hsd_inj_cause c) {
@@ -342,6 +344,10 @@ hsd_status hsd_inj_check_corpus(const hsd_tokenizer *tok, const hsd_corpus *c,
                          : !c ? "corpus"
                          : !o ? "params"
                               : "result");
+    hsd_inj_params o_own = hsd_inj_default_params();
+    hsd_status o_st = hsd_params_read(&o_own, sizeof o_own, o, "hsd_inj_check_corpus", "params", "hsd_inj_default_params()");
+    if (o_st) return o_st;
+    o = &o_own;
     for (size_t i = 0; i < c->n; i++) {
         size_t n = c->len[i];
         if (o->prefix_chars) { /* Appendix F: the first N characters of each sample */

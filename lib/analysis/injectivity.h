@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 
 /* The corpus check, the fuzzer, their results and hsd_inj_cause are public
  * (include/hsd_tools.h); the three steps below are what they are built from. */

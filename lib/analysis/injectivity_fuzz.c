@@ -3,6 +3,7 @@
  * unassigned and private-use code points, the scripts seen in the seed corpus, the tokenizer's
  * added tokens and escape characters) and mutates what it finds. Deterministic for a seed:
  * the sequence of candidates depends only on the seed, the seeds corpus and the tokenizer. */
+#include "hsd_tools.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unicode/uchar.h>
@@ -10,6 +11,7 @@
 #include <unicode/uset.h>
 
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/analysis/injectivity_internal.h"
 #include "lib/base/map.h"
 #include "lib/base/utf8.h"
@@ -218,6 +220,10 @@ hsd_status hsd_inj_fuzz(const hsd_tokenizer *tok, const hsd_inj_params *o, hsd_i
                          !tok ? "tokenizer"
                          : !o ? "params"
                               : "result");
+    hsd_inj_params o_own = hsd_inj_default_params();
+    hsd_status o_st = hsd_params_read(&o_own, sizeof o_own, o, "hsd_inj_fuzz", "params", "hsd_inj_default_params()");
+    if (o_st) return o_st;
+    o = &o_own;
     fuzzer f;
     memset(&f, 0, sizeof f);
     f.tok = tok;

@@ -2,6 +2,7 @@
 #ifndef HSD_LIB_INJECTIVITY_INTERNAL_H
 #define HSD_LIB_INJECTIVITY_INTERNAL_H
 
+#include "hsd_tools.h"
 #include "lib/analysis/injectivity.h"
 
 /* Records s (known not to round-trip) with its decoding, and if `minimize`, its minimal

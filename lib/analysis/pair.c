@@ -15,8 +15,10 @@
  * The expressibility checks T → D* and D → T* run over non-special tokens with non-empty
  * surfaces: can a token's surface bytes be cut into surfaces of the other side's tokens? */
 #include "hsd.h"
+#include "hsd_tools.h"
 
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,20 +28,6 @@
 #include "lib/analysis/recommend.h"
 #include "lib/engine/token_trie.h"
 #include "lib/engine/vocab_map.h"
-
-const char *hsd_pair_algo_name(hsd_pair_algo a) {
-    switch (a) {
-    case HSD_PAIR_SD:
-        return "SD";
-    case HSD_PAIR_TLI:
-        return "TLI";
-    case HSD_PAIR_SLEM:
-        return "SLEM";
-    case HSD_PAIR_SLRS:
-        return "SLRS";
-    }
-    return "?";
-}
 
 static bool id_used(const hsd_tokenizer *t, int32_t id) {
     return hsd_tokenizer_id_to_token(t, id) != NULL;
@@ -197,17 +185,33 @@ done:
 }
 
 /* The rule itself is hsd_recommend (lib/analysis/recommend.h), shared with `--algo auto`. */
+/* Replaces *dst with a formatted heap string (hsd_free releases it; NULL when out of memory,
+ * which the report then shows as no text). Text fields of the report never truncate. */
+static void set_text(char **dst, const char *fmt, ...) HSD_PRINTF(2, 3);
+static void set_text(char **dst, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *t = NULL;
+    if (vasprintf(&t, fmt, ap) < 0) t = NULL;
+    va_end(ap);
+    free(*dst);
+    *dst = t;
+}
+
 static void warn(hsd_pair_report *r, const char *fmt, long long a, long long b) {
-    size_t n = strlen(r->warnings);
-    if (n + 2 >= sizeof r->warnings) return;
-    if (n) r->warnings[n++] = ' ';
-    snprintf(r->warnings + n, sizeof r->warnings - n, fmt, a, b);
+    char *add = NULL;
+    if (asprintf(&add, fmt, a, b) < 0) return;
+    if (r->warnings && *r->warnings)
+        set_text(&r->warnings, "%s %s", r->warnings, add);
+    else
+        set_text(&r->warnings, "%s", add);
+    free(add);
 }
 
 /* The paper assumes T → D* and D* → T* (Sec 3) and, for SLEM/TLI's string bridge, injective
  * tokenizers (Sec 3.2); say so when this pair breaks them. */
 static void pair_warnings(hsd_pair_report *r) {
-    r->warnings[0] = 0;
+    set_text(&r->warnings, "%s", "");
     if (!r->t_in_dstar.holds)
         warn(r,
              "T -> D* fails for %lld of %lld target tokens: text holding them cannot reach "
@@ -228,15 +232,21 @@ static void pair_warnings(hsd_pair_report *r) {
              (long long)(r->corpus_samples - r->d_roundtrip), (long long)r->corpus_samples);
 }
 
+void hsd_pair_report_free(hsd_pair_report *r) {
+    if (!r) return;
+    hsd_free(r->reason);
+    hsd_free(r->warnings);
+    r->reason = r->warnings = NULL;
+}
+
 void hsd_pair_recommend(hsd_pair_report *r) {
     if (!r) return;
     pair_warnings(r);
-    switch (hsd_recommend(r, r->reason, sizeof r->reason)) {
-    case HSD_ALGO_SD: r->algo = HSD_PAIR_SD; break;
-    case HSD_ALGO_TLI: r->algo = HSD_PAIR_TLI; break;
-    case HSD_ALGO_SLRS: r->algo = HSD_PAIR_SLRS; break;
-    default: r->algo = HSD_PAIR_SLEM; break;
-    }
+    /* the one rule (lib/analysis/recommend.h), shared with `--algo auto`; its reason is a
+     * sentence of well under 1 KB */
+    char why[1024];
+    r->algo = hsd_recommend(r, why, sizeof why);
+    set_text(&r->reason, "%s", why);
 }
 
 hsd_status hsd_pair_psi_summary(const hsd_tokenizer *t, const hsd_tokenizer *d, hsd_pair_psi *out) {

@@ -2,6 +2,7 @@
  * lists the drafter surfaces starting there; then a backward pass over those matches decides
  * "can s[j..n) still be finished" and a forward pass pushes counts and part counts. A token of
  * n bytes costs O(n · longest drafter match), whatever its count. */
+#include "hsd_tools.h"
 #include "lib/analysis/psi_stats.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 
 /* Per byte position of the DP. */
 typedef struct pos_state {
@@ -144,7 +146,14 @@ hsd_status hsd_psi_stats_compute(const hsd_tokenizer *target, const hsd_token_tr
     }
     out->n_max_id = out->max_count_id = -1;
     const double two53 = 9007199254740992.0, two64 = 18446744073709551616.0;
-    bool distinct = params && params->distinct_surfaces;
+    hsd_psi_params own = hsd_psi_default_params();
+    hsd_status ps = hsd_params_read(&own, sizeof own, params, "hsd_psi_stats_compute", "params",
+                                    "hsd_psi_default_params()");
+    if (ps) {
+        hsd_psi_stats_free(out);
+        return ps;
+    }
+    bool distinct = own.distinct_surfaces;
     psi_work w = {0};
     for (int32_t id = 0; id < n; id++) {
         if (!hsd_tokenizer_id_to_token(target, id) || hsd_tokenizer_is_special(target, id))
@@ -196,7 +205,7 @@ static double percentile(const double *v, size_t n, double q) {
 }
 
 hsd_psi_params hsd_psi_default_params(void) {
-    return (hsd_psi_params){.distinct_surfaces = false};
+    return (hsd_psi_params){.size = sizeof(hsd_psi_params), .distinct_surfaces = false};
 }
 
 void hsd_psi_summarize(double *v, size_t n, hsd_psi_summary *out) {

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/engine/token_trie.h"
 
 /* Decomposes one byte string over the drafter trie. Any length; no allocation below 1024

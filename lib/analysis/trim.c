@@ -13,11 +13,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "hsd_tools.h"
+#include "lib/analysis/trim.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
+#include "lib/base/map.h"
 #include "lib/engine/vocab_map.h"
 
 hsd_trim_params hsd_trim_default_params(void) {
-    return (hsd_trim_params){.alpha = 0.5, .min_coverage = 0.0, .dim = 0, .fixed_flops = 0.0};
+    return (hsd_trim_params){.size = sizeof(hsd_trim_params), .alpha = 0.5, .min_coverage = 0.0, .dim = 0, .fixed_flops = 0.0};
 }
 
 hsd_status hsd_trim_count(const hsd_tokenizer *tok, const hsd_corpus *corpus, int64_t *counts,
@@ -88,10 +92,11 @@ double hsd_trim_saving(const hsd_trim_params *p, int32_t v_full, int32_t k) {
     return 1.0 - (p->fixed_flops + 2.0 * p->dim * (double)k) / full;
 }
 
-hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
-                            const hsd_trim_params *p, hsd_trim_result *out) {
+/* The checks hsd_trim_optimum and hsd_trim_eval share; fn names the caller. */
+static hsd_status trim_check(const char *fn, const int64_t *prefix, int32_t n_cand, int64_t total,
+                             int32_t v_full, const hsd_trim_params *p, const void *out) {
     if (!prefix || !p || !out)
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_optimum: %s is NULL",
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                          !prefix ? "prefix"
                          : !p    ? "params"
                                  : "out");
@@ -110,6 +115,37 @@ hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total
     if (total <= 0)
         return hsd_error(HSD_ERR_OUT_OF_RANGE,
                          "trim: the corpus has no tokens, so coverage is undefined");
+    return HSD_OK;
+}
+
+hsd_status hsd_trim_eval(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
+                         const hsd_trim_params *p, int32_t k, hsd_trim_result *out) {
+    /* the caller's params as the library's own before any field is read */
+    hsd_trim_params own = hsd_trim_default_params();
+    hsd_status st = hsd_params_read(&own, sizeof own, p, "hsd_trim_eval", "params",
+                                    "hsd_trim_default_params()");
+    if (!st) st = trim_check("hsd_trim_eval", prefix, n_cand, total, v_full, p ? &own : NULL, out);
+    if (st) return st;
+    p = &own;
+    if (k < 1 || k > n_cand)
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_trim_eval: k %d outside 1..%d", k, n_cand);
+    out->k = k;
+    out->coverage = hsd_trim_coverage(prefix, total, k);
+    out->saving = hsd_trim_saving(p, v_full, k);
+    out->utility = p->alpha * out->coverage + (1 - p->alpha) * out->saving;
+    out->k_min_feasible = 0;
+    return HSD_OK;
+}
+
+hsd_status hsd_trim_optimum(const int64_t *prefix, int32_t n_cand, int64_t total, int32_t v_full,
+                            const hsd_trim_params *p, hsd_trim_result *out) {
+    /* the caller's params as the library's own before any field is read */
+    hsd_trim_params own = hsd_trim_default_params();
+    hsd_status st = hsd_params_read(&own, sizeof own, p, "hsd_trim_optimum", "params",
+                                    "hsd_trim_default_params()");
+    if (!st) st = trim_check("hsd_trim_optimum", prefix, n_cand, total, v_full, p ? &own : NULL, out);
+    if (st) return st;
+    p = &own;
     int32_t best = 0, k_min = 0;
     double best_u = -INFINITY;
     for (int32_t k = 1; k <= n_cand; k++) {

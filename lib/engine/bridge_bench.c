@@ -8,12 +8,16 @@
 #include <string.h>
 
 #include "hsd.h"
+#include "lib/base/timer.h"
+#include "lib/base/rng.h"
+#include "hsd_tools.h"
 #include "lib/base/buf.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/engine/bridge.h"
 
 hsd_bridge_bench_params hsd_bridge_bench_default_params(void) {
-    return (hsd_bridge_bench_params){.k = 4, .rounds = 2000, .block = 25, .seed = 7, .stream = 0};
+    return (hsd_bridge_bench_params){.size = sizeof(hsd_bridge_bench_params), .k = 4, .rounds = 2000, .block = 25, .seed = 7, .stream = 0};
 }
 
 /* The surface bytes of ids (special tokens spell nothing), appended to text. */
@@ -112,6 +116,10 @@ hsd_status hsd_bridge_bench(const hsd_tokenizer *target, const hsd_tokenizer *dr
                          : !params     ? "params"
                          : !us         ? "us"
                                        : "out");
+    hsd_bridge_bench_params params_own = hsd_bridge_bench_default_params();
+    hsd_status params_st = hsd_params_read(&params_own, sizeof params_own, params, "hsd_bridge_bench", "params", "hsd_bridge_bench_default_params()");
+    if (params_st) return params_st;
+    params = &params_own;
     const hsd_bridge_bench_params *p = params;
     if (p->k < 1 || p->block < 1 || p->rounds < p->block)
         return hsd_error(HSD_ERR_INVALID_ARG,

@@ -11,6 +11,7 @@
  * Each sequence then verifies and emits on its own and finishes independently (EOS, stop
  * strings, its token budget, its context, the streaming callback). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
 #include "lib/base/log.h"
+#include "lib/base/params.h"
 #include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
@@ -189,7 +191,7 @@ hsd_status hsd_eng_draft_all(request *rq) {
                 (s = hsd_eng_feed_prepare(e->dm, &g->D, &g->d_kv, &n)))
                 break;
             rq->last_row[nb] = n - 1;
-            rq->ent[nb] = (hsd_model_batch_seq){g->d_slot, g->D.ids.p + g->d_kv, n,
+            rq->ent[nb] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), g->d_slot, g->D.ids.p + g->d_kv, n,
                                                 NULL,      &rq->last_row[nb],    1};
             rq->idx[nb++] = i;
         }
@@ -229,7 +231,7 @@ hsd_status hsd_eng_verify_all(request *rq) {
         if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
             (s = hsd_eng_target_request(g, cand, g->m)))
             break;
-        rq->ent[nb] = (hsd_model_batch_seq){g->t_slot,    g->rd.toks,
+        rq->ent[nb] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), g->t_slot,    g->rd.toks,
                                             g->rd.n_toks, g->rd.cpar ? g->rd.tpar : NULL,
                                             g->rd.rows,   g->m + 1};
         rq->idx[nb++] = i;
@@ -285,8 +287,15 @@ hsd_status hsd_eng_after_round(request *rq) {
 /* The result of one sequence (times from the start of the request). */
 hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason, double t_start,
                               hsd_gen_result *res) {
+    res->size = sizeof *res; /* the library's own result; hsd_eng_result_export copies it out */
     res->algo = g->algo;
-    snprintf(res->reason, sizeof res->reason, "%s", reason);
+    res->reason = strdup(reason);
+    if (!res->reason) return hsd_eng_oom();
+    if (g->algo == HSD_ALGO_SLRS) { /* the per-algorithm statistics, only where they exist */
+        res->slrs = calloc(1, sizeof *res->slrs);
+        if (!res->slrs) return hsd_eng_oom();
+        res->slrs->size = sizeof *res->slrs;
+    }
     res->n_ids = (int32_t)g->out.n;
     res->ids = malloc((g->out.n ? g->out.n : 1) * sizeof *res->ids);
     if (!res->ids) return hsd_eng_oom();
@@ -365,10 +374,13 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
                       const hsd_gen_params *params, hsd_gen_result *results) {
     hsd_engine *e = rq->e;
     hsd_gen_params dp = hsd_gen_default_params();
-    const hsd_gen_params *p = params ? params : &dp;
+    hsd_status s = hsd_params_read(&dp, sizeof dp, params, rq->fn, "params",
+                                   "hsd_gen_default_params()");
+    if (s) return s;
+    const hsd_gen_params *p = &dp;
     hsd_algo algo = HSD_ALGO_AR;
-    char reason[sizeof results[0].reason] = "";
-    hsd_status s = check_args(rq, prompts, lens, p, &algo, reason, sizeof reason);
+    char reason[512] = ""; /* the resolver's one-line reason; the result gets a copy */
+    s = check_args(rq, prompts, lens, p, &algo, reason, sizeof reason);
     if (s) return s;
     int32_t B = rq->B;
     rq->sq = calloc((size_t)B, sizeof *rq->sq);
@@ -409,17 +421,59 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
     return s;
 }
 
+/* A caller's result array: element i at base + i * size, where size is what the caller's
+ * header says (results[0].size); at least the size field, and the same for every element. */
+static hsd_status check_result_sizes(const char *fn, const hsd_gen_result *res, int32_t n) {
+    size_t size = res->size;
+    if (size < HSD_PARAMS_MIN_SIZE)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "%s: result size is %zu: set it before the call (HSD_GEN_RESULT_INIT, or "
+                         "hsd_gen_results_init for an array)",
+                         fn, size);
+    for (int32_t i = 1; i < n; i++) {
+        size_t si = hsd_params_size(hsd_params_at(res, size, (size_t)i));
+        if (si != size)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "%s: results[%d].size is %zu but results[0].size is %zu (set every "
+                             "element with hsd_gen_results_init)",
+                             fn, (int)i, si, size);
+    }
+    return HSD_OK;
+}
+
+/* Copies the library's result `own` into the caller's (dst_size bytes, the caller's header):
+ * the fields the caller knows move over (dst then owns their allocations); anything the
+ * library allocated past the caller's size is released here, since the caller cannot. */
+#define RESULT_HAS(size, field) ((size) >= offsetof(hsd_gen_result, field) + sizeof(((hsd_gen_result *)0)->field))
+static void result_export(hsd_gen_result *own, void *dst, size_t dst_size) {
+    size_t n = dst_size < sizeof *own ? dst_size : sizeof *own;
+    /* an older caller's result lacks these fields: nobody could free them there */
+    if (!RESULT_HAS(dst_size, reason)) hsd_free(own->reason);
+    if (!RESULT_HAS(dst_size, slrs)) hsd_free(own->slrs);
+    own->size = dst_size;
+    memcpy(dst, own, n);
+    memset(own, 0, sizeof *own);
+}
+
 hsd_status hsd_engine_generate(hsd_engine *e, const char *prompt, size_t len,
                                const hsd_gen_params *params, hsd_gen_result *res) {
-    if (res) memset(res, 0, sizeof *res); /* a failed call leaves nothing to free */
     if (!e || !res || (!prompt && len))
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_engine_generate: NULL %s",
                          !e     ? "engine"
                          : !res ? "result"
                                 : "prompt with len > 0");
+    hsd_status s = check_result_sizes("hsd_engine_generate", res, 1);
+    if (s) return s;
+    size_t size = res->size;
+    /* a failed call leaves nothing to free (the size stays) */
+    memset(res, 0, size < sizeof *res ? size : sizeof *res);
+    res->size = size;
     const char *ps[1] = {prompt ? prompt : ""};
     request rq = {.e = e, .fn = "hsd_engine_generate", .single = true, .B = 1};
-    return run(&rq, ps, &len, params, res);
+    hsd_gen_result own = {.size = sizeof own};
+    s = run(&rq, ps, &len, params, &own);
+    if (!s) result_export(&own, res, size);
+    return s;
 }
 
 hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts, const size_t *lens,
@@ -430,16 +484,39 @@ hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *prompts, 
                          !e         ? "engine"
                          : !prompts ? "prompts"
                                     : "results");
-    for (int32_t i = 0; i < n_prompts; i++) memset(&results[i], 0, sizeof results[i]);
     request rq = {.e = e, .fn = "hsd_engine_generate_batch", .single = false, .B = n_prompts};
-    return run(&rq, prompts, lens, params, results);
+    if (n_prompts < 1) return run(&rq, prompts, lens, params, NULL); /* the count's error */
+    hsd_status s = check_result_sizes("hsd_engine_generate_batch", results, n_prompts);
+    if (s) return s;
+    size_t size = results->size;
+    for (int32_t i = 0; i < n_prompts; i++) {
+        hsd_gen_result *r = (hsd_gen_result *)(void *)((char *)results + size * (size_t)i);
+        memset(r, 0, size < sizeof *r ? size : sizeof *r);
+        r->size = size;
+    }
+    hsd_gen_result *own = calloc((size_t)n_prompts, sizeof *own);
+    if (!own) return hsd_eng_oom();
+    s = run(&rq, prompts, lens, params, own);
+    for (int32_t i = 0; !s && i < n_prompts; i++)
+        result_export(&own[i], (char *)results + size * (size_t)i, size);
+    free(own);
+    return s;
 }
 
 void hsd_gen_result_free(hsd_gen_result *r) {
     if (!r) return;
-    free(r->ids);
+    /* only the fields the result's size covers exist (a caller's older, shorter result) */
+    hsd_free(r->ids);
     hsd_free(r->text);
     r->ids = NULL;
     r->text = NULL;
     r->n_ids = 0;
+    if (RESULT_HAS(r->size, reason)) {
+        hsd_free(r->reason);
+        r->reason = NULL;
+    }
+    if (RESULT_HAS(r->size, slrs)) {
+        hsd_free(r->slrs);
+        r->slrs = NULL;
+    }
 }

@@ -32,6 +32,7 @@ int hsd_algo_parse(const char *name) {
 hsd_gen_params hsd_gen_default_params(void) {
     hsd_gen_params p;
     memset(&p, 0, sizeof p);
+    p.size = sizeof p;
     p.algo = HSD_ALGO_AUTO;
     p.max_new_tokens = 128;
     p.n_draft = 4;

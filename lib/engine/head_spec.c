@@ -1,6 +1,7 @@
 /* hsd_model_set_head_spec: a draft head written as one string (the CLI's --draft-head),
  * parsed and installed by the library, so that every client (CLI, bindings, a user's
- * program) reads the same forms; tli is hsd_engine_set_tli_head's. */
+ * program) reads the same forms. The TLI head is not one of them: it needs the engine's
+ * T ∩ D, and hsd_engine_set_tli_head is the one way to install it. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ static int parse_sizes(const char *arg, bool with_k, hsd_head_params *p) {
     return 0;
 }
 
-hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engine *e,
+hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec,
                                    const int32_t *calib_tokens, int32_t n_calib) {
     if (!draft || !spec)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_model_set_head_spec: NULL %s",
@@ -89,17 +90,13 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engin
     const char *arg = colon ? colon + 1 : NULL;
     int32_t *file_ids = NULL, n_file = 0;
     hsd_status s = HSD_OK;
-    bool bad = false, tli = false;
+    bool bad = false;
     if (kl == 4 && !strncmp(spec, "full", 4) && !arg) {
         p.kind = HSD_HEAD_FULL;
     } else if (kl == 4 && !strncmp(spec, "trim", 4) && arg && *arg) {
         p.kind = HSD_HEAD_TRIMMED;
         s = read_ids(arg, &file_ids, &n_file);
         p.keep_ids = file_ids, p.n_keep = n_file;
-    } else if (kl == 3 && !strncmp(spec, "tli", 3)) {
-        p.kind = HSD_HEAD_TRIMMED;
-        tli = true;
-        if (arg && *arg) s = read_ids(arg, &file_ids, &n_file);
     } else if (kl == 4 && !strncmp(spec, "spec", 4) && arg) {
         p.kind = HSD_HEAD_SPECULATIVE;
         bad = parse_sizes(arg, true, &p);
@@ -111,18 +108,10 @@ hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec, hsd_engin
     }
     if (bad)
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "draft head '%s': expected full | trim:IDS_FILE | tli[:IDS_FILE] | "
-                         "spec:K[/R][:FILE] | lowrank:R[:FILE]",
+                         "draft head '%s': expected full | trim:IDS_FILE | "
+                         "spec:K[/R][:FILE] | lowrank:R[:FILE] (the TLI head: "
+                         "hsd_engine_set_tli_head)",
                          spec);
-    if (s == HSD_OK && tli) { /* the engine builds it: T ∩ D, within the file's ids */
-        if (!e)
-            s = hsd_error(HSD_ERR_INVALID_ARG,
-                          "draft head '%s': tli needs the engine (target and drafter)", spec);
-        else if ((s = hsd_engine_set_tli_head(e, file_ids, n_file)) != HSD_OK)
-            hsd_error_prefix(s, "draft head '%s': ", spec);
-        free(file_ids);
-        return s;
-    }
     if (s == HSD_OK && !p.factors_path &&
         (p.kind == HSD_HEAD_SPECULATIVE || p.kind == HSD_HEAD_LOWRANK))
         p.calib_tokens = calib_tokens, p.n_calib = n_calib;

@@ -21,6 +21,7 @@
 
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/base/timer.h"
 #include "tokenize/tokenizer.h"
 
@@ -70,13 +71,9 @@ hsd_status hsd_proposer_init(hsd_model *draft, const hsd_tokenizer *draft_tok,
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: NULL %s", fn,
                          !draft ? "draft model" : !draft_tok ? "draft tokenizer" : "target tokenizer");
     hsd_proposer_params prm = hsd_proposer_default_params();
-    if (params) {
-        if (params->size == 0)
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "%s: params->size is 0 (start from hsd_proposer_default_params)", fn);
-        memcpy(&prm, params, params->size < sizeof prm ? params->size : sizeof prm);
-        prm.size = sizeof prm;
-    }
+    hsd_status st = hsd_params_read(&prm, sizeof prm, params, fn, "params",
+                                    "hsd_proposer_default_params()");
+    if (st) return st;
     if (prm.n_draft < 1 || prm.n_draft > HSD_ENG_MAX_K || prm.n_ctx < 0 || prm.target_vocab < 0)
         return hsd_error(HSD_ERR_INVALID_ARG,
                          "%s: need 1 <= n_draft <= %d, n_ctx >= 0, target_vocab >= 0 (got %d, %d, %d)",
@@ -288,7 +285,7 @@ static hsd_status draft_lockstep(hsd_proposer *p, int32_t n, const int32_t *slot
             if ((s = hsd_eng_seq_select(g)) || (s = hsd_eng_feed_prepare(p->e.dm, &g->D, &g->d_kv, &m)))
                 return s;
             p->last_row[nb] = m - 1;
-            p->ent[nb] = (hsd_model_batch_seq){g->d_slot, g->D.ids.p + g->d_kv, m, NULL,
+            p->ent[nb] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), g->d_slot, g->D.ids.p + g->d_kv, m, NULL,
                                                &p->last_row[nb], 1};
             p->idx[nb++] = i;
         }

@@ -92,12 +92,13 @@ void hsd_eng_slrs_release(hsd_engine *e) {
 
 static void slrs_stats(const hsd_eng_seq *g, hsd_gen_result *res) {
     const struct hsd_eng_slrs *st = g->slrs;
-    if (!st || !g->rounds) return;
-    res->psi_ms = st->t_psi / g->rounds;
-    res->tree_nodes = st->nodes / g->rounds;
-    res->tree_forwards = st->forwards / g->rounds;
-    res->expected_accept = st->n_exp ? st->exp_slrs / st->n_exp : 0;
-    res->expected_accept_em = st->n_exp ? st->exp_em / st->n_exp : 0;
+    hsd_slrs_stats *o = res->slrs; /* allocated by hsd_eng_fill_result for SLRS */
+    if (!st || !g->rounds || !o) return;
+    o->psi_ms = st->t_psi / g->rounds;
+    o->tree_nodes = st->nodes / g->rounds;
+    o->tree_forwards = st->forwards / g->rounds;
+    o->expected_accept = st->n_exp ? st->exp_slrs / st->n_exp : 0;
+    o->expected_accept_em = st->n_exp ? st->exp_em / st->n_exp : 0;
 }
 
 static hsd_status setup(hsd_eng_seq *g) {

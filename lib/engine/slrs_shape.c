@@ -1,4 +1,5 @@
 /* Target and draft token tries walked together (see slrs_shape.h). */
+#include "hsd_tools.h"
 #include "lib/engine/slrs_shape.h"
 
 #include <string.h>

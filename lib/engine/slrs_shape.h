@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 #include "lib/engine/token_trie.h"
 
 typedef struct hsd_slrs_shape {

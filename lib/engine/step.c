@@ -11,6 +11,7 @@
 
 #include "lib/base/buf.h"
 #include "lib/base/error.h"
+#include "lib/base/params.h"
 #include "lib/base/timer.h"
 #include "lib/engine/engine.h"
 
@@ -19,7 +20,7 @@ typedef struct slot {
     int64_t id;
     double t_start;
     int32_t n_prompt;
-    char reason[160];
+    char reason[512];
     char **stop; /* the request's stop strings, copied */
     int32_t n_stop;
     hsd_buf piece;   /* text made final during the current step */
@@ -68,13 +69,9 @@ hsd_status hsd_batch_init(hsd_engine *e, const hsd_batch_params *params, hsd_bat
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_batch_init: NULL %s", !e ? "engine" : "out");
     hsd_batch_params p = hsd_batch_default_params();
     if (params) {
-        if (params->size < sizeof params->size)
-            return hsd_error(HSD_ERR_INVALID_ARG,
-                             "hsd_batch_init: params->size %zu (use hsd_batch_default_params)",
-                             params->size);
-        size_t n = params->size < sizeof p ? params->size : sizeof p;
-        memcpy(&p, params, n);
-        p.size = sizeof p;
+        hsd_status st = hsd_params_read(&p, sizeof p, params, "hsd_batch_init", "params",
+                                        "hsd_batch_default_params()");
+        if (st) return st;
     }
     int32_t nt = hsd_model_n_seq(e->tm), nd = e->dm ? hsd_model_n_seq(e->dm) : nt;
     int32_t n = p.n_slots > 0 ? p.n_slots : nt;
@@ -141,11 +138,13 @@ static void release_slot(hsd_batch *b, int32_t i) {
 
 static hsd_status add(hsd_batch *b, const char *prompt, size_t len, const int32_t *ids,
                       size_t n_ids, const hsd_gen_params *params, int64_t *id) {
-    hsd_gen_params dp = hsd_gen_default_params();
-    hsd_gen_params p = params ? *params : dp;
+    hsd_gen_params p = hsd_gen_default_params();
+    hsd_status st = hsd_params_read(&p, sizeof p, params, "hsd_batch_add", "params",
+                                    "hsd_gen_default_params()");
+    if (st) return st;
     hsd_algo algo = HSD_ALGO_AR;
-    char reason[160] = "";
-    hsd_status st = hsd_eng_check_params(b->e, "hsd_batch_add", &p, &algo, reason, sizeof reason);
+    char reason[512] = "";
+    st = hsd_eng_check_params(b->e, "hsd_batch_add", &p, &algo, reason, sizeof reason);
     if (st) return st;
     int32_t i = 0;
     while (i < b->rq.B && b->sl[i].used) i++;
@@ -245,6 +244,7 @@ hsd_status hsd_batch_step(hsd_batch *b, const hsd_batch_event **events, int32_t 
         if (!sl->used || (!g->done && sl->piece.n == 0 && sl->piece_ids.n == 0)) continue;
         hsd_batch_event *ev = &b->ev[n++];
         memset(ev, 0, sizeof *ev);
+        ev->size = sizeof *ev;
         ev->id = sl->id;
         ev->text = sl->piece.p ? sl->piece.p : "";
         ev->len = sl->piece.n;

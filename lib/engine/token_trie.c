@@ -4,6 +4,7 @@
  *   2. renumber the nodes breadth-first so that each node's children become one consecutive,
  *      byte-sorted run, and lay the ids out per node, smallest id first.
  * Node arrays are sized once from the total surface length; only the wide-node tables grow. */
+#include "hsd_tools.h"
 #include "lib/engine/token_trie.h"
 
 #include <stdlib.h>

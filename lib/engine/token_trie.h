@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "hsd.h"
+#include "hsd_tools.h"
 
 /* hsd_token_trie, hsd_token_trie_build / _free / _n_nodes / _n_tokens are public
  * (include/hsd_tools.h); the queries below serve the engine and the ψ statistics. */

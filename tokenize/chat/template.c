@@ -5,6 +5,7 @@
 #include "lib/base/error.h"
 #include "lib/base/file_map.h"
 #include "lib/base/gguf.h"
+#include "lib/base/params.h"
 #include "tokenize/chat/chat_internal.h"
 #include "tokenize/json.h"
 
@@ -224,12 +225,9 @@ hsd_status hsd_chat_render_json(const hsd_chat_template *t, const char *context_
     if (!t || !context_json || !out)
         return hsd_error(HSD_ERR_INVALID_ARG, "hsd_chat_render_json: template, context_json and out must not be NULL");
     hsd_chat_params p = hsd_chat_default_params();
-    if (params) {
-        size_t n = params->size < sizeof p ? params->size : sizeof p;
-        if (n < sizeof(size_t)) return hsd_error(HSD_ERR_INVALID_ARG, "hsd_chat_render_json: params->size is not set");
-        memcpy(&p, params, n);
-        p.size = sizeof p;
-    }
+    hsd_status pst = hsd_params_read(&p, sizeof p, params, "hsd_chat_render_json", "params",
+                                     "hsd_chat_default_params()");
+    if (pst) return pst;
     jarena ar = {0};
     ar.limit = (size_t)512 << 20;
     jctx x;

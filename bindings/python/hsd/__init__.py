@@ -301,6 +301,7 @@ class Model(_Handle):
             return 0
 
         iface = _lib.ModelIface()
+        iface.size = ctypes.sizeof(iface)  # HSD_MODEL_IFACE_INIT
         iface.ctx = None
         iface.vocab_size = _lib.VOCAB_FN(lambda ctx: vocab)
         iface.n_ctx = _lib.VOCAB_FN(lambda ctx: n_ctx)
@@ -354,7 +355,7 @@ class Model(_Handle):
     def set_head(self, spec):
         """Replaces the LM head for drafting (hsd_model_set_head_spec without an engine):
         "full", "trim:IDS_FILE", "spec:K[/R][:FILE]" or "lowrank:R[:FILE]"."""
-        _check(lib.hsd_model_set_head_spec(self._handle, _utf8(spec), None, None, 0))
+        _check(lib.hsd_model_set_head_spec(self._handle, _utf8(spec), None, 0))
 
     @property
     def head_desc(self):
@@ -366,22 +367,40 @@ class Model(_Handle):
 
 
 class Result:
-    """What Engine.generate returns: text, ids, the algorithm used (and why), and stats."""
+    """What Engine.generate returns: text, ids, the algorithm used (and why), and stats.
 
-    STATS = ("n_rounds", "n_drafted", "n_accepted", "acceptance_rate", "tau", "ttft_ms",
-             "tpot_ms", "tokens_per_s", "total_ms", "draft_ms", "verify_ms", "bridge_ms")
+    The statistics carry the names of `hsd generate --json` (an interface: names are only
+    added, never renamed): n_generated, rounds, drafted, accepted, acceptance_rate, tau,
+    ttft_ms, tpot_ms, tokens_per_s, total_ms, draft_ms, verify_ms, bridge_ms,
+    first_accept_rate, stop_reason, and for SLRS psi_ms, tree_nodes, tree_forwards,
+    expected_accept, expected_accept_em (None for the other algorithms).
+    n_rounds, n_drafted and n_accepted are DEPRECATED aliases of rounds, drafted and accepted
+    (the C struct's names), kept for existing callers."""
+
+    STATS = ("n_generated", "rounds", "drafted", "accepted", "acceptance_rate", "tau", "ttft_ms",
+             "tpot_ms", "tokens_per_s", "total_ms", "draft_ms", "verify_ms", "bridge_ms",
+             "first_accept_rate")
+    SLRS_STATS = ("psi_ms", "tree_nodes", "tree_forwards", "expected_accept",
+                  "expected_accept_em")
+    DEPRECATED = {"n_rounds": "rounds", "n_drafted": "drafted", "n_accepted": "accepted"}
 
     def __init__(self, r):
         self.ids = r.ids[:r.n_ids] if r.n_ids else []
         raw = ctypes.string_at(r.text, r.text_len) if r.text_len else b""
         self.text = raw.decode("utf-8", "replace")
         self.algo = ALGORITHMS[r.algo]
-        self.reason = r.reason.decode("utf-8", "replace")
+        self.reason = ctypes.string_at(r.reason).decode("utf-8", "replace") if r.reason else ""
         self.stop_reason = lib.hsd_stop_reason_name(r.stop_reason).decode()
-        self.stats = {k: getattr(r, k) for k in self.STATS}
+        c_names = {"n_generated": "n_ids", "rounds": "n_rounds", "drafted": "n_drafted",
+                   "accepted": "n_accepted"}
+        self.stats = {k: getattr(r, c_names.get(k, k)) for k in self.STATS}
+        slrs = r.slrs.contents if r.slrs else None
+        for k in self.SLRS_STATS:
+            self.stats[k] = getattr(slrs, k) if slrs is not None else None
 
     def __getattr__(self, name):
         stats = self.__dict__.get("stats", {})
+        name = self.DEPRECATED.get(name, name)
         if name in stats:
             return stats[name]
         raise AttributeError(name)
@@ -452,6 +471,7 @@ class Engine(_Handle):
     def _run(self, prompt, p):
         b = _utf8(prompt)
         r = _lib.GenResult()
+        r.size = ctypes.sizeof(r)  # HSD_GEN_RESULT_INIT
         _check(lib.hsd_engine_generate(self._handle, b, len(b), ctypes.byref(p), ctypes.byref(r)))
         try:
             return Result(r)
@@ -626,7 +646,7 @@ def psi_summary(target, draft):
     return {name: getattr(out, name) for name, _ in _lib.PairPsi._fields_}
 
 
-#: weight types accepted by synth, in hsd_ftype order
+#: weight types accepted by synth; hsd_ftype numbers them from 1 (0 is AUTO)
 SYNTH_TYPES = ("f32", "f16", "bf16", "q8_0")
 
 
@@ -641,7 +661,7 @@ def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
         raise ValueError("dtype must be one of %s" % ", ".join(SYNTH_TYPES))
     p = lib.hsd_synth_default_params()
     shape_b = _utf8(shape)
-    p.shape, p.type, p.seed = shape_b, SYNTH_TYPES.index(dtype), seed
+    p.shape, p.type, p.seed = shape_b, 1 + SYNTH_TYPES.index(dtype), seed
     m = ctypes.c_void_p()
     _check(lib.hsd_synth_init(ctypes.byref(p), ctypes.byref(m)))
     try:

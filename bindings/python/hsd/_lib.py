@@ -9,7 +9,7 @@ import ctypes
 import glob
 import os
 
-SO_MAJOR = 0  # HSD_VERSION_MAJOR: the SONAME this binding was written against
+SO_MAJOR = 1  # HSD_VERSION_MAJOR: the SONAME this binding was written against
 
 
 def _candidates():
@@ -55,7 +55,7 @@ class CudaOptions(ctypes.Structure):
 
 class ModelParams(ctypes.Structure):
     """struct hsd_model_params"""
-    _fields_ = [("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("n_ctx", ctypes.c_int32), ("n_threads", ctypes.c_int32),
                 ("use_mmap", ctypes.c_bool), ("backend", ctypes.c_int),
                 ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32),
                 ("cpu_kernels", ctypes.c_int), ("no_pack", ctypes.c_bool),
@@ -70,7 +70,7 @@ STREAM_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int32, cty
 
 class GenParams(ctypes.Structure):
     """struct hsd_gen_params"""
-    _fields_ = [("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("algo", ctypes.c_int), ("max_new_tokens", ctypes.c_int32),
                 ("n_draft", ctypes.c_int32), ("adaptive_k", ctypes.c_bool),
                 ("k_max", ctypes.c_int32), ("temp", ctypes.c_float), ("top_k", ctypes.c_int32),
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
@@ -82,20 +82,25 @@ class GenParams(ctypes.Structure):
                 ("on_text", STREAM_FN), ("user_data", ctypes.c_void_p)]
 
 
+class SlrsStats(ctypes.Structure):
+    """struct hsd_slrs_stats"""
+    _fields_ = [("size", ctypes.c_size_t), ("psi_ms", ctypes.c_double),
+                ("tree_nodes", ctypes.c_double), ("tree_forwards", ctypes.c_double),
+                ("expected_accept", ctypes.c_double), ("expected_accept_em", ctypes.c_double)]
+
+
 class GenResult(ctypes.Structure):
     """struct hsd_gen_result"""
-    _fields_ = [("ids", c_int32_p), ("n_ids", ctypes.c_int32), ("text", ctypes.c_void_p),
-                ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
-                ("reason", ctypes.c_char * 160), ("n_rounds", ctypes.c_int32),
+    _fields_ = [("size", ctypes.c_size_t), ("ids", c_int32_p), ("n_ids", ctypes.c_int32),
+                ("text", ctypes.c_void_p), ("text_len", ctypes.c_size_t), ("algo", ctypes.c_int),
+                ("reason", ctypes.c_void_p), ("n_rounds", ctypes.c_int32),
                 ("n_drafted", ctypes.c_int32), ("n_accepted", ctypes.c_int32),
                 ("acceptance_rate", ctypes.c_double), ("tau", ctypes.c_double),
                 ("ttft_ms", ctypes.c_double), ("tpot_ms", ctypes.c_double),
                 ("tokens_per_s", ctypes.c_double), ("total_ms", ctypes.c_double),
                 ("draft_ms", ctypes.c_double), ("verify_ms", ctypes.c_double),
                 ("bridge_ms", ctypes.c_double), ("first_accept_rate", ctypes.c_double),
-                ("psi_ms", ctypes.c_double), ("tree_nodes", ctypes.c_double),
-                ("tree_forwards", ctypes.c_double), ("expected_accept", ctypes.c_double),
-                ("expected_accept_em", ctypes.c_double), ("stop_reason", ctypes.c_int)]
+                ("stop_reason", ctypes.c_int), ("slrs", ctypes.POINTER(SlrsStats))]
 
 
 VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
@@ -110,7 +115,7 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 class ModelIface(ctypes.Structure):
     """struct hsd_model_iface"""
-    _fields_ = [("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
+    _fields_ = [("size", ctypes.c_size_t), ("ctx", ctypes.c_void_p), ("vocab_size", VOCAB_FN), ("n_ctx", VOCAB_FN),
                 ("forward", FORWARD_FN), ("kv_len", VOCAB_FN), ("kv_truncate", TRUNCATE_FN),
                 ("kv_keep", KEEP_FN), ("free", FREE_FN),
                 # optional sequence slots (left NULL: one slot)
@@ -128,7 +133,7 @@ class PairPsi(ctypes.Structure):
 
 class SynthParams(ctypes.Structure):
     """struct hsd_synth_params (include/hsd_tools.h)"""
-    _fields_ = [("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
+    _fields_ = [("size", ctypes.c_size_t), ("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
 
 
 class ChatParams(ctypes.Structure):
@@ -159,6 +164,7 @@ _protos = {
     "hsd_last_error": (ctypes.c_char_p, []),
     "hsd_status_str": (ctypes.c_char_p, [ctypes.c_int]),
     "hsd_version": (ctypes.c_char_p, []),
+    "hsd_struct_size": (ctypes.c_size_t, [ctypes.c_char_p]),
     "hsd_log_set": (None, [LOG_FN, P]),
     "hsd_free": (None, [P]),
     "hsd_tokenizer_load_file": (_S, [ctypes.c_char_p, ctypes.POINTER(P)]),
@@ -209,7 +215,7 @@ _protos = {
     "hsd_gen_result_free": (None, [ctypes.POINTER(GenResult)]),
     "hsd_model_n_seq": (ctypes.c_int32, [P]),
     "hsd_backend_parse": (ctypes.c_int, [ctypes.c_char_p]),
-    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, P, c_int32_p, ctypes.c_int32]),
+    "hsd_model_set_head_spec": (_S, [P, ctypes.c_char_p, c_int32_p, ctypes.c_int32]),
     "hsd_model_head_desc": (ctypes.c_char_p, [P]),
     # draft-only proposals (issue 25)
     "hsd_proposer_default_params": (ProposerParams, []),
@@ -250,3 +256,42 @@ for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+
+#: the structs this binding mirrors, by their C names
+MIRRORED = {"hsd_model_params": ModelParams, "hsd_gen_params": GenParams,
+            "hsd_gen_result": GenResult, "hsd_slrs_stats": SlrsStats,
+            "hsd_model_iface": ModelIface, "hsd_pair_psi": PairPsi,
+            "hsd_synth_params": SynthParams, "hsd_chat_params": ChatParams,
+            "hsd_proposer_params": ProposerParams, "hsd_proposer_stats": ProposerStats}
+
+
+def check_library(lib_, so_major=SO_MAJOR, mirrored=None):
+    """Refuses a library this binding was not written for: another major version, or a
+    struct whose size differs from the binding's mirror (the layouts would disagree and
+    every call passing it would read garbage). Returns the library's version string."""
+    path = getattr(lib_, "_name", "libhsd.so")
+    try:
+        version = lib_.hsd_version().decode()
+    except AttributeError:
+        raise ImportError("hsd: %s has no hsd_version(): not an hsd library" % path)
+    major = int(version.split(".")[0])
+    if major != so_major:
+        raise ImportError("hsd: %s is version %s, but this binding needs major version %d "
+                          "(libhsd.so.%d); install the matching library or binding"
+                          % (path, version, so_major, so_major))
+    if not hasattr(lib_, "hsd_struct_size"):
+        raise ImportError("hsd: %s (version %s) has no hsd_struct_size(): too old for this "
+                          "binding" % (path, version))
+    bad = []
+    for name, cls in (mirrored or MIRRORED).items():
+        theirs, ours = lib_.hsd_struct_size(name.encode()), ctypes.sizeof(cls)
+        if theirs != ours:
+            bad.append("%s is %d bytes in the library, %d in the binding" % (name, theirs, ours))
+    if bad:
+        raise ImportError("hsd: %s (version %s) does not match this binding: %s"
+                          % (path, version, "; ".join(bad)))
+    return version
+
+
+VERSION = check_library(lib)

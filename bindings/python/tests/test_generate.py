@@ -1,6 +1,8 @@
 """Models, pairing and generation with every algorithm through the binding, on the real
 TinyStories pair in shared/models (babyllama/tok105 target, stories260K/tok512 drafter)."""
 import json
+import os
+import subprocess
 import math
 import unittest
 
@@ -95,6 +97,46 @@ class TestPair(unittest.TestCase):
                 if algo == "auto":
                     self.assertEqual(r.algo, self.engine.auto_algo()[0])
                     self.assertIn("T∩D", r.reason)
+
+    def test_result_follows_cli_json(self):
+        """Result's statistics carry `hsd generate --json`'s names (the CLI is the oracle:
+        its JSON fields are an interface), with the same values for the counts."""
+        cli = os.environ.get("HSD_CLI")
+        if not cli or not os.path.exists(cli):
+            self.skipTest("HSD_CLI not set: the hsd CLI is the oracle of the field names")
+        tm, tt, dm, dt = shared.require(shared.TARGET, shared.TARGET_TOK, shared.DRAFT,
+                                        shared.DRAFT_TOK)
+        for algo in ("slrs", "slem"):
+            with self.subTest(algo=algo):
+                out = subprocess.run([cli, "generate", "--target", tm, "--target-tokenizer", tt,
+                                      "--draft", dm, "--draft-tokenizer", dt, "--algo", algo,
+                                      "-p", PROMPT, "-n", "30", "--json"],
+                                     check=True, capture_output=True, text=True).stdout
+                j = json.loads(out)
+                self.engine.reset()
+                r = self.engine.generate(PROMPT, algo=algo, max_new_tokens=30)
+                self.assertEqual(r.ids, j["ids"])
+                self.assertEqual(r.text, j["text"])
+                self.assertEqual(r.algo, j["algo"])
+                self.assertEqual(r.reason, j["reason"])
+                self.assertEqual(r.stop_reason, j["stop_reason"])
+                for k in ("n_generated", "rounds", "drafted", "accepted", "acceptance_rate",
+                          "tau", "first_accept_rate", "tree_nodes", "tree_forwards",
+                          "expected_accept", "expected_accept_em"):
+                    if k in j:  # SLRS's fields only for SLRS
+                        self.assertEqual(getattr(r, k), j[k], k)
+                for k in ("ttft_ms", "tpot_ms", "tokens_per_s", "total_ms", "draft_ms",
+                          "verify_ms", "bridge_ms", "psi_ms"):
+                    if k in j:  # times differ run to run: the name must exist
+                        self.assertIsInstance(getattr(r, k), float, k)
+                if algo != "slrs":
+                    self.assertNotIn("psi_ms", j)
+                    self.assertIsNone(r.psi_ms)
+                # the deprecated aliases still answer
+                self.assertEqual(r.n_rounds, r.rounds)
+                self.assertEqual(r.n_drafted, r.drafted)
+                self.assertEqual(r.n_accepted, r.accepted)
+                self.assertEqual(r.n_generated, len(r.ids))
 
     def test_pairing(self):
         algo, reason = self.engine.auto_algo()

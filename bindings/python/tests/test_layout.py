@@ -1,6 +1,7 @@
 """The ctypes structs in hsd/_lib.py must list the same fields, in the same order, as the
 structs in include/hsd.h: a field added to the header without the binding would shift every
 later field. Parsed from the header, so this fails as soon as the two drift apart."""
+import ctypes
 import os
 import re
 import unittest
@@ -8,11 +9,7 @@ import unittest
 from hsd import _lib
 from tests import shared
 
-STRUCTS = {"hsd_model_params": _lib.ModelParams, "hsd_gen_params": _lib.GenParams,
-           "hsd_gen_result": _lib.GenResult, "hsd_model_iface": _lib.ModelIface,
-           "hsd_pair_psi": _lib.PairPsi, "hsd_synth_params": _lib.SynthParams,
-           "hsd_proposer_params": _lib.ProposerParams, "hsd_proposer_stats": _lib.ProposerStats,
-           "hsd_chat_params": _lib.ChatParams}
+STRUCTS = _lib.MIRRORED  # every struct the binding mirrors (and checks at load)
 
 
 def header_fields(src, name):
@@ -44,6 +41,38 @@ class TestLayout(unittest.TestCase):
         for name, cls in STRUCTS.items():
             with self.subTest(struct=name):
                 self.assertEqual([f[0] for f in cls._fields_], header_fields(src, name))
+
+
+class TestLoadCheck(unittest.TestCase):
+    """At import the binding compares hsd_version() and hsd_struct_size() of every mirrored
+    struct with its own; a library that differs is refused with a message saying why."""
+
+    def test_loaded_library_matches(self):
+        self.assertEqual(_lib.check_library(_lib.lib), _lib.lib.hsd_version().decode())
+        for name, cls in _lib.MIRRORED.items():
+            with self.subTest(struct=name):
+                self.assertEqual(_lib.lib.hsd_struct_size(name.encode()), ctypes.sizeof(cls))
+
+    def test_other_major_version_refused(self):
+        with self.assertRaises(ImportError) as cm:
+            _lib.check_library(_lib.lib, so_major=_lib.SO_MAJOR + 1)
+        self.assertIn("major version %d" % (_lib.SO_MAJOR + 1), str(cm.exception))
+
+    def test_struct_size_mismatch_refused(self):
+        # a binding whose mirror of hsd_gen_params has one field more than the library's
+        class Longer(ctypes.Structure):
+            _fields_ = _lib.GenParams._fields_ + [("future", ctypes.c_int64)]
+        with self.assertRaises(ImportError) as cm:
+            _lib.check_library(_lib.lib, mirrored={"hsd_gen_params": Longer})
+        msg = str(cm.exception)
+        self.assertIn("hsd_gen_params is %d bytes in the library, %d in the binding"
+                      % (ctypes.sizeof(_lib.GenParams), ctypes.sizeof(Longer)), msg)
+
+    def test_not_an_hsd_library_refused(self):
+        libc = ctypes.CDLL(None)
+        with self.assertRaises(ImportError) as cm:
+            _lib.check_library(libc)
+        self.assertIn("hsd_version", str(cm.exception))
 
 
 if __name__ == "__main__":
