@@ -127,6 +127,9 @@ hsd_status hsd_gguf_w_write(hsd_gguf_writer *w, const char *path) {
         for (uint64_t pad = (a - n % a) % a; pad && !err; pad -= pad > 256 ? 256 : pad)
             err |= fwrite(zeros, 1, pad > 256 ? 256 : pad, f) != (pad > 256 ? 256 : pad);
     }
-    if (fclose(f) != 0 || err) return hsd_error(HSD_ERR_IO, "%s: write failed", path);
+    if (fclose(f) != 0 || err) {
+        remove(path); /* a short file would read as a damaged model later */
+        return hsd_error(HSD_ERR_IO, "%s: write failed", path);
+    }
     return HSD_OK;
 }
