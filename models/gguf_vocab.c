@@ -218,12 +218,12 @@ static void spm_scores(const hsd_tokenizer *t, const int32_t *tri, size_t n_merg
     }
 }
 
-hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab,
+hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab, unsigned flags,
                                          hsd_gguf_vocab *v) {
     memset(v, 0, sizeof *v);
     v->eot = -1;
     hsd_tok_gguf g;
-    hsd_status s = hsd_tok_gguf_plan(t, &g);
+    hsd_status s = hsd_tok_gguf_plan(t, flags, &g);
     if (s) return s;
     int32_t n = hsd_tokenizer_vocab_size(t);
     if (n > n_vocab) {
@@ -364,7 +364,8 @@ static hsd_status config_templates(const char *path, hsd_gguf_vocab *v, const hs
     return s;
 }
 
-hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v) {
+hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, unsigned flags,
+                                    hsd_gguf_vocab *v) {
     memset(v, 0, sizeof *v);
     v->eot = -1;
     hsd_file_map *m;
@@ -388,7 +389,7 @@ hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_
         return s;
     }
     if (json) {
-        s = hsd_gguf_vocab_from_tokenizer(t, n_vocab, v);
+        s = hsd_gguf_vocab_from_tokenizer(t, n_vocab, flags, v);
     } else { /* special ids and the BOS rule as hsd's own tokenizer loader reads them */
         if (hsd_tokenizer_bos_id(t) >= 0) v->bos = hsd_tokenizer_bos_id(t);
         if (hsd_tokenizer_eos_id(t) >= 0) v->eos = hsd_tokenizer_eos_id(t);

@@ -48,12 +48,13 @@ typedef struct hsd_gguf_vocab {
  * tokenizer.ggml.* keys are copied; a tokenizer.json goes through
  * hsd_gguf_vocab_from_tokenizer (plus the chat templates of the tokenizer_config.json beside
  * it). */
-hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v);
-/* The vocabulary of a loaded tokenizer, written so that hsd's GGUF tokenizer loader and
+hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, unsigned flags,
+                                    hsd_gguf_vocab *v);
+/* flags: HSD_GGUF_VOCAB_* (hsd_tools.h). The vocabulary of a loaded tokenizer, written so that hsd's GGUF tokenizer loader and
  * llama.cpp encode and decode exactly as t does, padded with UNUSED tokens to n_vocab; or
  * HSD_ERR_UNSUPPORTED naming what of t's pipeline a GGUF cannot hold
  * (tokenize/gguf_export.h), or HSD_ERR_INVALID_ARG naming an id past n_vocab. */
-hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab,
+hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab, unsigned flags,
                                          hsd_gguf_vocab *v);
 /* A "llama"-type vocabulary of n_vocab tokens: <unk>, <s>, </s>, the byte tokens <0x00>..
  * <0xFF> as far as they fit, <|endoftext|>, then distinct placeholder pieces. */

@@ -67,7 +67,7 @@ static void check_family(const family *fam) {
     assert_int_equal(hsd_tokenizer_load_file(tok_path, &src), HSD_OK);
     int32_t n_src = hsd_tokenizer_vocab_size(src);
     hsd_gguf_vocab v;
-    hsd_status st = hsd_gguf_vocab_from_tokenizer(src, n_src + PAD, &v);
+    hsd_status st = hsd_gguf_vocab_from_tokenizer(src, n_src + PAD, 0, &v);
     hsd_tokenizer_free(src);
     if (fam->refused_for) {
         const char *msg = hsd_last_error();
@@ -181,7 +181,7 @@ static void test_too_many_ids(void **state) {
     hsd_tokenizer *t = NULL;
     assert_int_equal(hsd_tokenizer_load_file(tok_path, &t), HSD_OK);
     hsd_gguf_vocab v;
-    assert_int_equal(hsd_gguf_vocab_from_tokenizer(t, 50000, &v), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_gguf_vocab_from_tokenizer(t, 50000, 0, &v), HSD_ERR_INVALID_ARG);
     const char *msg = hsd_last_error();
     assert_non_null(strstr(msg, "50256"));
     assert_non_null(strstr(msg, "50000"));

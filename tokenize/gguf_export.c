@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hsd_tools.h"
 #include "lib/base/error.h"
 
 #define WORD_MARK "\xE2\x96\x81" /* U+2581 ▁ */
@@ -43,8 +44,8 @@ static const char *dec_name(hsd_dec_type ty) {
 
 static hsd_status refuse(const hsd_tokenizer *t, const char *what) {
     return hsd_error(HSD_ERR_UNSUPPORTED,
-                     "%s: a GGUF vocabulary cannot hold %s (llama.cpp's tokenizer would encode "
-                     "differently), so none is written",
+                     "%s: a GGUF vocabulary cannot hold %s, so a GGUF of it would tokenize "
+                     "differently: none is written",
                      t->name, what);
 }
 
@@ -167,11 +168,13 @@ static hsd_status spm_like(const hsd_tokenizer *t, hsd_tok_gguf *g) {
     return HSD_OK;
 }
 
-static hsd_status byte_level_bpe(const hsd_tokenizer *t, hsd_tok_gguf *g) {
+static hsd_status byte_level_bpe(const hsd_tokenizer *t, unsigned flags, hsd_tok_gguf *g) {
     char what[300];
-    if (t->n_norm) {
-        snprintf(what, sizeof what, "normalizer %s (llama.cpp normalizes nothing for a byte-level "
-                 "BPE)", norm_name(t->norm[0].type));
+    if (t->n_norm && !(flags & HSD_GGUF_VOCAB_DROP_NORMALIZER)) {
+        snprintf(what, sizeof what,
+                 "normalizer %s (llama.cpp normalizes nothing for a byte-level BPE; "
+                 "--gguf-drop-normalizer writes the vocabulary without it)",
+                 norm_name(t->norm[0].type));
         return refuse(t, what);
     }
     hsd_status s = byte_level_pre(t, &g->pre);
@@ -202,7 +205,7 @@ static hsd_status byte_level_bpe(const hsd_tokenizer *t, hsd_tok_gguf *g) {
     return HSD_OK;
 }
 
-hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, hsd_tok_gguf *g) {
+hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, unsigned flags, hsd_tok_gguf *g) {
     memset(g, 0, sizeof *g);
     char what[300];
     switch (t->model.type) {
@@ -217,7 +220,7 @@ hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, hsd_tok_gguf *g) {
     hsd_bpe_info_get(t, &bi);
     if (bi.affixes)
         return refuse(t, "BPE continuing_subword_prefix / end_of_word_suffix");
-    hsd_status s = t->byte_level ? byte_level_bpe(t, g) : spm_like(t, g);
+    hsd_status s = t->byte_level ? byte_level_bpe(t, flags, g) : spm_like(t, g);
     if (s) return s;
     /* added tokens: llama.cpp matches control and user-defined tokens as written in the text,
      * with none of HF's per-token options */

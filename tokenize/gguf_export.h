@@ -27,10 +27,11 @@ typedef struct hsd_tok_gguf {
     int32_t bos, eos, unk;    /* -1: none */
 } hsd_tok_gguf;
 
-/* The plan for t, or HSD_ERR_UNSUPPORTED with a message naming the first stage of t's
+/* flags: HSD_GGUF_VOCAB_DROP_NORMALIZER (hsd_tools.h) plans a byte-level BPE without its
+ * normalizer instead of refusing it. The plan for t, or HSD_ERR_UNSUPPORTED with a message naming the first stage of t's
  * pipeline (normalizer, pre-tokenizer, model option, decoder, added token,
  * post-processor) that no GGUF vocabulary holds. */
-hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, hsd_tok_gguf *g);
+hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, unsigned flags, hsd_tok_gguf *g);
 /* The token type of id under plan g: ids no token has are UNUSED. */
 int32_t hsd_tok_gguf_token_type(const hsd_tokenizer *t, const hsd_tok_gguf *g, int32_t id);
 
