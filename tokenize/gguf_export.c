@@ -67,7 +67,7 @@ static void re_show(const hsd_regex *re, char *buf, size_t cap) {
 /* The byte-level pre-tokenizer's llama.cpp name, or a refusal naming the first step that
  * no name covers. */
 static hsd_status byte_level_pre(const hsd_tokenizer *t, const hsd_gguf_pre **out) {
-    char what[200], pat[80];
+    char what[400], pat[80];
     size_t n = t->n_pre;
     const hsd_pre_step *last = n ? &t->pre[n - 1] : NULL;
     if (!last || last->type != HSD_PRE_BYTELEVEL) {
@@ -97,6 +97,13 @@ static hsd_status byte_level_pre(const hsd_tokenizer *t, const hsd_gguf_pre **ou
             bool same = (st->behavior == HSD_SPLIT_ISOLATED && !st->invert) ||
                         (p->n_split == 1 && st->behavior == HSD_SPLIT_REMOVED && st->invert);
             ok = same && re_is(st->re, p->split[i], false);
+        }
+        if (ok && p->llama_cpp_differs) {
+            snprintf(what, sizeof what,
+                     "the pre-tokenizer of llama.cpp's name '%s' exactly (llama.cpp runs its "
+                     "own rewrite of the regex, and %s)",
+                     p->name, p->llama_cpp_differs);
+            return refuse(t, what);
         }
         if (ok) {
             *out = p;

@@ -29,32 +29,36 @@ enum {
  * order, then ByteLevel without its regex; "gpt-2" is ByteLevel(use_regex) alone.
  * ignore_merges is what llama.cpp applies for the name, whatever the source file said: a
  * writer must check that the tokenizer agrees (or that it makes no difference). The
- * patterns are HF's, as written in the tokenizer.json files (llama.cpp runs hand-adapted
- * equivalents of them). */
+ * patterns are HF's, as written in the tokenizer.json files; llama.cpp runs hand-adapted
+ * rewrites of them, which bench/gguf_vocab.sh checks on the corpus (llama_cpp_differs says
+ * where they are not equivalent). */
 #define GPT2_PATTERN \
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 static const hsd_gguf_pre PRES[] = {
-    {"gpt-2", {"gpt-2", "default"}, 0, {NULL}, false},
+    {"gpt-2", {"gpt-2", "default"}, 0, {NULL}, false, NULL},
     {"llama-bpe", {"llama-bpe", "llama3", "llama-v3"}, 1,
      {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     true},
+     true, NULL},
     {"qwen2", {"qwen2", "deepseek-r1-qwen"}, 1,
      {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     false},
+     false, NULL},
     {"deepseek-v3", {"deepseek-v3"}, 3,
      {"\\p{N}{1,3}",
       "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
       "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
-     false},
+     false, NULL},
     {"gpt-4o", {"gpt-4o", "llama4"}, 1,
      {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+("
       "?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+["
       "\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
       "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     false},
+     false,
+     /* measured: bench/notes/gguf_vocab.md (12 of 399 corpus lines, all with marks) */
+     "it splits combining marks (\\p{M}) off the letters they follow, as in Vietnamese, "
+     "Arabic, Devanagari and Thai"},
 };
 
 const hsd_gguf_pre *hsd_gguf_pre_find(const char *name, size_t len) {

@@ -320,6 +320,10 @@ typedef struct hsd_gguf_pre {
     int n_split;
     const char *split[3];
     bool ignore_merges;
+    /* non-NULL: llama.cpp runs its own rewrite of the pattern for this name, which splits
+     * some text differently (what differs): hsd reads such files with HF's pattern, as the
+     * model was trained, but writes none, since llama.cpp would not tokenize it the same */
+    const char *llama_cpp_differs;
 } hsd_gguf_pre;
 const hsd_gguf_pre *hsd_gguf_pre_find(const char *name, size_t len);
 const hsd_gguf_pre *hsd_gguf_pre_at(size_t i); /* NULL past the last */

@@ -25,6 +25,7 @@
  * comparable with hsd's f32 forward to float rounding. Exit status 0 on success, 1 on error
  * (message on stderr). Built by CMake only where llama.cpp is installed
  * (scripts/install_llama_cpp.sh); LLAMA_ORACLE_LIBDIR is its lib/ directory. */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,7 +297,9 @@ static int cmd_tokenize(const char *path, const char *texts) {
     int rc = 0;
     int32_t tcap = 1 << 16;
     llama_token *tok = malloc((size_t)tcap * sizeof *tok);
-    for (char *p = buf, *e; tok && !rc && (e = strstr(p, sep)); p = e + sizeof sep - 1) {
+    /* memmem, not strstr: a text may hold NUL bytes */
+    for (char *p = buf, *e; tok && !rc && (e = memmem(p, (size_t)(buf + n - p), sep, sizeof sep - 1));
+         p = e + sizeof sep - 1) {
         int32_t k = llama_tokenize(vocab, p, (int32_t)(e - p), tok, tcap, false, true);
         if (k < 0) {
             rc = fail("text too long to tokenize", NULL);
