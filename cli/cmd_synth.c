@@ -44,6 +44,13 @@ const hsd_cli_spec hsd_spec_synth = {
     0,
 };
 
+/* The library's messages may already say "synth: " (not "hsd synth: synth: ..."). */
+static void synth_fail(void) {
+    const char *msg = hsd_last_error();
+    if (!strncmp(msg, "synth: ", 7)) msg += 7;
+    fprintf(stderr, "hsd synth: %s\n", msg);
+}
+
 int hsd_cmd_synth(int argc, char **argv) {
     synth_opts o = {0};
     o.format = -1, o.seed = 1;
@@ -70,7 +77,7 @@ int hsd_cmd_synth(int argc, char **argv) {
     double t0 = hsd_timer_ms();
     hsd_synth_model *m;
     hsd_status s = hsd_synth_init(&sp, &m);
-    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
+    if (s != HSD_OK) { synth_fail(); return 1; }
     double t1 = hsd_timer_ms();
     char path[4096];
     /* a failed synth leaves nothing behind: the directory is removed again if this call made
@@ -93,7 +100,7 @@ int hsd_cmd_synth(int argc, char **argv) {
     if (s != HSD_OK && made_dir) rmdir(dir);
     size_t bytes = hsd_synth_weight_bytes(m);
     hsd_synth_free(m);
-    if (s != HSD_OK) { fprintf(stderr, "hsd synth: %s\n", hsd_last_error()); return 1; }
+    if (s != HSD_OK) { synth_fail(); return 1; }
     printf("wrote %s: shape %s, %s, %.1f MB of weights (generated in %.1f s, written in %.1f s)\n", path, shape,
            dtype, bytes / 1e6, (t1 - t0) / 1e3, (hsd_timer_ms() - t1) / 1e3);
     return 0;

@@ -62,10 +62,6 @@ static hsd_status pad(hsd_gguf_vocab *v) {
     return HSD_OK;
 }
 
-static int32_t spm_type(const char *s, size_t n) {
-    return hsd_spm_byte_token(s, n) >= 0 ? HSD_GGUF_TOK_BYTE : HSD_GGUF_TOK_NORMAL;
-}
-
 /* ---- from a GGUF: the tokenizer.ggml.* pairs are copied ---------------------------- */
 
 static hsd_status gguf_templates(const hsd_gguf *g, hsd_gguf_vocab *v);
@@ -143,65 +139,6 @@ out:
     return s;
 }
 
-/* ---- from llama2.c's tokenizer.bin: i32 max_len, then per id f32 score, i32 len, bytes --- */
-
-static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
-                               hsd_gguf_vocab *v) {
-    hsd_status s = alloc(v, n_vocab, true, path);
-    if (s) return s;
-    snprintf(v->model, sizeof v->model, "llama");
-    v->bos = 1, v->eos = 2, v->unk = 0, v->add_bos = 1;
-    size_t off = 4;
-    hsd_buf piece = {0};
-    int32_t id = 0;
-    for (; off + 8 <= size; id++) {
-        float score;
-        int32_t len;
-        memcpy(&score, d + off, 4);
-        memcpy(&len, d + off + 4, 4);
-        off += 8;
-        if (len < 0 || (size_t)len > size - off) {
-            s = hsd_error(HSD_ERR_PARSE, "%s: token %d: length %d at byte %zu runs past the end",
-                          path, id, len, off - 4);
-            goto out;
-        }
-        if (id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG,
-                          "%s: tokenizer has more tokens than the model's vocabulary %d", path,
-                          n_vocab);
-            goto out;
-        }
-        const char *p = (const char *)d + off;
-        off += (size_t)len;
-        piece.n = 0;
-        int32_t type;
-        /* llama2.c stores "\n<s>\n" / "\n</s>\n" for BOS/EOS and real spaces for "▁" */
-        if (id == 0)
-            type = HSD_GGUF_TOK_UNKNOWN, hsd_buf_append(&piece, "<unk>", 5);
-        else if (id == 1 || id == 2)
-            type = HSD_GGUF_TOK_CONTROL,
-            hsd_buf_append(&piece, id == 1 ? "<s>" : "</s>", id == 1 ? 3 : 4);
-        else {
-            for (int32_t i = 0; i < len; i++)
-                if (p[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3)
-                                : hsd_buf_push(&piece, p[i]))
-                    goto nomem;
-            type = spm_type(piece.p, piece.n);
-        }
-        v->scores[id] = score;
-        if (set_tok(v, id, piece.p ? piece.p : "", piece.n, type)) goto nomem;
-    }
-    s = id < 3 ? hsd_error(HSD_ERR_PARSE, "%s: not a llama2.c tokenizer (%d tokens)", path, id)
-               : pad(v);
-    goto out;
-nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
-out:
-    hsd_buf_free(&piece);
-    if (s) hsd_gguf_vocab_free(v);
-    return s;
-}
-
 /* ---- from a loaded tokenizer (tokenizer.json) ------------------------------------- */
 
 /* SentencePiece scores that make llama.cpp's merge-by-score order the BPE merge order: a
@@ -240,17 +177,41 @@ hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab
     if ((s = alloc(v, n_vocab, g.spm, t->name))) return s;
     snprintf(v->model, sizeof v->model, "%s", g.spm ? "llama" : "gpt2");
     if (!g.spm) snprintf(v->pre, sizeof v->pre, "%s", g.pre->name);
+    bool spm_model = t->model.type == HSD_MODEL_SPM, escaped = true;
+    const float *scores = spm_model ? hsd_spm_scores(t, &escaped) : NULL;
+    hsd_buf piece = {0};
     for (int32_t id = 0; id < n; id++) {
         int32_t type = hsd_tok_gguf_token_type(t, &g, id);
         if (type == HSD_GGUF_TOK_UNUSED) continue; /* a hole: padded below */
         size_t len;
         const char *str = hsd_tok_str(t, id, &len);
-        if (set_tok(v, id, str, len, type)) goto nomem;
+        if (!escaped) { /* llama2.c's tokenizer.bin: real spaces, "\n<s>\n" for BOS */
+            piece.n = 0;
+            if (type == HSD_GGUF_TOK_CONTROL || type == HSD_GGUF_TOK_UNKNOWN) {
+                while (len && (*str == '\n' || *str == ' ')) str++, len--;
+                while (len && (str[len - 1] == '\n' || str[len - 1] == ' ')) len--;
+            }
+            for (size_t i = 0; i < len; i++)
+                if (str[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3)
+                                  : hsd_buf_push(&piece, str[i])) {
+                    hsd_buf_free(&piece);
+                    goto nomem;
+                }
+            str = piece.p ? piece.p : "", len = piece.n;
+        }
+        if (scores) v->scores[id] = scores[id];
+        if (set_tok(v, id, str, len, type)) {
+            hsd_buf_free(&piece);
+            goto nomem;
+        }
     }
-    int32_t *tri;
-    size_t nm;
-    if ((s = hsd_bpe_merges_get(t, &tri, &nm))) goto out;
-    if (g.spm) {
+    hsd_buf_free(&piece);
+    int32_t *tri = NULL;
+    size_t nm = 0;
+    if (!spm_model && (s = hsd_bpe_merges_get(t, &tri, &nm))) goto out;
+    if (spm_model) {
+        /* scores copied above */
+    } else if (g.spm) {
         spm_scores(t, tri, nm, v);
     } else {
         for (size_t i = 0; i < nm; i++) {
@@ -265,8 +226,9 @@ hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab
     free(tri);
     v->bos = g.bos < n ? g.bos : -1, v->eos = g.eos < n ? g.eos : -1;
     v->unk = g.unk < n ? g.unk : -1;
-    v->add_bos = g.add_bos, v->add_eos = g.add_eos;
-    v->add_space_prefix = g.spm ? g.add_space_prefix : -1;
+    /* llama.cpp's defaults (no EOS added; the dummy prefix for "llama") are left implicit */
+    v->add_bos = g.add_bos, v->add_eos = g.add_eos ? 1 : -1;
+    v->add_space_prefix = g.spm && !g.add_space_prefix ? 0 : -1;
     s = pad(v);
     goto out;
 nomem:
@@ -375,29 +337,18 @@ hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, unsigned 
     size_t i = 0;
     while (i < m->size && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) i++;
     bool gguf = m->size >= 4 && !memcmp(d, "GGUF", 4), json = i < m->size && d[i] == '{';
-    /* a GGUF's own tokenizer.ggml.* keys are copied as they are (nothing to convert), and a
-     * llama2.c tokenizer.bin is a SentencePiece vocabulary with scores already */
-    if (gguf)
-        s = from_gguf(path, d, m->size, n_vocab, v);
-    else if (!json)
-        s = from_llama2c(path, d, m->size, n_vocab, v);
+    /* a GGUF's own tokenizer.ggml.* keys are copied as they are: they are llama.cpp's
+     * vocabulary already (even under pre-tokenizer names hsd cannot read), and its chat
+     * templates come along; every other file is loaded and written from the tokenizer */
+    if (gguf) s = from_gguf(path, d, m->size, n_vocab, v);
     hsd_file_map_close(m);
     if (s || gguf) return s;
     hsd_tokenizer *t;
-    if ((s = hsd_tokenizer_load_file(path, &t))) {
-        if (!json) hsd_gguf_vocab_free(v);
-        return s;
-    }
-    if (json) {
-        s = hsd_gguf_vocab_from_tokenizer(t, n_vocab, flags, v);
-    } else { /* special ids and the BOS rule as hsd's own tokenizer loader reads them */
-        if (hsd_tokenizer_bos_id(t) >= 0) v->bos = hsd_tokenizer_bos_id(t);
-        if (hsd_tokenizer_eos_id(t) >= 0) v->eos = hsd_tokenizer_eos_id(t);
-        if (hsd_tokenizer_unk_id(t) >= 0) v->unk = hsd_tokenizer_unk_id(t);
-    }
+    if ((s = hsd_tokenizer_load_file(path, &t))) return s;
+    s = hsd_gguf_vocab_from_tokenizer(t, n_vocab, flags, v);
     if (!s && json) s = config_templates(path, v, t);
     hsd_tokenizer_free(t);
-    if (s && (!json || v->n)) hsd_gguf_vocab_free(v);
+    if (s && v->n) hsd_gguf_vocab_free(v);
     return s;
 }
 

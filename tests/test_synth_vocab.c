@@ -196,6 +196,21 @@ static void test_qwen3_drop_normalizer(void **state) {
     hsd_tokenizer_free(t);
 }
 
+/* an unknown shape: one "synth:" in the message, no directory */
+static void test_unknown_shape(void **state) {
+    (void)state;
+    char dir[4096], cmd[8192];
+    snprintf(dir, sizeof dir, "%s", hsd_test_tmp("unknown_shape"));
+    snprintf(cmd, sizeof cmd, "'%s' synth --shape no-such-shape --format gguf -o '%s'",
+             hsd_test_cli(), dir);
+    char *out;
+    assert_int_not_equal(run(cmd, &out), 0);
+    assert_non_null(strstr(out, "no-such-shape"));
+    assert_null(strstr(out, "synth: synth:"));
+    free(out);
+    assert_false(exists(dir));
+}
+
 /* inflate refuses before building (a 1B shape: it would take minutes), and leaves neither OUT
  * nor OUT.tmp */
 static void test_inflate_refused(void **state) {
@@ -233,6 +248,7 @@ int main(void) {
         cmocka_unit_test(test_tiny_llama2),        cmocka_unit_test(test_tiny_gemma3),
         cmocka_unit_test(test_refused_qwen3),      cmocka_unit_test(test_refused_unigram),
         cmocka_unit_test(test_qwen3_drop_normalizer), cmocka_unit_test(test_inflate_refused),
+        cmocka_unit_test(test_unknown_shape),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

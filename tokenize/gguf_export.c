@@ -219,16 +219,26 @@ hsd_status hsd_tok_gguf_plan(const hsd_tokenizer *t, unsigned flags, hsd_tok_ggu
     case HSD_MODEL_UNIGRAM: return refuse(t, "model Unigram (hsd reads no GGUF Unigram vocabulary)");
     case HSD_MODEL_WORDPIECE:
         return refuse(t, "model WordPiece (hsd reads no GGUF WordPiece vocabulary)");
-    case HSD_MODEL_SPM:
-        return refuse(t, "a SentencePiece model loaded from a non-GGUF file other than llama2.c's");
+    case HSD_MODEL_SPM: /* llama.cpp's own model: scores, "▁", the dummy prefix */
+        if (t->n_norm || t->n_pre) {
+            snprintf(what, sizeof what, "%s %s before a SentencePiece model",
+                     t->n_norm ? "normalizer" : "pre-tokenizer",
+                     t->n_norm ? norm_name(t->norm[0].type) : pre_name(t->pre[0].type));
+            return refuse(t, what);
+        }
+        g->spm = true;
+        g->add_space_prefix = t->spm_add_dummy_prefix;
+        break;
     case HSD_MODEL_BPE: break;
     }
-    hsd_bpe_info bi;
-    hsd_bpe_info_get(t, &bi);
-    if (bi.affixes)
-        return refuse(t, "BPE continuing_subword_prefix / end_of_word_suffix");
-    hsd_status s = t->byte_level ? byte_level_bpe(t, flags, g) : spm_like(t, g);
-    if (s) return s;
+    hsd_bpe_info bi = {.unk_id = -1};
+    if (t->model.type == HSD_MODEL_BPE) {
+        hsd_bpe_info_get(t, &bi);
+        if (bi.affixes)
+            return refuse(t, "BPE continuing_subword_prefix / end_of_word_suffix");
+        hsd_status s = t->byte_level ? byte_level_bpe(t, flags, g) : spm_like(t, g);
+        if (s) return s;
+    }
     /* added tokens: llama.cpp matches control and user-defined tokens as written in the text,
      * with none of HF's per-token options */
     for (size_t i = 0; i < t->n_added; i++) {
@@ -260,7 +270,9 @@ int32_t hsd_tok_gguf_token_type(const hsd_tokenizer *t, const hsd_tok_gguf *g, i
     uint8_t f = t->flags[id];
     if (f & HSD_TOKF_UNUSED) return HSD_TOK_GGUF_UNUSED;
     if (id == g->unk && g->spm) return HSD_TOK_GGUF_UNKNOWN;
-    if (f & HSD_TOKF_ADDED) return f & HSD_TOKF_SPECIAL ? HSD_TOK_GGUF_CONTROL : HSD_TOK_GGUF_USER_DEFINED;
+    /* special without being added: llama2.c's <s> and </s> */
+    if (f & HSD_TOKF_SPECIAL) return HSD_TOK_GGUF_CONTROL;
+    if (f & HSD_TOKF_ADDED) return HSD_TOK_GGUF_USER_DEFINED;
     if (g->spm && (f & HSD_TOKF_BYTE)) return HSD_TOK_GGUF_BYTE;
     return HSD_TOK_GGUF_NORMAL;
 }
