@@ -12,7 +12,7 @@
 
 typedef struct inflate_opts {
     const char *in, *tok, *shape, *out;
-    int dtype;
+    int dtype, drop_norm;
     int32_t layers;
 } inflate_opts;
 
@@ -29,12 +29,16 @@ static const hsd_opt inflate_table[] = {
     {"dtype", 0, HSD_OPT_CHOICE, O(dtype), "f32|f16|bf16|q8_0|q4_k_m", "weight type (f32)", 0, 0},
     {"layers", 0, HSD_OPT_INT, O(layers), "N", "layers of the output (default: the shape's)", 1,
      4096},
+    {"gguf-drop-normalizer", 0, HSD_OPT_FLAG, O(drop_norm), NULL,
+     "write a byte-level BPE tokenizer's vocabulary without its normalizer (NFC, NFKC), which "
+     "GGUF cannot hold: it then tokenizes like the source only on text the normalizer leaves "
+     "unchanged", 0, 0},
 };
 #undef O
 
 const hsd_cli_spec hsd_spec_inflate = {
     "inflate",
-    "--model IN [--tokenizer T] --shape NAME -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_k_m] [--layers N]",
+    "--model IN [--tokenizer T] --shape NAME -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_k_m] [--layers N] [--gguf-drop-normalizer]",
     "  The output computes IN's logits at the cost of the shape; vocabulary and context stay\n"
     "  IN's. An unknown --shape lists the known ones.\n",
     NULL,
@@ -56,6 +60,7 @@ int hsd_cmd_inflate(int argc, char **argv) {
     const char *dtype = dtype_names[o.dtype];
     hsd_inflate_params p = hsd_inflate_default_params();
     p.shape = shape, p.tokenizer = o.tok, p.n_layers = o.layers, p.type = ftypes[o.dtype];
+    p.gguf_vocab_flags = o.drop_norm ? HSD_GGUF_VOCAB_DROP_NORMALIZER : 0;
     double t0 = cli_timer_ms();
     hsd_inflate_info c;
     if (hsd_inflate_file(in, &p, out, &c) != HSD_OK) {

@@ -344,6 +344,11 @@ typedef struct hsd_synth_params {
     const char *shape; /* a name of hsd_synth_shape_list (required) */
     hsd_ftype type;    /* default F32 */
     uint64_t seed;     /* default 1 */
+    /* The ids of the tokenizer the model is for (hsd_tokenizer_vocab_size; default 0: none):
+     * the embedding and LM-head rows cover them. A tiny-* shape gets exactly that many rows
+     * (a small model with a real vocabulary), a real shape keeps its own (padded) rows unless
+     * the tokenizer has more ids. */
+    int32_t tokenizer_ids;
 } hsd_synth_params;
 HSD_API hsd_synth_params hsd_synth_default_params(void);
 /* Generates the weights in memory. The caller releases *out with hsd_synth_free. Errors:
@@ -362,6 +367,16 @@ HSD_API hsd_status hsd_synth_write_safetensors(const hsd_synth_model *m, const c
  * IO, and the tokenizer's. */
 HSD_API hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
                                             const char *tokenizer);
+/* A tokenizer.json's vocabulary is written only where GGUF (llama.cpp's vocabulary) runs its
+ * whole pipeline, so that hsd and llama.cpp tokenize the GGUF exactly like the source; else
+ * UNSUPPORTED names what GGUF cannot hold (a normalizer, a pre-tokenizer regex, a model
+ * type, ...). This flag writes a byte-level BPE without its normalizer (Qwen's NFC,
+ * llama.cpp's own Qwen GGUFs do the same): then it tokenizes like the source only on text
+ * the normalizer leaves unchanged. */
+#define HSD_GGUF_VOCAB_DROP_NORMALIZER 1u
+/* hsd_synth_write_gguf_tok with HSD_GGUF_VOCAB_* flags (0: none). */
+HSD_API hsd_status hsd_synth_write_gguf_vocab(const hsd_synth_model *m, const char *path,
+                                              const char *tokenizer, unsigned flags);
 
 typedef struct hsd_inflate_params {
     size_t size; /* sizeof(hsd_inflate_params), set by its *_default_params() */
@@ -370,6 +385,7 @@ typedef struct hsd_inflate_params {
                             * it is a GGUF, else a placeholder vocabulary */
     int32_t n_layers;      /* layers of the output, 1..4096; 0 = the shape's (default) */
     hsd_ftype type;        /* default F32 */
+    unsigned gguf_vocab_flags; /* HSD_GGUF_VOCAB_* for the tokenizer (default 0) */
 } hsd_inflate_params;
 HSD_API hsd_inflate_params hsd_inflate_default_params(void);
 

@@ -11,12 +11,14 @@
 #include "lib/base/error.h"
 #include "models/transformer.h"
 #include "lib/base/gguf.h"
+#include "tokenize/gguf_export.h"
 #include "tokenize/json.h"
+#include "tokenize/tokenizer.h"
 #include "tokenize/spm.h"
 
 static hsd_status alloc(hsd_gguf_vocab *v, int32_t n, bool scores, const char *what) {
     memset(v, 0, sizeof *v);
-    v->n = n, v->bos = v->eos = v->unk = v->eot = -1, v->add_bos = -1;
+    v->n = n, v->bos = v->eos = v->unk = v->eot = -1, v->add_bos = v->add_eos = v->add_space_prefix = -1;
     v->tok_off = calloc((size_t)n + 1, sizeof *v->tok_off);
     v->tok_len = calloc((size_t)n + 1, sizeof *v->tok_len);
     v->types = calloc((size_t)n + 1, sizeof *v->types);
@@ -58,10 +60,6 @@ static hsd_status pad(hsd_gguf_vocab *v) {
             return hsd_error(HSD_ERR_NOMEM, "vocabulary: out of memory");
     }
     return HSD_OK;
-}
-
-static int32_t spm_type(const char *s, size_t n) {
-    return hsd_spm_byte_token(s, n) >= 0 ? HSD_GGUF_TOK_BYTE : HSD_GGUF_TOK_NORMAL;
 }
 
 /* ---- from a GGUF: the tokenizer.ggml.* pairs are copied ---------------------------- */
@@ -141,175 +139,101 @@ out:
     return s;
 }
 
-/* ---- from llama2.c's tokenizer.bin: i32 max_len, then per id f32 score, i32 len, bytes --- */
+/* ---- from a loaded tokenizer (tokenizer.json) ------------------------------------- */
 
-static hsd_status from_llama2c(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
-                               hsd_gguf_vocab *v) {
-    hsd_status s = alloc(v, n_vocab, true, path);
+/* SentencePiece scores that make llama.cpp's merge-by-score order the BPE merge order: a
+ * token built by merges scores minus the rank of the first merge that builds it, so the
+ * pair a lower-ranked merge joins is joined first. Tokens no merge builds score below every
+ * merge, and control / user-defined tokens 0, as SentencePiece's own files have them. */
+static void spm_scores(const hsd_tokenizer *t, const int32_t *tri, size_t n_merges,
+                       hsd_gguf_vocab *v) {
+    for (int32_t id = 0; id < t->n_ids; id++)
+        v->scores[id] = v->types[id] == HSD_GGUF_TOK_NORMAL ? -(float)n_merges - (float)id : 0.0f;
+    for (size_t i = n_merges; i-- > 0;) { /* last first, so the lowest rank wins */
+        int32_t c = tri[3 * i + 2];
+        if (v->types[c] == HSD_GGUF_TOK_NORMAL) v->scores[c] = -(float)i;
+    }
+}
+
+hsd_status hsd_gguf_vocab_from_tokenizer(const hsd_tokenizer *t, int32_t n_vocab, unsigned flags,
+                                         hsd_gguf_vocab *v) {
+    memset(v, 0, sizeof *v);
+    v->eot = -1;
+    hsd_tok_gguf g;
+    hsd_status s = hsd_tok_gguf_plan(t, flags, &g);
     if (s) return s;
-    snprintf(v->model, sizeof v->model, "llama");
-    v->bos = 1, v->eos = 2, v->unk = 0, v->add_bos = 1;
-    size_t off = 4;
+    int32_t n = hsd_tokenizer_vocab_size(t);
+    if (n > n_vocab) {
+        /* the highest id in use names the mismatch best */
+        int32_t top = n - 1;
+        while (top > 0 && (t->flags[top] & HSD_TOKF_UNUSED)) top--;
+        if (top >= n_vocab)
+            return hsd_error(HSD_ERR_INVALID_ARG,
+                             "%s: token id %d is past the model's %d embedding rows (the "
+                             "tokenizer has %d ids)",
+                             t->name, top, n_vocab, n);
+        n = top + 1;
+    }
+    if ((s = alloc(v, n_vocab, g.spm, t->name))) return s;
+    snprintf(v->model, sizeof v->model, "%s", g.spm ? "llama" : "gpt2");
+    if (!g.spm) snprintf(v->pre, sizeof v->pre, "%s", g.pre->name);
+    bool spm_model = t->model.type == HSD_MODEL_SPM, escaped = true;
+    const float *scores = spm_model ? hsd_spm_scores(t, &escaped) : NULL;
     hsd_buf piece = {0};
-    int32_t id = 0;
-    for (; off + 8 <= size; id++) {
-        float score;
-        int32_t len;
-        memcpy(&score, d + off, 4);
-        memcpy(&len, d + off + 4, 4);
-        off += 8;
-        if (len < 0 || (size_t)len > size - off) {
-            s = hsd_error(HSD_ERR_PARSE, "%s: token %d: length %d at byte %zu runs past the end",
-                          path, id, len, off - 4);
-            goto out;
-        }
-        if (id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG,
-                          "%s: tokenizer has more tokens than the model's vocabulary %d", path,
-                          n_vocab);
-            goto out;
-        }
-        const char *p = (const char *)d + off;
-        off += (size_t)len;
-        piece.n = 0;
-        int32_t type;
-        /* llama2.c stores "\n<s>\n" / "\n</s>\n" for BOS/EOS and real spaces for "▁" */
-        if (id == 0)
-            type = HSD_GGUF_TOK_UNKNOWN, hsd_buf_append(&piece, "<unk>", 5);
-        else if (id == 1 || id == 2)
-            type = HSD_GGUF_TOK_CONTROL,
-            hsd_buf_append(&piece, id == 1 ? "<s>" : "</s>", id == 1 ? 3 : 4);
-        else {
-            for (int32_t i = 0; i < len; i++)
-                if (p[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3)
-                                : hsd_buf_push(&piece, p[i]))
-                    goto nomem;
-            type = spm_type(piece.p, piece.n);
-        }
-        v->scores[id] = score;
-        if (set_tok(v, id, piece.p ? piece.p : "", piece.n, type)) goto nomem;
-    }
-    s = id < 3 ? hsd_error(HSD_ERR_PARSE, "%s: not a llama2.c tokenizer (%d tokens)", path, id)
-               : pad(v);
-    goto out;
-nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
-out:
-    hsd_buf_free(&piece);
-    if (s) hsd_gguf_vocab_free(v);
-    return s;
-}
-
-/* ---- from tokenizer.json (BPE) ----------------------------------------------------- */
-
-static bool has_type(const hj_val *v, const char *type, const char *list) {
-    if (!v || v->type != HJ_OBJ) return false;
-    if (hj_is_str(hj_get(v, "type"), type)) return true;
-    const hj_val *items = hj_get(v, list);
-    for (uint32_t i = 0; items && items->type == HJ_ARR && i < items->n; i++)
-        if (has_type(&items->u.items[i], type, list)) return true;
-    return false;
-}
-
-/* Whether the post-processor puts a special token before the text (TemplateProcessing
- * "single": [{"SpecialToken": ...}, ...], possibly inside a Sequence). */
-static bool post_adds_bos(const hj_val *pp) {
-    if (!pp || pp->type != HJ_OBJ) return false;
-    const hj_val *single = hj_get(pp, "single"), *list = hj_get(pp, "processors");
-    if (single && single->type == HJ_ARR && single->n > 0 &&
-        hj_get(&single->u.items[0], "SpecialToken"))
-        return true;
-    for (uint32_t i = 0; list && list->type == HJ_ARR && i < list->n; i++)
-        if (post_adds_bos(&list->u.items[i])) return true;
-    return false;
-}
-
-static hsd_status from_json(const char *path, const uint8_t *d, size_t size, int32_t n_vocab,
-                            hsd_gguf_vocab *v) {
-    hj_doc doc;
-    hsd_status s = hj_parse((const char *)d, size, path, &doc);
-    if (s) return s;
-    const hj_val *root = doc.root, *model = hj_get(root, "model"), *vocab = hj_get(model, "vocab"),
-                 *merges = hj_get(model, "merges"), *added = hj_get(root, "added_tokens");
-    const hj_val *type = hj_get(model, "type");
-    if ((type && !hj_is_str(type, "BPE")) || !vocab || vocab->type != HJ_OBJ || !merges ||
-        merges->type != HJ_ARR) {
-        s = hsd_error(HSD_ERR_UNSUPPORTED,
-                      "%s: only BPE tokenizer.json files (model.vocab and model.merges) can be "
-                      "written to GGUF",
-                      path);
-        goto out;
-    }
-    bool byte_level = has_type(hj_get(root, "pre_tokenizer"), "ByteLevel", "pretokenizers") ||
-                      has_type(hj_get(root, "decoder"), "ByteLevel", "decoders");
-    if ((s = alloc(v, n_vocab, !byte_level, path))) goto out;
-    snprintf(v->model, sizeof v->model, "%s", byte_level ? "gpt2" : "llama");
-    for (uint32_t i = 0; i < vocab->n; i++) {
-        const hj_val *k = &vocab->u.items[2 * i];
-        int32_t id = hj_num_i32(&vocab->u.items[2 * i + 1], -1);
-        if (id < 0 || id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG,
-                          "%s: token '%.*s' has id %d outside the model's vocabulary of %d", path,
-                          (int)(k->n < 64 ? k->n : 64), k->u.s, id, n_vocab);
-            goto out;
-        }
-        int32_t t = byte_level ? HSD_GGUF_TOK_NORMAL : spm_type(k->u.s, k->n);
-        if (v->scores) v->scores[id] = t == HSD_GGUF_TOK_NORMAL ? -(float)id : 0.0f;
-        if (set_tok(v, id, k->u.s, k->n, t)) goto nomem;
-    }
-    for (uint32_t i = 0; added && added->type == HJ_ARR && i < added->n; i++) {
-        const hj_val *a = &added->u.items[i], *c = hj_get(a, "content");
-        int32_t id = hj_num_i32(hj_get(a, "id"), -1);
-        if (!c || c->type != HJ_STR || id < 0 || id >= n_vocab) {
-            s = hsd_error(HSD_ERR_INVALID_ARG,
-                          "%s: added_tokens[%u]: id %d outside the model's vocabulary of %d", path,
-                          i, id, n_vocab);
-            goto out;
-        }
-        if (v->scores) v->scores[id] = 0.0f;
-        if (set_tok(v, id, c->u.s, c->n,
-                    hj_truthy(hj_get(a, "special")) ? HSD_GGUF_TOK_CONTROL
-                                                    : HSD_GGUF_TOK_USER_DEFINED))
-            goto nomem;
-    }
-    for (uint32_t i = 0; byte_level && i < merges->n; i++) { /* SPM-style: scores, no merges */
-        const hj_val *m = &merges->u.items[i];
-        const char *a, *b;
-        size_t na, nb;
-        if (m->type == HJ_STR) {
-            const char *sp = memchr(m->u.s, ' ', m->n);
-            if (!sp) {
-                s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] has no space", path, i);
-                goto out;
+    for (int32_t id = 0; id < n; id++) {
+        int32_t type = hsd_tok_gguf_token_type(t, &g, id);
+        if (type == HSD_GGUF_TOK_UNUSED) continue; /* a hole: padded below */
+        size_t len;
+        const char *str = hsd_tok_str(t, id, &len);
+        if (!escaped) { /* llama2.c's tokenizer.bin: real spaces, "\n<s>\n" for BOS */
+            piece.n = 0;
+            if (type == HSD_GGUF_TOK_CONTROL || type == HSD_GGUF_TOK_UNKNOWN) {
+                while (len && (*str == '\n' || *str == ' ')) str++, len--;
+                while (len && (str[len - 1] == '\n' || str[len - 1] == ' ')) len--;
             }
-            a = m->u.s, na = (size_t)(sp - a), b = sp + 1, nb = m->n - na - 1;
-        } else if (m->type == HJ_ARR && m->n == 2 && m->u.items[0].type == HJ_STR &&
-                   m->u.items[1].type == HJ_STR) {
-            a = m->u.items[0].u.s, na = m->u.items[0].n, b = m->u.items[1].u.s,
-            nb = m->u.items[1].n;
-        } else {
-            s = hsd_error(HSD_ERR_PARSE, "%s: model.merges[%u] is neither \"a b\" nor [a, b]", path,
-                          i);
-            goto out;
+            for (size_t i = 0; i < len; i++)
+                if (str[i] == ' ' ? hsd_buf_append(&piece, "\xe2\x96\x81", 3)
+                                  : hsd_buf_push(&piece, str[i])) {
+                    hsd_buf_free(&piece);
+                    goto nomem;
+                }
+            str = piece.p ? piece.p : "", len = piece.n;
         }
-        if (add_merge(v, a, na, b, nb)) goto nomem;
+        if (scores) v->scores[id] = scores[id];
+        if (set_tok(v, id, str, len, type)) {
+            hsd_buf_free(&piece);
+            goto nomem;
+        }
     }
-    v->add_bos = post_adds_bos(hj_get(root, "post_processor"));
-    /* llama.cpp picks its pre-tokenizer regex by name; recognise the two common families */
-    if (byte_level) {
-        const char *pre = "default";
-        if (memmem(d, size, "\\\\p{N}{1,3}", 11))
-            pre = "llama-bpe";
-        else if (memmem(d, size, "\\\\p{N}|", 8))
-            pre = "qwen2";
-        snprintf(v->pre, sizeof v->pre, "%s", pre);
+    hsd_buf_free(&piece);
+    int32_t *tri = NULL;
+    size_t nm = 0;
+    if (!spm_model && (s = hsd_bpe_merges_get(t, &tri, &nm))) goto out;
+    if (spm_model) {
+        /* scores copied above */
+    } else if (g.spm) {
+        spm_scores(t, tri, nm, v);
+    } else {
+        for (size_t i = 0; i < nm; i++) {
+            size_t la, lb;
+            const char *a = hsd_tok_str(t, tri[3 * i], &la), *b = hsd_tok_str(t, tri[3 * i + 1], &lb);
+            if (add_merge(v, a, la, b, lb)) {
+                free(tri);
+                goto nomem;
+            }
+        }
     }
+    free(tri);
+    v->bos = g.bos < n ? g.bos : -1, v->eos = g.eos < n ? g.eos : -1;
+    v->unk = g.unk < n ? g.unk : -1;
+    /* llama.cpp's defaults (no EOS added; the dummy prefix for "llama") are left implicit */
+    v->add_bos = g.add_bos, v->add_eos = g.add_eos ? 1 : -1;
+    v->add_space_prefix = g.spm && !g.add_space_prefix ? 0 : -1;
     s = pad(v);
     goto out;
 nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", path);
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory", t->name);
 out:
-    hj_free(&doc);
     if (s) hsd_gguf_vocab_free(v);
     return s;
 }
@@ -402,7 +326,8 @@ static hsd_status config_templates(const char *path, hsd_gguf_vocab *v, const hs
     return s;
 }
 
-hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_vocab *v) {
+hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, unsigned flags,
+                                    hsd_gguf_vocab *v) {
     memset(v, 0, sizeof *v);
     v->eot = -1;
     hsd_file_map *m;
@@ -412,26 +337,18 @@ hsd_status hsd_gguf_vocab_from_file(const char *path, int32_t n_vocab, hsd_gguf_
     size_t i = 0;
     while (i < m->size && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) i++;
     bool gguf = m->size >= 4 && !memcmp(d, "GGUF", 4), json = i < m->size && d[i] == '{';
-    if (gguf)
-        s = from_gguf(path, d, m->size, n_vocab, v);
-    else if (json)
-        s = from_json(path, d, m->size, n_vocab, v);
-    else
-        s = from_llama2c(path, d, m->size, n_vocab, v);
+    /* a GGUF's own tokenizer.ggml.* keys are copied as they are: they are llama.cpp's
+     * vocabulary already (even under pre-tokenizer names hsd cannot read), and its chat
+     * templates come along; every other file is loaded and written from the tokenizer */
+    if (gguf) s = from_gguf(path, d, m->size, n_vocab, v);
     hsd_file_map_close(m);
     if (s || gguf) return s;
-    /* special ids and the BOS rule as hsd's own tokenizer loader reads them */
     hsd_tokenizer *t;
-    if ((s = hsd_tokenizer_load_file(path, &t))) {
-        hsd_gguf_vocab_free(v);
-        return s;
-    }
-    if (hsd_tokenizer_bos_id(t) >= 0) v->bos = hsd_tokenizer_bos_id(t);
-    if (hsd_tokenizer_eos_id(t) >= 0) v->eos = hsd_tokenizer_eos_id(t);
-    if (hsd_tokenizer_unk_id(t) >= 0) v->unk = hsd_tokenizer_unk_id(t);
-    if (json) s = config_templates(path, v, t);
+    if ((s = hsd_tokenizer_load_file(path, &t))) return s;
+    s = hsd_gguf_vocab_from_tokenizer(t, n_vocab, flags, v);
+    if (!s && json) s = config_templates(path, v, t);
     hsd_tokenizer_free(t);
-    if (s) hsd_gguf_vocab_free(v);
+    if (s && v->n) hsd_gguf_vocab_free(v);
     return s;
 }
 
@@ -486,6 +403,9 @@ void hsd_gguf_vocab_put(const hsd_gguf_vocab *v, hsd_gguf_writer *w) {
     if (v->eos >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
     if (v->unk >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
     if (v->add_bos >= 0) hsd_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->add_eos >= 0) hsd_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos);
+    if (v->add_space_prefix >= 0)
+        hsd_gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
     if (v->eot >= 0) hsd_gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)v->eot);
     for (int i = 0; i < v->n_tmpl; i++) {
         char key[300];
@@ -512,4 +432,15 @@ void hsd_gguf_vocab_free(hsd_gguf_vocab *v) {
     free(v->merge_off);
     free(v->merge_len);
     memset(v, 0, sizeof *v);
+}
+
+hsd_status hsd_gguf_vocab_write_file(const hsd_gguf_vocab *v, const char *path) {
+    hsd_gguf_writer w;
+    hsd_gguf_w_init(&w, 32);
+    /* llama.cpp's vocabulary-only files (ggml-vocab-*.gguf) name an architecture too */
+    hsd_gguf_w_str(&w, "general.architecture", "llama");
+    hsd_gguf_vocab_put(v, &w);
+    hsd_status s = hsd_gguf_w_write(&w, path);
+    hsd_gguf_w_free(&w);
+    return s;
 }

@@ -86,16 +86,16 @@ static void *permute_rows(const hsd_synth_tensor *t, int32_t heads, int32_t hd) 
     return p;
 }
 
-hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
-                                    const char *tokenizer) {
+hsd_status hsd_synth_write_gguf_vocab(const hsd_synth_model *m, const char *path,
+                                      const char *tokenizer, unsigned flags) {
     if (!m || !path)
-        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_write_gguf_tok: %s is NULL",
+        return hsd_error(HSD_ERR_INVALID_ARG, "hsd_synth_write_gguf_vocab: %s is NULL",
                          !m ? "model" : "path");
     const hsd_tf_config *c = &m->cfg;
     const char *arch = hsd_arch_gguf_name(c->arch);
     bool permute = !strcmp(arch, "llama");
     hsd_gguf_vocab voc;
-    hsd_status s = tokenizer ? hsd_gguf_vocab_from_file(tokenizer, c->vocab_size, &voc)
+    hsd_status s = tokenizer ? hsd_gguf_vocab_from_file(tokenizer, c->vocab_size, flags, &voc)
                              : hsd_gguf_vocab_placeholder(c->vocab_size, &voc);
     if (s) return s;
     void **owned = calloc((size_t)m->n + 1, sizeof *owned);
@@ -190,6 +190,11 @@ done:
     hsd_gguf_w_free(&w);
     hsd_gguf_vocab_free(&voc);
     return s;
+}
+
+hsd_status hsd_synth_write_gguf_tok(const hsd_synth_model *m, const char *path,
+                                    const char *tokenizer) {
+    return hsd_synth_write_gguf_vocab(m, path, tokenizer, 0);
 }
 
 hsd_status hsd_synth_write_gguf(const hsd_synth_model *m, const char *path) {

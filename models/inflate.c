@@ -54,6 +54,7 @@
 #include "kernels/quant.h"
 #include "lib/base/error.h"
 #include "lib/base/params.h"
+#include "models/gguf_vocab.h"
 #include "models/loaders.h"
 
 typedef struct plan {
@@ -539,7 +540,8 @@ done:
 
 hsd_inflate_params hsd_inflate_default_params(void) {
     return (hsd_inflate_params){.size = sizeof(hsd_inflate_params),
-                                .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32};
+                                .shape = NULL, .tokenizer = NULL, .n_layers = 0, .type = HSD_FTYPE_F32,
+                                .gguf_vocab_flags = 0};
 }
 
 hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, const char *out_path,
@@ -571,6 +573,15 @@ hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, co
     if (st != HSD_OK) return st;
     /* check the plan and the output before spending time and memory on the build */
     if ((st = hsd_inflate_check(src, shape, n_layers, dtype, &cfg))) goto done;
+    if (params->tokenizer) { /* a vocabulary GGUF cannot hold is refused before the build */
+        hsd_gguf_vocab voc;
+        if ((st = hsd_gguf_vocab_from_file(params->tokenizer, cfg.vocab_size,
+                                           params->gguf_vocab_flags, &voc))) {
+            st = hsd_error_prefix(st, "inflate: --tokenizer ");
+            goto done;
+        }
+        hsd_gguf_vocab_free(&voc);
+    }
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         st = hsd_error(HSD_ERR_IO, "inflate: cannot write output %s (creating %s failed)", out_path,
@@ -597,7 +608,7 @@ hsd_status hsd_inflate_file(const char *in, const hsd_inflate_params *params, co
         if (g && fread(magic, 1, 4, g) == 4 && !memcmp(magic, "GGUF", 4)) tokenizer = in;
         if (g) fclose(g);
     }
-    st = hsd_synth_write_gguf_tok(m, tmp, tokenizer);
+    st = hsd_synth_write_gguf_vocab(m, tmp, tokenizer, params->gguf_vocab_flags);
     hsd_synth_free(m);
     if (st == HSD_OK && rename(tmp, out_path) != 0)
         st = hsd_error(HSD_ERR_IO, "inflate: cannot rename %s to %s", tmp, out_path);

@@ -37,8 +37,8 @@ static const synth_shape shapes[] = {
     {"tiny-qwen3", "qwen3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     {"tiny-gemma3", "gemma3", 256, 512, 2, 4, 2, 64, 512, 256, 1e6f, 1e-6f, true, 0, 0, 0, 0, 8, 2, 30.0f, 2.0f},
     {"tiny-phi3", "phi3", 256, 512, 2, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
-    /* a tiny model with room for any real tokenizer (gemma3's 262145 tokens the largest):
-     * what `hsd synth --tokenizer` writes for `generate --chat` tests with real templates */
+    /* a tiny model with room for any real tokenizer (gemma3's 262145 tokens the largest);
+     * with a tokenizer, it gets exactly the tokenizer's rows as every tiny-* shape does */
     {"tiny-262k", "llama", 32, 64, 1, 2, 1, 16, 262208, 4096, 10000.0f, 1e-5f, true, 0, 0, 0, 0, 0, 0, 0, 0},
     /* big enough (256 x 256 projections) that f32 multi-token forwards take the sgemm path */
     {"small", "llama", 256, 768, 2, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, 0, 0, 0, 0, 0, 0, 0, 0},
@@ -126,6 +126,11 @@ static hsd_status add(hsd_synth_model *m, hsd_tkind kind, int32_t layer, const c
 }
 
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out) {
+    return hsd_synth_create_vocab(shape, dtype, seed, 0, out);
+}
+
+hsd_status hsd_synth_create_vocab(const char *shape, hsd_dtype dtype, uint64_t seed,
+                                  int32_t tokenizer_ids, hsd_synth_model **out) {
     if (dtype != HSD_DT_F32 && dtype != HSD_DT_F16 && dtype != HSD_DT_BF16 && dtype != HSD_DT_Q8_0) {
         if (out) *out = NULL;
         return hsd_error(HSD_ERR_UNSUPPORTED,
@@ -145,6 +150,16 @@ hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, h
         return s;
     }
     snprintf(m->shape_name, sizeof m->shape_name, "%s", shape);
+    /* rows for every id of the tokenizer: a tiny test shape takes exactly the tokenizer's
+     * ids (a small model with a real vocabulary); a real shape keeps its padded rows (Qwen's
+     * 151936) and grows only past them (gemma-3-1b's 262144 rows and gemma3's
+     * <image_soft_token> at id 262144), so that every id the tokenizer can produce has a row */
+    if (tokenizer_ids < 0) {
+        free(m);
+        return hsd_error(HSD_ERR_INVALID_ARG, "synth: tokenizer_ids %d is negative", tokenizer_ids);
+    }
+    if (tokenizer_ids > 0 && (!strncmp(shape, "tiny", 4) || tokenizer_ids > m->cfg.vocab_size))
+        m->cfg.vocab_size = tokenizer_ids;
     const hsd_tf_config *c = &m->cfg;
     m->t = calloc((size_t)c->n_layers * HSD_T_COUNT + 4, sizeof *m->t);
     if (!m->t) {
@@ -249,7 +264,7 @@ hsd_status hsd_synth_ftype(hsd_ftype type, hsd_dtype *out) {
 }
 
 hsd_synth_params hsd_synth_default_params(void) {
-    return (hsd_synth_params){.size = sizeof(hsd_synth_params), .shape = NULL, .type = HSD_FTYPE_F32, .seed = 1};
+    return (hsd_synth_params){.size = sizeof(hsd_synth_params), .shape = NULL, .type = HSD_FTYPE_F32, .seed = 1, .tokenizer_ids = 0};
 }
 
 hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out) {
@@ -263,7 +278,7 @@ hsd_status hsd_synth_init(const hsd_synth_params *params, hsd_synth_model **out)
     hsd_dtype dt = HSD_DT_F32;
     if (hsd_synth_ftype(params->type, &dt))
         return hsd_error_prefix(HSD_ERR_INVALID_ARG, "hsd_synth_init: ");
-    return hsd_synth_create(params->shape, dt, params->seed, out);
+    return hsd_synth_create_vocab(params->shape, dt, params->seed, params->tokenizer_ids, out);
 }
 
 size_t hsd_synth_weight_bytes(const hsd_synth_model *m) {

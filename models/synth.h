@@ -32,6 +32,10 @@ typedef struct hsd_synth_model {
 /* Known shapes: see hsd_synth_shape_list (tiny-ARCH test shapes, real shapes per architecture). */
 hsd_status hsd_synth_shape(const char *name, hsd_tf_config *cfg, bool *tied);
 hsd_status hsd_synth_create(const char *shape, hsd_dtype dtype, uint64_t seed, hsd_synth_model **out);
+/* The same with embedding / LM-head rows for a tokenizer of tokenizer_ids ids (0: the
+ * shape's rows): see hsd_synth_params.tokenizer_ids. */
+hsd_status hsd_synth_create_vocab(const char *shape, hsd_dtype dtype, uint64_t seed,
+                                  int32_t tokenizer_ids, hsd_synth_model **out);
 /* The in-memory model (borrows the synth weights: free the transformer first). */
 hsd_status hsd_synth_to_transformer(const hsd_synth_model *m, const hsd_model_params *p,
                                     hsd_transformer **out);

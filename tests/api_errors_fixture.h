@@ -274,6 +274,7 @@ static int teardown(void **state) {
     X(hsd_synth_weight_bytes)                                                                      \
     X(hsd_synth_write_safetensors)                                                                 \
     X(hsd_synth_write_gguf_tok)                                                                    \
+    X(hsd_synth_write_gguf_vocab)                                                                  \
     X(hsd_inflate_default_params)                                                                  \
     X(hsd_inflate_file)                                                                            \
     X(hsd_bridge_bench_default_params)                                                             \

@@ -353,7 +353,7 @@ static void row_hsd_synth_shape_list(void **state) {
 static void row_hsd_synth_default_params(void **state) {
     (void)state;
     hsd_synth_params p = hsd_synth_default_params();
-    assert_true(!p.shape && p.type == HSD_FTYPE_F32 && p.seed == 1);
+    assert_true(!p.shape && p.type == HSD_FTYPE_F32 && p.seed == 1 && p.tokenizer_ids == 0);
 }
 static void row_hsd_synth_init(void **state) {
     (void)state;
@@ -411,10 +411,25 @@ static void row_hsd_synth_write_gguf_tok(void **state) {
     EXPECT(HSD_ERR_IO, hsd_synth_write_gguf_tok(m, "/nonexistent-dir/m.gguf", NULL));
     hsd_synth_free(m);
 }
+static void row_hsd_synth_write_gguf_vocab(void **state) {
+    (void)state;
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_synth_write_gguf_vocab(NULL, "/tmp/x.gguf", NULL, 0),
+                 "model");
+    hsd_synth_params p = hsd_synth_default_params();
+    hsd_synth_model *m;
+    p.shape = "tiny";
+    assert_int_equal(hsd_synth_init(&p, &m), HSD_OK);
+    EXPECT_NAMED(HSD_ERR_INVALID_ARG, hsd_synth_write_gguf_vocab(m, NULL, NULL, 0), "path");
+    EXPECT(HSD_ERR_IO, hsd_synth_write_gguf_vocab(m, "/nonexistent-dir/m.gguf", NULL,
+                                                  HSD_GGUF_VOCAB_DROP_NORMALIZER));
+    EXPECT(HSD_ERR_IO, hsd_synth_write_gguf_vocab(m, "/tmp/x.gguf", "/nonexistent/tok.json", 0));
+    hsd_synth_free(m);
+}
 static void row_hsd_inflate_default_params(void **state) {
     (void)state;
     hsd_inflate_params p = hsd_inflate_default_params();
-    assert_true(!p.shape && !p.tokenizer && p.n_layers == 0 && p.type == HSD_FTYPE_F32);
+    assert_true(!p.shape && !p.tokenizer && p.n_layers == 0 && p.type == HSD_FTYPE_F32 &&
+                p.gguf_vocab_flags == 0);
 }
 static void row_hsd_inflate_file(void **state) {
     (void)state;

@@ -470,3 +470,76 @@ hsd_status hsd_bpe_create(hsd_tokenizer *t, const void *json_model) {
     free(l), free(r), free(ll), free(rl);
     return s;
 }
+
+/* ---- introspection for writers of other formats (models/gguf_vocab.c) ---- */
+
+void hsd_bpe_info_get(const hsd_tokenizer *t, hsd_bpe_info *out) {
+    const bpe *m = t->model.impl;
+    *out = (hsd_bpe_info){.byte_fallback = m->byte_fallback,
+                          .fuse_unk = m->fuse_unk,
+                          .ignore_merges = m->ignore_merges,
+                          .affixes = m->plen || m->slen,
+                          .unk_id = m->unk_id};
+}
+
+static int cmp_rank(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+hsd_status hsd_bpe_merges_get(const hsd_tokenizer *t, int32_t **out, size_t *n) {
+    const bpe *m = t->model.impl;
+    *out = NULL, *n = 0;
+    /* (rank, slot) pairs sorted by rank give the merges back in their file order */
+    uint64_t *order = malloc((m->merges.n ? m->merges.n : 1) * sizeof *order);
+    int32_t *tri = malloc((m->merges.n ? m->merges.n : 1) * 3 * sizeof *tri);
+    if (!order || !tri) {
+        free(order);
+        free(tri);
+        return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", t->name);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < m->merges.cap; i++)
+        if (m->merges.slots[i].key != UINT64_MAX)
+            order[k++] = (m->merges.slots[i].val >> 32) << 32 | (uint64_t)i;
+    qsort(order, k, sizeof *order, cmp_rank);
+    for (size_t i = 0; i < k; i++) {
+        const hsd_u64map_slot *sl = &m->merges.slots[(uint32_t)order[i]];
+        tri[3 * i] = (int32_t)(sl->key >> 32);
+        tri[3 * i + 1] = (int32_t)(uint32_t)sl->key;
+        tri[3 * i + 2] = (int32_t)(uint32_t)sl->val;
+    }
+    free(order);
+    *out = tri, *n = k;
+    return HSD_OK;
+}
+
+hsd_status hsd_bpe_first_unreached(const hsd_tokenizer *t, int32_t *first) {
+    const bpe *mm = t->model.impl;
+    bpe m = *mm; /* the same model without the whole-word shortcut */
+    m.ignore_merges = false;
+    bpe_scratch s = {0};
+    hsd_buf key = {0};
+    hsd_ids ids = {0};
+    hsd_status st = HSD_OK;
+    *first = -1;
+    for (int32_t id = 0; id < t->n_ids && *first < 0 && !st; id++) {
+        if (t->flags[id] & (HSD_TOKF_UNUSED | HSD_TOKF_ADDED | HSD_TOKF_BYTE)) continue;
+        size_t n;
+        const char *str = hsd_tok_str(t, id, &n);
+        key.n = 0;
+        if (m.byte_level ? hsd_bytelevel_to_bytes(str, n, &key) != 0
+                         : hsd_buf_append(&key, str, n) != 0)
+            continue; /* not producible from text */
+        if (hsd_strmap_get(&m.keys, key.p, key.n) != id) continue; /* a duplicate string */
+        ids.n = 0;
+        if ((st = bpe_word(t, &m, &s, key.p, key.n, &ids))) break;
+        if (ids.n != 1 || ids.p[0] != id) *first = id;
+    }
+    free(s.sym);
+    free(s.heap);
+    hsd_buf_free(&s.tmp);
+    hsd_buf_free(&key);
+    free(ids.p);
+    return st;
+}

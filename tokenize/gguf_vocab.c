@@ -5,6 +5,7 @@
  *   add_eos_token, add_space_prefix, pre (pre-tokenizer regex family for gpt2).
  * Control and unknown tokens become special added tokens and user-defined tokens plain added
  * tokens, which is how the HF tokenizer.json of the same model declares them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,13 +24,56 @@ enum {
     TT_BYTE = 6
 };
 
-/* HF ByteLevel(use_regex=true) pattern, which is also llama.cpp's "gpt-2" pre-tokenizer. */
-static const char GPT2_PATTERN[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-/* Llama-3 Split pattern (llama.cpp "llama-bpe"); followed by ByteLevel without regex. */
-static const char LLAMA3_PATTERN[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* llama.cpp's byte-level BPE pre-tokenizers (tokenizer.ggml.pre) that hsd reads and writes,
+ * each as the HF tokenizer.json pipeline it stands for: Split(pattern, Isolated) steps in
+ * order, then ByteLevel without its regex; "gpt-2" is ByteLevel(use_regex) alone.
+ * ignore_merges is what llama.cpp applies for the name, whatever the source file said: a
+ * writer must check that the tokenizer agrees (or that it makes no difference). The
+ * patterns are HF's, as written in the tokenizer.json files; llama.cpp runs hand-adapted
+ * rewrites of them, which bench/gguf_vocab.sh checks on the corpus (llama_cpp_differs says
+ * where they are not equivalent). */
+#define GPT2_PATTERN \
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+static const hsd_gguf_pre PRES[] = {
+    {"gpt-2", {"gpt-2", "default"}, 0, {NULL}, false, NULL},
+    {"llama-bpe", {"llama-bpe", "llama3", "llama-v3"}, 1,
+     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     true, NULL},
+    {"qwen2", {"qwen2", "deepseek-r1-qwen"}, 1,
+     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     false, NULL},
+    {"deepseek-v3", {"deepseek-v3"}, 3,
+     {"\\p{N}{1,3}",
+      "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+      "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     false, NULL},
+    {"gpt-4o", {"gpt-4o", "llama4"}, 1,
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+("
+      "?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+["
+      "\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     false,
+     /* measured: bench/notes/gguf_vocab.md (12 of 399 corpus lines, all with marks) */
+     "it splits combining marks (\\p{M}) off the letters they follow, as in Vietnamese, "
+     "Arabic, Devanagari and Thai"},
+};
+
+const hsd_gguf_pre *hsd_gguf_pre_find(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof PRES / sizeof *PRES; i++)
+        for (int a = 0; a < 3 && PRES[i].aliases[a]; a++)
+            if (strlen(PRES[i].aliases[a]) == len && !memcmp(PRES[i].aliases[a], name, len))
+                return &PRES[i];
+    return NULL;
+}
+
+const hsd_gguf_pre *hsd_gguf_pre_at(size_t i) {
+    return i < sizeof PRES / sizeof *PRES ? &PRES[i] : NULL;
+}
+
+const char *hsd_gguf_pre_gpt2_pattern(void) { return GPT2_PATTERN; }
 
 typedef struct vocab_keys {
     const hsd_gguf_kv *model, *pre, *tokens, *scores, *types, *merges;
@@ -161,21 +205,20 @@ static hsd_status build_bpe(hsd_tokenizer *t, const hsd_gguf *g, const vocab_key
                          t->name);
     if ((s = hsd_gguf_expect_array(g, k->merges, HSD_GGUF_STRING))) return s;
     t->byte_level = true;
-    if (!pre || str_is(pre, pre_len, "gpt-2") || str_is(pre, pre_len, "default")) {
-        if ((s = add_pre(t, HSD_PRE_BYTELEVEL, GPT2_PATTERN, "GGUF pre-tokenizer gpt-2"))) return s;
-    } else if (str_is(pre, pre_len, "llama-bpe") || str_is(pre, pre_len, "llama3")) {
-        if ((s = add_pre(t, HSD_PRE_SPLIT, LLAMA3_PATTERN, "GGUF pre-tokenizer llama-bpe")) ||
-            (s = add_pre(t, HSD_PRE_BYTELEVEL, NULL, NULL)))
-            return s;
-        /* Llama-3's tokenizer.json sets ignore_merges (llama.cpp does the same for this pre):
-         * a piece that is itself a token is emitted whole */
-        ignore_merges = true;
-    } else {
+    const hsd_gguf_pre *pt = pre ? hsd_gguf_pre_find(pre, pre_len) : &PRES[0];
+    if (!pt)
         return hsd_error(HSD_ERR_UNSUPPORTED,
-                         "%s: GGUF: tokenizer.ggml.pre '%.*s' is not supported (gpt-2, "
-                         "default and llama-bpe are)",
+                         "%s: GGUF: tokenizer.ggml.pre '%.*s' is not supported (gpt-2, default, "
+                         "llama-bpe, qwen2, deepseek-v3 and gpt-4o are)",
                          t->name, (int)(pre_len > 100 ? 100 : pre_len), pre);
-    }
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "GGUF pre-tokenizer %s", pt->name);
+    for (int i = 0; i < pt->n_split; i++)
+        if ((s = add_pre(t, HSD_PRE_SPLIT, pt->split[i], ctx))) return s;
+    if ((s = add_pre(t, HSD_PRE_BYTELEVEL, pt->n_split ? NULL : GPT2_PATTERN, ctx))) return s;
+    /* llama.cpp's rule for the name (Llama-3's tokenizer.json sets ignore_merges too): a
+     * piece that is itself a token is emitted whole */
+    ignore_merges = pt->ignore_merges;
     if ((s = add_dec(t, HSD_DEC_BYTELEVEL))) return s;
 
     size_t n = (size_t)k->merges->arr_n;
@@ -275,6 +318,9 @@ static hsd_status load(hsd_tokenizer *t, const hsd_gguf *g) {
         s = hsd_tok_set_token(t, id, str, len);
         types[id] = k.types ? hsd_gguf_i32_at(g, k.types, (uint64_t)id) : TT_NORMAL;
         if (types[id] == TT_BYTE) t->flags[id] |= HSD_TOKF_BYTE;
+        /* an unused id (padding up to the model's rows) is no token: it never encodes, does
+         * not decode and has no surface, so vocabulary overlaps do not count it */
+        if (types[id] == TT_UNUSED) t->flags[id] |= HSD_TOKF_UNUSED;
     }
 
     /* llama.cpp's defaults when the ids are absent: SPM 0/1/2, BPE none */

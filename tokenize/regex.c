@@ -17,6 +17,11 @@
 struct hsd_regex {
     pcre2_code *code, *safe; /* safe: NULL when the pattern needed no guarded group */
     int jit, jit_safe;
+    /* the pattern as written, kept so that a GGUF writer can tell which llama.cpp
+     * pre-tokenizer (if any) a tokenizer's Split steps are */
+    char *src;
+    size_t src_len;
+    bool literal;
 };
 
 static pcre2_code *compile(const char *pat, size_t len, uint32_t opts, const char *ctx,
@@ -52,11 +57,19 @@ hsd_status hsd_regex_compile(const char *pat, size_t len, int literal, const cha
     hsd_buf_free(&fast);
     hsd_buf_free(&safe);
     hsd_regex *re = st ? NULL : calloc(1, sizeof *re);
+    char *src = re ? malloc(len + 1) : NULL;
+    if (re && !src) {
+        free(re);
+        re = NULL;
+    }
     if (!re) {
         pcre2_code_free(code);
         pcre2_code_free(code_safe);
         return st ? st : hsd_error(HSD_ERR_NOMEM, "out of memory");
     }
+    memcpy(src, pat, len);
+    src[len] = 0;
+    re->src = src, re->src_len = len, re->literal = literal != 0;
     re->code = code;
     re->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
     re->safe = code_safe;
@@ -69,7 +82,14 @@ void hsd_regex_free(hsd_regex *re) {
     if (!re) return;
     pcre2_code_free(re->code);
     pcre2_code_free(re->safe);
+    free(re->src);
     free(re);
+}
+
+const char *hsd_regex_source(const hsd_regex *re, size_t *len, bool *literal) {
+    *len = re->src_len;
+    *literal = re->literal;
+    return re->src;
 }
 
 static int match(const pcre2_code *code, int jit, const char *s, size_t len, size_t pos, void *md) {

@@ -220,3 +220,9 @@ hsd_status hsd_spm_build(hsd_tokenizer *t, const float *scores, const hsd_spm_op
     t->model = (hsd_tok_model){HSD_MODEL_SPM, m, spm_tokenize, spm_free};
     return HSD_OK;
 }
+
+const float *hsd_spm_scores(const hsd_tokenizer *t, bool *escape_spaces) {
+    const spm_impl *m = t->model.impl;
+    *escape_spaces = m->escape;
+    return m->scores;
+}

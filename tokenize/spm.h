@@ -22,6 +22,10 @@ typedef struct hsd_spm_opts {
  * t->spm_add_dummy_prefix is set. */
 hsd_status hsd_spm_build(hsd_tokenizer *t, const float *scores, const hsd_spm_opts *o);
 
+/* The scores of t's SPM model (t->model.type must be HSD_MODEL_SPM), one per id, and whether
+ * its vocabulary spells spaces as "▁" (else as real spaces, llama2.c's tokenizer.bin). */
+const float *hsd_spm_scores(const hsd_tokenizer *t, bool *escape_spaces);
+
 /* Parses "<0xNN>" (exactly six bytes, two hex digits); returns the byte or -1. */
 int hsd_spm_byte_token(const char *s, size_t n);
 

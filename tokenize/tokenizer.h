@@ -40,6 +40,8 @@ typedef struct hsd_regex hsd_regex;
 hsd_status hsd_regex_compile(const char *pat, size_t len, int literal, const char *ctx,
                              hsd_regex **out);
 void hsd_regex_free(hsd_regex *re);
+/* The pattern as compiled (before any widening) and whether it was a literal string. */
+const char *hsd_regex_source(const hsd_regex *re, size_t *len, bool *literal);
 /* Finds the next match in s[0..len) at or after `pos`. Returns 1 and sets [*ms, *me), or 0.
  * `md` is a pcre2_match_data* from the scratch (one per thread). */
 int hsd_regex_next(const hsd_regex *re, const char *s, size_t len, size_t pos, size_t *ms,
@@ -295,6 +297,19 @@ hsd_status hsd_bpe_build(hsd_tokenizer *t, const hsd_bpe_opts *o, size_t n_merge
                          const char *const *left, const uint32_t *left_len,
                          const char *const *right, const uint32_t *right_len);
 hsd_status hsd_bpe_create(hsd_tokenizer *t, const void *json_model);
+/* What a writer of another vocabulary format (models/gguf_vocab.c) needs of a BPE model
+ * (t->model.type must be HSD_MODEL_BPE). */
+typedef struct hsd_bpe_info {
+    bool byte_fallback, fuse_unk, ignore_merges;
+    bool affixes; /* a continuing_subword_prefix or end_of_word_suffix */
+    int32_t unk_id;
+} hsd_bpe_info;
+void hsd_bpe_info_get(const hsd_tokenizer *t, hsd_bpe_info *out);
+/* The merges in rank order as (left, right, result) id triples; *out is malloc'd. */
+hsd_status hsd_bpe_merges_get(const hsd_tokenizer *t, int32_t **out, size_t *n);
+/* The first token whose own text the merges alone do not turn into that token (so that
+ * ignore_merges, which emits a whole-token word as is, changes its encoding); -1: none. */
+hsd_status hsd_bpe_first_unreached(const hsd_tokenizer *t, int32_t *first);
 hsd_status hsd_unigram_create(hsd_tokenizer *t, const void *json_model);
 hsd_status hsd_wordpiece_create(hsd_tokenizer *t, const void *json_model);
 
@@ -305,6 +320,24 @@ hsd_status hsd_tok_load_llama2c(const char *data, size_t len, const char *name,
                                 hsd_tokenizer **out);
 hsd_status hsd_tok_load_gguf(const char *data, size_t len, const char *name,
                              hsd_tokenizer **out);
+
+/* A llama.cpp byte-level pre-tokenizer name (tokenizer.ggml.pre) and the HF pipeline it stands
+ * for (tokenize/gguf_vocab.c): n_split Split(pattern, Isolated) steps then ByteLevel without
+ * regex, or (n_split 0) ByteLevel with the GPT-2 regex; ignore_merges as llama.cpp sets it. */
+typedef struct hsd_gguf_pre {
+    const char *name;       /* the name hsd writes */
+    const char *aliases[3]; /* names it reads */
+    int n_split;
+    const char *split[3];
+    bool ignore_merges;
+    /* non-NULL: llama.cpp runs its own rewrite of the pattern for this name, which splits
+     * some text differently (what differs): hsd reads such files with HF's pattern, as the
+     * model was trained, but writes none, since llama.cpp would not tokenize it the same */
+    const char *llama_cpp_differs;
+} hsd_gguf_pre;
+const hsd_gguf_pre *hsd_gguf_pre_find(const char *name, size_t len);
+const hsd_gguf_pre *hsd_gguf_pre_at(size_t i); /* NULL past the last */
+const char *hsd_gguf_pre_gpt2_pattern(void);
 
 /* Widens \p{..} classes of a pattern with characters newer than PCRE2's Unicode tables
  * (see regex_unicode.c): `guarded`, behind a fast guard in a group; else inside the class. */

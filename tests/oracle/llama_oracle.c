@@ -15,11 +15,17 @@
  *                                               its type name and shape
  *   llama_oracle bench MODEL.gguf N THREADS      N single-token decodes after a 1-token prompt;
  *                                               prints "tok_per_s X"
+ *   llama_oracle tokenize MODEL.gguf TEXTS       llama.cpp's tokenizer (vocabulary only loaded)
+ *                                               on each text of TEXTS (llama.cpp's .inp format:
+ *                                               texts each followed by
+ *                                               "\n__ggml_vocab_test__\n"), special tokens
+ *                                               parsed, none added: one line of ids per text
  *
  * The KV cache is kept in F32 and flash attention off, so that an F32 model's logits are
  * comparable with hsd's f32 forward to float rounding. Exit status 0 on success, 1 on error
  * (message on stderr). Built by CMake only where llama.cpp is installed
  * (scripts/install_llama_cpp.sh); LLAMA_ORACLE_LIBDIR is its lib/ directory. */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,10 +266,59 @@ static int cmd_bench(const char *path, int n, int threads) {
     return rc;
 }
 
+static int cmd_tokenize(const char *path, const char *texts) {
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    struct llama_model *model = llama_model_load_from_file(path, mp);
+    if (!model) return fail("llama.cpp cannot load", path);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    FILE *f = fopen(texts, "rb");
+    if (!f) {
+        llama_model_free(model);
+        return fail("cannot read", texts);
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    for (size_t r; buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += r;
+        if (n + 1 == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) free(buf);
+            buf = p;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        llama_model_free(model);
+        return fail("out of memory", NULL);
+    }
+    buf[n] = 0;
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    int rc = 0;
+    int32_t tcap = 1 << 16;
+    llama_token *tok = malloc((size_t)tcap * sizeof *tok);
+    /* memmem, not strstr: a text may hold NUL bytes */
+    for (char *p = buf, *e; tok && !rc && (e = memmem(p, (size_t)(buf + n - p), sep, sizeof sep - 1));
+         p = e + sizeof sep - 1) {
+        int32_t k = llama_tokenize(vocab, p, (int32_t)(e - p), tok, tcap, false, true);
+        if (k < 0) {
+            rc = fail("text too long to tokenize", NULL);
+            break;
+        }
+        for (int32_t i = 0; i < k; i++) printf(i ? " %d" : "%d", tok[i]);
+        printf("\n");
+    }
+    free(tok);
+    free(buf);
+    llama_model_free(model);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: llama_oracle prepare IN OUT | quantize IN OUT TYPE | logits MODEL "
-                        "OUT TOK... | dequant MODEL TENSOR OUT | bench MODEL N THREADS\n");
+                        "OUT TOK... | dequant MODEL TENSOR OUT | bench MODEL N THREADS | tokenize "
+                        "MODEL TEXTS\n");
         return 2;
     }
     llama_log_set(quiet_log, NULL);
@@ -280,6 +335,8 @@ int main(int argc, char **argv) {
         rc = cmd_dequant(argv[2], argv[3], argv[4]);
     else if (!strcmp(argv[1], "bench") && argc == 5)
         rc = cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    else if (!strcmp(argv[1], "tokenize") && argc == 4)
+        rc = cmd_tokenize(argv[2], argv[3]);
     else
         rc = fail("bad arguments", argv[1]);
     llama_backend_free();

@@ -653,8 +653,10 @@ SYNTH_TYPES = ("f32", "f16", "bf16", "q8_0")
 def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
     """Writes a random-weight model of a known shape (hsd_synth_init + hsd_synth_write_*):
     format "gguf" writes the file `path` (with `tokenizer`'s vocabulary in its metadata when
-    given), "safetensors" the directory `path` (config.json + model.safetensors). Returns the
-    weight bytes. Unknown shapes raise HsdError naming the known ones."""
+    given), "safetensors" the directory `path` (config.json + model.safetensors). With a
+    tokenizer the embedding rows cover its ids (a tiny* shape: exactly them), and a
+    tokenizer.json whose pipeline a GGUF vocabulary cannot reproduce raises HsdError naming
+    what. Returns the weight bytes. Unknown shapes raise HsdError naming the known ones."""
     if format not in ("gguf", "safetensors"):
         raise ValueError("format must be gguf or safetensors")
     if dtype not in SYNTH_TYPES:
@@ -662,6 +664,8 @@ def synth(shape, path, format="gguf", dtype="f32", seed=1, tokenizer=None):
     p = lib.hsd_synth_default_params()
     shape_b = _utf8(shape)
     p.shape, p.type, p.seed = shape_b, 1 + SYNTH_TYPES.index(dtype), seed
+    if tokenizer is not None:  # rows for every id of the tokenizer, as `hsd synth` sizes them
+        p.tokenizer_ids = Tokenizer(str(tokenizer)).vocab_size
     m = ctypes.c_void_p()
     _check(lib.hsd_synth_init(ctypes.byref(p), ctypes.byref(m)))
     try:

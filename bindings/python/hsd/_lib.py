@@ -133,7 +133,8 @@ class PairPsi(ctypes.Structure):
 
 class SynthParams(ctypes.Structure):
     """struct hsd_synth_params (include/hsd_tools.h)"""
-    _fields_ = [("size", ctypes.c_size_t), ("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64)]
+    _fields_ = [("size", ctypes.c_size_t), ("shape", ctypes.c_char_p), ("type", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("tokenizer_ids", ctypes.c_int32)]
 
 
 class ChatParams(ctypes.Structure):
