@@ -33,6 +33,7 @@ static hsd_status f_trunc(void *c, int32_t len) { return (void)c, (void)len, HSD
 static hsd_model *fake_model(fake *f) {
     hsd_model_iface it;
     memset(&it, 0, sizeof it);
+    it.size = sizeof it;
     it.ctx = f;
     it.vocab_size = f_vocab;
     it.n_ctx = f_ctx;
@@ -123,7 +124,7 @@ static void test_empty_prompt_names_side(void **state) {
     hsd_model *m = fake_model(&f);
     hsd_gen_params p = hsd_gen_default_params();
     p.max_new_tokens = 4;
-    hsd_gen_result r;
+    hsd_gen_result r = HSD_GEN_RESULT_INIT;
     /* the target: GPT-2's tokenizer, nothing to start from */
     hsd_engine *e = NULL;
     assert_int_equal(hsd_engine_init(m, gpt2, NULL, NULL, &e), HSD_OK);
@@ -182,7 +183,7 @@ static void test_llama2c_stops_at_bos(void **state) {
     hsd_gen_params p = hsd_gen_default_params();
     p.algo = HSD_ALGO_AR;
     p.max_new_tokens = 500; /* the model's context is 512 */
-    hsd_gen_result open, stopped;
+    hsd_gen_result open = HSD_GEN_RESULT_INIT, stopped = HSD_GEN_RESULT_INIT;
     p.stop_at_eos = false;
     assert_int_equal(hsd_engine_generate(e, "", 0, &p, &open), HSD_OK);
     p.stop_at_eos = true;
