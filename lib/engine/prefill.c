@@ -42,9 +42,46 @@ hsd_status hsd_eng_prefill_seq(hsd_eng_seq *g) {
     return s;
 }
 
+/* A request of several sequences: their chunks share batched forwards (at most
+ * HSD_ENG_PREFILL_CHUNK rows in all, the weights read once for all of them), as the rounds'
+ * forwards of a batch do. `target`: the target's side, else the drafters'. */
+static hsd_status prefill_batched(hsd_eng_request *rq, bool target) {
+    hsd_engine *e = rq->e;
+    hsd_model *m = target ? e->tm : e->dm;
+    for (;;) {
+        int32_t nb = 0, rows = 0;
+        hsd_status s = HSD_OK;
+        for (int32_t i = 0; i < rq->B && rows < HSD_ENG_PREFILL_CHUNK; i++) {
+            hsd_eng_seq *g = &rq->sq[i];
+            if (!g->live || (!target && !(g->cur && g->cur->drafts))) continue;
+            const hsd_ids *ids = target ? &g->T.ids : &g->D.ids;
+            int32_t kv = target ? g->t_kv : g->d_kv, end = (int32_t)ids->n - 1;
+            if (kv >= end) continue;
+            /* the slot's cache must end where the new rows start */
+            if ((s = hsd_model_seq_select(m, target ? g->t_slot : g->d_slot))) return s;
+            if (hsd_model_kv_len(m) != kv && (s = hsd_model_kv_truncate(m, kv))) return s;
+            int32_t n = end - kv < HSD_ENG_PREFILL_CHUNK - rows ? end - kv
+                                                                : HSD_ENG_PREFILL_CHUNK - rows;
+            rq->ent[nb] = (hsd_model_batch_seq){target ? g->t_slot : g->d_slot, ids->p + kv, n,
+                                                NULL, NULL, 0};
+            rq->idx[nb++] = i;
+            rows += n;
+        }
+        if (nb == 0) return HSD_OK;
+        double t0 = hsd_timer_ms();
+        if ((s = hsd_model_forward_batch(m, rq->ent, nb, NULL))) return s;
+        double dt = hsd_timer_ms() - t0;
+        for (int32_t b = 0; b < nb; b++) {
+            hsd_eng_seq *g = &rq->sq[rq->idx[b]];
+            *(target ? &g->t_kv : &g->d_kv) += rq->ent[b].n;
+            *(target ? &g->t_verify : &g->t_draft) += dt; /* shared, as the rounds' forwards */
+        }
+    }
+}
+
 hsd_status hsd_eng_prefill_all(hsd_eng_request *rq) {
-    hsd_status s = HSD_OK;
-    for (int32_t i = 0; i < rq->B && !s; i++)
-        if (rq->sq[i].live) s = hsd_eng_prefill_seq(&rq->sq[i]);
+    if (rq->B == 1) return rq->sq[0].live ? hsd_eng_prefill_seq(&rq->sq[0]) : HSD_OK;
+    hsd_status s = prefill_batched(rq, true);
+    if (!s && rq->e->dm) s = prefill_batched(rq, false);
     return s;
 }
