@@ -1,4 +1,4 @@
-/* Instruction-count driver for the engine (bench/RESULTS.md, "One decoding driver"): the real
+/* Instruction-count driver for the engine (bench/notes/engine.md, "One decoding driver"): the real
  * TinyStories pair, 8 prompts, one algorithm, greedy, 64 new tokens, R repetitions, single
  * requests or batches of B. Not built by CMake; build against a libhsd.a and count with
  * cachegrind (load-independent):

@@ -13,7 +13,8 @@
 #     data: AR, SLEM and TLI through `hsd generate --backend cuda`, checked equal to the CPU
 #     backend (greedy output is AR's on both). Skipped, and said so, when the data is absent.
 #
-# Writes $OUT/gpu_results.md (a block to paste into bench/RESULTS.md) and the raw logs.
+# Writes $OUT/gpu_results.md (a block for bench/notes/gpu_h100.md; the headline numbers go to
+# bench/RESULTS.md#cuda-h100) and the raw logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -1,5 +1,5 @@
 /* hsd bench generate: the cells as a text table, one JSON object, or Markdown tables for
- * bench/RESULTS.md (the prose around them is written by hand). */
+ * bench/notes/ and bench/RESULTS.md (the prose around them is written by hand). */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>

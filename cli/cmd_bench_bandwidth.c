@@ -1,7 +1,7 @@
 /* hsd bench bandwidth: the memory read bandwidth a forward pass can hope for, measured as a
  * forward reads its weights: T threads each streaming their share of a buffer much larger
  * than the caches, once per repetition. A memory-bound forward(1) cannot beat
- * weight bytes ÷ this bandwidth (the "bandwidth floor" of bench/RESULTS.md). */
+ * weight bytes ÷ this bandwidth (the "bandwidth floor" of bench/RESULTS.md and bench/notes/). */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>

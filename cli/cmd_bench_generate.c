@@ -33,7 +33,7 @@ static const hsd_opt bgen_table[] = {
      0, 1e9},
     HSD_OPT_ROW_JSON(hsd_bench, json),
     {"svg", 0, HSD_OPT_STRING, O(svg), "FILE", "bars of tokens/s and tau per algorithm", 0, 0},
-    {"results-md", 0, HSD_OPT_STRING, O(md), "FILE", "Markdown tables for bench/RESULTS.md", 0, 0},
+    {"results-md", 0, HSD_OPT_STRING, O(md), "FILE", "Markdown tables for bench/notes/", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
      "instead: groups of B prompts batched vs one by one (B <= 64)", 1, 64},
     {"adaptive-k", 0, HSD_OPT_FLAG, O(adaptive_k), NULL,

@@ -1,4 +1,4 @@
-/* hsd injectivity: which strings does a tokenizer not give back? (lib/injectivity.h) */
+/* hsd injectivity: which strings does a tokenizer not give back? (lib/analysis/injectivity.h) */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* hsd psi-stats: how many drafter-token sequences stand behind each target token (paper
  * Lemma 3.1, Table 5, Figure 2) and the SLRS lookahead n_max, by dynamic programming over the
- * drafter's token trie (lib/psi_stats.h defines every number printed). */
+ * drafter's token trie (lib/analysis/psi_stats.h defines every number printed). */
 #include <jansson.h>
 #include <math.h>
 #include <stddef.h>

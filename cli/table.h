@@ -1,5 +1,6 @@
 /* One table row in two forms: aligned text for the terminal and a Markdown row for
- * bench/RESULTS.md, from the same formatted cells (so the two tables cannot disagree). */
+ * bench/notes/ and bench/RESULTS.md, from the same formatted cells (so the two tables cannot
+ * disagree). */
 #ifndef HSD_CLI_TABLE_H
 #define HSD_CLI_TABLE_H
 

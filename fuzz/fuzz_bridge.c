@@ -1,4 +1,4 @@
-/* libFuzzer: the string bridge (lib/bridge.h) driven by fuzzed text. Byte 0 picks the
+/* libFuzzer: the string bridge (lib/engine/bridge.h) driven by fuzzed text. Byte 0 picks the
  * (target, drafter) pair from a few real tokenizers; the rest is split at 0xFF bytes (never
  * valid UTF-8) into chunks. The first chunk is the prompt; each further chunk is a draft: the
  * target side turns it into candidates, commits a prefix of them (its length taken from the

@@ -1,5 +1,5 @@
 /* Multi-token and tree-masked attention over the device KV cache (reference: attn_task in
- * models/transformer.c with hsd_attn_scores, hsd_softmax and hsd_attn_accum). One block per
+ * models/layer.c with hsd_attn_scores, hsd_softmax and hsd_attn_accum). One block per
  * (new token, head). Decoding is latency-bound here (few blocks, rows scattered over the
  * cache), so the block keeps many independent loads in flight:
  *   scores: one thread per visible cache row, reading the row with VW-wide loads;

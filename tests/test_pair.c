@@ -363,8 +363,8 @@ static void test_expressibility_counterexample(void **state) {
     assert_true(e.failures >= must_fail);
     assert_int_equal(e.n_examples, HSD_PAIR_MAX_EXAMPLES);
     assert_string_equal(hsd_tokenizer_id_to_token(t, e.example_ids[0]), "<0x00>");
-    /* the ψ summary's DP (lib/psi_stats) and the expressibility DP agree: the target tokens
-     * with no decomposition are exactly the ones T → D* cannot express */
+    /* the ψ summary's DP (lib/analysis/psi_stats) and the expressibility DP agree: the target
+     * tokens with no decomposition are exactly the ones T → D* cannot express */
     hsd_pair_psi psi;
     assert_int_equal(hsd_pair_psi_summary(t, d, &psi), HSD_OK);
     assert_int_equal(psi.tokens, e.checked);

@@ -1,5 +1,5 @@
-/* lib/psi_stats and `hsd psi-stats`: every DP quantity (decompositions by id and by surface,
- * tree nodes, parts_max/min, n_max) checked against a recursive enumeration written here,
+/* lib/analysis/psi_stats and `hsd psi-stats`: every DP quantity (decompositions by id and by
+ * surface, tree nodes, parts_max/min, n_max) checked against a recursive enumeration written here,
  * independent of the trie and the DP — on the paper's examples ('a'/'aa', 'hello' of Fig. 1,
  * 'hello_world' of Sec. 3.3), on random toy vocabularies, and on samples of real tokens
  * (gpt2 over llama2's tokens, qwen3 over itself); whole-vocabulary invariants,

@@ -1,4 +1,4 @@
-/* lib/psi_stats on the whole qwen3 vocabulary (invariants and the paper's Table 5) and
+/* lib/analysis/psi_stats on the whole qwen3 vocabulary (invariants and the paper's Table 5) and
  * `hsd psi-stats` (the CLI's --json checked for consistency; bad arguments). Split from
  * test_psi_stats.c (the DP against a recursive enumeration) by concept. */
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /* String-level rejection sampling (Alg 3) on real data (split by concept from test_slrs.c,
  * which has the toy vocabularies):
- *   - the determination rule (lib/first_token.h) against brute force on real tokenizers:
+ *   - the determination rule (lib/engine/first_token.h) against brute force on real tokenizers:
  *     whatever follows a text with a cut, its stable tokens stay a prefix of the encoding;
  *   - the real TinyStories pair in both directions: greedy SLRS is identical to AR on bench
  *     prompts, and at temperature 1 the first token follows AR's exact law;

@@ -1,4 +1,4 @@
-/* lib/token_trie: every query checked against a linear scan over the vocabulary, on toy
+/* lib/engine/token_trie: every query checked against a linear scan over the vocabulary, on toy
  * vocabularies (shared surfaces, empty and NULL entries, bytes 0x00 and 0xff) and on real
  * tokenizers (qwen3: byte-level BPE; llama2: SentencePiece with byte fallback, where "A" and
  * "<0x41>" share a surface). */

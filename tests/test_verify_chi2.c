@@ -4,7 +4,7 @@
  * Vocabularies are lists of surface byte strings; draft ids map to target ids by identical
  * bytes (as the engine does). Target p and drafter q are deterministic functions of the
  * context (the prefix is hashed into a seed and turned into logits, then temperature /
- * top-k / top-p through lib/sample), so every position of a round has its own rows and the
+ * top-k / top-p through lib/engine/sample), so every position of a round has its own rows and the
  * test covers composition across rounds. For each rule (standard SD, union Alg 1, TLI Alg 4,
  * SLEM Alg 2) a small decoding loop generates until two tokens are committed; the law of the
  * first token and the joint law of the first two are compared with the exact target law

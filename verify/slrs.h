@@ -1,7 +1,7 @@
 /* String-level rejection sampling (Alg 3) for one target position, as a pure function.
  *
  * The candidate t was drawn from psi (the law of the draft's target token at this position,
- * see lib/slrs_tree.h); t < 0 means the draft proposed nothing here, an outcome whose target
+ * see lib/engine/slrs_tree.h); t < 0 means the draft proposed nothing here, an outcome whose target
  * probability is 0 (its psi mass is 1 - sum(psi)). The target's token is then:
  *   t with probability min(1, p(t)/psi(t)), else a draw from norm(max(0, p - psi)),
  * which is distributed exactly as p (Thm 3.2). Greedy (temperature 0): psi and p are one-hot

@@ -1,4 +1,4 @@
-/* Injectivity check, minimizer and classifier (fuzzer in lib/injectivity_fuzz.c). */
+/* Injectivity check, minimizer and classifier (fuzzer in lib/analysis/injectivity_fuzz.c). */
 #include "lib/analysis/injectivity.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* ψ statistics (lib/psi_stats.h): one prefix query of the drafter trie per byte position
+/* ψ statistics (lib/analysis/psi_stats.h): one prefix query of the drafter trie per byte position
  * lists the drafter surfaces starting there; then a backward pass over those matches decides
  * "can s[j..n) still be finished" and a forward pass pushes counts and part counts. A token of
  * n bytes costs O(n · longest drafter match), whatever its count. */

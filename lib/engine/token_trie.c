@@ -1,4 +1,4 @@
-/* Token trie (lib/token_trie.h). Built in two passes without sorting the vocabulary:
+/* Token trie (lib/engine/token_trie.h). Built in two passes without sorting the vocabulary:
  *   1. insert every surface into a temporary trie whose child lists are linked lists kept in
  *      byte order, switching to 256-entry tables for wide nodes (the root among them);
  *   2. renumber the nodes breadth-first so that each node's children become one consecutive,

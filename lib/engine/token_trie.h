@@ -1,8 +1,8 @@
 /* Token trie: a compact, immutable byte trie over a vocabulary's surface bytes
  * (hsd_tokenizer_token_bytes), for the string-level algorithms that need "which tokens start
  * here" questions: ψ(t) in SLRS (walk the drafter's continuations and the target vocabulary
- * together), decomposition counts (lib/psi_stats), and first-token determination (a text is a
- * proper prefix of some token iff its walk ends on a node with children).
+ * together), decomposition counts (lib/analysis/psi_stats), and first-token determination (a
+ * text is a proper prefix of some token iff its walk ends on a node with children).
  *
  * Contents: every used, non-special id with a non-empty surface. Several ids may share one
  * surface (SentencePiece "A" and its byte fallback "<0x41>"); they end on the same node and
