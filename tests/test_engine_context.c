@@ -23,7 +23,7 @@
 static hsd_model *tm, *dm_char, *dm_same;
 static hsd_tokenizer *tt, *dt_char;
 static char *prompt, *prompt2;
-static int slides; /* window notices seen through the log callback */
+static int slides;                        /* window notices seen through the log callback */
 static hsd_gen_result ar_main, ar_second; /* the oracle: AR's output for prompt, prompt2 */
 
 static void count_notices(hsd_log_level level, const char *msg, void *user) {
@@ -100,12 +100,12 @@ static int teardown(void **state) {
     return 0;
 }
 
-#define REQUIRE_MODELS()                                                                        \
-    do {                                                                                       \
-        if (!tm || !dm_char || !dm_same || !tt || !dt_char || !prompt) {                       \
-            fprintf(stderr, "skip: shared TinyStories pair or long_context prompts missing\n"); \
-            skip();                                                                            \
-        }                                                                                      \
+#define REQUIRE_MODELS()                                                                           \
+    do {                                                                                           \
+        if (!tm || !dm_char || !dm_same || !tt || !dt_char || !prompt) {                           \
+            fprintf(stderr, "skip: shared TinyStories pair or long_context prompts missing\n");    \
+            skip();                                                                                \
+        }                                                                                          \
     } while (0)
 
 static hsd_gen_params greedy(hsd_algo a) {
@@ -220,7 +220,8 @@ static void test_proposer_window(void **state) {
     const hsd_gen_result *ar = ar_ids(prompt);
     int32_t *ctx = NULL;
     size_t n = 0;
-    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ctx, &n), HSD_OK);
+    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ctx, &n),
+                     HSD_OK);
     int32_t *full = malloc((n + 1 + N_NEW) * sizeof *full);
     full[0] = hsd_tokenizer_bos_id(tt);
     memcpy(full + 1, ctx, n * sizeof *ctx);
@@ -236,8 +237,8 @@ static void test_proposer_window(void **state) {
         proposed += n_out > 0;
         hits += n_out > 0 && out[0] == ar->ids[j];
     }
-    fprintf(stderr, "proposer: %d of %d steps proposed, %d first ids = AR's, %d slides\n",
-            proposed, N_NEW, hits, slides);
+    fprintf(stderr, "proposer: %d of %d steps proposed, %d first ids = AR's, %d slides\n", proposed,
+            N_NEW, hits, slides);
     assert_true(slides >= 1);
     assert_true(proposed > N_NEW / 2);
     assert_true(hits > 0);
@@ -258,9 +259,15 @@ typedef struct rec {
     int n, cap;
 } rec;
 
-static int32_t r_vocab(void *x) { return hsd_model_vocab_size(((rec *)x)->inner); }
-static int32_t r_n_ctx(void *x) { return hsd_model_n_ctx(((rec *)x)->inner); }
-static int32_t r_kv_len(void *x) { return hsd_model_kv_len(((rec *)x)->inner); }
+static int32_t r_vocab(void *x) {
+    return hsd_model_vocab_size(((rec *)x)->inner);
+}
+static int32_t r_n_ctx(void *x) {
+    return hsd_model_n_ctx(((rec *)x)->inner);
+}
+static int32_t r_kv_len(void *x) {
+    return hsd_model_kv_len(((rec *)x)->inner);
+}
 static hsd_status r_truncate(void *x, int32_t len) {
     return hsd_model_kv_truncate(((rec *)x)->inner, len);
 }
@@ -281,8 +288,13 @@ static hsd_status r_forward(void *x, const int32_t *tokens, int32_t n, const int
 static hsd_model *recorder(rec *r, hsd_model *inner) {
     memset(r, 0, sizeof *r);
     r->inner = inner;
-    hsd_model_iface f = {.ctx = r, .vocab_size = r_vocab, .n_ctx = r_n_ctx, .forward = r_forward,
-                         .kv_len = r_kv_len, .kv_truncate = r_truncate, .kv_keep = r_keep};
+    hsd_model_iface f = {.ctx = r,
+                         .vocab_size = r_vocab,
+                         .n_ctx = r_n_ctx,
+                         .forward = r_forward,
+                         .kv_len = r_kv_len,
+                         .kv_truncate = r_truncate,
+                         .kv_keep = r_keep};
     hsd_model *m = NULL;
     assert_int_equal(hsd_model_from_iface(&f, &m), HSD_OK);
     return m;
@@ -296,7 +308,8 @@ static void test_prefill_is_causal(void **state) {
     hsd_model_seq_select(tm, 0), hsd_model_seq_select(dm_char, 0);
     int32_t *ids = NULL;
     size_t n = 0;
-    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ids, &n), HSD_OK);
+    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ids, &n),
+                     HSD_OK);
     hsd_free(ids);
     const int32_t plen = (int32_t)n + 1; /* BOS */
     const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_TLI, HSD_ALGO_SLEM, HSD_ALGO_SLRS};

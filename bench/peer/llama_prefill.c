@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
         p++;
     }
     if (!path || n_p == 0 || reps < 1 || threads < 1) {
-        fprintf(stderr, "usage: llama_prefill MODEL.gguf [--p 512,2048] [--reps 3] [--threads 2]\n");
+        fprintf(stderr,
+                "usage: llama_prefill MODEL.gguf [--p 512,2048] [--reps 3] [--threads 2]\n");
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");

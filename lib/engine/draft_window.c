@@ -21,7 +21,9 @@
 #include "lib/base/log.h"
 #include "tokenize/tokenizer.h"
 
-static bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+static bool is_space(unsigned char c) {
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
 
 /* The first word start at or after b (a whitespace byte), within 64 bytes; else the first
  * character boundary at or after b. */

@@ -60,10 +60,10 @@ static hsd_status prefill_batched(hsd_eng_request *rq, bool target) {
             /* the slot's cache must end where the new rows start */
             if ((s = hsd_model_seq_select(m, target ? g->t_slot : g->d_slot))) return s;
             if (hsd_model_kv_len(m) != kv && (s = hsd_model_kv_truncate(m, kv))) return s;
-            int32_t n = end - kv < HSD_ENG_PREFILL_CHUNK - rows ? end - kv
-                                                                : HSD_ENG_PREFILL_CHUNK - rows;
-            rq->ent[nb] = (hsd_model_batch_seq){target ? g->t_slot : g->d_slot, ids->p + kv, n,
-                                                NULL, NULL, 0};
+            int32_t n =
+                end - kv < HSD_ENG_PREFILL_CHUNK - rows ? end - kv : HSD_ENG_PREFILL_CHUNK - rows;
+            rq->ent[nb] = (hsd_model_batch_seq){
+                target ? g->t_slot : g->d_slot, ids->p + kv, n, NULL, NULL, 0};
             rq->idx[nb++] = i;
             rows += n;
         }
