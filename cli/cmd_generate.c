@@ -21,7 +21,7 @@ typedef struct gen_opts {
     const char *system, *messages;
     int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt,
         ignore_eos;
-    int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx;
+    int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx, draft_ctx;
     float temp, top_p, slrs_top_p;
     uint64_t seed;
     hsd_opt_list stop;
@@ -65,7 +65,11 @@ static const hsd_opt gen_table[] = {
     HSD_OPT_ROW_THREADS(gen_opts, threads),
     {"ctx", 0, HSD_OPT_INT, O(ctx), "N",
      "positions the target may use, past its trained context with a warning (default: the "
-     "trained context)",
+     "trained context; -n is capped there)",
+     1, 1 << 28},
+    {"draft-ctx", 0, HSD_OPT_INT, O(draft_ctx), "N",
+     "positions the drafter's cache holds, at most its trained context (default: that, or what "
+     "the request needs); a longer text slides the drafter to a window of it",
      1, 1 << 28},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
@@ -111,6 +115,35 @@ const hsd_cli_spec hsd_spec_generate = {
 static void print_notice(hsd_log_level level, const char *msg, void *user) {
     if (level >= (*(const int *)user ? HSD_LOG_INFO : HSD_LOG_WARN))
         fprintf(stderr, "hsd: %s\n", msg);
+}
+
+/* The prompt's tokens for one model (as the engine encodes it, without its BOS). */
+static int64_t prompt_tokens(const char *who, const hsd_tokenizer *tok, const char *prompt) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (hsd_tokenizer_encode_alloc(tok, prompt, strlen(prompt), false, &ids, &n)) {
+        fprintf(stderr, "hsd %s: %s\n", who, hsd_last_error());
+        return -1;
+    }
+    hsd_free(ids);
+    return (int64_t)n;
+}
+
+/* Cache positions for a request that needs `need`: up to the library's default cache
+ * (4096 positions) as asked; past it, no more than the model was trained for, read from
+ * the file by a load that builds no cache (1 position, no packing, on the CPU). */
+static int32_t cache_size(const char *path, int64_t need) {
+    const int64_t cap = 1 << 28;
+    if (need > cap) need = cap;
+    if (need <= 4096) return (int32_t)need;
+    hsd_model_params p = hsd_cli_model_params();
+    p.n_ctx = 1, p.n_seq = 1, p.n_threads = 1, p.no_pack = true, p.backend = HSD_BACKEND_CPU;
+    hsd_model *m = NULL;
+    int32_t train = 0;
+    if (hsd_model_load(path, &p, &m) == HSD_OK) /* else the real load says why */
+        train = hsd_model_n_ctx_train(m);
+    hsd_model_free(m);
+    return train > 0 && train < need ? train : (int32_t)need;
 }
 
 /* Streaming: each round's final text goes out as soon as the engine commits it. */
@@ -259,6 +292,7 @@ int hsd_cmd_generate(int argc, char **argv) {
         return hsd_opts_fail(spec, "give -p PROMPT or --batch-file FILE");
     if (!o.draft != !o.draft_tok)
         return hsd_opts_fail(spec, "--draft and --draft-tokenizer go together");
+    if (o.draft_ctx && !o.draft) return hsd_opts_fail(spec, "--draft-ctx needs --draft");
     if ((o.head || o.head_save) && !o.draft)
         return hsd_opts_fail(spec, "--draft-head needs --draft");
     static int notices;
@@ -289,23 +323,50 @@ int hsd_cmd_generate(int argc, char **argv) {
     r.size = sizeof r;
     char **batch = NULL;
     int32_t n_batch = 0;
-    size_t longest = o.prompt ? strlen(o.prompt) : 0;
     if (o.batch_file) {
         n_batch = hsd_cli_read_prompts("generate", o.batch_file, 0, 0, &batch);
         if (n_batch == 0) fprintf(stderr, "hsd generate: no prompts in %s\n", o.batch_file);
         if (n_batch <= 0 || !(rs = calloc((size_t)n_batch, sizeof *rs))) goto done;
         hsd_gen_results_init(rs, n_batch);
-        for (int32_t i = 0; i < n_batch; i++)
-            if (strlen(batch[i]) > longest) longest = strlen(batch[i]);
     }
-    /* enough for the prompt (bytes bound tokens) and the generation, with room for the
-     * drafter's lookahead; --ctx sets it */
-    int64_t need = (int64_t)longest + 2 * (int64_t)gp.max_new_tokens + 64;
-    int32_t n_ctx = o.ctx > 0 ? o.ctx : need < (1 << 28) ? (int32_t)need : 1 << 28;
-    int32_t n_seq = batch ? n_batch : 1;
-    hsd_model_params tp = model_params(&o, n_ctx, n_seq), dp = model_params(&o, n_ctx + 64, n_seq);
-    if (hsd_cli_engine_load("generate", &x, o.target, o.target_tok, &tp, o.draft, o.draft_tok, &dp))
+    if (hsd_cli_engine_load_toks("generate", &x, o.target_tok, o.draft ? o.draft_tok : NULL))
         goto done;
+    /* each cache holds what the request needs (the longest prompt in that model's tokens,
+     * its BOS, the new tokens and the last round's candidates), never more than the model's
+     * context: the engine stops there, so positions past it would be memory never used
+     * (-n 1000000 on a 40,960-context model) */
+    int64_t pt = 0, pd = 0;
+    for (int32_t i = 0; i < (batch ? n_batch : 1); i++) {
+        const char *pr = batch ? batch[i] : o.prompt;
+        int64_t a = prompt_tokens("generate", x.target_tok, pr), b = 0;
+        if (a < 0 || (o.draft && (b = prompt_tokens("generate", x.draft_tok, pr)) < 0)) goto done;
+        if (a > pt) pt = a;
+        if (b > pd) pd = b;
+    }
+    int32_t n_seq = batch ? n_batch : 1;
+    int32_t n_ctx = o.ctx > 0 ? o.ctx
+                              : cache_size(o.target, pt + 1 + gp.max_new_tokens + 64 + gp.k_max);
+    /* the drafter's context is its own: past it the drafter slides to a window of the text,
+     * so its cache needs the text in its tokens (a drafter token per target token is not
+     * promised: allow several) only up to its context */
+    int32_t d_ctx = !o.draft ? 0
+                    : o.draft_ctx > 0 ? o.draft_ctx
+                                      : cache_size(o.draft, pd + 1 + 4 * (int64_t)gp.max_new_tokens + 64);
+    hsd_model_params tp = model_params(&o, n_ctx, n_seq), dp = model_params(&o, d_ctx, n_seq);
+    if (hsd_cli_engine_load_models("generate", &x, o.target, &tp, o.draft, &dp)) goto done;
+    {
+        /* -n capped at the context, with a notice (the engine stops there: "context") */
+        int32_t train = hsd_model_n_ctx_train(x.target), kv = hsd_model_n_ctx(x.target);
+        int32_t ctx = o.ctx > 0 ? o.ctx : train > 0 && train < kv ? train : kv;
+        if (ctx > kv) ctx = kv;
+        if (pt + 1 + gp.max_new_tokens > ctx)
+            fprintf(stderr,
+                    "hsd generate: -n %d capped at the context: the prompt takes %lld of %d "
+                    "positions, at most %lld new tokens%s\n",
+                    (int)gp.max_new_tokens, (long long)pt + 1, (int)ctx,
+                    (long long)(ctx - pt - 1 > 0 ? ctx - pt - 1 : 0),
+                    o.ctx > 0 ? "" : " (--ctx sets the context)");
+    }
     hsd_model *mt = x.target, *md = x.draft;
     hsd_engine *e = x.e;
     if (o.head &&

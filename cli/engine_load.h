@@ -17,6 +17,12 @@ typedef struct hsd_cli_engine {
 int hsd_cli_engine_load(const char *who, hsd_cli_engine *x, const char *tm, const char *tt,
                         const hsd_model_params *tp, const char *dm, const char *dt,
                         const hsd_model_params *dp);
+/* The same in two steps, for a caller that sizes the models from the prompt's tokens: the
+ * tokenizers (dt NULL: no drafter), then the models and the engine. */
+int hsd_cli_engine_load_toks(const char *who, hsd_cli_engine *x, const char *tt, const char *dt);
+int hsd_cli_engine_load_models(const char *who, hsd_cli_engine *x, const char *tm,
+                               const hsd_model_params *tp, const char *dm,
+                               const hsd_model_params *dp);
 void hsd_cli_engine_free(hsd_cli_engine *x);
 
 #endif

@@ -360,10 +360,12 @@ static void test_iface_without_batch(void **state) {
 }
 
 /* ONE target forward per round for the whole batch: a counting wrapper sees as many batched
- * target forwards as the longest sequence has rounds, and no single-sequence forward. */
+ * target forwards as the longest sequence has rounds, and no single-sequence forward. The
+ * prompts' prefill (causal forwards asking for no logits, lib/engine/prefill.c) comes before
+ * the rounds, batched too, and is counted apart. */
 typedef struct counting {
     hsd_model *inner;
-    int forwards, batched, rows;
+    int forwards, batched, rows, prefill;
 } counting;
 static int32_t c_vocab(void *c) {
     return hsd_model_vocab_size(((counting *)c)->inner);
@@ -390,6 +392,12 @@ static hsd_status c_select(void *c, int32_t s) {
 }
 static hsd_status c_batch(void *c, const hsd_model_batch_seq *b, int32_t n, float *logits) {
     counting *x = c;
+    bool prefill = true;
+    for (int32_t i = 0; i < n; i++) prefill &= b[i].n_rows == 0 && !b[i].parents;
+    if (prefill) {
+        x->prefill++;
+        return hsd_model_forward_batch(x->inner, b, n, logits);
+    }
     x->batched++;
     x->rows += n;
     return hsd_model_forward_batch(x->inner, b, n, logits);
@@ -397,7 +405,7 @@ static hsd_status c_batch(void *c, const hsd_model_batch_seq *b, int32_t n, floa
 
 static void test_one_target_forward_per_round(void **state) {
     (void)state;
-    counting ct = {baby.m, 0, 0, 0}, cd = {small.m, 0, 0, 0};
+    counting ct = {baby.m, 0, 0, 0, 0}, cd = {small.m, 0, 0, 0, 0};
     hsd_model_iface it = {sizeof(hsd_model_iface), &ct,  c_vocab, c_nctx, c_forward, c_kvlen, c_trunc,
                           NULL, NULL,    c_nseq, c_select,  c_batch};
     hsd_model *t, *d;
@@ -412,7 +420,7 @@ static void test_one_target_forward_per_round(void **state) {
         hsd_gen_params p = params(algos[a], 4, false, 0, 0, 40);
         hsd_gen_result r[6];
         hsd_gen_results_init(r, 6);
-        ct.forwards = ct.batched = ct.rows = cd.forwards = cd.batched = 0;
+        ct.forwards = ct.batched = ct.rows = ct.prefill = cd.forwards = cd.batched = cd.prefill = 0;
         batch(e, ps, 6, &p, r);
         int max_rounds = 0, sum_rounds = 0;
         for (int i = 0; i < 6; i++) {
@@ -420,9 +428,9 @@ static void test_one_target_forward_per_round(void **state) {
             sum_rounds += r[i].n_rounds;
         }
         printf("%s: %d sequences, %d rounds in all, %d batched target forwards (%d entries), %d "
-               "batched "
-               "drafter forwards\n",
-               hsd_algo_name(algos[a]), 6, sum_rounds, ct.batched, ct.rows, cd.batched);
+               "batched drafter forwards; prefill: %d target and %d drafter forwards\n",
+               hsd_algo_name(algos[a]), 6, sum_rounds, ct.batched, ct.rows, cd.batched,
+               ct.prefill, cd.prefill);
         assert_int_equal(ct.forwards, 0);
         assert_int_equal(cd.forwards, 0);
         assert_int_equal(ct.batched, max_rounds);

@@ -122,6 +122,10 @@ class RecordingTarget:
 
     def forward(self, toks, pars, rows):
         toks = list(toks)
+        if not rows:  # a prefill chunk (lib/engine/prefill.c): causal, no logits
+            out = self.m.forward(toks, None, [])
+            self.kv += toks
+            return out
         pend = rows[0] + 1  # rows: the last pending id, then one per candidate
         cand = toks[pend:]
         if pars is None:

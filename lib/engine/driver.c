@@ -126,22 +126,40 @@ hsd_status hsd_eng_plan(request *rq, bool *any) {
     for (int32_t i = 0; i < rq->B; i++) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
-        int32_t room = g->t_limit - (int32_t)g->T.ids.n - 1;
+        /* the committed ids never outgrow the context: a round emits at most its
+         * candidates + 1, so at most room - 1 candidates (0: a plain target step), and every
+         * algorithm stops with the same number of ids there */
+        int32_t room = g->t_limit - (int32_t)g->T.ids.n;
         if (room <= 0) { /* the context is full: a clean stop */
             hsd_eng_end_seq(g, HSD_STOP_CONTEXT, hsd_timer_ms());
             hsd_status s = hsd_eng_stream(g, true);
             if (s) return s;
             continue;
         }
-        g->kk = g->k < room ? g->k : room;
-        /* the drafter may have the shorter context (or spell the text in more tokens): once
-         * k drafts no longer fit, the remaining rounds are plain target steps, which keeps
-         * the output exact instead of failing */
-        bool draft_full = false;
-        if (g->round->drafts) {
+        g->kk = g->k < room - 1 ? g->k : room - 1;
+        /* the drafter's context is its own (it may be shorter, or spell the text in more
+         * tokens): when the text outgrows it, the drafter goes on from a trailing window of
+         * the text (draft_window.c). Only a context too small for any window leaves plain
+         * target steps, with a notice: the output stays exact either way. */
+        bool draft_full = g->kk < 1;
+        if (g->round->drafts && !draft_full) {
+            int32_t need = g->kk + 2; /* the drafts, the pending id, the lockstep's margin */
+            if (g->algo == HSD_ALGO_SLRS) /* its tree's nodes go through the cache too */
+                need += g->prm->slrs_max_nodes < g->d_limit / 4 ? g->prm->slrs_max_nodes
+                                                                : g->d_limit / 4;
+            hsd_status s = hsd_eng_seq_select(g);
+            if (!s) s = hsd_eng_window_fit(g, need);
+            if (s) return s;
             int32_t droom = g->d_limit - (int32_t)g->D.ids.n;
             if (droom < g->kk) g->kk = droom;
             draft_full = g->kk < 1;
+            if (draft_full && !g->warned_no_draft) {
+                g->warned_no_draft = true;
+                hsd_log(HSD_LOG_WARN,
+                        "sequence %d: the drafter's context of %d positions leaves no room to "
+                        "draft; the target goes on alone",
+                        (int)g->index, (int)g->d_limit);
+            }
         }
         g->cur = draft_full ? &hsd_eng_round_ar : g->round;
         g->width = hsd_eng_q_width(g);
@@ -366,6 +384,11 @@ hsd_status hsd_eng_start_seq(request *rq, int32_t i, const hsd_gen_params *p, hs
     hsd_status s = hsd_eng_seq_select(g);
     if (!s) s = hsd_eng_seq_setup(g, prompt, len);
     g->live = !s && p->max_new_tokens > 0;
+    if (g->live && (int64_t)g->T.ids.n + p->max_new_tokens > g->t_limit)
+        hsd_log(HSD_LOG_INFO,
+                "%s: prompt %d takes %zu of the context's %d positions: generation stops at the "
+                "context (stop reason \"context\") before max_new_tokens %d",
+                rq->fn, (int)i, g->T.ids.n, (int)g->t_limit, (int)p->max_new_tokens);
     if (!s && !g->live) g->done = true, g->stop = HSD_STOP_MAX_TOKENS;
     return s;
 }
@@ -398,7 +421,9 @@ static hsd_status run(request *rq, const char *const *prompts, const size_t *len
         if (!s && !rq->sq[i].live) rq->sq[i].t_end = t_start;
     }
     for (bool any = true; !s && !(s = hsd_eng_plan(rq, &any)) && any;) {
-        if ((s = hsd_eng_draft_all(rq)) || (s = hsd_eng_verify_all(rq))) break;
+        if ((s = hsd_eng_prefill_all(rq)) || (s = hsd_eng_draft_all(rq)) ||
+            (s = hsd_eng_verify_all(rq)))
+            break;
         s = hsd_eng_after_round(rq);
     }
     /* what the caches hold now (a failed round leaves them unknown: forget them) */

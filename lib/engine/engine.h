@@ -6,6 +6,8 @@
  *                finish; adaptive k, stop reasons, streaming, results;
  *   seq.c        one sequence's state and the steps every round shares (prompt encoding,
  *                the target request, emit with EOS/stop strings/budget, drafter resync);
+ *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks;
+ *   draft_window.c  the drafter's own context: a trailing window of the text when full;
  *   round_*.c    one file per algorithm family behind hsd_eng_round (below): ar,
  *                token (SD, union, TLI), slem, slrs.
  *
@@ -124,6 +126,10 @@ struct hsd_eng_seq {
     hsd_bridge_side T, D;
     int32_t t_kv, d_kv;
     int32_t t_limit, d_limit; /* positions each model may use (context limits) */
+    /* the drafter's window (draft_window.c): slides so far; SD: D.ids = sd_pre BOS ids then
+     * T.ids[sd_base..) */
+    int32_t window_slides, sd_base, sd_pre;
+    bool warned_no_draft; /* the notice that the drafter's context leaves no room was given */
     hsd_ids out;
     float *dlog, *q, *p, *scratch, *resid; /* drafter logits, q rows, p rows, scratch */
     size_t p_cap;
@@ -197,6 +203,23 @@ int32_t hsd_eng_q_width(const hsd_eng_seq *g);
  * `override` (> 0) asks for more. */
 int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override);
 
+/* ---- prefill.c ---- */
+/* Prompt ids per prefill forward (prefill.c says why this size). */
+#define HSD_ENG_PREFILL_CHUNK 512
+/* Feeds ids[*kv .. n-1) (all but the last, which the round feeds for its logits) through
+ * the plain causal path (parents NULL, no logits) in chunks; *kv advances. The model's
+ * current slot must be the sequence's. */
+hsd_status hsd_eng_prefill(hsd_model *m, const hsd_ids *ids, int32_t *kv);
+/* Both sides of a sequence (the drafter's when its round drafts); selects its slots. */
+hsd_status hsd_eng_prefill_seq(hsd_eng_seq *g);
+
+/* ---- draft_window.c ---- */
+/* When the drafter's side holds more than d_limit - need ids, restarts it on a trailing
+ * window of the committed text (about half its context) and cuts its cache to 0, with a
+ * notice (hsd_log INFO); the next prefill feeds the window. Leaves the side as it is when no
+ * window leaves `need` positions free. The drafter's slot must be selected. */
+hsd_status hsd_eng_window_fit(hsd_eng_seq *g, int32_t need);
+
 /* ---- driver.c: the phases of a round over a request's sequences ---- */
 /* One call of hsd_engine_generate(_batch), or a running batch (step.c): B sequences in slots
  * 0..B-1 (slot i of both models; a single request uses the selected slots); the phases skip
@@ -222,8 +245,10 @@ hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_par
  * prompt. Not live afterwards when max_new_tokens is 0. */
 hsd_status hsd_eng_start_seq(hsd_eng_request *rq, int32_t i, const hsd_gen_params *p,
                              hsd_algo algo, const char *prompt, size_t len);
-/* One round = plan (*any: a sequence is live), draft_all, verify_all, after_round. */
+/* One round = plan (*any: a sequence is live), prefill_all, draft_all, verify_all,
+ * after_round. */
 hsd_status hsd_eng_plan(hsd_eng_request *rq, bool *any);
+hsd_status hsd_eng_prefill_all(hsd_eng_request *rq);
 hsd_status hsd_eng_draft_all(hsd_eng_request *rq);
 hsd_status hsd_eng_verify_all(hsd_eng_request *rq);
 hsd_status hsd_eng_after_round(hsd_eng_request *rq);

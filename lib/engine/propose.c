@@ -323,6 +323,8 @@ static hsd_status propose(hsd_proposer *p, int32_t n, const int32_t *slots,
         if ((s = bring_to(p, slots[i], ctx[i], n_ctx[i]))) break;
         int32_t room = p->t_limit - (int32_t)g->T.ids.n - 1;
         int32_t kk = p->prm.n_draft < room ? p->prm.n_draft : room;
+        /* a context past the drafter's: it drafts from a trailing window (draft_window.c) */
+        if (g->D.ids.n > 0 && (s = hsd_eng_window_fit(g, kk + 2))) break;
         int32_t droom = p->d_limit - (int32_t)g->D.ids.n;
         if (droom < kk) kk = droom;
         if (kk < 1 || g->D.ids.n == 0) continue; /* nothing to propose */
@@ -333,6 +335,11 @@ static hsd_status propose(hsd_proposer *p, int32_t n, const int32_t *slots,
         g->rd.cpar = NULL;
         g->rd.depth = 0;
         if ((s = hsd_eng_round_slem.draft_begin(g))) break;
+        /* the context the cache lacks, through the causal path (prefill.c) */
+        double t0 = hsd_timer_ms();
+        s = hsd_eng_prefill(p->e.dm, &g->D.ids, &g->d_kv);
+        p->st.draft_ms += hsd_timer_ms() - t0;
+        if (s) break;
         p->active[i] = true;
     }
     if (!s) s = draft_lockstep(p, n, slots);

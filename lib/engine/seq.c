@@ -152,13 +152,16 @@ hsd_status hsd_eng_sync_drafter(hsd_eng_seq *g) {
     double t0 = hsd_timer_ms();
     hsd_status s = HSD_OK;
     if (g->algo == HSD_ALGO_SD) {
-        /* same vocabulary: the drafter's ids are the target's */
-        size_t c = 0;
-        while (c < g->D.ids.n && c < g->T.ids.n && g->D.ids.p[c] == g->T.ids.p[c]) c++;
-        g->D.ids.n = 0;
-        for (size_t i = 0; i < g->T.ids.n; i++)
+        /* same vocabulary: the drafter's ids are the target's (from the window's start,
+         * after its BOS, once the drafter's context slid: draft_window.c) */
+        size_t pre = (size_t)g->sd_pre, base = (size_t)g->sd_base, c = 0;
+        while (pre + c < g->D.ids.n && base + c < g->T.ids.n &&
+               g->D.ids.p[pre + c] == g->T.ids.p[base + c])
+            c++;
+        g->D.ids.n = pre;
+        for (size_t i = base; i < g->T.ids.n; i++)
             if (hsd_ids_push(&g->D.ids, g->T.ids.p[i])) return hsd_eng_oom();
-        if ((int32_t)c < g->d_kv) g->d_kv = (int32_t)c;
+        if ((int32_t)(pre + c) < g->d_kv) g->d_kv = (int32_t)(pre + c);
     } else {
         int32_t first;
         if ((s = hsd_bridge_resync(&g->D, &g->text, &first))) return s;
@@ -352,7 +355,8 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
         }
         g->D.seg = (int32_t)g->D.ids.n;
         g->D.seg_off = g->text.n;
-        /* a prompt past the drafter's context: the target goes on alone (see the driver) */
+        /* a prompt past the drafter's context: the driver's plan moves the drafter to a
+         * window of the text (draft_window.c) */
         if ((int32_t)g->D.ids.n < g->d_limit &&
             (s = reuse_cache(e->dm, &e->d_cached, &g->D.ids, &g->d_kv)))
             return s;

@@ -229,7 +229,8 @@ hsd_status hsd_batch_step(hsd_batch *b, const hsd_batch_event **events, int32_t 
     hsd_eng_request *rq = &b->rq;
     bool any = false;
     hsd_status s = hsd_eng_plan(rq, &any);
-    if (!s && any && !(s = hsd_eng_draft_all(rq)) && !(s = hsd_eng_verify_all(rq)))
+    if (!s && any && !(s = hsd_eng_prefill_all(rq)) && !(s = hsd_eng_draft_all(rq)) &&
+        !(s = hsd_eng_verify_all(rq)))
         s = hsd_eng_after_round(rq);
     if (s) {
         /* a failed round leaves the caches unknown: every sequence is dropped */

@@ -59,7 +59,7 @@ class TestStream(unittest.TestCase):
             r = e.generate("Once", algo="ar", max_new_tokens=2000, stop_at_eos=False)
             self.assertEqual(r.stop_reason, "context")
             n_prompt = len(tok.encode("Once")) + 1  # + BOS
-            self.assertEqual(n_prompt + len(r.ids), 511)
+            self.assertEqual(n_prompt + len(r.ids), 512)  # every position, none past it
             with self.assertRaises(hsd.HsdError) as cm:
                 e.generate("Once " * 600, algo="ar", max_new_tokens=4)
             self.assertEqual(cm.exception.status, hsd.Status.ERR_OUT_OF_RANGE)

@@ -1,0 +1,362 @@
+/* Long prompts and contexts (issue 22): every algorithm prefills through the plain causal
+ * path, the drafter's context is its own (a text longer than it slides the drafter to a
+ * window of the text, and drafting goes on), and greedy output stays the target's own.
+ *
+ * Oracle: the target's greedy autoregressive decode of the same prompt (AR), which no
+ * drafter is involved in. The pair is the shared TinyStories one (stories260K with tok512,
+ * babyllama with the character-level tok105); the target runs on a ~2,000-token prompt
+ * (bench/prompts/long_context.jsonl), past its trained 512 positions (n_ctx 2600: the output
+ * degrades, it stays one deterministic function of the prompt), and the drafters get a
+ * 64-position context so that the window slides several times per generation. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define T_CTX 2600
+#define D_CTX 64
+#define N_NEW 40
+#define PROMPT_CHARS 4000 /* ~2,000 tok512 tokens, ~4,000 tok105 tokens */
+
+static hsd_model *tm, *dm_char, *dm_same;
+static hsd_tokenizer *tt, *dt_char;
+static char *prompt, *prompt2;
+static int slides;                        /* window notices seen through the log callback */
+static hsd_gen_result ar_main, ar_second; /* the oracle: AR's output for prompt, prompt2 */
+
+static void count_notices(hsd_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level >= HSD_LOG_INFO && strstr(msg, "window")) slides++;
+}
+
+/* The long_context prompts one after the other, cut to about `chars` at a word start. */
+static char *long_prompt(size_t chars, int skip) {
+    FILE *fp = fopen(hsd_test_src_path("bench/prompts/long_context.jsonl"), "r");
+    if (!fp) return NULL;
+    size_t cap = chars + 4096, n = 0;
+    char *out = calloc(cap, 1), *line = NULL;
+    size_t lcap = 0;
+    int k = 0;
+    while (n < chars && getline(&line, &lcap, fp) > 0) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *p = json_string_value(json_object_get(j, "prompt"));
+        if (p && k++ >= skip) {
+            size_t l = strlen(p);
+            if (n + l + 2 >= cap) l = cap - n - 3;
+            memcpy(out + n, p, l);
+            n += l;
+            out[n++] = '\n', out[n++] = '\n';
+        }
+        json_decref(j);
+    }
+    free(line);
+    fclose(fp);
+    if (n > chars) n = chars;
+    while (n > 0 && out[n] != ' ') n--; /* a word start */
+    out[n] = 0;
+    return out;
+}
+
+static hsd_model *load(const char *rel, int32_t n_ctx) {
+    hsd_model_params p = hsd_model_default_params();
+    p.n_threads = 1;
+    p.n_ctx = n_ctx;
+    p.n_seq = 2;
+    p.backend = HSD_BACKEND_CPU;
+    hsd_model *m = NULL;
+    if (hsd_model_load(hsd_test_path(rel), &p, &m)) fprintf(stderr, "%s\n", hsd_last_error());
+    return m;
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *need[] = {"models/stories260K/stories260K.bin", "models/stories260K/tok512.bin",
+                          "models/babyllama-tok105/model5000.bin",
+                          "models/babyllama-tok105/tok105.bin"};
+    for (int i = 0; i < 4; i++)
+        if (!hsd_test_require(hsd_test_path(need[i]))) return 0;
+    tm = load("models/stories260K/stories260K.bin", T_CTX);
+    dm_char = load("models/babyllama-tok105/model5000.bin", D_CTX);
+    dm_same = load("models/stories260K/stories260K.bin", D_CTX);
+    if (hsd_tokenizer_load_file(hsd_test_path("models/stories260K/tok512.bin"), &tt) ||
+        hsd_tokenizer_load_file(hsd_test_path("models/babyllama-tok105/tok105.bin"), &dt_char))
+        fprintf(stderr, "%s\n", hsd_last_error());
+    prompt = long_prompt(PROMPT_CHARS, 0);
+    prompt2 = long_prompt(PROMPT_CHARS / 2, 3);
+    if (!prompt) fprintf(stderr, "missing bench/prompts/long_context.jsonl\n");
+    hsd_log_set(count_notices, NULL);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    hsd_log_set(NULL, NULL);
+    hsd_model_free(tm), hsd_model_free(dm_char), hsd_model_free(dm_same);
+    hsd_tokenizer_free(tt), hsd_tokenizer_free(dt_char);
+    free(prompt), free(prompt2);
+    hsd_gen_result_free(&ar_main), hsd_gen_result_free(&ar_second);
+    return 0;
+}
+
+#define REQUIRE_MODELS()                                                                           \
+    do {                                                                                           \
+        if (!tm || !dm_char || !dm_same || !tt || !dt_char || !prompt) {                           \
+            fprintf(stderr, "skip: shared TinyStories pair or long_context prompts missing\n");    \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static hsd_gen_params greedy(hsd_algo a) {
+    hsd_gen_params p = hsd_gen_default_params();
+    p.algo = a;
+    p.max_new_tokens = N_NEW;
+    p.temp = 0;
+    p.n_ctx = T_CTX; /* past the trained 512 positions, on purpose */
+    p.stop_at_eos = false;
+    return p;
+}
+
+/* AR's output (once per prompt: the oracle of every test). */
+static const hsd_gen_result *ar_ids(const char *pr) {
+    hsd_gen_result *ar = pr == prompt ? &ar_main : &ar_second;
+    if (ar->n_ids) return ar;
+    hsd_engine *e = NULL;
+    assert_int_equal(hsd_engine_init(tm, tt, NULL, NULL, &e), HSD_OK);
+    hsd_gen_params p = greedy(HSD_ALGO_AR);
+    assert_int_equal(hsd_engine_generate(e, pr, strlen(pr), &p, ar), HSD_OK);
+    assert_int_equal(ar->n_ids, N_NEW);
+    hsd_engine_free(e);
+    return ar;
+}
+
+static void assert_same_ids(const hsd_gen_result *r, const hsd_gen_result *ar, const char *what) {
+    if (r->n_ids != ar->n_ids || memcmp(r->ids, ar->ids, (size_t)ar->n_ids * sizeof *ar->ids)) {
+        fprintf(stderr, "%s: output differs from AR's (%d vs %d ids)\n", what, r->n_ids, ar->n_ids);
+        fail();
+    }
+}
+
+/* Every algorithm, single requests: AR's ids exactly, the window slid (the prompt alone is
+ * longer than the drafter's context) and drafting went on after it. */
+static void test_greedy_equals_ar_every_algorithm(void **state) {
+    (void)state;
+    REQUIRE_MODELS();
+    const hsd_gen_result *ar = ar_ids(prompt);
+    const hsd_algo algos[] = {HSD_ALGO_SD, HSD_ALGO_UNION, HSD_ALGO_TLI, HSD_ALGO_SLEM,
+                              HSD_ALGO_SLRS};
+    /* one engine per drafter, SD's first: e_char's prefix cache then spares the target the
+     * same prompt again (both use the target's slot 0) */
+    hsd_engine *e_same = NULL, *e_char = NULL;
+    assert_int_equal(hsd_engine_init(tm, tt, dm_same, tt, &e_same), HSD_OK);
+    assert_int_equal(hsd_engine_init(tm, tt, dm_char, dt_char, &e_char), HSD_OK);
+    for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
+        hsd_engine *e = algos[i] == HSD_ALGO_SD ? e_same : e_char;
+        hsd_gen_params p = greedy(algos[i]);
+        hsd_gen_result r;
+        slides = 0;
+        assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
+        fprintf(stderr, "%-5s: %d drafted, %d accepted, %d window slides, ttft %.1f ms\n",
+                hsd_algo_name(algos[i]), r.n_drafted, r.n_accepted, slides, r.ttft_ms);
+        assert_same_ids(&r, ar, hsd_algo_name(algos[i]));
+        assert_true(slides >= 1);
+        assert_true(r.n_drafted > 0);
+        assert_true(r.n_accepted > 0);
+        hsd_gen_result_free(&r);
+    }
+    hsd_engine_free(e_same), hsd_engine_free(e_char);
+}
+
+/* generate_batch and the running batch (two prompts of different lengths in two slots):
+ * each sequence's ids are its own AR output. */
+static void test_batch_and_step_equal_ar(void **state) {
+    (void)state;
+    REQUIRE_MODELS();
+    const char *ps[2] = {prompt, prompt2};
+    const hsd_gen_result *ar[2] = {ar_ids(prompt), ar_ids(prompt2)};
+    hsd_engine *e = NULL;
+    assert_int_equal(hsd_engine_init(tm, tt, dm_char, dt_char, &e), HSD_OK);
+    hsd_gen_params p = greedy(HSD_ALGO_SLEM);
+    hsd_gen_result r[2];
+    slides = 0;
+    assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_same_ids(&r[i], ar[i], "generate_batch");
+        assert_true(r[i].n_accepted > 0);
+        hsd_gen_result_free(&r[i]);
+    }
+    assert_true(slides >= 2);
+
+    hsd_batch *b = NULL;
+    assert_int_equal(hsd_batch_init(e, NULL, &b), HSD_OK);
+    int64_t id[2];
+    p.algo = HSD_ALGO_TLI;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(hsd_batch_add(b, ps[i], strlen(ps[i]), &p, &id[i]), HSD_OK);
+    int done = 0;
+    for (int step = 0; step < 10 * N_NEW && done < 2; step++) {
+        const hsd_batch_event *ev;
+        int32_t n_ev;
+        assert_int_equal(hsd_batch_step(b, &ev, &n_ev), HSD_OK);
+        for (int32_t k = 0; k < n_ev; k++) {
+            if (!ev[k].done) continue;
+            int i = ev[k].id == id[0] ? 0 : 1;
+            assert_same_ids(ev[k].result, ar[i], "hsd_batch_step");
+            assert_true(ev[k].result->n_accepted > 0);
+            done++;
+        }
+    }
+    assert_int_equal(done, 2);
+    hsd_batch_free(b);
+    hsd_engine_free(e);
+}
+
+/* The proposer (draft-only SLEM) on a context past its drafter's: it slides and keeps
+ * proposing, and its first proposed id is often the target's own next greedy id. */
+static void test_proposer_window(void **state) {
+    (void)state;
+    REQUIRE_MODELS();
+    const hsd_gen_result *ar = ar_ids(prompt);
+    int32_t *ctx = NULL;
+    size_t n = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ctx, &n),
+                     HSD_OK);
+    int32_t *full = malloc((n + 1 + N_NEW) * sizeof *full);
+    full[0] = hsd_tokenizer_bos_id(tt);
+    memcpy(full + 1, ctx, n * sizeof *ctx);
+    memcpy(full + 1 + n, ar->ids, (size_t)N_NEW * sizeof *full);
+    hsd_proposer *pr = NULL;
+    assert_int_equal(hsd_proposer_init(dm_char, dt_char, tt, NULL, &pr), HSD_OK);
+    slides = 0;
+    int hits = 0, proposed = 0;
+    for (int j = 0; j < N_NEW; j++) {
+        int32_t slot = 0, len = (int32_t)n + 1 + j, out[8], n_out = 0;
+        const int32_t *c = full;
+        assert_int_equal(hsd_proposer_propose(pr, 1, &slot, &c, &len, 8, out, &n_out), HSD_OK);
+        proposed += n_out > 0;
+        hits += n_out > 0 && out[0] == ar->ids[j];
+    }
+    fprintf(stderr, "proposer: %d of %d steps proposed, %d first ids = AR's, %d slides\n", proposed,
+            N_NEW, hits, slides);
+    assert_true(slides >= 1);
+    assert_true(proposed > N_NEW / 2);
+    assert_true(hits > 0);
+    hsd_proposer_free(pr);
+    hsd_free(ctx);
+    free(full);
+}
+
+/* ---- the forwards a generation makes, recorded by a model wrapper ---- */
+typedef struct call {
+    int32_t kv, n, n_rows;
+    bool tree;
+} call;
+
+typedef struct rec {
+    hsd_model *inner;
+    call *c;
+    int n, cap;
+} rec;
+
+static int32_t r_vocab(void *x) {
+    return hsd_model_vocab_size(((rec *)x)->inner);
+}
+static int32_t r_n_ctx(void *x) {
+    return hsd_model_n_ctx(((rec *)x)->inner);
+}
+static int32_t r_kv_len(void *x) {
+    return hsd_model_kv_len(((rec *)x)->inner);
+}
+static hsd_status r_truncate(void *x, int32_t len) {
+    return hsd_model_kv_truncate(((rec *)x)->inner, len);
+}
+static hsd_status r_keep(void *x, int32_t base, const int32_t *keep, int32_t n) {
+    return hsd_model_kv_keep(((rec *)x)->inner, base, keep, n);
+}
+static hsd_status r_forward(void *x, const int32_t *tokens, int32_t n, const int32_t *parents,
+                            const int32_t *rows, int32_t n_rows, float *logits) {
+    rec *r = x;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        r->c = realloc(r->c, (size_t)r->cap * sizeof *r->c);
+    }
+    r->c[r->n++] = (call){hsd_model_kv_len(r->inner), n, n_rows, parents != NULL};
+    return hsd_model_forward(r->inner, tokens, n, parents, rows, n_rows, logits);
+}
+
+static hsd_model *recorder(rec *r, hsd_model *inner) {
+    memset(r, 0, sizeof *r);
+    r->inner = inner;
+    hsd_model_iface f = {.ctx = r,
+                         .vocab_size = r_vocab,
+                         .n_ctx = r_n_ctx,
+                         .forward = r_forward,
+                         .kv_len = r_kv_len,
+                         .kv_truncate = r_truncate,
+                         .kv_keep = r_keep};
+    hsd_model *m = NULL;
+    assert_int_equal(hsd_model_from_iface(&f, &m), HSD_OK);
+    return m;
+}
+
+/* The prompt goes through causal forwards (parents NULL) of at most 512 positions that ask
+ * for no logits; the first tree forward (SLEM's, SLRS's drafter) comes after it. */
+static void test_prefill_is_causal(void **state) {
+    (void)state;
+    REQUIRE_MODELS();
+    hsd_model_seq_select(tm, 0), hsd_model_seq_select(dm_char, 0);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(tt, prompt, strlen(prompt), false, &ids, &n),
+                     HSD_OK);
+    hsd_free(ids);
+    const int32_t plen = (int32_t)n + 1; /* BOS */
+    const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_TLI, HSD_ALGO_SLEM, HSD_ALGO_SLRS};
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+        rec rt, rd;
+        hsd_model *t = recorder(&rt, tm), *d = recorder(&rd, dm_char);
+        hsd_engine *e = NULL;
+        assert_int_equal(hsd_engine_init(t, tt, algos[a] == HSD_ALGO_AR ? NULL : d,
+                                         algos[a] == HSD_ALGO_AR ? NULL : dt_char, &e),
+                         HSD_OK);
+        hsd_gen_params p = greedy(algos[a]);
+        hsd_gen_result r;
+        assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
+        int prefill_fw = 0;
+        for (int i = 0; i < rt.n; i++) {
+            const call *c = &rt.c[i];
+            if (c->kv < plen - 1) { /* writes prompt positions */
+                prefill_fw++;
+                assert_false(c->tree);
+                assert_int_equal(c->n_rows, 0);
+                assert_true(c->n <= 512);
+                assert_true(c->kv + c->n <= plen - 1);
+            }
+        }
+        /* the drafter's window re-prefills: any long drafter forward is causal, no logits */
+        for (int i = 0; i < rd.n; i++)
+            if (rd.c[i].n > 64) {
+                assert_false(rd.c[i].tree);
+                assert_int_equal(rd.c[i].n_rows, 0);
+            }
+        fprintf(stderr, "%-5s: prompt %d target tokens in %d causal forwards, %d forwards in all\n",
+                hsd_algo_name(algos[a]), plen, prefill_fw, rt.n);
+        assert_true(prefill_fw >= (plen - 1 + 511) / 512);
+        hsd_gen_result_free(&r);
+        hsd_engine_free(e);
+        /* the wrappers borrow the real models: free only the wrappers */
+        hsd_model_free(t), hsd_model_free(d);
+        free(rt.c), free(rd.c);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_equals_ar_every_algorithm),
+        cmocka_unit_test(test_batch_and_step_equal_ar),
+        cmocka_unit_test(test_proposer_window),
+        cmocka_unit_test(test_prefill_is_causal),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
