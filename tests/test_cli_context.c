@@ -80,7 +80,7 @@ static void test_n_past_context_stops_there(void **state) {
     HSD_REQUIRE_FILE(hsd_test_path(TOK));
     const char *pf = hsd_test_tmp("prompt.txt"), *ef = hsd_test_tmp("stderr.txt");
     int P = write_prompt(pf, 300);
-    json_t *j = run_json("-n 10000000 --no-stream", pf, ef);
+    json_t *j = run_json("-n 10000000 --no-stream --ignore-eos", pf, ef);
     assert_string_equal(json_string_value(json_object_get(j, "stop_reason")), "context");
     assert_int_equal(json_integer_value(json_object_get(j, "n_generated")), 512 - P - 1);
     json_decref(j);

@@ -24,7 +24,7 @@ static hsd_model *tm, *dm_char, *dm_same;
 static hsd_tokenizer *tt, *dt_char;
 static char *prompt, *prompt2;
 static int slides;                        /* window notices seen through the log callback */
-static hsd_gen_result ar_main, ar_second; /* the oracle: AR's output for prompt, prompt2 */
+static hsd_gen_result ar_main = HSD_GEN_RESULT_INIT, ar_second = HSD_GEN_RESULT_INIT; /* the oracle: AR's output for prompt, prompt2 */
 
 static void count_notices(hsd_log_level level, const char *msg, void *user) {
     (void)user;
@@ -154,7 +154,7 @@ static void test_greedy_equals_ar_every_algorithm(void **state) {
     for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
         hsd_engine *e = algos[i] == HSD_ALGO_SD ? e_same : e_char;
         hsd_gen_params p = greedy(algos[i]);
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         slides = 0;
         assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
         fprintf(stderr, "%-5s: %d drafted, %d accepted, %d window slides, ttft %.1f ms\n",
@@ -179,6 +179,7 @@ static void test_batch_and_step_equal_ar(void **state) {
     assert_int_equal(hsd_engine_init(tm, tt, dm_char, dt_char, &e), HSD_OK);
     hsd_gen_params p = greedy(HSD_ALGO_SLEM);
     hsd_gen_result r[2];
+    hsd_gen_results_init(r, 2);
     slides = 0;
     assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_OK);
     for (int i = 0; i < 2; i++) {
@@ -288,7 +289,8 @@ static hsd_status r_forward(void *x, const int32_t *tokens, int32_t n, const int
 static hsd_model *recorder(rec *r, hsd_model *inner) {
     memset(r, 0, sizeof *r);
     r->inner = inner;
-    hsd_model_iface f = {.ctx = r,
+    hsd_model_iface f = {HSD_MODEL_IFACE_INIT,
+                         .ctx = r,
                          .vocab_size = r_vocab,
                          .n_ctx = r_n_ctx,
                          .forward = r_forward,
@@ -321,7 +323,7 @@ static void test_prefill_is_causal(void **state) {
                                          algos[a] == HSD_ALGO_AR ? NULL : dt_char, &e),
                          HSD_OK);
         hsd_gen_params p = greedy(algos[a]);
-        hsd_gen_result r;
+        hsd_gen_result r = HSD_GEN_RESULT_INIT;
         assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
         int prefill_fw = 0;
         for (int i = 0; i < rt.n; i++) {
