@@ -1,14 +1,11 @@
 #include "verify/verify.h"
 
+#include "kernels/row_ops.h"
+
 #include <math.h>
 #include <stddef.h>
 
-int32_t hsd_verify_argmax(const float *p, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (p[i] > p[best]) best = i;
-    return best;
-}
+int32_t hsd_verify_argmax(const float *p, int32_t n) { return hsd_row_argmax(p, n); }
 
 int32_t hsd_verify_draw(const float *w, int32_t n, double u) {
     double total = 0;

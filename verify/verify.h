@@ -56,7 +56,7 @@ int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *
  * so that u * total resolves probabilities far below float's 2^-24 step (a 24-bit uniform
  * could never pick a token of mass < 2^-24 at the end of a large vocabulary). */
 int32_t hsd_verify_draw(const float *w, int32_t n, double u);
-/* Index of the largest value (lowest index on ties). */
+/* Index of the largest value (lowest index on ties): hsd_row_argmax, one vectorised pass. */
 int32_t hsd_verify_argmax(const float *p, int32_t n);
 
 #endif
