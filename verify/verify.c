@@ -34,6 +34,20 @@ int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *
     return mass > 0 ? hsd_verify_draw(scratch, n, u) : hsd_verify_draw(p, n, u);
 }
 
+int32_t hsd_verify_sd_greedy(const int32_t *argmax, const int32_t *d, int32_t k, int32_t *out,
+                             int32_t *n_accepted) {
+    for (int32_t j = 0; j < k; j++) {
+        out[j] = argmax[j];
+        if (argmax[j] != d[j]) {
+            *n_accepted = j;
+            return j + 1;
+        }
+    }
+    out[k] = argmax[k];
+    *n_accepted = k;
+    return k + 1;
+}
+
 int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *d, int32_t k,
                       bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
                       int32_t *n_accepted) {

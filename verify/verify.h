@@ -28,6 +28,11 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
                       bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
                       int32_t *n_accepted);
 
+/* The greedy case of hsd_verify_sd from the rows' argmaxes (argmax[0..k], computed once per
+ * row by the caller): accept while d_j == argmax_j, then emit argmax. Same out / count. */
+int32_t hsd_verify_sd_greedy(const int32_t *argmax, const int32_t *d, int32_t k, int32_t *out,
+                             int32_t *n_accepted);
+
 /* String-level exact match (Alg 2): c[0..m) are candidate target tokens (the drafter's text
  * re-tokenized by the target), p is m+1 rows of n target distributions (before each
  * candidate and after the last). At each position the target's own token is drawn (greedy:

@@ -8,40 +8,87 @@
 #include "lib/base/timer.h"
 #include "verify/verify.h"
 
+/* The draft `tok` joins the chain (its q row is written already, or not needed). */
+static hsd_status push_draft(hsd_eng_seq *g, int32_t tok) {
+    g->rd.d[g->dj++] = tok;
+    if (hsd_ids_push(&g->D.ids, tok)) return hsd_eng_oom();
+    /* a draft outside T ends the chain: it can only be rejected */
+    if (g->algo == HSD_ALGO_UNION && g->d2u[tok] >= g->e->vt) g->dstop = true;
+    return HSD_OK;
+}
+
 /* One draft from the drafter's logits. For TLI the drafter's distribution is restricted to
  * T ∩ D. The rows written to q are in the verification space: target ids (SD, TLI) or union
- * ids. (SLEM drafts a tree of its own: round_slem.c.) */
+ * ids. (SLEM drafts a tree of its own: round_slem.c.)
+ *
+ * Cost: greedy drafting is one argmax pass (a greedy round verifies against the target's
+ * argmax and reads no q row). Sampled rows cut by top-k / top-p carry their support
+ * (sample.h), and the mask, the renormalisation, the draw and the map into the verification
+ * space then visit those ids alone; full rows use the pair's list of mapped ids (e->d_mapped). */
 hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits) {
     hsd_engine *e = g->e;
     hsd_status s;
+    if (g->greedy) {
+        int32_t tok = hsd_sample_greedy(logits, e->vd);
+        /* as the one-hot row restricted to T ∩ D: no mass left when the argmax is outside */
+        if (g->algo == HSD_ALGO_TLI && e->d2t[tok] < 0) {
+            g->dstop = true;
+            return HSD_OK;
+        }
+        return push_draft(g, tok);
+    }
     float *qd = g->scratch; /* draft-space probabilities */
-    if ((s = hsd_sample_probs(logits, e->vd, &g->sp, qd))) return s;
+    hsd_sampler_ws *w = &g->dw;
+    if ((s = hsd_sampler_ws_reserve(w, e->vd)) || (s = hsd_sample_probs_ws(w, logits, e->vd, &g->sp, qd)))
+        return s;
+    const bool sparse = w->n_support >= 0;
     if (g->algo == HSD_ALGO_TLI) {
         double mass = 0;
-        for (int32_t i = 0; i < e->vd; i++) {
-            if (e->d2t[i] < 0) qd[i] = 0;
-            mass += qd[i];
+        if (sparse) { /* the support keeps its mapped ids */
+            int32_t k = 0;
+            for (int32_t j = 0; j < w->n_support; j++) {
+                int32_t i = w->support[j];
+                if (e->d2t[i] < 0) {
+                    qd[i] = 0;
+                    continue;
+                }
+                mass += qd[i];
+                w->idx[k++] = i;
+            }
+            w->n_support = k;
+        } else {
+            for (int32_t j = 0; j < e->n_d_mapped; j++) mass += qd[e->d_mapped[j]];
         }
         if (mass <= 0) { /* the drafter puts no mass on T ∩ D: nothing to propose */
             g->dstop = true;
             return HSD_OK;
         }
-        for (int32_t i = 0; i < e->vd; i++) qd[i] = (float)(qd[i] / mass);
+        if (sparse)
+            for (int32_t j = 0; j < w->n_support; j++) qd[w->support[j]] = (float)(qd[w->support[j]] / mass);
+        else
+            for (int32_t i = 0; i < e->vd; i++) qd[i] = e->d2t[i] < 0 ? 0.0f : (float)(qd[i] / mass);
     }
-    int32_t tok = g->greedy ? hsd_verify_argmax(qd, e->vd)
-                            : hsd_verify_draw(qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
+    int32_t tok = hsd_sample_draw_ws(w, qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
     float *row = g->q + (size_t)g->dj * (size_t)g->width;
-    if (g->algo == HSD_ALGO_SD)
+    if (g->algo == HSD_ALGO_SD) {
         memcpy(row, qd, (size_t)e->vd * sizeof *row);
-    else if (g->algo == HSD_ALGO_TLI)
-        hsd_verify_map_draft(qd, e->vd, e->d2t, g->width, false, row);
-    else if (g->algo == HSD_ALGO_UNION)
+    } else if (sparse) { /* TLI and union: the support, mapped */
+        const int32_t *map = g->algo == HSD_ALGO_TLI ? e->d2t : g->d2u;
+        memset(row, 0, (size_t)g->width * sizeof *row);
+        for (int32_t j = 0; j < w->n_support; j++) {
+            int32_t i = w->support[j];
+            if (map[i] >= 0 && map[i] < g->width) row[map[i]] += qd[i];
+        }
+    } else if (g->algo == HSD_ALGO_TLI) {
+        memset(row, 0, (size_t)g->width * sizeof *row);
+        for (int32_t j = 0; j < e->n_d_mapped; j++) {
+            int32_t i = e->d_mapped[j];
+            row[e->d2t[i]] += qd[i];
+        }
+    } else if (g->algo == HSD_ALGO_UNION) {
         hsd_verify_map_draft(qd, e->vd, g->d2u, g->width, false, row);
-    g->rd.d[g->dj++] = tok;
-    if (hsd_ids_push(&g->D.ids, tok)) return hsd_eng_oom();
-    /* a draft outside T ends the chain: it can only be rejected */
-    if (g->algo == HSD_ALGO_UNION && g->d2u[tok] >= e->vt) g->dstop = true;
-    return HSD_OK;
+    }
+    return push_draft(g, tok);
 }
 
 /* Drafts as verification-space ids; only the leading ones inside T are fed to the target. */
@@ -67,11 +114,13 @@ static hsd_status token_finish(hsd_eng_seq *g) {
     hsd_eng_round_data *rd = &g->rd;
     int32_t width = hsd_eng_q_width(g), out[HSD_ENG_MAX_K + 2], acc = 0, r;
     if (rd->kd == 0) { /* nothing drafted: one plain target step */
-        out[0] = g->greedy ? hsd_verify_argmax(g->p, width)
+        out[0] = g->greedy ? g->p_arg[0]
                            : hsd_verify_draw(g->p, width, hsd_rng_uniform_f64(&g->rng_verify));
         r = 1;
+    } else if (g->greedy) { /* the rule on the rows' argmaxes (the rows are not written) */
+        r = hsd_verify_sd_greedy(g->p_arg, rd->vtok, rd->kd, out, &acc);
     } else {
-        r = hsd_verify_sd(g->p, g->q, width, rd->vtok, rd->kd, g->greedy, &g->rng_verify, g->resid,
+        r = hsd_verify_sd(g->p, g->q, width, rd->vtok, rd->kd, false, &g->rng_verify, g->resid,
                           out, &acc);
     }
     g->t_verify += hsd_timer_ms() - rd->t1;
