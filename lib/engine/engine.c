@@ -83,10 +83,13 @@ static hsd_status build_map(hsd_engine *e) {
     hsd_strmap_free(&by_bytes);
     /* the mapped drafter ids as a list: drafting restricts and maps rows over them alone */
     e->d_mapped = malloc((size_t)(e->overlap > 0 ? e->overlap : 1) * sizeof *e->d_mapped);
-    if (!e->d_mapped) return hsd_error(HSD_ERR_NOMEM, "oom");
+    e->d_mask = malloc((size_t)e->vd * sizeof *e->d_mask);
+    if (!e->d_mapped || !e->d_mask) return hsd_error(HSD_ERR_NOMEM, "oom");
     e->n_d_mapped = 0;
-    for (int32_t d = 0; d < e->vd; d++)
+    for (int32_t d = 0; d < e->vd; d++) {
+        e->d_mask[d] = e->d2t[d] >= 0 ? 1.0f : 0.0f;
         if (e->d2t[d] >= 0) e->d_mapped[e->n_d_mapped++] = d;
+    }
     /* several drafter ids can spell one string (e.g. "A" and its byte-fallback <0x41>): the
      * share of T that can be drafted counts each target id once */
     uint8_t *hit = calloc((size_t)e->vt, 1);
@@ -152,6 +155,7 @@ void hsd_engine_free(hsd_engine *e) {
     hsd_eng_slem_release(e);
     free(e->d2t);
     free(e->d_mapped);
+    free(e->d_mask);
     free(e->eos_extra);
     free(e);
 }

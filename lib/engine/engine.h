@@ -57,6 +57,7 @@ struct hsd_engine {
     int32_t n_eos_extra;
     /* what drafting needs of the pair, computed once (round_token.c, round_slem.c): */
     int32_t *d_mapped, n_d_mapped; /* drafter ids with d2t >= 0, increasing */
+    float *d_mask;                 /* 1 where d2t >= 0, else 0 (vd entries) */
     struct hsd_eng_dvocab *dvocab; /* SLEM: drafter specials and ids sorted by their bytes */
 };
 

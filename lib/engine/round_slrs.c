@@ -126,6 +126,11 @@ static hsd_status setup(hsd_eng_seq *g) {
 /* Children of `node` from the drafter's logits there: q~ = sparse(sampling distribution). */
 static hsd_status expand(hsd_eng_seq *g, int32_t node, const float *logits) {
     struct hsd_eng_slrs *st = g->slrs;
+    if (g->greedy) { /* q is one-hot at the argmax: q~ is that one child (no row written) */
+        st->sp_tok[0] = hsd_sample_greedy(logits, g->e->vd);
+        st->sp_w[0] = 1.0f;
+        return hsd_slrs_tree_expand(&st->tree, node, st->sp_tok, st->sp_w, 1);
+    }
     hsd_sampler_ws *w = &g->dw;
     hsd_status s = hsd_sampler_ws_reserve(w, g->e->vd);
     if (!s) s = hsd_sample_probs_ws(w, logits, g->e->vd, &g->sp, g->scratch);

@@ -65,8 +65,10 @@ hsd_status hsd_eng_draft_take(hsd_eng_seq *g, const float *logits) {
         }
         if (sparse)
             for (int32_t j = 0; j < w->n_support; j++) qd[w->support[j]] = (float)(qd[w->support[j]] / mass);
-        else
-            for (int32_t i = 0; i < e->vd; i++) qd[i] = e->d2t[i] < 0 ? 0.0f : (float)(qd[i] / mass);
+        else { /* a product with the pair's 0/1 mask: a loop the compiler vectorises */
+            const float inv = (float)(1.0 / mass), *mask = e->d_mask;
+            for (int32_t i = 0; i < e->vd; i++) qd[i] = qd[i] * mask[i] * inv;
+        }
     }
     int32_t tok = hsd_sample_draw_ws(w, qd, e->vd, hsd_rng_uniform_f64(&g->rng_draft));
     float *row = g->q + (size_t)g->dj * (size_t)g->width;
