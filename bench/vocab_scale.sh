@@ -14,14 +14,16 @@
 #      temperature 1 with vs without --top-k 40 --top-p 0.9 for AR, SD, TLI, SLEM, SLRS.
 #
 #   bench/vocab_scale.sh --before BIN [--after BIN] [--models DIR] [--rounds 3] [-n 16]
-#                        [--skip-rows] [--skip-greedy] [--skip-generate]
+#                        [--skip-rows] [--skip-greedy] [--skip-generate] [--cpu]
+#
+# --cpu: step 3 in CPU time with one thread (see below) instead of wall time.
 #
 # BIN: an hsd CLI built from the tree before the change (the row kernels' "before" needs no
 # other tree: bench/vocab_rows.c carries the replaced code itself).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 after=$root/build/hsd before="" models=/tmp/hsd_vocab_models rounds=3 n=16
-skip_rows=0 skip_greedy=0 skip_gen=0
+skip_rows=0 skip_greedy=0 skip_gen=0 cpu=0
 shared=${HSD_SHARED:-$root/../shared}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --skip-rows) skip_rows=1 ;;
     --skip-greedy) skip_greedy=1 ;;
     --skip-generate) skip_gen=1 ;;
+    --cpu) cpu=1 ;;
     *) echo "vocab_scale.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -85,6 +88,52 @@ if [ $skip_greedy = 0 ]; then
 fi
 
 [ $skip_gen = 1 ] && exit 0
+if [ $cpu = 1 ]; then
+    # CPU time, one thread: per token = the CPU time of -n N2 minus that of -n N1 over the
+    # tokens in between (load, prefill and start-up cancel); per forward likewise from two
+    # --reps counts of hsd bench forward. Less distorted by a loaded machine than wall time
+    # (other processes' memory traffic still counts).
+    run_cpu() { # prints "cpu_seconds n_generated" of one run
+        python3 - "$@" <<'PY'
+import json, resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+gen = [json.loads(l)["n_generated"] for l in out.splitlines() if l.startswith("{")]
+print(r.ru_utime + r.ru_stime, gen[0] if gen else 0)
+PY
+    }
+    per_tok() { # binary, generate args...: CPU ms per generated token
+        local b=$1; shift
+        read -r c1 g1 < <(run_cpu "$b" generate --threads 1 -n 4 "$@" --json)
+        read -r c2 g2 < <(run_cpu "$b" generate --threads 1 -n 20 "$@" --json)
+        python3 -c "import sys; c1,g1,c2,g2=map(float,sys.argv[1:]); print('%.2f' % (1000*(c2-c1)/(g2-g1)) if g2 > g1 else 'n/a')" "$c1" "$g1" "$c2" "$g2"
+    }
+    per_fwd() {
+        read -r c1 _ < <(run_cpu "$1" bench forward -m "$T" --threads 1 --n 1 --prefix 24 --reps 3)
+        read -r c2 _ < <(run_cpu "$1" bench forward -m "$T" --threads 1 --n 1 --prefix 24 --reps 13)
+        python3 -c "import sys; print('%.2f' % (100*(float(sys.argv[2])-float(sys.argv[1]))))" "$c1" "$c2"
+    }
+    echo "## CPU ms per token (generate, 1 thread, -n 20 minus -n 4) and per forward, rounds alternating the binaries"
+    printf "%-6s %-7s %-24s %s\n" round binary run cpu_ms
+    for r in $(seq 1 "$rounds"); do
+        order="before after"; [ $((r % 2)) = 0 ] && order="after before"
+        for which in $order; do
+            b=$before; [ $which = after ] && b=$after
+            printf "%-6s %-7s %-24s %s\n" "$r" "$which" "forward n=1" "$(per_fwd "$b")"
+            printf "%-6s %-7s %-24s %s\n" "$r" "$which" "ar greedy" "$(per_tok "$b" -m "$T" --algo ar -p "$prompt")"
+            for a in ar sd tli slem slrs; do
+                d=$D; [ $a = sd ] && d=$T
+                for cut in "" "--top-k 40 --top-p 0.9"; do
+                    # shellcheck disable=SC2086
+                    v=$(per_tok "$b" -m "$T" --draft "$d" --algo "$a" -p "$prompt" --temp 1 --seed 7 $cut)
+                    printf "%-6s %-7s %-24s %s\n" "$r" "$which" "$a T=1 ${cut:+k40 p0.9}" "$v"
+                done
+            done
+        done
+    done
+    echo "# end $(date -u '+%T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 field() { python3 -c 'import json,sys
 for l in sys.stdin:
     if l.startswith("{"): print("%.3f" % json.loads(l)[sys.argv[1]])' "$1"; }
