@@ -89,9 +89,11 @@ fi
 
 [ $skip_gen = 1 ] && exit 0
 if [ $cpu = 1 ]; then
-    # CPU time, one thread: per token = the CPU time of -n N2 minus that of -n N1 over the
-    # tokens in between (load, prefill and start-up cancel); per forward likewise from two
-    # --reps counts of hsd bench forward. Less distorted by a loaded machine than wall time
+    # User CPU time, one thread: per token = the user time of -n 28 minus that of -n 4 over the
+    # tokens in between (load, prefill and start-up cancel; system time, mostly the model's
+    # page faults, is left out as it varies with the load); per forward likewise from two
+    # --reps counts of hsd bench forward (3 and 43: the load's page-fault time varies by more
+    # than a few forwards). Less distorted by a loaded machine than wall time
     # (other processes' memory traffic still counts).
     run_cpu() { # prints "cpu_seconds n_generated" of one run
         python3 - "$@" <<'PY'
@@ -99,21 +101,21 @@ import json, resource, subprocess, sys
 out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 gen = [json.loads(l)["n_generated"] for l in out.splitlines() if l.startswith("{")]
-print(r.ru_utime + r.ru_stime, gen[0] if gen else 0)
+print(r.ru_utime, gen[0] if gen else 0)
 PY
     }
     per_tok() { # binary, generate args...: CPU ms per generated token
         local b=$1; shift
         read -r c1 g1 < <(run_cpu "$b" generate --threads 1 -n 4 "$@" --json)
-        read -r c2 g2 < <(run_cpu "$b" generate --threads 1 -n 20 "$@" --json)
+        read -r c2 g2 < <(run_cpu "$b" generate --threads 1 -n 28 "$@" --json)
         python3 -c "import sys; c1,g1,c2,g2=map(float,sys.argv[1:]); print('%.2f' % (1000*(c2-c1)/(g2-g1)) if g2 > g1 else 'n/a')" "$c1" "$g1" "$c2" "$g2"
     }
     per_fwd() {
         read -r c1 _ < <(run_cpu "$1" bench forward -m "$T" --threads 1 --n 1 --prefix 24 --reps 3)
-        read -r c2 _ < <(run_cpu "$1" bench forward -m "$T" --threads 1 --n 1 --prefix 24 --reps 13)
-        python3 -c "import sys; print('%.2f' % (100*(float(sys.argv[2])-float(sys.argv[1]))))" "$c1" "$c2"
+        read -r c2 _ < <(run_cpu "$1" bench forward -m "$T" --threads 1 --n 1 --prefix 24 --reps 43)
+        python3 -c "import sys; print('%.2f' % (25*(float(sys.argv[2])-float(sys.argv[1]))))" "$c1" "$c2"
     }
-    echo "## CPU ms per token (generate, 1 thread, -n 20 minus -n 4) and per forward, rounds alternating the binaries"
+    echo "## user CPU ms per token (generate, 1 thread, -n 28 minus -n 4) and per forward, rounds alternating the binaries"
     printf "%-6s %-7s %-24s %s\n" round binary run cpu_ms
     for r in $(seq 1 "$rounds"); do
         order="before after"; [ $((r % 2)) = 0 ] && order="after before"
