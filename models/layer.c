@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/cpu_features.h"
+#include "kernels/row_ops.h"
 #include "models/tf_internal.h"
 
 #ifdef HSD_HAVE_OPENBLAS
@@ -83,9 +84,9 @@ static void gelu_tanh_mul(float *gate, const float *up, size_t n) {
 
 void hsd_tf_softcap(const hsd_tf_config *c, float *x, size_t n) {
     if (c->final_softcap <= 0) return;
-    /* -inf stays -inf: a trimmed draft head masks tokens that way */
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(x[i])) x[i] = c->final_softcap * tanhf(x[i] / c->final_softcap);
+    /* vectorised (262k logits a row for Gemma 3); -inf stays -inf: a trimmed draft head
+     * masks tokens that way */
+    hsd_row_softcap(x, n, c->final_softcap);
 }
 
 /* ---- attention ------------------------------------------------------------------------ */

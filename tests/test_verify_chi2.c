@@ -284,7 +284,7 @@ static void run_round(const config *c, bool greedy, hsd_rng *rng, hsd_rng *crng,
             p_row(c, tmp, L + depth, n, P + (size_t)(j + 1) * n);
         }
         /* the function lib/engine/round_slem.c calls */
-        nemit = hsd_verify_slem(P, n, cand, par, m, greedy, rng, out, pidx, &na);
+        nemit = hsd_verify_slem(P, n, NULL, cand, par, m, greedy, rng, out, pidx, &na);
         for (int j = 0; j < na; j++) {
             if (j > 0) assert_int_equal(par[pidx[j]], pidx[j - 1]); /* a path from the root */
             acc_tok[j] = cand[pidx[j]];

@@ -1,14 +1,11 @@
 #include "verify/verify.h"
 
+#include "kernels/row_ops.h"
+
 #include <math.h>
 #include <stddef.h>
 
-int32_t hsd_verify_argmax(const float *p, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (p[i] > p[best]) best = i;
-    return best;
-}
+int32_t hsd_verify_argmax(const float *p, int32_t n) { return hsd_row_argmax(p, n); }
 
 int32_t hsd_verify_draw(const float *w, int32_t n, double u) {
     double total = 0;
@@ -35,6 +32,20 @@ int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *
     double u = hsd_rng_uniform_f64(rng);
     /* p == q up to rounding leaves no residual: p itself is then the right law */
     return mass > 0 ? hsd_verify_draw(scratch, n, u) : hsd_verify_draw(p, n, u);
+}
+
+int32_t hsd_verify_sd_greedy(const int32_t *argmax, const int32_t *d, int32_t k, int32_t *out,
+                             int32_t *n_accepted) {
+    for (int32_t j = 0; j < k; j++) {
+        out[j] = argmax[j];
+        if (argmax[j] != d[j]) {
+            *n_accepted = j;
+            return j + 1;
+        }
+    }
+    out[k] = argmax[k];
+    *n_accepted = k;
+    return k + 1;
 }
 
 int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *d, int32_t k,
@@ -71,13 +82,14 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
     return k + 1;
 }
 
-int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32_t *parents,
-                        int32_t m, bool greedy, hsd_rng *rng, int32_t *out, int32_t *path,
-                        int32_t *n_accepted) {
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *argmax, const int32_t *c,
+                        const int32_t *parents, int32_t m, bool greedy, hsd_rng *rng, int32_t *out,
+                        int32_t *path, int32_t *n_accepted) {
     int32_t acc = 0, cur = -1;
     for (;;) {
         const float *pj = p + (size_t)(cur + 1) * n;
-        int32_t t = greedy ? hsd_verify_argmax(pj, n) : hsd_verify_draw(pj, n, hsd_rng_uniform_f64(rng));
+        int32_t t = greedy ? (argmax ? argmax[cur + 1] : hsd_verify_argmax(pj, n))
+                           : hsd_verify_draw(pj, n, hsd_rng_uniform_f64(rng));
         out[acc] = t;
         /* children come after their parent: the first one spelling the draw */
         int32_t next = -1;
@@ -97,14 +109,23 @@ int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32
 
 double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,
                             bool renormalise, float *out) {
-    for (int32_t i = 0; i < n_out; i++) out[i] = 0;
+    return hsd_verify_map_draft_ids(q, NULL, nd, map, n_out, renormalise, out);
+}
+
+double hsd_verify_map_draft_ids(const float *q, const int32_t *ids, int32_t n_ids,
+                                const int32_t *map, int32_t n_out, bool renormalise, float *out) {
+    /* the mapped mass first, then each mapped entry added already scaled: the same arithmetic
+     * whether the ids are listed (a sparse row) or all of them */
     double mass = 0;
-    for (int32_t i = 0; i < nd; i++)
-        if (map[i] >= 0 && map[i] < n_out) {
-            out[map[i]] += q[i];
-            mass += q[i];
-        }
-    if (renormalise && mass > 0)
-        for (int32_t i = 0; i < n_out; i++) out[i] = (float)(out[i] / mass);
+    for (int32_t j = 0; j < n_ids; j++) {
+        const int32_t i = ids ? ids[j] : j;
+        if (map[i] >= 0 && map[i] < n_out) mass += q[i];
+    }
+    for (int32_t i = 0; i < n_out; i++) out[i] = 0;
+    const double scale = renormalise && mass > 0 ? 1.0 / mass : 1.0;
+    for (int32_t j = 0; j < n_ids; j++) {
+        const int32_t i = ids ? ids[j] : j;
+        if (map[i] >= 0 && map[i] < n_out) out[map[i]] += (float)(q[i] * scale);
+    }
     return mass;
 }

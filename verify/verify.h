@@ -28,6 +28,11 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
                       bool greedy, hsd_rng *rng, float *scratch, int32_t *out,
                       int32_t *n_accepted);
 
+/* The greedy case of hsd_verify_sd from the rows' argmaxes (argmax[0..k], computed once per
+ * row by the caller): accept while d_j == argmax_j, then emit argmax. Same out / count. */
+int32_t hsd_verify_sd_greedy(const int32_t *argmax, const int32_t *d, int32_t k, int32_t *out,
+                             int32_t *n_accepted);
+
 /* String-level exact match (Alg 2) over a tree of candidates: c[0..m) are candidate target
  * tokens (the drafter's text re-tokenized by the target); parents[j] is the index of c[j]'s
  * parent among the candidates (< j) or -1 for a child of the committed text; parents == NULL
@@ -39,10 +44,12 @@ int32_t hsd_verify_sd(const float *p, const float *q, int32_t n, const int32_t *
  * emitted so far: the output is the target's own sampling whatever the candidates are.
  * Writes the accepted candidates' tokens and then that last draw to out (m+1 slots) and, when
  * path is not NULL, the accepted candidates' indices to path (m slots); returns the count
- * (accepted + 1). *n_accepted receives the number of accepted candidates. */
-int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32_t *parents,
-                        int32_t m, bool greedy, hsd_rng *rng, int32_t *out, int32_t *path,
-                        int32_t *n_accepted);
+ * (accepted + 1). *n_accepted receives the number of accepted candidates. Greedy callers that
+ * already hold each row's argmax pass them in argmax[0..m] (then p is not read); NULL computes
+ * them from p. */
+int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *argmax, const int32_t *c,
+                        const int32_t *parents, int32_t m, bool greedy, hsd_rng *rng, int32_t *out,
+                        int32_t *path, int32_t *n_accepted);
 
 /* Maps a drafter distribution q over nd draft ids into the target space (nt entries plus
  * n_extra slots after them): out[map[i]] += q[i] for every draft id i with map[i] >= 0.
@@ -50,6 +57,10 @@ int32_t hsd_verify_slem(const float *p, int32_t n, const int32_t *c, const int32
  * on T ∩ D); returns the mass of q that was mapped. */
 double hsd_verify_map_draft(const float *q, int32_t nd, const int32_t *map, int32_t n_out,
                             bool renormalise, float *out);
+/* The same over the listed draft ids only (ids[0..n_ids), e.g. a top-k/top-p row's support or
+ * the pair's mapped ids): O(n_ids + n_out). ids == NULL lists 0..n_ids-1. */
+double hsd_verify_map_draft_ids(const float *q, const int32_t *ids, int32_t n_ids,
+                                const int32_t *map, int32_t n_out, bool renormalise, float *out);
 
 /* The resample after a rejection, shared by every rule: one draw (one uniform) from
  * norm(max(0, p - q)) over n entries, or from p when p == q up to rounding leaves no residual
@@ -63,7 +74,7 @@ int32_t hsd_verify_residual(const float *p, const float *q, int32_t n, hsd_rng *
  * so that u * total resolves probabilities far below float's 2^-24 step (a 24-bit uniform
  * could never pick a token of mass < 2^-24 at the end of a large vocabulary). */
 int32_t hsd_verify_draw(const float *w, int32_t n, double u);
-/* Index of the largest value (lowest index on ties). */
+/* Index of the largest value (lowest index on ties): hsd_row_argmax, one vectorised pass. */
 int32_t hsd_verify_argmax(const float *p, int32_t n);
 
 #endif

@@ -73,6 +73,19 @@ static hsd_status build_map(hsd_engine *e) {
         if (!hit[t]) hit[t] = 1, e->overlap_t++;
     }
     free(hit);
+    /* the mapped drafter ids as a list and a 0/1 mask, once per pair: drafting restricts and
+     * maps rows over them alone */
+    e->d_mapped = malloc((size_t)(e->overlap > 0 ? e->overlap : 1) * sizeof *e->d_mapped);
+    e->d_mask = malloc((size_t)(e->vd > 0 ? e->vd : 1) * sizeof *e->d_mask);
+    if (!e->d_mapped || !e->d_mask) {
+        hsd_vocab_map_free(&vm);
+        return hsd_error(HSD_ERR_NOMEM, "engine: out of memory mapping %d drafter ids", (int)e->vd);
+    }
+    e->n_d_mapped = 0;
+    for (int32_t d = 0; d < e->vd; d++) {
+        e->d_mask[d] = e->d2t[d] >= 0 ? 1.0f : 0.0f;
+        if (e->d2t[d] >= 0) e->d_mapped[e->n_d_mapped++] = d;
+    }
     /* identical vocabularies (SD's condition): the same ids over the same model rows */
     e->same_vocab = vm.identical && e->vt == e->vd;
     hsd_pair_report facts;
@@ -160,7 +173,10 @@ void hsd_engine_free(hsd_engine *e) {
     hsd_ids_free(&e->t_cached);
     hsd_ids_free(&e->d_cached);
     hsd_eng_slrs_release(e);
+    hsd_eng_slem_release(e);
     free(e->d2t);
+    free(e->d_mapped);
+    free(e->d_mask);
     free(e->eos_extra);
     free(e);
 }

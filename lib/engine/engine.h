@@ -61,6 +61,10 @@ struct hsd_engine {
     int32_t t_format_eos; /* the target format's end id (models/model.h), or -1 */
     int32_t *eos_extra; /* hsd_engine_set_eos_ids: more target ids that end generation */
     int32_t n_eos_extra;
+    /* what drafting needs of the pair, computed once (round_token.c, round_slem.c): */
+    int32_t *d_mapped, n_d_mapped; /* drafter ids with d2t >= 0, increasing */
+    float *d_mask;                 /* 1 where d2t >= 0, else 0 (vd entries) */
+    struct hsd_eng_dvocab *dvocab; /* SLEM: drafter specials and ids sorted by their bytes */
 };
 
 typedef struct hsd_eng_seq hsd_eng_seq;
@@ -133,6 +137,11 @@ struct hsd_eng_seq {
     hsd_ids out;
     float *dlog, *q, *p, *scratch, *resid; /* drafter logits, q rows, p rows, scratch */
     size_t p_cap;
+    /* greedy: the argmax of each target row; the rows of p are then not written (verifying
+     * greedily needs nothing else, and a one-hot row costs a pass over the vocabulary) */
+    int32_t *p_arg;
+    int32_t p_arg_cap;
+    hsd_sampler_ws sw, dw; /* the sampler's scratch for target and drafter rows, allocated once */
     int32_t n_union, *d2u;
     double t_draft, t_verify, t_bridge;
     int32_t rounds, drafted, accepted;
@@ -268,6 +277,9 @@ int32_t hsd_eng_slem_tree(const hsd_eng_seq *g, int32_t *ids, int32_t *parents, 
 /* The chain of that tree a chain verifier gets (its deepest path, the first among equally
  * deep ones), cut to k_out ids, all below vt; returns its length. */
 int32_t hsd_eng_slem_chain(const hsd_eng_seq *g, int32_t vt, int32_t k_out, int32_t *out);
+
+/* ---- round_slem.c: the pair's drafter vocabulary tables (e->dvocab), for the frees ---- */
+void hsd_eng_slem_release(hsd_engine *e);
 
 /* ---- round_slrs.c: the engine's share of SLRS (its first-token rule), for hsd_engine_free ---- */
 void hsd_eng_slrs_release(hsd_engine *e);

@@ -58,6 +58,7 @@ void hsd_proposer_free(hsd_proposer *p) {
     for (int32_t i = 0; p->sq && i < p->n_slots; i++) hsd_eng_seq_free(&p->sq[i]);
     free(p->sq), free(p->live), free(p->has_tree), free(p->ent), free(p->idx), free(p->last_row), free(p->seen);
     free(p->active), free(p->dlog);
+    hsd_eng_slem_release(&p->e);
     free(p);
 }
 

@@ -14,8 +14,8 @@ static hsd_status ar_candidates(hsd_eng_seq *g, const int32_t **cand, int32_t *m
 
 static hsd_status ar_finish(hsd_eng_seq *g) {
     int32_t vt = g->e->vt;
-    int32_t tok = g->greedy ? hsd_verify_argmax(g->p, vt)
-                            : hsd_verify_draw(g->p, vt, hsd_rng_uniform_f64(&g->rng_verify));
+    int32_t tok = g->greedy ? g->p_arg[0]
+                            : hsd_sample_draw_ws(&g->sw, g->p, vt, hsd_rng_uniform_f64(&g->rng_verify));
     g->t_verify += hsd_timer_ms() - g->rd.t1;
     g->rounds++;
     return hsd_eng_commit(g, 0, &tok, 1);

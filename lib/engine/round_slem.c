@@ -32,6 +32,7 @@
 #include "lib/engine/engine.h"
 #include "lib/base/error.h"
 #include "lib/base/timer.h"
+#include "kernels/row_ops.h"
 #include "tokenize/tokenizer.h"
 #include "verify/verify.h"
 
@@ -65,6 +66,7 @@ typedef struct hsd_eng_slem {
     tnode t[TNODES];
     int32_t nt;
     int32_t *ids; /* the drafter ids a healed root allows (vd entries of room) */
+    float *row;   /* the drafter's logits with its specials at -inf (vd entries) */
     int32_t sel[HSD_ENG_MAX_CAND], cpar[HSD_ENG_MAX_CAND], cand[HSD_ENG_MAX_CAND];
 } hsd_eng_slem;
 
@@ -72,46 +74,142 @@ static void slem_free(hsd_eng_seq *g) {
     if (!g->slem) return;
     hsd_buf_free(&g->slem->text);
     free(g->slem->ids);
+    free(g->slem->row);
     free(g->slem);
     g->slem = NULL;
 }
 
+/* What the drafter's vocabulary gives SLEM, computed once per pair (not per drafted token):
+ * its special ids (never children), and its other ids sorted by their bytes, so that the ids
+ * spelling a given prefix first (a healed root's children) are one range found by binary
+ * search instead of a pass over the vocabulary. */
+struct hsd_eng_dvocab {
+    int32_t *special, n_special;
+    int32_t *by_bytes, n_bytes; /* non-special ids with bytes, sorted by (bytes, id) */
+    const hsd_tokenizer *dt;
+};
+
+typedef struct tok_bytes {
+    const uint8_t *b;
+    size_t len;
+    int32_t id;
+} tok_bytes;
+
+static int cmp_bytes(const void *a, const void *b) {
+    const tok_bytes *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->b, y->b, n) : 0;
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+void hsd_eng_slem_release(hsd_engine *e) {
+    if (!e->dvocab) return;
+    free(e->dvocab->special);
+    free(e->dvocab->by_bytes);
+    free(e->dvocab);
+    e->dvocab = NULL;
+}
+
+static hsd_status dvocab_build(hsd_engine *e) {
+    if (e->dvocab) return HSD_OK;
+    struct hsd_eng_dvocab *v = calloc(1, sizeof *v);
+    tok_bytes *tb = malloc((size_t)e->vd * sizeof *tb);
+    if (v) {
+        v->special = malloc((size_t)e->vd * sizeof *v->special);
+        v->by_bytes = malloc((size_t)e->vd * sizeof *v->by_bytes);
+    }
+    if (!v || !tb || !v->special || !v->by_bytes) {
+        if (v) free(v->special), free(v->by_bytes);
+        free(v), free(tb);
+        return hsd_eng_oom();
+    }
+    v->dt = e->dt;
+    int32_t nb = 0;
+    for (int32_t i = 0; i < e->vd; i++) {
+        if (hsd_tokenizer_is_special(e->dt, i)) {
+            v->special[v->n_special++] = i;
+            continue;
+        }
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(e->dt, i, &len);
+        if (b) tb[nb++] = (tok_bytes){b, len, i};
+    }
+    qsort(tb, (size_t)nb, sizeof *tb, cmp_bytes);
+    for (int32_t i = 0; i < nb; i++) v->by_bytes[i] = tb[i].id;
+    v->n_bytes = nb;
+    free(tb);
+    e->dvocab = v;
+    return HSD_OK;
+}
+
+/* The non-special drafter ids whose bytes start with pre[0..plen), increasing, into out. */
+static int32_t ids_with_prefix(const struct hsd_eng_dvocab *v, const uint8_t *pre, size_t plen,
+                               int32_t *out) {
+    int32_t lo = 0, hi = v->n_bytes; /* the first id whose bytes are >= pre */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(v->dt, v->by_bytes[mid], &len);
+        size_t n = len < plen ? len : plen;
+        int c = n ? memcmp(b, pre, n) : 0;
+        if (c < 0 || (c == 0 && len < plen))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t n = 0;
+    for (int32_t i = lo; i < v->n_bytes; i++) {
+        size_t len;
+        const uint8_t *b = hsd_tokenizer_token_bytes(v->dt, v->by_bytes[i], &len);
+        if (len < plen || memcmp(b, pre, plen)) break;
+        out[n++] = v->by_bytes[i];
+    }
+    for (int32_t i = 1; i < n; i++) { /* increasing ids: the ranking's tie order */
+        int32_t x = out[i], j = i;
+        while (j > 0 && out[j - 1] > x) out[j] = out[j - 1], j--;
+        out[j] = x;
+    }
+    return n;
+}
+
 /* The CHILDREN most probable drafter tokens after node `par` join the frontier, with their
  * probabilities (softmax at temperature 1) renormalised over the tokens allowed there: not
- * special, and, when healing (plen > 0), spelling `pre` first. Those are found in one pass
- * over the vocabulary into st->ids, so the softmax runs over a handful of ids. */
+ * special, and, when healing (plen > 0), spelling `pre` first. Healing: the allowed ids are a
+ * range of the pair's byte-sorted ids (a handful), so the softmax runs over them alone.
+ * Otherwise: the logits with the specials at -inf, then one top-k pass and one exp-sum pass
+ * (kernels/row_ops.h). Ranking: larger logit first, the lower id among equal logits. */
 static void push_children(const hsd_eng_seq *g, hsd_eng_slem *st, const float *logits, int32_t par,
                           const uint8_t *pre, size_t plen) {
     const hsd_engine *e = g->e;
-    const hsd_tokenizer *dt = e->dt;
-    int32_t n = 0;
-    const bool listed = plen > 0 && st->ids;
-    if (listed)
-        for (int32_t i = 0; i < e->vd; i++) {
-            size_t len;
-            const uint8_t *b =
-                hsd_tokenizer_is_special(dt, i) ? NULL : hsd_tokenizer_token_bytes(dt, i, &len);
-            if (b && len >= plen && !memcmp(b, pre, plen)) st->ids[n++] = i;
-        }
-    const int32_t count = listed ? n : e->vd;
-#define SLEM_ID(k) (listed ? st->ids[k] : (k))
     int32_t best[CHILDREN];
     int32_t nb = 0;
     float mx = -INFINITY;
-    for (int32_t k = 0; k < count; k++)
-        if (listed || !hsd_tokenizer_is_special(dt, k)) mx = fmaxf(mx, logits[SLEM_ID(k)]);
-    if (!(mx > -INFINITY)) return;
     double sum = 0;
-    for (int32_t k = 0; k < count; k++) {
-        int32_t i = SLEM_ID(k);
-        if (!listed && hsd_tokenizer_is_special(dt, i)) continue;
-        sum += expf(logits[i] - mx);
-        if (nb == CHILDREN && !(logits[i] > logits[best[nb - 1]])) continue;
-        int32_t j = nb < CHILDREN ? nb++ : nb - 1; /* best[0..nb) by decreasing logit */
-        while (j > 0 && logits[best[j - 1]] < logits[i]) best[j] = best[j - 1], j--;
-        best[j] = i;
+    if (plen > 0) {
+        const int32_t count = ids_with_prefix(e->dvocab, pre, plen, st->ids);
+        for (int32_t k = 0; k < count; k++) mx = fmaxf(mx, logits[st->ids[k]]);
+        if (!(mx > -INFINITY)) return;
+        for (int32_t k = 0; k < count; k++) {
+            int32_t i = st->ids[k];
+            sum += expf(logits[i] - mx);
+            if (nb == CHILDREN && !(logits[i] > logits[best[nb - 1]])) continue;
+            int32_t j = nb < CHILDREN ? nb++ : nb - 1; /* best[0..nb) by decreasing logit */
+            while (j > 0 && logits[best[j - 1]] < logits[i]) best[j] = best[j - 1], j--;
+            best[j] = i;
+        }
+    } else {
+        float *row = st->row;
+        memcpy(row, logits, (size_t)e->vd * sizeof *row);
+        for (int32_t k = 0; k < e->dvocab->n_special; k++) row[e->dvocab->special[k]] = -INFINITY;
+        const int32_t want = CHILDREN < e->vd ? CHILDREN : e->vd;
+        hsd_row_topk(row, e->vd, want, best);
+        mx = row[best[0]];
+        if (!(mx > -INFINITY)) return;
+        while (nb < want && row[best[nb]] > -INFINITY) nb++; /* no -inf children */
+        sum = hsd_row_exp_sum(row, e->vd, mx, 1.0f, NULL);
     }
-#undef SLEM_ID
     double base = par >= 0 ? st->d[par].lp : 0;
     int32_t depth = par >= 0 ? st->d[par].depth + 1 : 1;
     for (int32_t j = 0; j < nb && st->nf < DFRONT; j++)
@@ -149,6 +247,9 @@ static hsd_status slem_begin(hsd_eng_seq *g) {
     if (!g->slem && !(g->slem = calloc(1, sizeof *g->slem))) return hsd_eng_oom();
     hsd_eng_slem *st = g->slem;
     if (!st->ids && !(st->ids = malloc((size_t)g->e->vd * sizeof *st->ids))) return hsd_eng_oom();
+    if (!st->row && !(st->row = malloc((size_t)g->e->vd * sizeof *st->row))) return hsd_eng_oom();
+    hsd_status s = dvocab_build(g->e);
+    if (s) return s;
     st->nd = st->nf = 0;
     st->cur = -1;
     st->text.n = 0;
@@ -306,7 +407,7 @@ static hsd_status slem_finish(hsd_eng_seq *g) {
     /* the walk over the verified trie (verify/verify.h: the rule the chi-square test checks):
      * draw at the current node, go on to its child spelling the draw */
     int32_t out[HSD_ENG_MAX_CAND + 1], path[HSD_ENG_MAX_CAND], acc = 0;
-    const int32_t r = hsd_verify_slem(g->p, vt, st->cand, st->cpar, m, g->greedy, &g->rng_verify,
+    const int32_t r = hsd_verify_slem(g->p, vt, g->greedy ? g->p_arg : NULL, st->cand, st->cpar, m, g->greedy, &g->rng_verify,
                                       out, path, &acc);
     hsd_status s = HSD_OK;
     if (acc && path[acc - 1] != acc - 1) { /* not the leading chain: move the path forward */

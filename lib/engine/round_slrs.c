@@ -127,10 +127,18 @@ static hsd_status setup(hsd_eng_seq *g) {
 /* Children of `node` from the drafter's logits there: q~ = sparse(sampling distribution). */
 static hsd_status expand(hsd_eng_seq *g, int32_t node, const float *logits) {
     struct hsd_eng_slrs *st = g->slrs;
-    hsd_status s = hsd_sample_probs(logits, g->e->vd, &g->sp, g->scratch);
+    if (g->greedy) { /* q is one-hot at the argmax: q~ is that one child (no row written) */
+        st->sp_tok[0] = hsd_sample_greedy(logits, g->e->vd);
+        st->sp_w[0] = 1.0f;
+        return hsd_slrs_tree_expand(&st->tree, node, st->sp_tok, st->sp_w, 1);
+    }
+    hsd_sampler_ws *w = &g->dw;
+    hsd_status s = hsd_sampler_ws_reserve(w, g->e->vd);
+    if (!s) s = hsd_sample_probs_ws(w, logits, g->e->vd, &g->sp, g->scratch);
     if (s) return s;
-    int32_t n = hsd_slrs_sparsify(g->scratch, g->e->vd, g->prm->slrs_top_k, g->prm->slrs_top_p,
-                                  st->sp_tok, st->sp_w);
+    /* a greedy or top-k / top-p row: its support alone (sample.h) */
+    int32_t n = hsd_slrs_sparsify_ids(g->scratch, g->e->vd, w->support, w->n_support,
+                                      g->prm->slrs_top_k, g->prm->slrs_top_p, st->sp_tok, st->sp_w);
     return hsd_slrs_tree_expand(&st->tree, node, st->sp_tok, st->sp_w, n);
 }
 
@@ -436,11 +444,31 @@ static hsd_status slrs_finish(hsd_eng_seq *g) {
         const float *pj = g->p + (size_t)j * vt;
         bool ok = false;
         if (j == m && st->capped) {
-            out[r++] = g->greedy ? hsd_verify_argmax(pj, vt)
+            out[r++] = g->greedy ? g->p_arg[j]
                                  : hsd_verify_draw(pj, vt, hsd_rng_uniform_f64(&g->rng_verify));
             break;
         }
         double tp = hsd_timer_ms();
+        if (g->greedy) {
+            /* p is one-hot at its argmax a (not written: g->p_arg), so the rule is "accept iff
+             * c_j = a" (verify/slrs.h) and the expected acceptances sum(min(p, psi)) and
+             * sum(p psi) are both psi(a): psi at one id, O(tree) instead of O(vocabulary) */
+            const int32_t a = g->p_arg[j];
+            if (j == 0) {
+                float pa;
+                if ((s = hsd_slrs_tree_psi_at(tr, c, j, a, vt, &pa))) return s;
+                st->exp_slrs += pa < 1.0f ? pa : 1.0f; /* sum(min(p, psi)) */
+                st->exp_em += pa;
+                st->n_exp++;
+            }
+            t_psi += hsd_timer_ms() - tp;
+            ok = j < m && c[j] == a;
+            out[r++] = a;
+            if (j < m && j == 0) g->first_tried++, g->first_acc += ok;
+            if (!ok || j == m) break;
+            acc++;
+            continue;
+        }
         if ((s = hsd_slrs_tree_psi(tr, c, j, st->psi, vt, NULL))) return s;
         if (j == 0) {
             double em, a = hsd_verify_slrs_expected(pj, st->psi, vt, &em);

@@ -188,6 +188,12 @@ hsd_status hsd_eng_commit(hsd_eng_seq *g, int32_t acc, const int32_t *out, int32
 
 /* Room for `rows` target probability rows (the verification space may be wider than T). */
 static hsd_status ensure_prob_rows(hsd_eng_seq *g, int32_t rows) {
+    if (rows > g->p_arg_cap) {
+        int32_t *a = realloc(g->p_arg, (size_t)rows * sizeof *a);
+        if (!a) return hsd_eng_oom();
+        g->p_arg = a;
+        g->p_arg_cap = rows;
+    }
     size_t need = (size_t)rows * (size_t)(g->n_union > g->e->vt ? g->n_union : g->e->vt);
     if (need <= g->p_cap) return HSD_OK;
     float *b = realloc(g->p, need * sizeof *b);
@@ -238,9 +244,14 @@ hsd_status hsd_eng_target_request(hsd_eng_seq *g, const int32_t *cand, int32_t m
 hsd_status hsd_eng_target_probs(hsd_eng_seq *g, const float *logits, int32_t m, int32_t width) {
     int32_t vt = g->e->vt;
     hsd_status s = HSD_OK;
+    if (g->greedy) { /* one argmax pass per row and nothing written (g->p_arg) */
+        for (int32_t j = 0; j <= m; j++) g->p_arg[j] = hsd_sample_greedy(logits + (size_t)j * vt, vt);
+        return HSD_OK;
+    }
+    if ((s = hsd_sampler_ws_reserve(&g->sw, vt))) return s;
     for (int32_t j = 0; !s && j <= m; j++) {
         float *pr = g->p + (size_t)j * width;
-        s = hsd_sample_probs(logits + (size_t)j * vt, vt, &g->sp, pr);
+        s = hsd_sample_probs_ws(&g->sw, logits + (size_t)j * vt, vt, &g->sp, pr);
         for (int32_t i = vt; i < width; i++) pr[i] = 0;
     }
     return s;
@@ -292,6 +303,9 @@ void hsd_eng_seq_free(hsd_eng_seq *g) {
     free(g->p);
     free(g->scratch);
     free(g->resid);
+    free(g->p_arg);
+    hsd_sampler_ws_free(&g->sw);
+    hsd_sampler_ws_free(&g->dw);
     free(g->d2u);
     hsd_ids_free(&g->rd.cand);
     free(g->rd.toks);

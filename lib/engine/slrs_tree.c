@@ -184,11 +184,21 @@ static void sift_down(int32_t *toks, float *w, int32_t i, int32_t n) {
 
 int32_t hsd_slrs_sparsify(const float *q, int32_t vd, int32_t top_k, float top_p, int32_t *toks,
                           float *w) {
+    return hsd_slrs_sparsify_ids(q, vd, NULL, -1, top_k, top_p, toks, w);
+}
+
+int32_t hsd_slrs_sparsify_ids(const float *q, int32_t vd, const int32_t *ids, int32_t n_ids,
+                              int32_t top_k, float top_p, int32_t *toks, float *w) {
     int32_t k = top_k > 0 && top_k < vd ? top_k : vd, m = 0;
     double total = 0;
+    /* over ids[] (increasing) the loops below visit the same nonzero entries in the same
+     * order as over 0..vd, so the result is the same */
+    const int32_t count = ids && n_ids >= 0 ? n_ids : vd;
+#define SP_ID(x) (ids && n_ids >= 0 ? ids[x] : (x))
     if (k <= 32) {
         /* keep the k best in toks/w, sorted, by insertion */
-        for (int32_t i = 0; i < vd; i++) {
+        for (int32_t x = 0; x < count; x++) {
+            const int32_t i = SP_ID(x);
             if (!(q[i] > 0)) continue;
             total += q[i];
             if (m == k && !(q[i] > w[m - 1])) continue;
@@ -203,8 +213,11 @@ int32_t hsd_slrs_sparsify(const float *q, int32_t vd, int32_t top_k, float top_p
         }
     } else {
         /* many kept: every positive entry, heap-sorted (O(n log n), no allocation) */
-        for (int32_t i = 0; i < vd; i++)
+        for (int32_t x = 0; x < count; x++) {
+            const int32_t i = SP_ID(x);
             if (q[i] > 0) total += q[i], toks[m] = i, w[m++] = q[i];
+        }
+#undef SP_ID
         for (int32_t i = m / 2 - 1; i >= 0; i--) sift_down(toks, w, i, m);
         for (int32_t end = m - 1; end > 0; end--) {
             int32_t t0 = toks[0];
@@ -244,6 +257,25 @@ int32_t hsd_slrs_tree_sample(const hsd_slrs_tree *t, hsd_rng *rng) {
         i = pick;
     }
     return i;
+}
+
+hsd_status hsd_slrs_tree_psi_at(const hsd_slrs_tree *t, const int32_t *prefix, int32_t j,
+                                int32_t tok, int32_t n_t, float *value) {
+    /* hsd_slrs_tree_psi's sums, in the same order and precision, for one entry */
+    double mass = 0;
+    float at = 0;
+    for (int32_t i = 0; i < t->n_nodes; i++) {
+        const hsd_slrs_node *nd = &t->nodes[i];
+        if (nd->state != HSD_SLRS_LEAF || nd->n_cand < j) continue;
+        const int32_t *c = t->cands.p + nd->cand_off;
+        if (j && memcmp(c, prefix, (size_t)j * sizeof *c)) continue;
+        mass += nd->prob;
+        if (nd->n_cand > j && c[j] >= 0 && c[j] < n_t && c[j] == tok) at += (float)nd->prob;
+    }
+    if (!(mass > 0))
+        return hsd_error(HSD_ERR_INTERNAL, "hsd_slrs_tree_psi: no leaf has the given prefix");
+    *value = (float)(at / mass);
+    return HSD_OK;
 }
 
 hsd_status hsd_slrs_tree_psi(const hsd_slrs_tree *t, const int32_t *prefix, int32_t j, float *psi,

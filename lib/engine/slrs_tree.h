@@ -93,6 +93,11 @@ hsd_status hsd_slrs_tree_close(hsd_slrs_tree *t);
 int32_t hsd_slrs_sparsify(const float *q, int32_t vd, int32_t top_k, float top_p, int32_t *toks,
                           float *w);
 
+/* The same over the ids ids[0..n_ids) alone (increasing; every other entry of q is 0), e.g.
+ * a sampled row's support (lib/engine/sample.h): O(n_ids) instead of O(vd). n_ids < 0: all. */
+int32_t hsd_slrs_sparsify_ids(const float *q, int32_t vd, const int32_t *ids, int32_t n_ids,
+                              int32_t top_k, float top_p, int32_t *toks, float *w);
+
 /* Samples a leaf from q~ (one uniform per internal node on the path). */
 int32_t hsd_slrs_tree_sample(const hsd_slrs_tree *t, hsd_rng *rng);
 
@@ -100,6 +105,10 @@ int32_t hsd_slrs_tree_sample(const hsd_slrs_tree *t, hsd_rng *rng);
  * *none (optional) receives P(no j-th candidate | prefix). Fails if no leaf has the prefix. */
 hsd_status hsd_slrs_tree_psi(const hsd_slrs_tree *t, const int32_t *prefix, int32_t j, float *psi,
                              int32_t n_t, double *none);
+/* psi_j at one target id alone, bit-identical to hsd_slrs_tree_psi's psi[tok]: O(tree) with no
+ * pass over the vocabulary (greedy verification needs no other entry). */
+hsd_status hsd_slrs_tree_psi_at(const hsd_slrs_tree *t, const int32_t *prefix, int32_t j,
+                                int32_t tok, int32_t n_t, float *value);
 
 static inline const char *hsd_slrs_node_text(const hsd_slrs_tree *t, int32_t i, size_t *len) {
     *len = t->nodes[i].text_len;
