@@ -9,6 +9,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_bf16p.h"
+#include "kernels/matmul_kq.h"
 #include "kernels/matmul_q8.h"
 #include "lib/base/error.h"
 
@@ -71,6 +72,8 @@ static void pack_task(void *arg, int32_t tid, int32_t nth) {
         hsd_mm_group_rows(w, NULL, g * HSD_MM_PACK_ROWS, c, rows);
         if (w->type == HSD_DT_Q8_0)
             hsd_q8p_pack_group(rows, c, w->cols / 32, j->dst + (size_t)g * j->gb);
+        else if (w->type != HSD_DT_BF16)
+            hsd_kqp_pack_group(w->type, rows, c, w->cols / HSD_QK_K, j->dst + (size_t)g * j->gb);
         else
             hsd_bf16p_pack_group(rows, c, w->cols, j->dst + (size_t)g * j->gb);
     }
@@ -83,9 +86,11 @@ hsd_status hsd_mm_pack(const hsd_mat *w) {
 hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth) {
     /* only where the products will read it (AVX-512 and AMX): not under the avx2 or scalar
      * override (1.3 GB saved for a 1B Q8_0 model, 2.5 GB for BF16) */
-    const bool q8 = w->type == HSD_DT_Q8_0;
+    const bool q8 = w->type == HSD_DT_Q8_0, kq = hsd_quant_is_q8k(w->type);
     if (!hsd_mm_packed_type(w->type) || w->rows <= 0 || w->cols <= 0 ||
-        (q8 && (w->cols < 32 || w->cols % 32 != 0)) || hsd_mm_isa_default() < HSD_MM_AVX512)
+        (q8 && (w->cols < 32 || w->cols % 32 != 0)) ||
+        (kq && (w->cols < HSD_QK_K || w->cols % HSD_QK_K != 0)) ||
+        hsd_mm_isa_default() < HSD_MM_AVX512)
         return HSD_OK;
     pthread_mutex_lock(&reg_mu);
     hsd_mm_packed *p = reg_lookup(w);
@@ -97,7 +102,9 @@ hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth) {
     pthread_mutex_unlock(&reg_mu);
 
     int32_t groups = (w->rows + HSD_MM_PACK_ROWS - 1) / HSD_MM_PACK_ROWS;
-    size_t gb = q8 ? hsd_q8p_group_bytes(w->cols) : hsd_bf16p_group_bytes(w->cols);
+    size_t gb = q8   ? hsd_q8p_group_bytes(w->cols)
+                : kq ? hsd_kqp_group_bytes(w->type, w->cols)
+                     : hsd_bf16p_group_bytes(w->cols);
     p = calloc(1, sizeof *p);
     void *data = NULL;
     size_t bytes = gb * (size_t)groups;

@@ -26,10 +26,12 @@ typedef struct hsd_mm_packed {
     uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
 } hsd_mm_packed;
 
-/* Whether storage type t has a row-interleaved layout (Q8_0, BF16): its AVX-512 products run
+/* Whether storage type t has a row-interleaved layout (Q8_0, BF16, Q4_K/Q5_K/Q6_K:
+ * matmul_kq.h): its AVX-512 products run
  * on 16-row groups. */
 static inline bool hsd_mm_packed_type(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
+    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16 || t == HSD_DT_Q4_K || t == HSD_DT_Q5_K ||
+           t == HSD_DT_Q6_K;
 }
 
 /* The registered packed copy of w, or NULL. */
