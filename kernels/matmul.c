@@ -160,6 +160,10 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
         hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
+    if (j->isa == HSD_MM_AMX && hsd_quant_is_q8k(w->type)) { /* matmul_amx.c */
+        hsd_amx_kq_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        return;
+    }
     if (j->isa >= HSD_MM_AVX512 && hsd_quant_is_q8k(w->type)) { /* matmul_kq_avx512.c */
         hsd_kqp_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;

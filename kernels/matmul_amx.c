@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/matmul_bf16p.h"
+#include "kernels/matmul_kq.h"
 #include "kernels/matmul_q8.h"
 
 #define TGT                                                                                        \
@@ -19,6 +20,8 @@
 
 #define AMX_T 16 /* tokens per tile (A and C rows), at most */
 #define R HSD_MM_PACK_ROWS
+/* k-quant weight stream prefetch distance (bytes; the AVX-512 k-quant kernel's) */
+#define AMXK_PF_BYTES (12 << 10)
 
 /* The tile configuration (palette 1): tiles 0..3 C (one per group), 4 A, 5..7 B. */
 typedef struct amx_cfg {
@@ -296,6 +299,211 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
         hsd_mm_group_rows(w, ids, r0 + k, c, rows);
         hsd_q8p_pack_group(rows, c, a->cols / 32, scratch);
         q8_groups(a, scratch, gb, 1, 0, 0, c, out + k, ld);
+    }
+}
+
+/* ---- Q4_K / Q5_K / Q6_K ------------------------------------------------------------------ */
+
+/* clang-format off */
+/* One group (nb super-blocks, layout matmul_kq.h) × T tokens (configured: C T × 64 B, A T ×
+ * 32 B (Q6_K 16), B 8 (4) × 64 B); lane j of token t goes to dst[t·dld + j]. kind 4, 5, 6. */
+TGT static INL void kq_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
+                            int pf, float *dst, int32_t dld, const int T, const int kind) {
+    const int six = kind == 6, NS = six ? 16 : 8;             /* sub-blocks per block */
+    const size_t W = kind == 4 ? 2048 : kind == 5 ? 2560 : 3072, TB = six ? 288 : 320;
+    const uint8_t *tail0 = grp + (size_t)nb * W;
+    const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
+    const size_t xs = (size_t)nb * sizeof(hsd_q8k); /* A tile row stride: one token to the next */
+    const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16), bits45 = _mm512_set1_epi8(0x30);
+    uint8_t bbuf[16 * 512] __attribute__((aligned(64)));       /* unpacked B tiles */
+    int32_t cbuf[16][AMX_T * 16] __attribute__((aligned(64))); /* sub-block dots */
+    float accb[AMX_T * 16] __attribute__((aligned(64)));
+    UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
+    for (int32_t b = 0; b < nb; b++) {
+        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * TB;
+        if (pf) {
+            for (int l = 0; l < (int)(W / 64); l++)
+                _mm_prefetch((const char *)(wp + AMXK_PF_BYTES + 64 * l), _MM_HINT_T0);
+        }
+        /* unpack every sub-block to u8 (the AVX-512 kernel's vectors, matmul_kq_avx512.c) */
+        if (!six) {
+            for (int s = 0; s < 8; s++) {
+                const uint8_t *wq = wp + 512 * (s / 2);
+                const __m128i ns = _mm_cvtsi32_si128(4 * (s & 1)), hs = _mm_cvtsi32_si128(s);
+                UNROLL for (int v = 0; v < 8; v++) {
+                    __m512i w = _mm512_and_si512(_mm512_srl_epi16(_mm512_load_si512((const void *)(wq + 64 * v)), ns), low);
+                    if (kind == 5)
+                        w = _mm512_or_si512(w, _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(
+                                _mm512_load_si512((const void *)(wp + 2048 + 64 * v)), hs), 4), bit4));
+                    _mm512_store_si512((void *)(bbuf + 512 * s + 64 * v), w);
+                }
+            }
+        } else {
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int hi = 0; hi < 2; hi++) UNROLL for (int kk = 0; kk < 4; kk++) {
+                const int k = 8 * h + 4 * hi + kk, f = 2 * hi + kk / 2;
+                const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
+                UNROLL for (int i = 0; i < 4; i++) {
+                    __m512i l = _mm512_load_si512((const void *)(ql + 64 * (4 * kk + i)));
+                    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
+                    __m512i q = _mm512_load_si512((const void *)(qh + 64 * (4 * (kk % 2) + i)));
+                    q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
+                      : f == 2 ? q : _mm512_srli_epi16(q, 2);
+                    _mm512_store_si512((void *)(bbuf + 256 * k + 64 * i), _mm512_or_si512(l, _mm512_and_si512(q, bits45)));
+                }
+            }
+        }
+        /* the tiles: sub-block s's dots for the T tokens, C tiles 0..3 and B tiles 5..7 in
+         * turn so that consecutive sub-blocks do not wait on each other */
+        const int8_t *x0 = xk[b].qs;
+        const int sub = six ? 16 : 32, bsz = six ? 256 : 512;
+        for (int s = 0; s < NS; s += 4) {
+            _tile_loadd(4, x0 + sub * s, xs);
+            _tile_zero(0);
+            _tile_loadd(5, bbuf + bsz * s, 64);
+            _tile_dpbsud(0, 4, 5);
+            _tile_stored(0, cbuf[s], 64);
+            _tile_loadd(4, x0 + sub * (s + 1), xs);
+            _tile_zero(1);
+            _tile_loadd(6, bbuf + bsz * (s + 1), 64);
+            _tile_dpbsud(1, 4, 6);
+            _tile_stored(1, cbuf[s + 1], 64);
+            _tile_loadd(4, x0 + sub * (s + 2), xs);
+            _tile_zero(2);
+            _tile_loadd(7, bbuf + bsz * (s + 2), 64);
+            _tile_dpbsud(2, 4, 7);
+            _tile_stored(2, cbuf[s + 2], 64);
+            _tile_loadd(4, x0 + sub * (s + 3), xs);
+            _tile_zero(3);
+            _tile_loadd(5, bbuf + bsz * (s + 3), 64);
+            _tile_dpbsud(3, 4, 5);
+            _tile_stored(3, cbuf[s + 3], 64);
+        }
+        /* the integer steps of the AVX-512 kernel, then its fp32 steps */
+        __m512i isum[AMX_T];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < NS; s++) {
+            const __m512i scv = six ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)))
+                                    : _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512i d = _mm512_load_si512((const void *)(cbuf[s] + 16 * t));
+                if (six) d = _mm512_add_epi32(d, _mm512_set1_epi32(xe[((size_t)t * nb + b) * 16 + s]));
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+        if (six) {
+            UNROLL for (int t = 0; t < T; t++) {
+                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+                __m512 ac = _mm512_load_ps(accb + 16 * t);
+                ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+                _mm512_store_ps(accb + 16 * t, ac);
+            }
+            continue;
+        }
+        __m512i mv[4];
+        UNROLL for (int p = 0; p < 4; p++)
+            mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const int32_t *e = xe + ((size_t)t * nb + b) * 16;
+            __m512i m = _mm512_setzero_si512();
+            UNROLL for (int p = 0; p < 4; p++) m = _mm512_dpwssd_epi32(m, mv[p], _mm512_set1_epi32(e[p]));
+            const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+            __m512 ac = _mm512_load_ps(accb + 16 * t);
+            ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+            ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
+            _mm512_store_ps(accb + 16 * t, ac);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
+}
+/* clang-format on */
+
+typedef void (*kq_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, float *,
+                      int32_t);
+#define DEFK(T)                                                                                    \
+    TGT static void kq4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        kq_tile(g, nb, a, t0, pf, dst, dld, T, 4);                                                 \
+    }                                                                                              \
+    TGT static void kq5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        kq_tile(g, nb, a, t0, pf, dst, dld, T, 5);                                                 \
+    }                                                                                              \
+    TGT static void kq6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        kq_tile(g, nb, a, t0, pf, dst, dld, T, 6);                                                 \
+    }
+DEFK(1)
+DEFK(2)
+DEFK(3)
+DEFK(4)
+DEFK(5)
+DEFK(6)
+DEFK(7)
+DEFK(8)
+DEFK(9)
+DEFK(10)
+DEFK(11)
+DEFK(12)
+DEFK(13)
+DEFK(14)
+DEFK(15)
+DEFK(16)
+#define KROW(p)                                                                                    \
+    {                                                                                              \
+        p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
+            p##_13, p##_14, p##_15, p##_16                                                         \
+    }
+static const kq_fn kq_tiles[3][AMX_T] = {KROW(kq4), KROW(kq5), KROW(kq6)};
+
+/* k groups from grp (gb apart), lanes lo..hi of a single cut group, as q8_groups. */
+TGT static void kq_groups(const hsd_mm_acts *a, const kq_fn *tf, int six, const uint8_t *grp,
+                          size_t gb, int32_t k, int pf, int32_t lo, int32_t hi, float *out,
+                          int32_t ld) {
+    const int32_t nb = a->cols / HSD_QK_K;
+    float part[AMX_T * R];
+    int cfgT = 0;
+    amx_cfg prev;
+    save_cfg(&prev);
+    for (int32_t t0 = 0; t0 < a->n; t0 += AMX_T) {
+        int32_t T = a->n - t0 < AMX_T ? a->n - t0 : AMX_T;
+        if (T != cfgT) configure(T, six ? 16 : 32, six ? 4 : 8), cfgT = T;
+        float *o = out + (size_t)t0 * ld;
+        if (lo != 0 || hi != R) {
+            tf[T - 1](grp, nb, a, t0, 0, part, R);
+            for (int32_t t = 0; t < T; t++)
+                memcpy(o + (size_t)t * ld, part + (size_t)t * R + lo,
+                       (size_t)(hi - lo) * sizeof *part);
+            continue;
+        }
+        for (int32_t g = 0; g < k; g++) tf[T - 1](grp + (size_t)g * gb, nb, a, t0, pf, o + R * g, ld);
+    }
+    restore_cfg(&prev);
+}
+
+void hsd_amx_kq_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
+                     const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
+                     uint8_t *scratch) {
+    const int ki = w->type == HSD_DT_Q4_K ? 0 : w->type == HSD_DT_Q5_K ? 1 : 2;
+    const kq_fn *tf = kq_tiles[ki];
+    const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
+    if (pk && !ids) {
+        hsd_mm_span sp[3];
+        for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++) {
+            const bool whole = sp[i].lo == 0 && sp[i].hi == R;
+            kq_groups(a, tf, ki == 2, pk->data + (size_t)sp[i].g * gb, gb, sp[i].n_groups, whole,
+                      sp[i].lo, sp[i].hi, out + sp[i].out_off, ld);
+        }
+        return;
+    }
+    const uint8_t *rows[R];
+    for (int32_t k = 0; k < count; k += R) {
+        int32_t c = count - k < R ? count - k : R;
+        hsd_mm_group_rows(w, ids, r0 + k, c, rows);
+        hsd_kqp_pack_group(w->type, rows, c, a->cols / HSD_QK_K, scratch);
+        kq_groups(a, tf, ki == 2, scratch, gb, 1, 0, 0, c, out + k, ld);
     }
 }
 

@@ -106,7 +106,7 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
             }
         }
     }
-    a.m = (hsd_mat){t, rows, cols, a.data};
+    a.m = (hsd_mat){t, rows, cols, a.data, NULL};
     return a;
 }
 static void free_mat(mat *a) {
@@ -512,7 +512,7 @@ static void test_kquant_packed_vs_reference(void **state) {
             const hsd_dtype t = types[ty];
             const int32_t R = rows[s], C = cols[s], nb = C / HSD_QK_K;
             void *data = make_kquant(t, R, C);
-            hsd_mat m = {t, R, C, data};
+            hsd_mat m = {t, R, C, data, NULL};
             float *x = malloc(16 * (size_t)C * sizeof *x), *wf = malloc((size_t)C * sizeof *wf);
             for (int i = 0; i < 16 * C; i++) x[i] = nz() * 3.0f;
             hsd_q8k *xq = malloc(16 * (size_t)nb * sizeof *xq);
