@@ -305,116 +305,135 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
 /* ---- Q4_K / Q5_K / Q6_K ------------------------------------------------------------------ */
 
 /* clang-format off */
+/* Block b's sub-blocks unpacked to u8 at bbuf (the AVX-512 kernel's vectors,
+ * matmul_kq_avx512.c): 8 B tiles of 8 × 64 bytes (Q6_K 16 of 4 × 64). kind 4, 5, 6. */
+TGT static INL void kq_unpack(const uint8_t *wp, uint8_t *bbuf, const int kind) {
+    const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16), bits45 = _mm512_set1_epi8(0x30);
+    if (kind != 6) {
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *wq = wp + 512 * (s / 2);
+            const __m128i ns = _mm_cvtsi32_si128(4 * (s & 1)), hs = _mm_cvtsi32_si128(s);
+            UNROLL for (int v = 0; v < 8; v++) {
+                __m512i w = _mm512_and_si512(_mm512_srl_epi16(_mm512_load_si512((const void *)(wq + 64 * v)), ns), low);
+                if (kind == 5)
+                    w = _mm512_or_si512(w, _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(
+                            _mm512_load_si512((const void *)(wp + 2048 + 64 * v)), hs), 4), bit4));
+                _mm512_store_si512((void *)(bbuf + 512 * s + 64 * v), w);
+            }
+        }
+        return;
+    }
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int hi = 0; hi < 2; hi++) UNROLL for (int kk = 0; kk < 4; kk++) {
+        const int k = 8 * h + 4 * hi + kk, f = 2 * hi + kk / 2;
+        const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
+        UNROLL for (int i = 0; i < 4; i++) {
+            __m512i l = _mm512_load_si512((const void *)(ql + 64 * (4 * kk + i)));
+            l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
+            __m512i q = _mm512_load_si512((const void *)(qh + 64 * (4 * (kk % 2) + i)));
+            q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
+              : f == 2 ? q : _mm512_srli_epi16(q, 2);
+            _mm512_store_si512((void *)(bbuf + 256 * k + 64 * i), _mm512_or_si512(l, _mm512_and_si512(q, bits45)));
+        }
+    }
+}
+
+/* The sub-blocks' exact dots for the configured tokens (A rows xs bytes apart from x0) into
+ * cbuf[s] (T × 16 int32), C tiles 0..3 and B tiles 5..7 in turn. */
+TGT static INL void kq_dots(const int8_t *x0, size_t xs, const uint8_t *bbuf, int32_t (*cbuf)[AMX_T * 16], const int kind) {
+    const int NS = kind == 6 ? 16 : 8, sub = kind == 6 ? 16 : 32, bsz = kind == 6 ? 256 : 512;
+    for (int s = 0; s < NS; s += 4) {
+        _tile_loadd(4, x0 + sub * s, xs);
+        _tile_zero(0);
+        _tile_loadd(5, bbuf + bsz * s, 64);
+        _tile_dpbsud(0, 4, 5);
+        _tile_stored(0, cbuf[s], 64);
+        _tile_loadd(4, x0 + sub * (s + 1), xs);
+        _tile_zero(1);
+        _tile_loadd(6, bbuf + bsz * (s + 1), 64);
+        _tile_dpbsud(1, 4, 6);
+        _tile_stored(1, cbuf[s + 1], 64);
+        _tile_loadd(4, x0 + sub * (s + 2), xs);
+        _tile_zero(2);
+        _tile_loadd(7, bbuf + bsz * (s + 2), 64);
+        _tile_dpbsud(2, 4, 7);
+        _tile_stored(2, cbuf[s + 2], 64);
+        _tile_loadd(4, x0 + sub * (s + 3), xs);
+        _tile_zero(3);
+        _tile_loadd(5, bbuf + bsz * (s + 3), 64);
+        _tile_dpbsud(3, 4, 5);
+        _tile_stored(3, cbuf[s + 3], 64);
+    }
+}
+
+/* Block b's integer steps of the AVX-512 kernel (× scale; Q6_K + −32·bsum first) over the
+ * dots in cbuf, then its fp32 steps into accb. */
+TGT static INL void kq_finish(int32_t (*cbuf)[AMX_T * 16], const uint8_t *tail, const hsd_q8k *xk,
+                              const int32_t *xe, int32_t b, int32_t nb, float *accb, const int T,
+                              const int kind) {
+    const int six = kind == 6, NS = six ? 16 : 8;
+    __m512i isum[AMX_T];
+    UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+    for (int s = 0; s < NS; s++) {
+        const __m512i scv = six ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)))
+                                : _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
+        UNROLL for (int t = 0; t < T; t++) {
+            __m512i d = _mm512_load_si512((const void *)(cbuf[s] + 16 * t));
+            if (six) d = _mm512_add_epi32(d, _mm512_set1_epi32(xe[((size_t)t * nb + b) * 16 + s]));
+            isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+        }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+    if (six) {
+        UNROLL for (int t = 0; t < T; t++) {
+            const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+            __m512 ac = _mm512_load_ps(accb + 16 * t);
+            ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+            _mm512_store_ps(accb + 16 * t, ac);
+        }
+        return;
+    }
+    __m512i mv[4];
+    UNROLL for (int p = 0; p < 4; p++)
+        mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
+    UNROLL for (int t = 0; t < T; t++) {
+        const int32_t *e = xe + ((size_t)t * nb + b) * 16;
+        __m512i m = _mm512_setzero_si512();
+        UNROLL for (int p = 0; p < 4; p++) m = _mm512_dpwssd_epi32(m, mv[p], _mm512_set1_epi32(e[p]));
+        const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+        __m512 ac = _mm512_load_ps(accb + 16 * t);
+        ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+        ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
+        _mm512_store_ps(accb + 16 * t, ac);
+    }
+}
+
 /* One group (nb super-blocks, layout matmul_kq.h) × T tokens (configured: C T × 64 B, A T ×
- * 32 B (Q6_K 16), B 8 (4) × 64 B); lane j of token t goes to dst[t·dld + j]. kind 4, 5, 6. */
+ * 32 B (Q6_K 16), B 8 (4) × 64 B); lane j of token t goes to dst[t·dld + j]. Software
+ * pipelined by one block: block b's tiles are issued before block b−1's AVX-512 steps, so
+ * that the tile unit and the vector units work at once (double buffers). */
 TGT static INL void kq_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                             int pf, float *dst, int32_t dld, const int T, const int kind) {
-    const int six = kind == 6, NS = six ? 16 : 8;             /* sub-blocks per block */
-    const size_t W = kind == 4 ? 2048 : kind == 5 ? 2560 : 3072, TB = six ? 288 : 320;
+    const size_t W = kind == 4 ? 2048 : kind == 5 ? 2560 : 3072, TB = kind == 6 ? 288 : 320;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
     const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
     const size_t xs = (size_t)nb * sizeof(hsd_q8k); /* A tile row stride: one token to the next */
-    const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16), bits45 = _mm512_set1_epi8(0x30);
-    uint8_t bbuf[16 * 512] __attribute__((aligned(64)));       /* unpacked B tiles */
-    int32_t cbuf[16][AMX_T * 16] __attribute__((aligned(64))); /* sub-block dots */
+    uint8_t bbuf[2][16 * 256] __attribute__((aligned(64)));       /* unpacked B tiles */
+    int32_t cbuf[2][16][AMX_T * 16] __attribute__((aligned(64))); /* sub-block dots */
     float accb[AMX_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
-    for (int32_t b = 0; b < nb; b++) {
-        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * TB;
-        if (pf) {
-            for (int l = 0; l < (int)(W / 64); l++)
-                _mm_prefetch((const char *)(wp + AMXK_PF_BYTES + 64 * l), _MM_HINT_T0);
-        }
-        /* unpack every sub-block to u8 (the AVX-512 kernel's vectors, matmul_kq_avx512.c) */
-        if (!six) {
-            for (int s = 0; s < 8; s++) {
-                const uint8_t *wq = wp + 512 * (s / 2);
-                const __m128i ns = _mm_cvtsi32_si128(4 * (s & 1)), hs = _mm_cvtsi32_si128(s);
-                UNROLL for (int v = 0; v < 8; v++) {
-                    __m512i w = _mm512_and_si512(_mm512_srl_epi16(_mm512_load_si512((const void *)(wq + 64 * v)), ns), low);
-                    if (kind == 5)
-                        w = _mm512_or_si512(w, _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(
-                                _mm512_load_si512((const void *)(wp + 2048 + 64 * v)), hs), 4), bit4));
-                    _mm512_store_si512((void *)(bbuf + 512 * s + 64 * v), w);
-                }
+    for (int32_t b = 0; b <= nb; b++) {
+        if (b < nb) {
+            const uint8_t *wp = grp + (size_t)b * W;
+            if (pf) {
+                for (int l = 0; l < (int)(W / 64); l++)
+                    _mm_prefetch((const char *)(wp + AMXK_PF_BYTES + 64 * l), _MM_HINT_T0);
             }
-        } else {
-            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int hi = 0; hi < 2; hi++) UNROLL for (int kk = 0; kk < 4; kk++) {
-                const int k = 8 * h + 4 * hi + kk, f = 2 * hi + kk / 2;
-                const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
-                UNROLL for (int i = 0; i < 4; i++) {
-                    __m512i l = _mm512_load_si512((const void *)(ql + 64 * (4 * kk + i)));
-                    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
-                    __m512i q = _mm512_load_si512((const void *)(qh + 64 * (4 * (kk % 2) + i)));
-                    q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
-                      : f == 2 ? q : _mm512_srli_epi16(q, 2);
-                    _mm512_store_si512((void *)(bbuf + 256 * k + 64 * i), _mm512_or_si512(l, _mm512_and_si512(q, bits45)));
-                }
-            }
+            kq_unpack(wp, bbuf[b & 1], kind);
+            kq_dots(xk[b].qs, xs, bbuf[b & 1], cbuf[b & 1], kind);
         }
-        /* the tiles: sub-block s's dots for the T tokens, C tiles 0..3 and B tiles 5..7 in
-         * turn so that consecutive sub-blocks do not wait on each other */
-        const int8_t *x0 = xk[b].qs;
-        const int sub = six ? 16 : 32, bsz = six ? 256 : 512;
-        for (int s = 0; s < NS; s += 4) {
-            _tile_loadd(4, x0 + sub * s, xs);
-            _tile_zero(0);
-            _tile_loadd(5, bbuf + bsz * s, 64);
-            _tile_dpbsud(0, 4, 5);
-            _tile_stored(0, cbuf[s], 64);
-            _tile_loadd(4, x0 + sub * (s + 1), xs);
-            _tile_zero(1);
-            _tile_loadd(6, bbuf + bsz * (s + 1), 64);
-            _tile_dpbsud(1, 4, 6);
-            _tile_stored(1, cbuf[s + 1], 64);
-            _tile_loadd(4, x0 + sub * (s + 2), xs);
-            _tile_zero(2);
-            _tile_loadd(7, bbuf + bsz * (s + 2), 64);
-            _tile_dpbsud(2, 4, 7);
-            _tile_stored(2, cbuf[s + 2], 64);
-            _tile_loadd(4, x0 + sub * (s + 3), xs);
-            _tile_zero(3);
-            _tile_loadd(5, bbuf + bsz * (s + 3), 64);
-            _tile_dpbsud(3, 4, 5);
-            _tile_stored(3, cbuf[s + 3], 64);
-        }
-        /* the integer steps of the AVX-512 kernel, then its fp32 steps */
-        __m512i isum[AMX_T];
-        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
-        for (int s = 0; s < NS; s++) {
-            const __m512i scv = six ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)))
-                                    : _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
-            UNROLL for (int t = 0; t < T; t++) {
-                __m512i d = _mm512_load_si512((const void *)(cbuf[s] + 16 * t));
-                if (six) d = _mm512_add_epi32(d, _mm512_set1_epi32(xe[((size_t)t * nb + b) * 16 + s]));
-                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
-            }
-        }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
-        if (six) {
-            UNROLL for (int t = 0; t < T; t++) {
-                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
-                __m512 ac = _mm512_load_ps(accb + 16 * t);
-                ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
-                _mm512_store_ps(accb + 16 * t, ac);
-            }
-            continue;
-        }
-        __m512i mv[4];
-        UNROLL for (int p = 0; p < 4; p++)
-            mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
-        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
-        UNROLL for (int t = 0; t < T; t++) {
-            const int32_t *e = xe + ((size_t)t * nb + b) * 16;
-            __m512i m = _mm512_setzero_si512();
-            UNROLL for (int p = 0; p < 4; p++) m = _mm512_dpwssd_epi32(m, mv[p], _mm512_set1_epi32(e[p]));
-            const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
-            __m512 ac = _mm512_load_ps(accb + 16 * t);
-            ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
-            ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
-            _mm512_store_ps(accb + 16 * t, ac);
-        }
+        if (b > 0) kq_finish(cbuf[(b - 1) & 1], tail0 + (size_t)(b - 1) * TB, xk, xe, b - 1, nb, accb, T, kind);
     }
     UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
