@@ -160,15 +160,10 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
         hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
-    /* k-quants on AMX tiles only for more than 8 tokens: the same bits as the AVX-512 kernel
-     * (so the choice by n keeps batch invariance), and measured single-thread over 68 MB of
-     * 1B-shaped Q4_K (bench/notes/kquant_packed.md) 20-25% slower than it at n <= 8, ~4%
-     * faster at n = 16: the per-sub-block scaling of the tile's int32 dots, not the dot
-     * products, bounds both. */
-    if (j->isa == HSD_MM_AMX && hsd_quant_is_q8k(w->type) && j->a.n > 8) { /* matmul_amx.c */
-        hsd_amx_kq_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
-        return;
-    }
+    /* k-quants: the AVX-512 kernel at the AMX level too. An AMX-INT8 version (each
+     * sub-block's int32 dots from a tile, then this kernel's integer and fp32 steps: the same
+     * bits) measured slower at n = 16 and no faster below (bench/notes/kquant_packed.md): the
+     * per-sub-block scaling of the dots, not the dot products, bounds both. */
     if (j->isa >= HSD_MM_AVX512 && hsd_quant_is_q8k(w->type)) { /* matmul_kq_avx512.c */
         hsd_kqp_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;

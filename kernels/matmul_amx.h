@@ -15,12 +15,6 @@
  *   in fp32 exactly as the AVX-512 kernel does, so the results are bit for bit the AVX-512
  *   kernel's (tests check this).
  *
- * - Q4_K/Q5_K/Q6_K (AMX-INT8, tdpbsud) over the k-quant groups of matmul_kq.h: per super-block
- *   the group's sub-blocks are unpacked to u8 once (8 vectors of 32 columns, Q6_K 4 of 16: one
- *   B tile each), each sub-block's exact int32 dot for up to 16 tokens comes out of the tile,
- *   and the AVX-512 kernel's integer steps (× scale, + −32·bsum for Q6_K) and fp32 steps
- *   follow: the results are bit for bit the AVX-512 kernel's (tests check this).
- *
  * Tile state: each call configures the tiles for its token count on the calling thread and
  * before returning puts back the configuration it found (llama.cpp's AMX kernels configure a
  * thread once and rely on it) or, when there was none, releases the tiles (no tile state left
@@ -50,11 +44,6 @@ void hsd_amx_bf16_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_pack
                        uint8_t *scratch);
 /* As hsd_q8p_rows (activations from hsd_q8p_prepare), on AMX-INT8: the same bits. */
 void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
-                     const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
-                     uint8_t *scratch);
-/* As hsd_kqp_rows (Q4_K/Q5_K/Q6_K, activations with hsd_kqp_prepare's extras), on AMX-INT8:
- * the same bits. */
-void hsd_amx_kq_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
                      const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                      uint8_t *scratch);
 #endif
