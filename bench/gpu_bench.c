@@ -108,7 +108,7 @@ hsd_mat rand_mat(hsd_dtype t, int32_t rows, int32_t cols, void **host) {
         else
             ((uint16_t *)h)[i] = hsd_fp32_to_fp16(v);
     }
-    hsd_mat m = {t, rows, cols, dev_from(h, rb * rows)};
+    hsd_mat m = {t, rows, cols, dev_from(h, rb * rows), NULL};
     *host = h;
     return m;
 }
@@ -309,7 +309,7 @@ static void bench_head(double bw) {
     for (size_t off = 0; off < total; off += tile)
         OK(hsd_cuda_upload(cu, du + off, h16, total - off < tile ? total - off : tile));
     OK(hsd_cuda_sync(cu));
-    hsd_mat U = {HSD_DT_BF16, V, d, du};
+    hsd_mat U = {HSD_DT_BF16, V, d, du, NULL};
     float *h = rand_f32(d), *dh = dev_from(h, sizeof(float) * d), *dout = dev(sizeof(float) * V);
     void *dxh = dev((size_t)d * 2);
     /* k distinct rows in random order (a partial Fisher-Yates shuffle) */
@@ -377,7 +377,7 @@ static void bench_head(double bw) {
     for (size_t off = 0; off < bup; off += tile)
         OK(hsd_cuda_upload(cu, dwu + off, h16, bup - off < tile ? bup - off : tile));
     OK(hsd_cuda_upload(cu, dwd, h16, bdown));
-    hsd_mat Wd = {HSD_DT_BF16, r, d, dwd}, Wu = {HSD_DT_BF16, V, r, dwu};
+    hsd_mat Wd = {HSD_DT_BF16, r, d, dwd, NULL}, Wu = {HSD_DT_BF16, V, r, dwu, NULL};
     float *dz = dev(sizeof(float) * r), *dscore = dev(sizeof(float) * V);
     int32_t *dsel = dev(sizeof(int32_t) * k);
     float t_lr[50], t_spec[50], t_topk[50];

@@ -81,7 +81,7 @@ void check_elementwise(void) {
     for (int k = 0; k < 3; k++) {
         void *hemb;
         hsd_mat emb = rand_mat(types[k], 1000, 96, &hemb);
-        hsd_mat hm = {types[k], 1000, 96, hemb};
+        hsd_mat hm = {types[k], 1000, 96, hemb, NULL};
         OK(hsd_cuda_embed(cu, dout, &emb, dtok, 5));
         for (int t = 0; t < 5; t++) hsd_mat_rows_f32(&hm, toks[t], 1, want + (size_t)t * 96);
         got = host_from(dout, 5 * 96);
@@ -109,7 +109,7 @@ void check_matmul(void) {
     for (int k = 0; k < 3; k++) {
         void *hw;
         hsd_mat w = rand_mat(types[k], rows, cols, &hw);
-        hsd_mat hm = {types[k], rows, cols, hw};
+        hsd_mat hm = {types[k], rows, cols, hw, NULL};
         for (int j = 0; j < 6; j++) {
             int32_t n = ns[j];
             hsd_cuda_use_cublas_gemv(cu, j == 1 || j == 2);
@@ -291,7 +291,7 @@ void check_fused(void) {
     const int32_t rows = 1024, cols = 2048;
     void *hw;
     hsd_mat w = rand_mat(HSD_DT_BF16, rows, cols, &hw);
-    hsd_mat hm = {HSD_DT_BF16, rows, cols, hw};
+    hsd_mat hm = {HSD_DT_BF16, rows, cols, hw, NULL};
     for (int32_t pass = 0; pass < 4; pass++) { /* n = 1 mma, 5 cuBLAS, 5 warp GEMM, 5 mma */
         int32_t nn = pass == 0 ? 1 : 5;
         hsd_cuda_use_cublas_gemv(cu, pass == 1);

@@ -16,7 +16,7 @@ void check_indexed_head(void) {
             int32_t d = ds[di];
             void *hu;
             hsd_mat U = rand_mat(types[ti], V, d, &hu);
-            hsd_mat hm = {types[ti], V, d, hu};
+            hsd_mat hm = {types[ti], V, d, hu, NULL};
             float *h = rand_f32(d), *row = malloc(sizeof(float) * d),
                   *want = malloc(sizeof(float) * V);
             int32_t *idx = malloc(sizeof(int32_t) * k);
@@ -112,8 +112,8 @@ void check_heads(void) {
     void *hdown, *hup, *hu;
     hsd_mat Wd = rand_mat(HSD_DT_BF16, r, d, &hdown), Wu = rand_mat(HSD_DT_BF16, Vs, r, &hup);
     hsd_mat U = rand_mat(HSD_DT_BF16, Vs, d, &hu);
-    hsd_mat hWd = {HSD_DT_BF16, r, d, hdown}, hWu = {HSD_DT_BF16, Vs, r, hup},
-            hU = {HSD_DT_BF16, Vs, d, hu};
+    hsd_mat hWd = {HSD_DT_BF16, r, d, hdown, NULL}, hWu = {HSD_DT_BF16, Vs, r, hup, NULL},
+            hU = {HSD_DT_BF16, Vs, d, hu, NULL};
     float *h = rand_f32(d), *dh = dev_from(h, sizeof(float) * d), *dz = dev(sizeof(float) * r);
     float *dout = dev(sizeof(float) * Vs), *scratch = malloc(sizeof(float) * 4 * d);
     float *z = malloc(sizeof(float) * r), *want = malloc(sizeof(float) * Vs);

@@ -1,10 +1,11 @@
-/* The Q8_0 or BF16 products alone, one thread, CPU time: the matrices of L layers of the
- * llama-3.2-1b shape (q, k, v, o 2048 wide; gate, up 8192 x 2048; down 2048 x 8192; random
- * Q8_0 blocks or bf16 values), each multiplied by n tokens per "forward", for n = 1, 2, 4, 8,
+/* The Q8_0, BF16, Q4_K, Q5_K or Q6_K products alone, one thread, CPU time: the matrices of L
+ * layers of the llama-3.2-1b shape (q, k, v, o 2048 wide; gate, up 8192 x 2048; down 2048 x
+ * 8192; random blocks with finite scales, or bf16 values), each multiplied by n tokens per
+ * "forward", for n = 1, 2, 4, 8,
  * 16. Thread CPU time rather than wall time, and the minimum over repetitions, so that a
  * shared machine's other processes distort it less (their memory traffic still does).
  *
- *   mm_kernel [q8_0|bf16] [layers] [reps]
+ *   mm_kernel [q8_0|bf16|q4_k|q5_k|q6_k] [layers] [reps]
  *
  * Built and run by bench/mm_kernel.sh; -DMMK_NO_PACK builds it against a library without
  * hsd_mm_pack. HSD_MATMUL=scalar|avx2|avx512|amx caps the kernel level (as the CLI does), in
@@ -28,11 +29,21 @@ static double cpu_ms(void) {
 }
 
 int main(int argc, char **argv) {
-    const int bf16 = argc > 1 && !strcmp(argv[1], "bf16");
-    if (argc > 1 && !bf16 && strcmp(argv[1], "q8_0")) {
-        fprintf(stderr, "mm_kernel: unknown type %s (q8_0 or bf16)\n", argv[1]);
+    static const struct {
+        const char *name;
+        hsd_dtype t;
+        int block, bytes; /* elements and bytes per block */
+    } types[] = {{"q8_0", HSD_DT_Q8_0, 32, 34},   {"bf16", HSD_DT_BF16, 1, 2},
+                 {"q4_k", HSD_DT_Q4_K, 256, 144}, {"q5_k", HSD_DT_Q5_K, 256, 176},
+                 {"q6_k", HSD_DT_Q6_K, 256, 210}};
+    int ty = 0;
+    while (argc > 1 && ty < 5 && strcmp(argv[1], types[ty].name)) ty++;
+    if (ty == 5) {
+        fprintf(stderr, "mm_kernel: unknown type %s (q8_0, bf16, q4_k, q5_k or q6_k)\n", argv[1]);
         return 2;
     }
+    const int bf16 = types[ty].t == HSD_DT_BF16;
+    const int blk = types[ty].block, bby = types[ty].bytes;
     int L = argc > 2 ? atoi(argv[2]) : 4, reps = argc > 3 ? atoi(argv[3]) : 9;
 #ifdef MMK_LEVELS
     const char *lv = getenv("HSD_MATMUL");
@@ -47,18 +58,23 @@ int main(int argc, char **argv) {
     srand(1);
     for (int i = 0; i < nm; i++) {
         int r = shapes[i % 7][0], c = shapes[i % 7][1];
-        size_t b = bf16 ? (size_t)r * c * 2 : (size_t)r * (c / 32) * 34;
+        size_t b = (size_t)r * (c / blk) * bby;
         uint8_t *d = malloc(b);
         if (!d) return 1;
         for (size_t k = 0; k < b; k++) d[k] = (uint8_t)rand();
         if (bf16) /* finite: exponent bits 0x3c..0x3f (|w| in 2^-7 .. 2) */
             for (size_t k = 1; k < b; k += 2) d[k] = (uint8_t)((d[k] & 0x80) | 0x3c | (d[k] & 3));
         else
-            for (size_t k = 0; k < b; k += 34) { /* a finite fp16 scale, 2^-7 .. 2^-6 */
-                uint16_t h = (uint16_t)(0x2000 | (rand() & 0x3ff));
-                memcpy(d + k, &h, 2);
+            for (size_t k = 0; k < b; k += bby) { /* finite fp16 scales, 2^-7 .. 2^-6 */
+                uint16_t h = (uint16_t)(0x2000 | (rand() & 0x3ff)), h2 = (uint16_t)(0x2000 | (rand() & 0x3ff));
+                if (types[ty].t == HSD_DT_Q6_K) {
+                    memcpy(d + k + 208, &h, 2);
+                } else {
+                    memcpy(d + k, &h, 2);
+                    if (types[ty].t != HSD_DT_Q8_0) memcpy(d + k + 2, &h2, 2); /* dmin */
+                }
             }
-        m[i] = (hsd_mat){bf16 ? HSD_DT_BF16 : HSD_DT_Q8_0, r, c, d};
+        m[i] = (hsd_mat){.type = types[ty].t, .rows = r, .cols = c, .data = d}; /* (designated: older trees have no .packed) */
         total += b;
 #ifndef MMK_NO_PACK
         if (hsd_mm_pack(&m[i])) return 1;
@@ -69,7 +85,7 @@ int main(int argc, char **argv) {
     hsd_mm_ws ws = {0};
     if (hsd_mm_ws_reserve(&ws, 1, 16, 8192)) return 1;
     printf("%d layers, %.0f MB of %s rows, 1 thread, min CPU ms over %d reps, kernels %s\n", L,
-           total / 1e6, bf16 ? "BF16" : "Q8_0", reps, hsd_mm_isa_name(hsd_mm_isa_default()));
+           total / 1e6, types[ty].name, reps, hsd_mm_isa_name(hsd_mm_isa_default()));
     static const int ns[] = {1, 2, 4, 8, 16};
     double t1 = 0;
     for (int a = 0; a < 5; a++) {
@@ -84,7 +100,7 @@ int main(int argc, char **argv) {
         }
         if (n == 1) t1 = best;
         printf("n=%2d  %7.2f ms  f(n)/f(1) %.2f  %5.1f GB/s  %6.1f GMAC/s\n", n, best, best / t1,
-               total / best / 1e6, (double)total / (bf16 ? 2 : 34.0 / 32) * n / best / 1e6);
+               total / best / 1e6, (double)total / ((double)bby / blk) * n / best / 1e6);
     }
     return 0;
 }

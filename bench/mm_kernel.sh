@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The Q8_0 or BF16 products alone (bench/mm_kernel.c: 1B-shaped matrices, one thread, CPU
+# The Q8_0, BF16, Q4_K, Q5_K or Q6_K products alone (bench/mm_kernel.c: 1B-shaped matrices, one thread, CPU
 # time), for this tree's library and optionally another tree's (before/after, alternating rounds).
 #
-#   bench/mm_kernel.sh [--build DIR] [--other TREE] [--type q8_0|bf16] [--layers 4] [--rounds 3]
+#   bench/mm_kernel.sh [--build DIR] [--other TREE] [--type q8_0|bf16|q4_k|q5_k|q6_k] [--layers 4] [--rounds 3]
 #                      [--levels "avx512 amx"]
 #
 # --levels: run this tree once per kernel level in each round (HSD_MATMUL=level).

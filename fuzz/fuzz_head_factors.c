@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     float u[16 * 8], x[2 * 8], logits[2 * 16];
     for (int i = 0; i < 16 * 8; i++) u[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     for (int i = 0; i < 2 * 8; i++) x[i] = (float)(i % 5) - 2.0f;
-    hsd_mat cls = {HSD_DT_F32, 16, 8, u};
+    hsd_mat cls = {HSD_DT_F32, 16, 8, u, NULL};
     for (int kind = HSD_HEAD_SPECULATIVE; kind <= HSD_HEAD_LOWRANK; kind++) {
         hsd_head_params p = hsd_head_default_params();
         p.kind = (hsd_head_kind)kind;

@@ -40,6 +40,11 @@ typedef struct hsd_mat {
     hsd_dtype type;
     int32_t rows, cols;
     const void *data;
+    /* The matrix's row-interleaved copy for the AVX-512/AMX products (kernels/matmul_pack.h),
+     * made by hsd_mm_pack and freed by hsd_mm_unpack; NULL otherwise. A by-value copy of the
+     * struct (a view) carries it, and the products use it only where its source and shape
+     * are the view's. */
+    const struct hsd_mm_packed *packed;
 } hsd_mat;
 
 float hsd_fp16_to_fp32(uint16_t h);

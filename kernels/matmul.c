@@ -11,6 +11,7 @@
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_kern.h"
 #include "kernels/matmul_bf16p.h"
+#include "kernels/matmul_kq.h"
 #include "kernels/matmul_q8.h"
 #include "kernels/quant.h"
 #include "lib/base/error.h"
@@ -67,7 +68,8 @@ static hsd_status ws_reserve(hsd_mm_ws *ws, size_t bytes) {
 /* Q8_K activations of the k-quant products, quantised once per job rather than once per
  * chunk of rows: at 8 tokens the per-chunk quantisation was 37% of a Q4_K_M forward. */
 static size_t q8k_acts_bytes(int32_t n, int32_t cols) {
-    return ((size_t)n * (size_t)(cols / HSD_QK_K) * sizeof(hsd_q8k) + 63) & ~(size_t)63;
+    return (((size_t)n * (size_t)(cols / HSD_QK_K) * sizeof(hsd_q8k) + 63) & ~(size_t)63) +
+           hsd_kqp_extra_bytes(n, cols);
 }
 
 /* Activations of the widest kind (Q8_0's u8 + scales, or BF16's pairs), then the row buffers. */
@@ -156,6 +158,14 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
     }
     if (j->isa >= HSD_MM_AVX512 && w->type == HSD_DT_BF16) { /* matmul_bf16p_avx512.c */
         hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        return;
+    }
+    /* k-quants: the AVX-512 kernel at the AMX level too. An AMX-INT8 version (each
+     * sub-block's int32 dots from a tile, then this kernel's integer and fp32 steps: the same
+     * bits) measured slower at n = 16 and no faster below (bench/notes/kquant_packed.md): the
+     * per-sub-block scaling of the dots, not the dot products, bounds both. */
+    if (j->isa >= HSD_MM_AVX512 && hsd_quant_is_q8k(w->type)) { /* matmul_kq_avx512.c */
+        hsd_kqp_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
     if (j->isa >= HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {
@@ -289,6 +299,14 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         const int64_t nb = w0->cols / HSD_QK_K;
         for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w0->cols, w0->cols, xk + t * nb);
         j->a.xk = xk;
+#ifdef HSD_MM_HAVE_AVX512
+        if (isa >= HSD_MM_AVX512) { /* the packed kernels' sums, after the blocks */
+            hsd_kqp_prepare(&j->a, w0->type,
+                            (uint8_t *)ws->buf + acts - hsd_kqp_extra_bytes(n, w0->cols));
+            for (int32_t i = 0; i < j->n_parts; i++)
+                j->part[i].pk = j->part[i].ids ? NULL : hsd_mm_packed_find(j->part[i].w);
+        }
+#endif
     }
 #ifdef HSD_MM_HAVE_AVX512
     if (q8p || bfp) {

@@ -82,16 +82,18 @@ hsd_status hsd_mm_run_fused(hsd_mm_ws *ws, hsd_pool *pool, int32_t nth, const fl
 hsd_status hsd_mm_run_isa(hsd_mm_ws *ws, hsd_mm_isa isa, float *out, int32_t ld, const float *x,
                           int32_t n, const hsd_mat *w, const int32_t *ids, int32_t count);
 
-/* Load-time repacking (Q8_0 and BF16 weights, when hsd_mm_isa_default() is the AVX-512 set;
- * else a no-op): keeps a row-interleaved copy of w (kernels/matmul_pack.h; as many bytes as w) that the
- * products of w then read instead of w, with the same results bit for bit. The copy is
- * found by w's data pointer and shape and counted per call: call hsd_mm_unpack(w) as many
- * times, before w's data goes away. Returns HSD_ERR_NOMEM when the copy cannot be made.
+/* Load-time repacking (Q8_0, BF16, Q4_K, Q5_K and Q6_K weights, when hsd_mm_isa_default() is
+ * the AVX-512 set or AMX; else a no-op): keeps a row-interleaved copy of w
+ * (kernels/matmul_pack.h; about as many bytes as w) in w->packed, that the products of w then
+ * read instead of w. For Q8_0 and BF16 the results are those of the on-the-fly packing bit
+ * for bit; for the k-quants too (matmul_kq.h). A no-op when w already has its copy. Call
+ * hsd_mm_unpack(w) before w goes away. Returns HSD_ERR_NOMEM when the copy cannot be made.
  * hsd_model_params.no_pack skips the copies of a model's matrices (memory over speed: the
  * products then pack each 16-row group on the fly, the same bits, slower). */
-hsd_status hsd_mm_pack(const hsd_mat *w);
+hsd_status hsd_mm_pack(hsd_mat *w);
 /* The same, packing on up to nth threads of pool (NULL: the calling thread). */
-hsd_status hsd_mm_pack_on(const hsd_mat *w, hsd_pool *pool, int32_t nth);
-void hsd_mm_unpack(const hsd_mat *w);
+hsd_status hsd_mm_pack_on(hsd_mat *w, hsd_pool *pool, int32_t nth);
+/* Frees w's packed copy (if any) and clears w->packed. */
+void hsd_mm_unpack(hsd_mat *w);
 
 #endif

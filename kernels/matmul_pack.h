@@ -3,9 +3,10 @@
  * Q8_0 and BF16 products under AVX-512 read their weights row-interleaved: rows in groups of
  * 16, one row per vector lane (layouts: matmul_q8.h, matmul_bf16p.h), so that one weight
  * vector feeds every token of a tile with no horizontal sum. hsd_mm_pack keeps such a copy of
- * a matrix; the registry is keyed by the matrix's data pointer so that hsd_mat stays four
- * fields (it is built by value in many places). Products of matrices without a copy, and of
- * row subsets, pack one group at a time into scratch: the same lanes, the same bits. */
+ * a matrix on the matrix itself (hsd_mat.packed; it was a process-wide registry keyed by the
+ * data pointer, searched under a mutex on every product). Products of matrices without a
+ * copy, and of row subsets, pack one group at a time into scratch: the same lanes, the same
+ * bits. */
 #ifndef HSD_KERNELS_MATMUL_PACK_H
 #define HSD_KERNELS_MATMUL_PACK_H
 
@@ -21,19 +22,28 @@
 typedef struct hsd_mm_packed {
     const void *src; /* the matrix data it was packed from */
     hsd_dtype type;
-    int32_t rows, cols, refs;
+    int32_t rows, cols;
     size_t group_bytes; /* bytes per group, a multiple of 64 */
     uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
 } hsd_mm_packed;
 
-/* Whether storage type t has a row-interleaved layout (Q8_0, BF16): its AVX-512 products run
+/* Whether storage type t has a row-interleaved layout (Q8_0, BF16, Q4_K/Q5_K/Q6_K:
+ * matmul_kq.h): its AVX-512 products run
  * on 16-row groups. */
 static inline bool hsd_mm_packed_type(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16;
+    return t == HSD_DT_Q8_0 || t == HSD_DT_BF16 || t == HSD_DT_Q4_K || t == HSD_DT_Q5_K ||
+           t == HSD_DT_Q6_K;
 }
 
-/* The registered packed copy of w, or NULL. */
-const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w);
+/* The packed copy of w, or NULL: w's own, where it was packed from w's data and shape (a view
+ * of part of a packed matrix copies the pointer, not the layout). */
+static inline const hsd_mm_packed *hsd_mm_packed_find(const hsd_mat *w) {
+    const hsd_mm_packed *p = w->packed;
+    return p && p->src == w->data && p->type == w->type && p->rows == w->rows &&
+                   p->cols == w->cols
+               ? p
+               : NULL;
+}
 
 /* Pointers to the `count` (<= 16) rows of one group: w's rows ids[first + j] with ids, else
  * first + j. */

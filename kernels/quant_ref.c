@@ -365,7 +365,7 @@ void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n
         for (int32_t k = 0; k < c; k++)
             hsd_quant_dequant(w->type, base + (size_t)(r + k) * rb, w->cols,
                               scratch + (size_t)k * w->cols);
-        hsd_mat f = {HSD_DT_F32, c, w->cols, scratch};
+        hsd_mat f = {HSD_DT_F32, c, w->cols, scratch, NULL};
         /* f32 rows never reach this function again, and need no scratch */
         hsd_matmul_rows(out + r, ld_out, x, n, &f, 0, c, NULL);
     }

@@ -205,7 +205,7 @@ static hsd_status upload_stacked(cuda_model *m, const hsd_mat *const *src, int n
     void *d = NULL;
     hsd_status s = hsd_cuda_alloc(m->cu, rb * (size_t)rows, &d);
     if (s != HSD_OK) return s;
-    *out = (hsd_mat){to, rows, src[0]->cols, d};
+    *out = (hsd_mat){to, rows, src[0]->cols, d, NULL};
     size_t off = 0;
     for (int i = 0; i < n_src && s == HSD_OK; i++) {
         s = upload_rows(m, src[i], to, (char *)d + off);

@@ -162,7 +162,7 @@ hsd_status hsd_synth_write_gguf_vocab(const hsd_synth_model *m, const char *path
             /* vectors as F32, like llama.cpp; Gemma's norms as 1 + w, like its converter */
             float *v = owned[i] = malloc(ne[0] * sizeof *v);
             if (!v) goto nomem;
-            hsd_mat mm = {t->type, 1, (int32_t)ne[0], t->data};
+            hsd_mat mm = {t->type, 1, (int32_t)ne[0], t->data, NULL};
             hsd_mat_rows_f32(&mm, 0, 1, v);
             for (uint64_t j = 0; norm && c->norm_unit_offset && j < ne[0]; j++) v[j] += 1.0f;
             data = v, nbytes = ne[0] * sizeof *v, type = HSD_GGML_F32;

@@ -119,7 +119,7 @@ static hsd_status setup_trimmed(hsd_head *h, const hsd_head_params *p, const cha
     for (int32_t i = 0; i < h->n_keep; i++)
         memcpy((uint8_t *)h->packed + (size_t)i * rb,
                (const uint8_t *)h->cls.data + (size_t)h->keep[i] * rb, rb);
-    h->packed_m = (hsd_mat){h->cls.type, h->n_keep, h->dim, h->packed};
+    h->packed_m = (hsd_mat){h->cls.type, h->n_keep, h->dim, h->packed, NULL};
     /* Q8_0 / BF16: the AVX-512 layout (kernels/matmul.h). Without memory for it the product
      * packs on the fly (the same bits, slower): a notice, not an error. */
     if (hsd_mm_pack(&h->packed_m) != HSD_OK) {
@@ -136,7 +136,7 @@ static hsd_status adopt_factors(hsd_head *h, float *down, float *up, int32_t ran
                                 const char *src) {
     h->rank = rank;
     h->down = down;
-    h->down_m = (hsd_mat){HSD_DT_F32, rank, h->dim, down};
+    h->down_m = (hsd_mat){HSD_DT_F32, rank, h->dim, down, NULL};
     size_t n = (size_t)h->vocab * (size_t)rank;
     if (h->cls.type == HSD_DT_F16 || h->cls.type == HSD_DT_BF16) {
         uint16_t *u = malloc(n * sizeof *u);
@@ -148,10 +148,10 @@ static hsd_status adopt_factors(hsd_head *h, float *down, float *up, int32_t ran
             u[i] = h->cls.type == HSD_DT_F16 ? hsd_fp32_to_fp16(up[i]) : hsd_fp32_to_bf16(up[i]);
         free(up);
         h->up = u;
-        h->up_m = (hsd_mat){h->cls.type, h->vocab, rank, u};
+        h->up_m = (hsd_mat){h->cls.type, h->vocab, rank, u, NULL};
     } else {
         h->up = up;
-        h->up_m = (hsd_mat){HSD_DT_F32, h->vocab, rank, up};
+        h->up_m = (hsd_mat){HSD_DT_F32, h->vocab, rank, up, NULL};
     }
     return HSD_OK;
 }

@@ -84,7 +84,7 @@ static hsd_status project_rows(const hsd_mat *U, const float *p, int32_t rank, f
         free(scratch);
         return hsd_error(HSD_ERR_NOMEM, "svd: out of memory");
     }
-    hsd_mat pm = {HSD_DT_F32, rank, d, p};
+    hsd_mat pm = {HSD_DT_F32, rank, d, p, NULL};
     for (int32_t r0 = 0; r0 < U->rows; r0 += SVD_BLOCK) {
         int32_t nb = U->rows - r0 < SVD_BLOCK ? U->rows - r0 : SVD_BLOCK;
         hsd_mat_rows_f32(U, r0, nb, blk);

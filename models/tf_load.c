@@ -72,10 +72,8 @@ static hsd_status get_matrix(hsd_tensor_lookup_fn lookup, void *ctx, const char 
     if (cols % hsd_dtype_block(r.type))
         return hsd_error(HSD_ERR_PARSE, "%s: tensor '%s' is %s with %d columns (not a multiple of %d)",
                          src, r.name, hsd_dtype_name(r.type), cols, hsd_dtype_block(r.type));
-    m->type = r.type;
-    m->rows = rows;
-    m->cols = cols;
-    m->data = r.data;
+    *m = (hsd_mat){r.type, rows, cols, r.data, NULL}; /* no packed copy yet (a whole struct:
+                                                         m may be an uninitialised local) */
     return HSD_OK;
 }
 
@@ -97,7 +95,7 @@ static hsd_status get_vector(hsd_tensor_lookup_fn lookup, void *ctx, const char 
                          src, r.name, hsd_dtype_name(r.type));
     float *v = malloc((size_t)len * sizeof *v);
     if (!v) return hsd_error(HSD_ERR_NOMEM, "%s: out of memory", src);
-    hsd_mat m = {r.type, 1, len, r.data};
+    hsd_mat m = {r.type, 1, len, r.data, NULL};
     hsd_mat_rows_f32(&m, 0, 1, v);
     *out = v;
     return HSD_OK;
@@ -174,10 +172,10 @@ static hsd_mat row_view(const hsd_mat *m, int32_t r0, int32_t rows) {
 
 /* The i-th matrix of the forward's products, i < 7 · layers + 1 (not tok_emb: its rows are
  * looked up). */
-static const hsd_mat *product_mat(const hsd_transformer *tf, int32_t i) {
+static hsd_mat *product_mat(hsd_transformer *tf, int32_t i) {
     if (i == 7 * tf->cfg.n_layers) return &tf->cls;
-    const hsd_tf_layer *L = &tf->layers[i / 7];
-    const hsd_mat *m[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up};
+    hsd_tf_layer *L = &tf->layers[i / 7];
+    hsd_mat *m[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up};
     return m[i % 7];
 }
 /* BF16 and Q8_0 weights get a row-interleaved copy for the AVX-512 products
@@ -205,7 +203,7 @@ static void pack_weights(hsd_transformer *tf) {
     tf->pack_tried = true;
     int32_t n = 7 * tf->cfg.n_layers + 1;
     for (int32_t i = 0; i < n; i++) {
-        const hsd_mat *w = product_mat(tf, i);
+        hsd_mat *w = product_mat(tf, i);
         if (hsd_mm_pack_on(w, tf->pool, tf->n_threads) == HSD_OK) {
             drop_packed_source(tf, w); /* matrix by matrix: the peak is one copy plus one */
         } else {

@@ -50,7 +50,7 @@ static inline cls_t make_cls(int32_t V, int32_t d, hsd_dtype type) {
             c.f[i] = hsd_bf16_to_fp32(b);
         }
     }
-    c.m = (hsd_mat){type, V, d, c.data};
+    c.m = (hsd_mat){type, V, d, c.data, NULL};
     return c;
 }
 

@@ -206,7 +206,7 @@ static void test_kernel_argument_checks(void **state) {
     (void)state;
     float *fake = (float *)(uintptr_t)0x1000; /* stands in for a device pointer */
     int32_t *ifake = (int32_t *)(uintptr_t)0x2000;
-    hsd_mat U = {HSD_DT_BF16, 1000, 64, fake};
+    hsd_mat U = {HSD_DT_BF16, 1000, 64, fake, NULL};
 
     assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &U, fake, ifake, 0), HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "k = 0"));
@@ -214,10 +214,10 @@ static void test_kernel_argument_checks(void **state) {
     assert_non_null(strstr(hsd_last_error(), "1000 rows"));
     assert_int_equal(hsd_cuda_indexed_head(NULL, NULL, &U, fake, ifake, 8), HSD_ERR_INVALID_ARG);
     assert_int_equal(hsd_cuda_indexed_head(NULL, fake, NULL, fake, ifake, 8), HSD_ERR_INVALID_ARG);
-    hsd_mat q8 = {HSD_DT_Q8_0, 1000, 64, fake};
+    hsd_mat q8 = {HSD_DT_Q8_0, 1000, 64, fake, NULL};
     assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &q8, fake, ifake, 8), HSD_ERR_UNSUPPORTED);
     assert_non_null(strstr(hsd_last_error(), "Q8_0"));
-    hsd_mat empty = {HSD_DT_F32, 0, 64, fake};
+    hsd_mat empty = {HSD_DT_F32, 0, 64, fake, NULL};
     assert_int_equal(hsd_cuda_indexed_head(NULL, fake, &empty, fake, ifake, 8),
                      HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "[0, 64]"));

@@ -76,7 +76,7 @@ static void test_svd_math(void **state) {
             for (int i = 0; i < d; i++) s += at[i * V + v] * sig[i] * bt[i * d + k];
             u[v * d + k] = (float)s;
         }
-    hsd_mat U = {HSD_DT_F32, V, d, u};
+    hsd_mat U = {HSD_DT_F32, V, d, u, NULL};
     float *down = malloc((size_t)r * d * sizeof *down), *up = malloc((size_t)V * r * sizeof *up);
     double sigma2[32];
     assert_int_equal(hsd_head_svd_factors(&U, r, NULL, 0, down, up, sigma2), HSD_OK);

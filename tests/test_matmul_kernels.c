@@ -12,6 +12,8 @@
 #include "hsd_tools.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_kq.h"
+#include "kernels/quant.h"
 #include "models/inflate.h"
 #include "lib/base/rng.h"
 #include "models/synth.h"
@@ -105,7 +107,7 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
             }
         }
     }
-    a.m = (hsd_mat){t, rows, cols, a.data};
+    a.m = (hsd_mat){t, rows, cols, a.data, NULL};
     return a;
 }
 static void free_mat(mat *a) {
@@ -472,6 +474,114 @@ static void test_amx_q8_matches_avx512(void **state) {
     }
 }
 
+/* A random k-quant matrix: random bytes (every bit pattern of the quants and of the packed
+ * 6-bit scales is a valid block) with the fp16 scales set to 2^-9..2^-5, so that every
+ * product contributes and nothing overflows. */
+static void *make_kquant(hsd_dtype t, int32_t rows, int32_t cols) {
+    size_t rb = hsd_dtype_row_bytes(t, cols), bb = hsd_dtype_block_bytes(t);
+    uint8_t *d = malloc(rb * rows);
+    for (size_t i = 0; i < rb * rows; i++) d[i] = (uint8_t)hsd_rng_u32(&rng);
+    for (size_t b = 0; b < rb * rows / bb; b++) {
+        uint8_t *blk = d + b * bb;
+        for (int k = 0; k < 2; k++) {
+            uint16_t h = double_to_half(
+                ldexp(1.0 + hsd_rng_uniform(&rng), -9 + (int)(hsd_rng_u32(&rng) % 4)));
+            if (t == HSD_DT_Q6_K) {
+                memcpy(blk + 208, &h, 2);
+                break;
+            }
+            memcpy(blk + 2 * k, &h, 2); /* d, then dmin */
+        }
+    }
+    return d;
+}
+
+/* The packed k-quant products (kernels/matmul_kq.h) on every level that runs them (AVX-512 and
+ * AMX): bit-identical to the scalar integer reference of the same arithmetic for every token,
+ * every n in 1..16 (so batch-invariant), packed at load time and packed on the fly, full and
+ * row subsets; and that reference within rounding of a float64 dot product of the dequantised
+ * weights (the GGUF block formulas, quant_ref.c) with the Q8_K-rounded activations. */
+static void test_kquant_packed_vs_reference(void **state) {
+    (void)state;
+    hsd_mm_isa isas[HSD_MM_N_ISA];
+    int32_t k = isa_list(isas), ran = 0;
+    hsd_rng_init(&rng, 31, 1);
+    static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
+    static const int32_t rows[] = {37, 1, 83}, cols[] = {256, 768, 512};
+    for (int ty = 0; ty < 3; ty++)
+        for (int s = 0; s < 3; s++) {
+            const hsd_dtype t = types[ty];
+            const int32_t R = rows[s], C = cols[s], nb = C / HSD_QK_K;
+            void *data = make_kquant(t, R, C);
+            hsd_mat m = {t, R, C, data, NULL};
+            float *x = malloc(16 * (size_t)C * sizeof *x), *wf = malloc((size_t)C * sizeof *wf);
+            for (int i = 0; i < 16 * C; i++) x[i] = nz() * 3.0f;
+            hsd_q8k *xq = malloc(16 * (size_t)nb * sizeof *xq);
+            for (int tk = 0; tk < 16; tk++) hsd_quant_q8k(x + (size_t)tk * C, C, xq + tk * nb);
+            float *ref = malloc(16 * (size_t)R * sizeof *ref);
+            const size_t rb = hsd_dtype_row_bytes(t, C);
+            double worst = 0;
+            for (int32_t r = 0; r < R; r++) {
+                hsd_quant_dequant_ref(t, (uint8_t *)data + rb * r, C, wf);
+                for (int tk = 0; tk < 16; tk++) {
+                    const hsd_q8k *xb = xq + tk * nb;
+                    ref[tk * R + r] = hsd_kqp_dot_ref(t, (uint8_t *)data + rb * r, xb, C);
+                    double e = 0, mag = 0;
+                    for (int32_t i = 0; i < C; i++) {
+                        double p = (double)wf[i] * ((double)xb[i / HSD_QK_K].d * xb[i / HSD_QK_K].qs[i % HSD_QK_K]);
+                        e += p, mag += fabs(p);
+                    }
+                    /* per block: the integer sums exact, float(I), float(M) and the two
+                     * products and fmas round (≤ 6 steps of 2^-24 of the block's magnitude),
+                     * the dequantised weights d·sc·q − dmin·m twice more */
+                    double err = fabs(ref[tk * R + r] - e), tol = (6.0 * nb + 4.0) * ldexp(mag, -24);
+                    if (err > tol)
+                        fprintf(stderr, "%s %dx%d row %d token %d: ref %.9g float64 %.9g\n",
+                                hsd_dtype_name(t), R, C, r, tk, ref[tk * R + r], e);
+                    assert_true(err <= tol);
+                    worst = fmax(worst, err / ldexp(mag, -24));
+                }
+            }
+            float *out = malloc(16 * (size_t)R * sizeof *out);
+            hsd_mm_ws ws = {0};
+            int levels = 0;
+            for (int32_t i = 0; i < k; i++) {
+                if (isas[i] < HSD_MM_AVX512) continue;
+                ran++, levels++;
+                for (int packed = 0; packed < 2; packed++) {
+                    if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
+                    for (int32_t n = 1; n <= 16; n++) {
+                        assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
+                        for (int32_t q = 0; q < n * R; q++)
+                            if (memcmp(&out[q], &ref[q], sizeof *out))
+                                fail_msg("%s %s %dx%d n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                         hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), R, C, n, packed,
+                                         q / R, q % R, out[q], ref[q]);
+                    }
+                    /* a row subset (packed on the fly, runs and jumps) */
+                    int32_t ids[8];
+                    for (int j = 0; j < 8; j++) ids[j] = (j < 3 ? j : 5 * j + 1) % R;
+                    float sub[16 * 8];
+                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], sub, 8, x, 16, &m, ids, 8), HSD_OK);
+                    for (int tk = 0; tk < 16; tk++)
+                        for (int j = 0; j < 8; j++)
+                            assert_memory_equal(&sub[tk * 8 + j], &ref[tk * R + ids[j]], sizeof(float));
+                    if (packed) hsd_mm_unpack(&m);
+                }
+            }
+            fprintf(stderr, "%-4s %3d x %-4d reference vs float64 %5.2f ulp-steps of the magnitude; "
+                    "packed kernels == reference on %d levels, n 1..16\n",
+                    hsd_dtype_name(t), R, C, worst, levels);
+            hsd_mm_ws_free(&ws);
+            free(out), free(ref), free(xq), free(x), free(wf), free(data);
+        }
+    if (!ran) {
+        fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): packed k-quant kernels not run\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+}
+
 /* Greedy speculative decoding gives AR's ids on every kernel level this CPU runs (the levels
  * are lowered with the one override, kernels/cpu_features.h): the trained babyllama inflated
  * (exactly) to the smollm-135m width in BF16 and Q8_0 — 32-column multiples, so BF16 runs on
@@ -570,6 +680,7 @@ int main(void) {
         cmocka_unit_test(test_fused_products),
         cmocka_unit_test(test_models_batch_invariant),
         cmocka_unit_test(test_amx_q8_matches_avx512),
+        cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,245 @@
+/* Q4_K / Q5_K / Q6_K × Q8_K activations on AVX-512 VNNI over row-interleaved weights (layout,
+ * arithmetic and why: matmul_kq.h). A tile is one group of 16 rows × up to 16 tokens: per
+ * sub-block it unpacks the group's weight vectors once (nibbles, fifth bits or 2-bit highs
+ * to u8 per lane) and runs, for each token,
+ *   s = 0 (Q6_K: −32·bsum_k)                     s += vpdpbusd(w_v, 4 bytes of x broadcast)
+ *   I += s · scale_sub-block                       (vpmulld: per lane, exact int32)
+ * and per 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
+ * per-token int32 sums stay in registers (T ≤ 16, plus ≤ 8 weight vectors); the fp32
+ * accumulators live in a small aligned array touched once per token and block. The build
+ * targets baseline x86-64; these functions carry their own target attribute and run only
+ * when the CPU has AVX-512 VNNI. */
+#include "kernels/matmul_kq.h"
+
+#ifdef HSD_MM_HAVE_AVX512
+
+#include <immintrin.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
+#define INL HSD_MM_INLINE
+#define UNROLL HSD_MM_UNROLL
+
+#define KQ_T 16 /* tokens per tile */
+/* Software prefetch distance in bytes of the weight stream (the Q8_0 kernel's, 12 KB, which
+ * measured best there; groups of a packed copy follow each other). */
+#define KQ_PF_BYTES (12 << 10)
+
+/* *s += w (u8) · the 4 signed bytes at x broadcast, the broadcast as the memory operand (GCC
+ * 12 emits the intrinsic form as a separate vpbroadcastd: see matmul_q8_avx512.c) */
+TGT static INL void dpbusd_bcast(__m512i *s, __m512i w, const void *x) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(*s)
+            : "v"(w), "m"(*(const int32_t *)x));
+}
+/* *s += the int16 pairs of w · the int16 pair at x broadcast */
+TGT static INL void dpwssd_bcast(__m512i *s, __m512i w, const void *x) {
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0"
+            : "+v"(*s)
+            : "v"(w), "m"(*(const int32_t *)x));
+}
+
+TGT static INL __m512i ld(const uint8_t *p) {
+    return _mm512_load_si512((const void *)p);
+}
+
+/* clang-format off */
+/* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
+ * token t goes to dst[t·dld + j]. */
+TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
+                           int pf, float *dst, int32_t dld, const int T, const int five) {
+    const size_t W = five ? 2560 : 2048;
+    const uint8_t *tail0 = grp + (size_t)nb * W;
+    const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
+    const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16);
+    float accb[KQ_T * 16] __attribute__((aligned(64)));
+    UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
+    for (int32_t b = 0; b < nb; b++) {
+        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 320;
+        __m512i isum[KQ_T];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *wq = wp + 512 * c;
+            if (pf) {
+                for (int l = 0; l < (five ? 10 : 8); l++)
+                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)c * (W / 4) + 64 * l), _MM_HINT_T0);
+            }
+            UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
+                const int s = 2 * c + hs;
+                __m512i w[8];
+                UNROLL for (int v = 0; v < 8; v++)
+                    w[v] = _mm512_and_si512(hs ? _mm512_srli_epi16(ld(wq + 64 * v), 4) : ld(wq + 64 * v), low);
+                if (five) {
+                    const __m128i cnt = _mm_cvtsi32_si128(s);
+                    UNROLL for (int v = 0; v < 8; v++)
+                        w[v] = _mm512_or_si512(w[v], _mm512_and_si512(_mm512_slli_epi16(
+                                   _mm512_srl_epi16(ld(wp + 2048 + 64 * v), cnt), 4), bit4));
+                }
+                const __m512i scv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
+                UNROLL for (int t = 0; t < T; t++) {
+                    const int8_t *xq = xk[(size_t)t * nb + b].qs + 32 * s;
+                    __m512i d = _mm512_setzero_si512();
+                    UNROLL for (int v = 0; v < 8; v++) dpbusd_bcast(&d, w[v], xq + 4 * v);
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+                }
+            }
+        }
+        __m512i mv[4];
+        UNROLL for (int p = 0; p < 4; p++)
+            mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const int32_t *e = xe + ((size_t)t * nb + b) * 16;
+            __m512i m = _mm512_setzero_si512();
+            UNROLL for (int p = 0; p < 4; p++) dpwssd_bcast(&m, mv[p], e + p);
+            const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+            __m512 ac = _mm512_load_ps(accb + 16 * t);
+            ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+            ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
+            _mm512_store_ps(accb + 16 * t, ac);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
+}
+
+/* Q6_K, as tile45. Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles):
+ * its 4 column quads i are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field
+ * 2·hi + kk/2 of qh dword 8h + 4(kk % 2) + i. */
+TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
+                          int pf, float *dst, int32_t dld, const int T) {
+    const size_t W = 3072;
+    const uint8_t *tail0 = grp + (size_t)nb * W;
+    const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
+    const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
+    float accb[KQ_T * 16] __attribute__((aligned(64)));
+    UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
+    for (int32_t b = 0; b < nb; b++) {
+        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
+        __m512i isum[KQ_T];
+        UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
+            if (pf) {
+                for (int l = 0; l < 24; l++)
+                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)h * 1536 + 64 * l), _MM_HINT_T0);
+            }
+            UNROLL for (int hi = 0; hi < 2; hi++) {
+                UNROLL for (int kk = 0; kk < 4; kk++) {
+                    const int k = 8 * h + 4 * hi + kk, f = 2 * hi + kk / 2;
+                    __m512i w[4];
+                    UNROLL for (int i = 0; i < 4; i++) {
+                        __m512i l = ld(ql + 64 * (4 * kk + i));
+                        l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
+                        __m512i q = ld(qh + 64 * (4 * (kk % 2) + i));
+                        q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
+                          : f == 2 ? q : _mm512_srli_epi16(q, 2);
+                        w[i] = _mm512_or_si512(l, _mm512_and_si512(q, bits45));
+                    }
+                    const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k)));
+                    UNROLL for (int t = 0; t < T; t++) {
+                        const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
+                        __m512i d = _mm512_set1_epi32(xe[((size_t)t * nb + b) * 16 + k]);
+                        UNROLL for (int i = 0; i < 4; i++) dpbusd_bcast(&d, w[i], xq + 4 * i);
+                        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+                    }
+                }
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+        UNROLL for (int t = 0; t < T; t++) {
+            const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
+            __m512 ac = _mm512_load_ps(accb + 16 * t);
+            ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dx), ac);
+            _mm512_store_ps(accb + 16 * t, ac);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
+}
+/* clang-format on */
+
+typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, float *,
+                        int32_t);
+#define DEF(T)                                                                                     \
+    TGT static void q4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
+                           float *dst, int32_t dld) {                                              \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 0);                                                  \
+    }                                                                                              \
+    TGT static void q5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
+                           float *dst, int32_t dld) {                                              \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 1);                                                  \
+    }                                                                                              \
+    TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
+                           float *dst, int32_t dld) {                                              \
+        tile6(g, nb, a, t0, pf, dst, dld, T);                                                      \
+    }
+DEF(1)
+DEF(2)
+DEF(3)
+DEF(4)
+DEF(5)
+DEF(6)
+DEF(7)
+DEF(8)
+DEF(9)
+DEF(10)
+DEF(11)
+DEF(12)
+DEF(13)
+DEF(14)
+DEF(15)
+DEF(16)
+#define ROW(p)                                                                                     \
+    {                                                                                              \
+        p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
+            p##_13, p##_14, p##_15, p##_16                                                         \
+    }
+static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
+
+/* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */
+static void run_group(const hsd_mm_acts *a, const tile_fn *tf, const uint8_t *grp, int pf,
+                      int32_t lo, int32_t hi, float *out, int32_t ld) {
+    const int32_t nb = a->cols / HSD_QK_K;
+    float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
+    for (int32_t t0 = 0; t0 < a->n; t0 += KQ_T) {
+        int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T;
+        if (lo == 0 && hi == HSD_MM_PACK_ROWS) {
+            tf[T - 1](grp, nb, a, t0, pf, out + (size_t)t0 * ld, ld);
+            continue;
+        }
+        tf[T - 1](grp, nb, a, t0, pf, part, HSD_MM_PACK_ROWS);
+        for (int32_t t = 0; t < T; t++)
+            memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_MM_PACK_ROWS + lo,
+                   (size_t)(hi - lo) * sizeof *part);
+    }
+}
+
+void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
+                  const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
+                  uint8_t *scratch) {
+    const tile_fn *tf = tiles[w->type == HSD_DT_Q4_K ? 0 : w->type == HSD_DT_Q5_K ? 1 : 2];
+    const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
+    if (pk && !ids) {
+        hsd_mm_span sp[3];
+        int ns = hsd_mm_group_spans(r0, count, sp);
+        for (int i = 0; i < ns; i++)
+            for (int32_t g = 0; g < sp[i].n_groups; g++)
+                run_group(a, tf, pk->data + (size_t)(sp[i].g + g) * gb, 1, sp[i].lo, sp[i].hi,
+                          out + sp[i].out_off + g * HSD_MM_PACK_ROWS, ld);
+        return;
+    }
+    /* no packed copy, or a row subset: pack each group into scratch first */
+    const uint8_t *rows[HSD_MM_PACK_ROWS];
+    for (int32_t k = 0; k < count; k += HSD_MM_PACK_ROWS) {
+        int32_t c = count - k < HSD_MM_PACK_ROWS ? count - k : HSD_MM_PACK_ROWS;
+        hsd_mm_group_rows(w, ids, r0 + k, c, rows);
+        hsd_kqp_pack_group(w->type, rows, c, a->cols / HSD_QK_K, scratch);
+        run_group(a, tf, scratch, 0, 0, c, out + k, ld);
+    }
+}
+
+#endif /* HSD_MM_HAVE_AVX512 */
