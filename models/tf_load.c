@@ -289,6 +289,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
+    tf->kv_type = HSD_DT_F32;
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);
@@ -317,14 +318,17 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->rope_sin = malloc(rope * sizeof(float));
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
-    tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
+    const int32_t att_rows = HSD_ATTN_TILE * (c->n_heads / c->n_kv_heads);
+    tf->att_floats = hsd_attn_scratch_floats(c->head_dim, att_rows);
+    tf->att = malloc((size_t)tf->n_threads * tf->att_floats * sizeof(float));
+    tf->att_rows = malloc((size_t)tf->n_threads * att_rows * sizeof *tf->att_rows);
     tf->pool = hsd_pool_create(tf->n_threads);
     bool swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
     if (swa_rope) {
         tf->rope_cos_swa = malloc(rope * sizeof(float));
         tf->rope_sin_swa = malloc(rope * sizeof(float));
     }
-    if (!tf->rope_cos || !tf->rope_sin || !tf->att || !tf->pool ||
+    if (!tf->rope_cos || !tf->rope_sin || !tf->att || !tf->att_rows || !tf->pool ||
         (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
         goto nomem;
     rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
@@ -392,6 +396,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->anc);
     free(tf->anc_off);
     free(tf->att);
+    free(tf->att_rows);
     hsd_mm_ws_free(&tf->mm);
     hsd_head_free(tf->head);
     if (tf->release) tf->release(tf->release_ctx);
