@@ -71,7 +71,7 @@ typedef struct fwd_opts {
     const char *model;
     hsd_opt_ints n, batch;
     int32_t prefix, reps, threads;
-    int backend, cpu;
+    int backend, cpu, kv_type;
 } fwd_opts;
 
 #define O(f) offsetof(fwd_opts, f)
@@ -84,6 +84,8 @@ static const hsd_opt fwd_table[] = {
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
     HSD_OPT_ROW_THREADS(fwd_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory)", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
      "instead: B sequences x n tokens, B forwards vs one batched forward (B <= 64)", 1, 64},
     {"cpu-time", 0, HSD_OPT_FLAG, O(cpu), NULL, "--batch in process CPU time instead of wall time",
@@ -100,6 +102,7 @@ const hsd_cli_spec hsd_spec_bench_forward = {
 int hsd_cmd_bench_forward(int argc, char **argv) {
     fwd_opts o = {0};
     o.prefix = 32;
+    o.kv_type = -1;
     o.n = (hsd_opt_ints){{1, 2, 4, 8, 16}, 5};
     HSD_OPTS_PARSE(&hsd_spec_bench_forward, &o, argc, argv, NULL);
     if (!o.model) return hsd_opts_fail(&hsd_spec_bench_forward, "--model is required");
@@ -118,6 +121,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     mp.n_seq = max_b;
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
+    if (o.kv_type >= 0) mp.kv_type = (hsd_kv_type)o.kv_type;
     hsd_model *m;
     double tl = hsd_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {

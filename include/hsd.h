@@ -215,6 +215,9 @@ HSD_API hsd_cpu_kernels hsd_cpu_kernels_active(void);
 /* One line naming the CPU's features the kernels use ("avx2 avx512 avx512_bf16 ... amx"). */
 HSD_API const char *hsd_cpu_kernels_features(void);
 
+/* KV cache element types (hsd_model_params.kv_type). */
+typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32 } hsd_kv_type;
+
 typedef struct hsd_model_params {
     int32_t n_ctx;     /* KV cache capacity in tokens; 0 = the model's context, capped at 4096 */
     int32_t n_threads; /* worker threads for the forward pass; 0 = 2 */
@@ -236,6 +239,9 @@ typedef struct hsd_model_params {
     /* Never hand F32 products to BLAS sgemm (which takes prefills of >= 32 tokens). The
      * CLI: HSD_NO_BLAS=1. */
     bool no_blas;
+    /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16 or F32 (exact
+     * keys and values, twice the memory and the attention's reads). The CLI: --kv-type. */
+    hsd_kv_type kv_type;
 } hsd_model_params;
 
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the

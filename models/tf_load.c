@@ -289,7 +289,12 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
-    tf->kv_type = HSD_DT_F32;
+    if ((unsigned)p.kv_type > HSD_KV_F32) {
+        free(tf);
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: kv_type %d is not f16 (0), bf16 (1) or f32 (2)",
+                         src, (int)p.kv_type);
+    }
+    tf->kv_type = p.kv_type == HSD_KV_F32 ? HSD_DT_F32 : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16 : HSD_DT_F16;
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);
@@ -336,9 +341,10 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     free(freq_factors);
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
-             "ctx %d/%d, %s weights%s%s%s%s%s",
+             "ctx %d/%d, %s weights, %s KV%s%s%s%s%s",
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
              c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
+             hsd_dtype_name(tf->kv_type),
              c->qkv_bias ? ", qkv bias" : "", c->qk_norm ? ", qk norm" : "",
              c->post_norms ? ", post norms" : "", c->swa_window > 0 ? ", sliding window" : "",
              tf->cls.data == tf->tok_emb.data ? ", tied" : "");

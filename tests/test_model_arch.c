@@ -95,9 +95,10 @@ static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, dou
     }
 }
 
-/* Logits [n][V] of tokens 0..n-1 from position 0, every layer written out plainly. */
+/* Logits [n][V] of tokens 0..n-1 from position 0, every layer written out plainly; kv16:
+ * keys and values rounded to fp16 (via fp32) as an F16 KV cache stores them. */
 static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n,
-                           bool no_window) {
+                           bool no_window, bool kv16) {
     const hsd_tf_config *c = &m->cfg;
     const int64_t d = c->dim, H = c->hidden_dim, hd = c->head_dim, nh = c->n_heads,
                   nkv = c->n_kv_heads, qd = nh * hd, kvd = nkv * hd, V = c->vocab_size;
@@ -142,6 +143,10 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
                 if (c->qk_norm)
                     rms(kt + hh * hd, kt + hh * hd, W(m, HSD_T_K_NORM, l), hd, c->norm_eps, u);
                 rope(kt + hh * hd, (int32_t)hd, t, c, theta, !slides);
+            }
+            for (int64_t i = 0; kv16 && i < kvd; i++) {
+                kt[i] = hsd_fp16_to_fp32(hsd_fp32_to_fp16((float)kt[i]));
+                vt[i] = hsd_fp16_to_fp32(hsd_fp32_to_fp16((float)vt[i]));
             }
         }
         for (int32_t t = 0; t < n; t++) {
@@ -252,23 +257,31 @@ static void test_float64_reference(void **state) {
         const int32_t V = sm->cfg.vocab_size, n = 48;
         int32_t tok[NTOK];
         tokens(tok, n, V);
-        double *ref = ref_forward(sm, tok, n, false);
-        hsd_transformer *tf;
-        assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf), HSD_OK);
+        /* the F32 cache against the exact reference, the F16 cache (the default) against the
+         * reference that rounds keys and values as it stores them */
+        double *ref = ref_forward(sm, tok, n, false, false), *ref16 = ref_forward(sm, tok, n, false, true);
+        hsd_transformer *tf = NULL, *tf16;
+        hsd_model_params p32 = hsd_model_default_params();
+        p32.kv_type = HSD_KV_F32;
+        assert_int_equal(hsd_synth_to_transformer(sm, &p32, &tf), HSD_OK);
+        assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf16), HSD_OK);
         static const char *how[3] = {"one chunk", "30 + 18 cached", "30 + 18 tree"};
-        for (int mode = 0; mode < 3; mode++) {
-            float *lg = hsd_logits(tf, tok, n, mode ? 30 : 0, mode == 2);
-            cmp_stats st = compare(lg, ref, n, V);
-            printf("%-13s %-15s vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
-                   shapes[s], how[mode], st.min_cos, st.max_rel, st.agree, n);
-            assert_true(st.min_cos > 0.99999);
-            assert_true(st.max_rel < 1e-3);
-            assert_int_equal(st.agree, n);
-            free(lg);
-        }
+        for (int kv = 0; kv < 2; kv++)
+            for (int mode = 0; mode < 3; mode++) {
+                float *lg = hsd_logits(kv ? tf16 : tf, tok, n, mode ? 30 : 0, mode == 2);
+                cmp_stats st = compare(lg, kv ? ref16 : ref, n, V);
+                printf("%-13s %-15s %s KV vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
+                       shapes[s], how[mode], kv ? "F16" : "F32", st.min_cos, st.max_rel, st.agree, n);
+                assert_true(st.min_cos > 0.99999);
+                assert_true(st.max_rel < 1e-3);
+                assert_int_equal(st.agree, n);
+                free(lg);
+            }
+        hsd_tf_free(tf16);
+        free(ref16);
         if (sm->cfg.swa_window >
             0) { /* the window matters here: without it the reference differs */
-            double *full = ref_forward(sm, tok, n, true);
+            double *full = ref_forward(sm, tok, n, true, false);
             float *lg = hsd_logits(tf, tok, n, 0, false);
             cmp_stats st = compare(lg, full, n, V);
             printf("%-13s without the window the reference is off: max rel err %.2e\n", shapes[s],
