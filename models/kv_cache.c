@@ -94,6 +94,10 @@ void hsd_tf_kv_head(const hsd_transformer *tf, int32_t seq, int32_t l, int32_t h
                     const void **v) {
     size_t i = slot(tf, seq, l), at = (size_t)h * tf->kv_cap[seq] * tf->cfg.head_dim *
                                       hsd_attn_elem_bytes(tf->kv_type);
+    if (!tf->kc[i]) { /* nothing stored yet (no pointer arithmetic on NULL) */
+        *k = *v = NULL;
+        return;
+    }
     *k = (const char *)tf->kc[i] + at;
     *v = (const char *)tf->vc[i] + at;
 }

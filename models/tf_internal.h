@@ -45,8 +45,11 @@ struct hsd_transformer {
     hsd_dtype kv_type;                  /* HSD_DT_F16 (default), HSD_DT_BF16 or HSD_DT_F32 */
     int32_t *kv_cap;                    /* [n_seq] */
     void **kc, **vc;                    /* [seq * n_layers + layer] */
-    float *rope_cos, *rope_sin;         /* [n_ctx][head_dim/2] */
+    float *rope_cos, *rope_sin;         /* [rope_n][head_dim/2], grown with the caches */
     float *rope_cos_swa, *rope_sin_swa; /* sliding layers' own base (NULL: the tables above) */
+    int32_t rope_n;                     /* positions the tables hold (<= n_ctx) */
+    bool swa_rope;                      /* the sliding layers have their own tables */
+    float *freq_factors;                /* [head_dim/2] the file's rope factors, or NULL */
     fw_seg *segs;                       /* [n_seq]: the slots of the forward in progress */
     int32_t n_segs;
 
@@ -69,6 +72,9 @@ struct hsd_transformer {
 /* Tokens of a chain that share one pass over their KV head in attention (each block of keys
  * and values is converted once for this many tokens x the KV head's query heads). */
 #define HSD_ATTN_TILE 8
+
+/* tf_load.c: the rope tables for at least `need` positions (need <= n_ctx). */
+hsd_status hsd_tf_rope_reserve(hsd_transformer *tf, int32_t need);
 
 /* layer.c */
 /* out[t][0..w.rows) = W · x[t] for t < n (out row stride ld), on the thread pool. */

@@ -127,7 +127,7 @@ static hsd_status check_config(const hsd_tf_config *c, const char *src) {
 /* cos/sin of position x frequency for rope base `theta`; the global layers also get Llama 3
  * scaling and a file's per-pair frequency factors, Gemma's sliding layers neither. */
 static void rope_table(hsd_transformer *tf, double theta, bool global, const float *freq_factors,
-                       float *cos_t, float *sin_t) {
+                       float *cos_t, float *sin_t, int32_t p0, int32_t p1) {
     const hsd_tf_config *c = &tf->cfg;
     int32_t half = c->head_dim / 2;
     for (int32_t i = 0; i < half; i++) {
@@ -147,7 +147,7 @@ static void rope_table(hsd_transformer *tf, double theta, bool global, const flo
         }
         if (global && freq_factors) inv /= freq_factors[i];
         if (global && c->rope_linear > 0) inv /= c->rope_linear;
-        for (int32_t p = 0; p < tf->n_ctx; p++) {
+        for (int32_t p = p0; p < p1; p++) {
             double a = p * inv;
             cos_t[(size_t)p * half + i] = (float)cos(a);
             sin_t[(size_t)p * half + i] = (float)sin(a);
@@ -318,9 +318,6 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
         if ((s = load_layer(tf, lookup, lctx, src, l))) goto fail;
 
     if (hsd_tf_kv_alloc(tf) != HSD_OK) goto nomem;
-    size_t rope = (size_t)tf->n_ctx * (c->head_dim / 2);
-    tf->rope_cos = malloc(rope * sizeof(float));
-    tf->rope_sin = malloc(rope * sizeof(float));
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
     const int32_t att_rows = HSD_ATTN_TILE * (c->n_heads / c->n_kv_heads);
@@ -328,17 +325,11 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->att = malloc((size_t)tf->n_threads * tf->att_floats * sizeof(float));
     tf->att_rows = malloc((size_t)tf->n_threads * att_rows * sizeof *tf->att_rows);
     tf->pool = hsd_pool_create(tf->n_threads);
-    bool swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
-    if (swa_rope) {
-        tf->rope_cos_swa = malloc(rope * sizeof(float));
-        tf->rope_sin_swa = malloc(rope * sizeof(float));
-    }
-    if (!tf->rope_cos || !tf->rope_sin || !tf->att || !tf->att_rows || !tf->pool ||
-        (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
-        goto nomem;
-    rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
-    if (swa_rope) rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa);
-    free(freq_factors);
+    /* the rope tables, like the caches, grow with the positions used (hsd_tf_rope_reserve) */
+    tf->swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
+    tf->freq_factors = freq_factors;
+    freq_factors = NULL;
+    if (!tf->att || !tf->att_rows || !tf->pool) goto nomem;
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
              "ctx %d/%d, %s weights, %s KV%s%s%s%s%s",
@@ -357,8 +348,8 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     *out = tf;
     return HSD_OK;
 nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (KV cache of %d tokens x %d sequences)", src,
-                  tf->n_ctx, tf->n_seq);
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (attention scratch of %d threads, %d sequences)",
+                  src, tf->n_threads, tf->n_seq);
 fail:
     free(freq_factors);
     hsd_tf_free(tf); /* release is not yet set: the caller keeps the mapping */
@@ -393,6 +384,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->rope_sin);
     free(tf->rope_cos_swa);
     free(tf->rope_sin_swa);
+    free(tf->freq_factors);
     free(tf->x);
     free(tf->xb);
     free(tf->q);
@@ -465,8 +457,36 @@ const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t la
 
 int32_t hsd_tf_n_ctx(const hsd_transformer *tf) { return tf->n_ctx; }
 
-void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
+hsd_status hsd_tf_rope_reserve(hsd_transformer *tf, int32_t need) {
+    if (need <= tf->rope_n) return HSD_OK;
+    const hsd_tf_config *c = &tf->cfg;
+    int64_t c64 = (int64_t)tf->rope_n + tf->rope_n / 2; /* as the caches: 1.5x, 64s, <= n_ctx */
+    if (c64 < need) c64 = need;
+    c64 = (c64 + 63) / 64 * 64;
+    const int32_t cap = c64 > tf->n_ctx ? tf->n_ctx : (int32_t)c64;
+    const size_t bytes = (size_t)cap * (c->head_dim / 2) * sizeof(float);
+    float **tabs[4] = {&tf->rope_cos, &tf->rope_sin, &tf->rope_cos_swa, &tf->rope_sin_swa};
+    for (int i = 0; i < (tf->swa_rope ? 4 : 2); i++) {
+        float *t = realloc(*tabs[i], bytes);
+        if (!t)
+            return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for rope tables of %d positions",
+                             cap);
+        *tabs[i] = t;
+    }
+    rope_table(tf, c->rope_theta, true, tf->freq_factors, tf->rope_cos, tf->rope_sin, tf->rope_n, cap);
+    if (tf->swa_rope)
+        rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa,
+                   tf->rope_n, cap);
+    tf->rope_n = cap;
+    return HSD_OK;
+}
+
+hsd_status hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
+    /* the views cover n_ctx positions: fill the lazily grown tables up to there (a transformer
+     * is always heap-allocated and mutable: the const is the caller's read-only promise) */
+    hsd_status s = hsd_tf_rope_reserve((hsd_transformer *)tf, tf->n_ctx);
     *cos_t = tf->rope_cos;
     *sin_t = tf->rope_sin;
+    return s;
 }
 
