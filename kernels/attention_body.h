@@ -43,22 +43,28 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     const uint8_t *kb = kv->k, *vb = kv->v;
     for (int32_t b0 = lo / B * B; b0 <= hi; b0 += B) {
         const int32_t bs = b0 > lo ? b0 : lo, be = b0 + B <= hi + 1 ? b0 + B : hi + 1;
-        /* the block's keys and values, once for every row of the call */
-        for (int32_t p = bs; p < be;) {
-            int32_t run = be - p; /* a run of physically consecutive positions */
-            size_t phys = (size_t)p;
-            if (kv->map && p >= kv->L) phys = (size_t)kv->L + kv->map[p - kv->L], run = 1;
-            else if (kv->map && p + run > kv->L) run = kv->L - p;
-            CONVERT(kv->type, kb + phys * hd * esz, kf + (size_t)(p - b0) * hd, run * hd);
-            CONVERT(kv->type, vb + phys * hd * esz, vf + (size_t)(p - b0) * hd, run * hd);
-            p += run;
+        /* the block's keys and values, once for every row of the call: an F32 block of
+         * consecutive positions is read in place, others converted (or gathered) to fp32 */
+        const float *kbf = kf, *vbf = vf;
+        if (kv->type == HSD_DT_F32 && (!kv->map || be <= kv->L)) {
+            kbf = (const float *)kb + (size_t)b0 * hd, vbf = (const float *)vb + (size_t)b0 * hd;
+        } else {
+            for (int32_t p = bs; p < be;) {
+                int32_t run = be - p; /* a run of physically consecutive positions */
+                size_t phys = (size_t)p;
+                if (kv->map && p >= kv->L) phys = (size_t)kv->L + kv->map[p - kv->L], run = 1;
+                else if (kv->map && p + run > kv->L) run = kv->L - p;
+                CONVERT(kv->type, kb + phys * hd * esz, kf + (size_t)(p - b0) * hd, run * hd);
+                CONVERT(kv->type, vb + phys * hd * esz, vf + (size_t)(p - b0) * hd, run * hd);
+                p += run;
+            }
         }
         for (int32_t r = 0; r < n_rows; r++) {
             const hsd_attn_row *rw = &rows[r];
             const int32_t r0 = rw->first > b0 ? rw->first : b0;
             const int32_t r1 = rw->last + 1 < be ? rw->last + 1 : be, n = r1 - r0;
             if (n <= 0) continue;
-            const float *kr = kf + (size_t)(r0 - b0) * hd, *vr = vf + (size_t)(r0 - b0) * hd;
+            const float *kr = kbf + (size_t)(r0 - b0) * hd, *vr = vbf + (size_t)(r0 - b0) * hd;
             /* scores: one dot product per position, vectorised over the head dimension */
             for (int32_t j = 0; j < n; j++) {
                 VT a = VZERO;
