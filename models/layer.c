@@ -1,6 +1,8 @@
 /* One decoder layer, the math of the forward (after llama2.c's run.c). The N new token rows
  * of a forward are stacked, so every weight row is read once for all of them; attention runs
- * per token against its own sequence slot's cache (kv_cache.c keeps those caches).
+ * per KV head against each token's own sequence slot's cache (kv_cache.c keeps those caches)
+ * through the streaming kernel (kernels/attention.h), all query heads of a KV head and up to
+ * HSD_ATTN_TILE tokens of a chain sharing one pass over its keys and values.
  *
  *   h = norm(x)                                     attention norm
  *   q, k, v = Wq h (+ bq), Wk h (+ bk), Wv h (+ bv)  projections (Qwen2: biases)
