@@ -56,7 +56,7 @@ struct hsd_transformer {
     /* scratch, grown to the largest n seen */
     int32_t cap_n;
     float *x, *xb, *q, *hb, *hb2;
-    float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
+    float *kbuf, *vbuf; /* the forward's new keys/values (fp32, kv_dim rows) before hsd_tf_kv_commit */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
     float *att;      /* [n_threads][att_floats] attention scratch (kernels/attention.h) */
     size_t att_floats;
