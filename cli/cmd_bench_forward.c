@@ -70,9 +70,9 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
 
 typedef struct fwd_opts {
     const char *model;
-    hsd_opt_ints n, batch;
-    int32_t prefix, reps, threads;
-    int backend, cpu;
+    hsd_opt_ints n, batch, prefix;
+    int32_t reps, threads;
+    int backend, cpu, kv_type;
 } fwd_opts;
 
 #define O(f) offsetof(fwd_opts, f)
@@ -80,14 +80,19 @@ static const hsd_opt fwd_table[] = {
     {"model", 'm', HSD_OPT_STRING, O(model), "M", "model file or directory", 0, 0},
     {"n", 0, HSD_OPT_INTS, O(n), "1,2,4,8,16", "new tokens per forward (default 1,2,4,8,16)", 1,
      1e6},
-    {"prefix", 0, HSD_OPT_INT, O(prefix), "P", "cached prefix before the timed forward (32)", 1,
-     1e6},
+    {"prefix", 0, HSD_OPT_INTS, O(prefix), "P[,P...]",
+     "cached prefix before the timed forward (32); a list: each depth in turn, the cache "
+     "extended from one to the next (decode cost at a context depth)", 1, 1 << 24},
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
     HSD_OPT_ROW_THREADS(fwd_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory)", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
      "instead: B sequences x n tokens, B forwards vs one batched forward (B <= 64)", 1, 64},
-    {"cpu-time", 0, HSD_OPT_FLAG, O(cpu), NULL, "--batch in process CPU time instead of wall time",
+    {"cpu-time", 0, HSD_OPT_FLAG, O(cpu), NULL,
+     "process CPU time instead of wall time (a shared machine; with --threads 1 for the plain "
+     "forward, where a waiting worker would count)",
      0, 0},
 };
 #undef O
@@ -100,12 +105,20 @@ const hsd_cli_spec hsd_spec_bench_forward = {
 
 int hsd_cmd_bench_forward(int argc, char **argv) {
     fwd_opts o = {0};
-    o.prefix = 32;
+    o.prefix = (hsd_opt_ints){{32}, 1};
+    o.kv_type = -1;
     o.n = (hsd_opt_ints){{1, 2, 4, 8, 16}, 5};
     HSD_OPTS_PARSE(&hsd_spec_bench_forward, &o, argc, argv, NULL);
     if (!o.model) return hsd_opts_fail(&hsd_spec_bench_forward, "--model is required");
     const char *model_path = o.model;
-    int32_t prefix = o.prefix, reps = o.reps, threads = o.threads, max_b = 1;
+    /* the depths, ascending: the cache grows from one to the next */
+    for (int i = 1; i < o.prefix.n; i++)
+        if (o.prefix.v[i] <= o.prefix.v[i - 1])
+            return hsd_opts_fail(&hsd_spec_bench_forward, "--prefix: depths must increase (%d after %d)",
+                                 o.prefix.v[i], o.prefix.v[i - 1]);
+    if (o.prefix.n > 1 && o.batch.n > 0)
+        return hsd_opts_fail(&hsd_spec_bench_forward, "--prefix: one depth with --batch");
+    int32_t prefix = o.prefix.v[o.prefix.n - 1], reps = o.reps, threads = o.threads, max_b = 1;
     int backend = o.backend, cpu = o.cpu, n_n = o.n.n, n_b = o.batch.n;
     const int32_t *n_list = o.n.v, *b_list = o.batch.v;
     for (int i = 0; i < n_b; i++)
@@ -119,6 +132,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     mp.n_seq = max_b;
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
+    if (o.kv_type >= 0) mp.kv_type = (hsd_kv_type)o.kv_type;
     hsd_model *m;
     double tl = cli_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {
@@ -162,36 +176,43 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
         }
         goto done;
     }
-    if (!logits || hsd_model_forward(m, toks, prefix, NULL, NULL, 0, NULL) != HSD_OK) {
-        fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
-        rc = 1;
-        goto done;
-    }
-    double base = 0;
-    printf("%4s %12s %12s %10s\n", "n", "ms/forward", "ms/token", "vs n=1");
-    for (int k = 0; k < n_n; k++) {
-        int32_t n = n_list[k];
-        /* warm-up, and a first timing to pick the repetition count */
-        double t = cli_timer_ms();
-        hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
-        hsd_model_kv_truncate(m, prefix);
-        t = cli_timer_ms() - t;
-        int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
-        if (R < 3) R = 3;
-        if (R > 2000) R = 2000;
-        double *times = malloc((size_t)R * sizeof *times);
-        for (int i = 0; i < R; i++) {
-            double t0 = cli_timer_ms();
-            hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
-            times[i] = cli_timer_ms() - t0;
-            hsd_model_kv_truncate(m, prefix);
+    for (int di = 0, have = 0; di < o.prefix.n; di++) {
+        prefix = o.prefix.v[di];
+        /* the cache extended to this depth (the tokens of the depths before stay) */
+        if (!logits || hsd_model_forward(m, toks + have, prefix - have, NULL, NULL, 0, NULL) != HSD_OK) {
+            fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
+            rc = 1;
+            goto done;
         }
-        qsort(times, (size_t)R, sizeof *times, cmp_double);
-        double med = times[R / 2];
-        free(times);
-        if (k == 0 || n == 1) base = med / n; /* per-token cost of the first entry */
-        printf("%4d %12.4f %12.4f %9.2fx\n", n, med, med / n, med / (base > 0 ? base : 1));
-        fflush(stdout);
+        have = prefix;
+        if (o.prefix.n > 1) printf("prefix %d\n", prefix);
+        double base = 0;
+        printf("%4s %12s %12s %10s\n", "n", "ms/forward", "ms/token", "vs n=1");
+        double (*clock_ms)(void) = cpu ? cli_timer_cpu_ms : cli_timer_ms;
+        for (int k = 0; k < n_n; k++) {
+            int32_t n = n_list[k];
+            /* warm-up, and a first timing to pick the repetition count */
+            double t = clock_ms();
+            hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
+            hsd_model_kv_truncate(m, prefix);
+            t = clock_ms() - t;
+            int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
+            if (R < 3) R = 3;
+            if (R > 2000) R = 2000;
+            double *times = malloc((size_t)R * sizeof *times);
+            for (int i = 0; i < R; i++) {
+                double t0 = clock_ms();
+                hsd_model_forward(m, toks + prefix, n, NULL, NULL, n, logits);
+                times[i] = clock_ms() - t0;
+                hsd_model_kv_truncate(m, prefix);
+            }
+            qsort(times, (size_t)R, sizeof *times, cmp_double);
+            double med = times[R / 2];
+            free(times);
+            if (k == 0 || n == 1) base = med / n; /* per-token cost of the first entry */
+            printf("%4d %12.4f %12.4f %9.2fx\n", n, med, med / n, med / (base > 0 ? base : 1));
+            fflush(stdout);
+        }
     }
 done:
     free(logits);

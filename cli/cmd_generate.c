@@ -19,7 +19,7 @@ typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
     const char *system, *messages;
-    int algo, backend, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt,
+    int algo, backend, kv_type, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt,
         ignore_eos;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx, draft_ctx;
     float temp, top_p, slrs_top_p;
@@ -73,6 +73,8 @@ static const hsd_opt gen_table[] = {
      1, 1 << 28},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory)", 0, 0},
     {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (per prompt) instead of text", 0, 0},
     {"no-stream", 0, HSD_OPT_FLAG, O(no_stream), NULL,
      "print the text when generation ends instead of as it becomes final", 0, 0},
@@ -168,6 +170,7 @@ static hsd_model_params model_params(const gen_opts *o, int32_t n_ctx, int32_t n
     prm.n_seq = n_seq;
     if (o->threads > 0) prm.n_threads = o->threads;
     if (o->backend >= 0) prm.backend = (hsd_backend)o->backend;
+    if (o->kv_type >= 0) prm.kv_type = (hsd_kv_type)o->kv_type;
     return prm;
 }
 
@@ -275,7 +278,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     const hsd_cli_spec *spec = &hsd_spec_generate;
     hsd_gen_params gp = hsd_gen_default_params();
     gen_opts o = {0};
-    o.algo = -1, o.backend = -1;
+    o.algo = -1, o.backend = -1, o.kv_type = -1;
     o.n = gp.max_new_tokens, o.k = gp.n_draft, o.k_max = gp.k_max, o.temp = gp.temp;
     o.top_k = gp.top_k, o.top_p = gp.top_p, o.seed = gp.seed, o.lookahead = gp.slrs_lookahead;
     o.slrs_top_k = gp.slrs_top_k, o.slrs_top_p = gp.slrs_top_p, o.slrs_nodes = gp.slrs_max_nodes;

@@ -247,6 +247,8 @@ typedef struct hsd_cuda_options {
     bool no_pdl;         /* products in plain stream order (no programmatic dependent launch) */
     int32_t mma_variant; /* 1..4: a fixed BF16 tensor-core block shape; 0: chosen per device */
 } hsd_cuda_options;
+/* KV cache element types (hsd_model_params.kv_type). */
+typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32 } hsd_kv_type;
 
 typedef struct hsd_model_params {
     size_t size;       /* sizeof(hsd_model_params), set by hsd_model_default_params() */
@@ -273,6 +275,9 @@ typedef struct hsd_model_params {
     /* CUDA only: comparisons against the tuned defaults (all zero). The library reads no
      * environment; the CLI maps HSD_CUDA_* onto these (docs/CLI.md). */
     hsd_cuda_options cuda;
+    /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16 or F32 (exact
+     * keys and values, twice the memory and the attention's reads). The CLI: --kv-type. */
+    hsd_kv_type kv_type;
 } hsd_model_params;
 
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the

@@ -562,7 +562,7 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     }
 #undef WT
     const float *cs, *sn;
-    hsd_tf_rope_tables(tf, &cs, &sn);
+    TRY(hsd_tf_rope_tables(tf, &cs, &sn));
     size_t rope = (size_t)m->n_ctx * (c->head_dim / 2);
     TRY(upload_f32(m, cs, rope, &m->rope_cos));
     TRY(upload_f32(m, sn, rope, &m->rope_sin));

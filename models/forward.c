@@ -138,6 +138,10 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
         any_tree |= b[i].parents != NULL;
     }
     if (any_tree && (s = build_trees(tf, b, nb, N)) != HSD_OK) return s;
+    for (int32_t i = 0; i < nb; i++) /* room for the new positions (contents kept) */
+        if ((s = hsd_tf_kv_reserve(tf, b[i].seq, tf->segs[i].L + b[i].n)) != HSD_OK ||
+            (s = hsd_tf_rope_reserve(tf, tf->segs[i].L + b[i].n)) != HSD_OK)
+            return s;
     for (int32_t i = 0; i < nb; i++) {
         const fw_seg *sg = &tf->segs[i];
         for (int32_t k = 0; k < sg->n; k++)

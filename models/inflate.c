@@ -139,7 +139,7 @@ static double src_inv_freq(const hsd_transformer *src, const hsd_tf_config *c, i
     }
     if (hsd_tf_n_ctx(src) < 2) return inv;
     const float *cs, *sn;
-    hsd_tf_rope_tables(src, &cs, &sn);
+    if (hsd_tf_rope_tables(src, &cs, &sn) != HSD_OK) return inv;
     int32_t half = c->head_dim / 2;
     double tab = atan2((double)sn[half + i], (double)cs[half + i]);
     return fabs(tab - inv) <= 1e-5 * inv ? inv : tab;

@@ -1,6 +1,8 @@
 /* One decoder layer, the math of the forward (after llama2.c's run.c). The N new token rows
  * of a forward are stacked, so every weight row is read once for all of them; attention runs
- * per token against its own sequence slot's cache (kv_cache.c keeps those caches).
+ * per KV head against each token's own sequence slot's cache (kv_cache.c keeps those caches)
+ * through the streaming kernel (kernels/attention.h), all query heads of a KV head and up to
+ * HSD_ATTN_TILE tokens of a chain sharing one pass over its keys and values.
  *
  *   h = norm(x)                                     attention norm
  *   q, k, v = Wq h (+ bq), Wk h (+ bk), Wv h (+ bv)  projections (Qwen2: biases)
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 #include "kernels/row_ops.h"
 #include "models/tf_internal.h"
@@ -93,64 +96,53 @@ void hsd_tf_softcap(const hsd_tf_config *c, float *x, size_t n) {
 
 typedef struct attn_job {
     hsd_transformer *tf;
-    int32_t layer, n;
+    int32_t layer;
 } attn_job;
 
-/* Gemma 2 style attention soft-capping; a no-op without it. */
-static void softcap_scores(const hsd_tf_config *c, float *att, int32_t n) {
-    if (c->attn_softcap > 0)
-        for (int32_t i = 0; i < n; i++) att[i] = c->attn_softcap * tanhf(att[i] / c->attn_softcap);
-}
-
-/* Attention of token t, head h: the keys it sees are its slot's cache and its own new
- * predecessors (a chain) or ancestors (a tree); a sliding layer drops those swa_window or
- * more positions back. */
-static void attn_token(hsd_transformer *tf, int32_t layer, int32_t t, int32_t h, float *att) {
+/* The rows of one unit of attention work: KV head h of segment sg, for chain tokens
+ * t0..t0+nt (a tile) or one tree token t0 (nt = 1, its ancestor list as the position map).
+ * Every query head of the KV head comes along (GQA: the block is read once for all). A
+ * row's visible positions: first..pos, first = pos - swa_window + 1 on sliding layers. */
+static void attn_unit(hsd_transformer *tf, int32_t layer, const fw_seg *sg, int32_t h,
+                      int32_t t0, int32_t nt, float *scratch, hsd_attn_row *rows) {
     const hsd_tf_config *c = &tf->cfg;
     const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
     const float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
-    const fw_seg *sg = &tf->segs[tf->tseg[t]];
-    const int32_t L = sg->L, pos = tf->pos[t];
-    const size_t loff = hsd_tf_cache_off(tf, sg->seq, layer), koff = (size_t)(h / kv_mul) * hd;
-    const float *kb = tf->key_cache + loff + koff, *vb = tf->value_cache + loff + koff;
-    const float *qv = tf->q + (size_t)t * tf->q_dim + (size_t)h * hd;
-    float *o = tf->xb + (size_t)t * tf->q_dim + (size_t)h * hd;
-    const size_t st = (size_t)tf->kv_dim;
-    int32_t first = 0; /* oldest visible position */
-    if (tf->layers[layer].slides && pos - c->swa_window + 1 > 0) first = pos - c->swa_window + 1;
-    if (sg->chain) { /* the slot's new keys follow its cache: positions first..pos in a row */
-        int32_t nv = pos + 1 - first;
-        hsd_attn_scores(att, qv, kb + (size_t)first * st, st, NULL, nv, hd, scale);
-        softcap_scores(c, att, nv);
-        hsd_softmax(att, nv);
-        hsd_attn_accum(o, att, vb + (size_t)first * st, st, NULL, nv, hd);
-        return;
+    hsd_attn_kv kv = {tf->kv_type, NULL, NULL, hd, sg->L, NULL};
+    hsd_tf_kv_head(tf, sg->seq, layer, h, &kv.k, &kv.v);
+    if (!sg->chain) kv.map = tf->anc + tf->anc_off[t0];
+    int32_t nr = 0;
+    for (int32_t t = t0; t < t0 + nt; t++) {
+        const int32_t pos = tf->pos[t];
+        int32_t first = 0;
+        if (tf->layers[layer].slides && pos - c->swa_window + 1 > 0) first = pos - c->swa_window + 1;
+        for (int32_t g = 0; g < kv_mul; g++) {
+            size_t off = (size_t)t * tf->q_dim + (size_t)(h * kv_mul + g) * hd;
+            rows[nr++] = (hsd_attn_row){tf->q + off, tf->xb + off, first, pos};
+        }
     }
-    /* a tree token sees the cache and its ancestors (anc list, at positions L + 0..depth) */
-    const int32_t *slots = tf->anc + tf->anc_off[t];
-    int32_t c0 = first < L ? first : L, a0 = first > L ? first - L : 0;
-    int32_t nc = L - c0, nn = tf->anc_off[t + 1] - tf->anc_off[t] - a0, nv = nc + nn;
-    hsd_attn_scores(att, qv, kb + (size_t)c0 * st, st, NULL, nc, hd, scale);
-    hsd_attn_scores(att + nc, qv, kb + (size_t)L * st, st, slots + a0, nn, hd, scale);
-    softcap_scores(c, att, nv);
-    hsd_softmax(att, nv);
-    hsd_attn_accum(o, att, vb + (size_t)c0 * st, st, NULL, nc, hd);
-    /* the ancestors continue the same running sum, one fused multiply-add per key in
-     * position order as the chain path's vector kernel does per lane: a tree row is then
-     * bit-identical to the row of the same path fed as a chain, so greedy verification of
-     * a tree cannot leave the target's own greedy text at a near-tie */
-    for (int32_t i = 0; i < nn; i++) {
-        const float a = att[nc + i], *vr = vb + (size_t)(L + slots[a0 + i]) * st;
-        for (int32_t d = 0; d < hd; d++) o[d] = fmaf(a, vr[d], o[d]);
-    }
+    hsd_attn_rows(&kv, rows, nr, scale, c->attn_softcap, scratch);
 }
 
+/* Units (segment x KV head x tile or tree token) dealt round-robin to the threads; which
+ * thread computes a row does not change its bits. */
 static void attn_task(void *arg, int32_t tid, int32_t nth) {
     attn_job *j = arg;
     hsd_transformer *tf = j->tf;
-    float *att = tf->att + (size_t)tid * (tf->n_ctx + tf->cfg.head_dim);
-    for (int32_t w = tid; w < j->n * tf->cfg.n_heads; w += nth)
-        attn_token(tf, j->layer, w / tf->cfg.n_heads, w % tf->cfg.n_heads, att);
+    const int32_t nkv = tf->cfg.n_kv_heads;
+    float *scratch = tf->att + (size_t)tid * tf->att_floats;
+    hsd_attn_row *rows = tf->att_rows + (size_t)tid * HSD_ATTN_TILE * (tf->cfg.n_heads / nkv);
+    int64_t w = 0;
+    for (int32_t i = 0; i < tf->n_segs; i++) {
+        const fw_seg *sg = &tf->segs[i];
+        const int32_t step = sg->chain ? HSD_ATTN_TILE : 1;
+        for (int32_t t = 0; t < sg->n; t += step)
+            for (int32_t h = 0; h < nkv; h++, w++) {
+                if (w % nth != tid) continue;
+                int32_t nt = sg->n - t < step ? sg->n - t : step;
+                attn_unit(tf, j->layer, sg, h, sg->t0 + t, nt, scratch, rows);
+            }
+    }
 }
 
 /* ---- the layer ------------------------------------------------------------------------- */
@@ -159,8 +151,7 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
     const hsd_tf_config *c = &tf->cfg;
     const hsd_tf_layer *Ly = &tf->layers[l];
     const int32_t dim = c->dim, hd = c->head_dim, half = hd / 2, H = c->hidden_dim;
-    float *k, *v; /* this layer's new keys and values: in the slot's cache or staged */
-    hsd_tf_kv_dest(tf, l, &k, &v);
+    float *k = tf->kbuf, *v = tf->vbuf; /* this layer's new keys and values, fp32 */
 
     /* 1. attention norm, then the q, k, v projections */
     rmsnorm_rows(tf->xb, tf->x, Ly->attn_norm, N, dim, c->norm_eps);
@@ -193,7 +184,7 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
     hsd_tf_kv_commit(tf, l, k, v); /* the new keys and values join their slots' caches */
 
     /* 4. attention of every token and head, into xb (q_dim wide) */
-    attn_job aj = {tf, l, N};
+    attn_job aj = {tf, l};
     hsd_pool_run(tf->pool, attn_task, &aj, tf->attn_work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
 
     /* 5. output projection (hb as the temporary), Gemma's post-attention norm, residual */

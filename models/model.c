@@ -41,7 +41,8 @@ hsd_model_params hsd_model_default_params(void) {
                           .n_seq = 1,
                           .cpu_kernels = HSD_CPU_KERNELS_AUTO,
                           .no_pack = false,
-                          .no_blas = false};
+                          .no_blas = false,
+                          .kv_type = HSD_KV_F16};
     return p;
 }
 

@@ -4,6 +4,7 @@
 #ifndef HSD_MODELS_TF_INTERNAL_H
 #define HSD_MODELS_TF_INTERNAL_H
 
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/threadpool.h"
 #include "models/transformer.h"
@@ -38,18 +39,28 @@ struct hsd_transformer {
     int32_t n_threads, n_ctx, q_dim, kv_dim;
     int32_t n_seq, cur;                 /* sequence slots; the one forward/kv_* act on */
     int32_t *kv_lens;                   /* [n_seq] */
-    float *key_cache, *value_cache;     /* [seq][layer][n_ctx][kv_dim] */
-    float *rope_cos, *rope_sin;         /* [n_ctx][head_dim/2] */
+    /* the caches (kv_cache.c): per slot and layer, keys and values [n_kv_heads][cap][head_dim]
+     * of kv_type (head-major: attention reads one head's positions in one sequential sweep),
+     * cap = kv_cap[seq] positions, grown on demand up to n_ctx */
+    hsd_dtype kv_type;                  /* HSD_DT_F16 (default), HSD_DT_BF16 or HSD_DT_F32 */
+    int32_t *kv_cap;                    /* [n_seq] */
+    void **kc, **vc;                    /* [seq * n_layers + layer] */
+    float *rope_cos, *rope_sin;         /* [rope_n][head_dim/2], grown with the caches */
     float *rope_cos_swa, *rope_sin_swa; /* sliding layers' own base (NULL: the tables above) */
+    int32_t rope_n;                     /* positions the tables hold (<= n_ctx) */
+    bool swa_rope;                      /* the sliding layers have their own tables */
+    float *freq_factors;                /* [head_dim/2] the file's rope factors, or NULL */
     fw_seg *segs;                       /* [n_seq]: the slots of the forward in progress */
     int32_t n_segs;
 
     /* scratch, grown to the largest n seen */
     int32_t cap_n;
     float *x, *xb, *q, *hb, *hb2;
-    float *kbuf, *vbuf; /* new keys/values of a multi-slot forward before they go to their caches */
+    float *kbuf, *vbuf; /* the forward's new keys/values (fp32, kv_dim rows) before hsd_tf_kv_commit */
     int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
-    float *att;      /* [n_threads][n_ctx + head_dim] attention scores */
+    float *att;      /* [n_threads][att_floats] attention scratch (kernels/attention.h) */
+    size_t att_floats;
+    hsd_attn_row *att_rows; /* [n_threads][HSD_ATTN_TILE * n_heads / n_kv_heads] */
     hsd_mm_ws mm; /* products' scratch, reserved for cap_n tokens of max_cols */
     int32_t max_cols;
     int64_t attn_work; /* multiply-adds of this forward's attention (threading threshold) */
@@ -58,9 +69,12 @@ struct hsd_transformer {
     hsd_model_timing timing; /* cumulative head / backbone split */
 };
 
-static inline size_t hsd_tf_cache_off(const hsd_transformer *tf, int32_t seq, int32_t layer) {
-    return ((size_t)seq * tf->cfg.n_layers + (size_t)layer) * tf->n_ctx * tf->kv_dim;
-}
+/* Tokens of a chain that share one pass over their KV head in attention (each block of keys
+ * and values is converted once for this many tokens x the KV head's query heads). */
+#define HSD_ATTN_TILE 8
+
+/* tf_load.c: the rope tables for at least `need` positions (need <= n_ctx). */
+hsd_status hsd_tf_rope_reserve(hsd_transformer *tf, int32_t need);
 
 /* layer.c */
 /* out[t][0..w.rows) = W · x[t] for t < n (out row stride ld), on the thread pool. */
@@ -71,12 +85,17 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N);
 /* The classifier rows: logits = U · norm(h), soft-capped where the architecture says so. */
 void hsd_tf_softcap(const hsd_tf_config *c, float *logits, size_t n);
 
-/* kv_cache.c: the slots' caches, allocated for n_seq x n_ctx at construction and released
- * with the transformer; where layer l's new keys and values go (the slot's cache directly,
- * or a staging buffer when several slots share the forward), and their hand-over. */
+/* kv_cache.c: the slots' caches, empty at construction, grown by hsd_tf_kv_reserve before a
+ * forward writes past their capacity, released with the transformer. Layer l's new keys and
+ * values are computed in fp32 (kbuf/vbuf, rows of kv_dim) and hsd_tf_kv_commit stores them
+ * in their slots' caches, converted to kv_type. */
 hsd_status hsd_tf_kv_alloc(hsd_transformer *tf);
 void hsd_tf_kv_free(hsd_transformer *tf);
-void hsd_tf_kv_dest(hsd_transformer *tf, int32_t l, float **k, float **v);
+/* Capacity of slot seq for at least `need` positions (need <= n_ctx), contents kept. */
+hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need);
 void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const float *v);
+/* Keys and values of slot seq, layer l, KV head h: position p at + p * head_dim elements. */
+void hsd_tf_kv_head(const hsd_transformer *tf, int32_t seq, int32_t l, int32_t h, const void **k,
+                    const void **v);
 
 #endif

@@ -125,7 +125,7 @@ static hsd_status check_config(const hsd_tf_config *c, const char *src) {
 /* cos/sin of position x frequency for rope base `theta`; the global layers also get Llama 3
  * scaling and a file's per-pair frequency factors, Gemma's sliding layers neither. */
 static void rope_table(hsd_transformer *tf, double theta, bool global, const float *freq_factors,
-                       float *cos_t, float *sin_t) {
+                       float *cos_t, float *sin_t, int32_t p0, int32_t p1) {
     const hsd_tf_config *c = &tf->cfg;
     int32_t half = c->head_dim / 2;
     for (int32_t i = 0; i < half; i++) {
@@ -145,7 +145,7 @@ static void rope_table(hsd_transformer *tf, double theta, bool global, const flo
         }
         if (global && freq_factors) inv /= freq_factors[i];
         if (global && c->rope_linear > 0) inv /= c->rope_linear;
-        for (int32_t p = 0; p < tf->n_ctx; p++) {
+        for (int32_t p = p0; p < p1; p++) {
             double a = p * inv;
             cos_t[(size_t)p * half + i] = (float)cos(a);
             sin_t[(size_t)p * half + i] = (float)sin(a);
@@ -287,6 +287,12 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
+    if ((unsigned)p.kv_type > HSD_KV_F32) {
+        free(tf);
+        return hsd_error(HSD_ERR_INVALID_ARG, "%s: kv_type %d is not f16 (0), bf16 (1) or f32 (2)",
+                         src, (int)p.kv_type);
+    }
+    tf->kv_type = p.kv_type == HSD_KV_F32 ? HSD_DT_F32 : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16 : HSD_DT_F16;
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);
@@ -310,29 +316,24 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
         if ((s = load_layer(tf, lookup, lctx, src, l))) goto fail;
 
     if (hsd_tf_kv_alloc(tf) != HSD_OK) goto nomem;
-    size_t rope = (size_t)tf->n_ctx * (c->head_dim / 2);
-    tf->rope_cos = malloc(rope * sizeof(float));
-    tf->rope_sin = malloc(rope * sizeof(float));
     tf->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (tf->q_dim > tf->max_cols) tf->max_cols = tf->q_dim;
-    tf->att = malloc((size_t)tf->n_threads * (tf->n_ctx + c->head_dim) * sizeof(float));
+    const int32_t att_rows = HSD_ATTN_TILE * (c->n_heads / c->n_kv_heads);
+    tf->att_floats = hsd_attn_scratch_floats(c->head_dim, att_rows);
+    tf->att = malloc((size_t)tf->n_threads * tf->att_floats * sizeof(float));
+    tf->att_rows = malloc((size_t)tf->n_threads * att_rows * sizeof *tf->att_rows);
     tf->pool = hsd_pool_create(tf->n_threads);
-    bool swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
-    if (swa_rope) {
-        tf->rope_cos_swa = malloc(rope * sizeof(float));
-        tf->rope_sin_swa = malloc(rope * sizeof(float));
-    }
-    if (!tf->rope_cos || !tf->rope_sin || !tf->att || !tf->pool ||
-        (swa_rope && (!tf->rope_cos_swa || !tf->rope_sin_swa)))
-        goto nomem;
-    rope_table(tf, c->rope_theta, true, freq_factors, tf->rope_cos, tf->rope_sin);
-    if (swa_rope) rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa);
-    free(freq_factors);
+    /* the rope tables, like the caches, grow with the positions used (hsd_tf_rope_reserve) */
+    tf->swa_rope = c->swa_window > 0 && c->rope_theta_swa > 0;
+    tf->freq_factors = freq_factors;
+    freq_factors = NULL;
+    if (!tf->att || !tf->att_rows || !tf->pool) goto nomem;
     snprintf(tf->desc, sizeof tf->desc,
              "%s %s: dim %d, hidden %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
-             "ctx %d/%d, %s weights%s%s%s%s%s",
+             "ctx %d/%d, %s weights, %s KV%s%s%s%s%s",
              c->arch, src, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
              c->head_dim, c->vocab_size, tf->n_ctx, c->seq_len, hsd_dtype_name(tf->layers[0].wq.type),
+             hsd_dtype_name(tf->kv_type),
              c->qkv_bias ? ", qkv bias" : "", c->qk_norm ? ", qk norm" : "",
              c->post_norms ? ", post norms" : "", c->swa_window > 0 ? ", sliding window" : "",
              tf->cls.data == tf->tok_emb.data ? ", tied" : "");
@@ -345,8 +346,8 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     *out = tf;
     return HSD_OK;
 nomem:
-    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (KV cache of %d tokens x %d sequences)", src,
-                  tf->n_ctx, tf->n_seq);
+    s = hsd_error(HSD_ERR_NOMEM, "%s: out of memory (attention scratch of %d threads, %d sequences)",
+                  src, tf->n_threads, tf->n_seq);
 fail:
     free(freq_factors);
     hsd_tf_free(tf); /* release is not yet set: the caller keeps the mapping */
@@ -381,6 +382,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->rope_sin);
     free(tf->rope_cos_swa);
     free(tf->rope_sin_swa);
+    free(tf->freq_factors);
     free(tf->x);
     free(tf->xb);
     free(tf->q);
@@ -390,6 +392,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     free(tf->anc);
     free(tf->anc_off);
     free(tf->att);
+    free(tf->att_rows);
     hsd_mm_ws_free(&tf->mm);
     hsd_head_free(tf->head);
     if (tf->release) tf->release(tf->release_ctx);
@@ -452,8 +455,36 @@ const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t la
 
 int32_t hsd_tf_n_ctx(const hsd_transformer *tf) { return tf->n_ctx; }
 
-void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
+hsd_status hsd_tf_rope_reserve(hsd_transformer *tf, int32_t need) {
+    if (need <= tf->rope_n) return HSD_OK;
+    const hsd_tf_config *c = &tf->cfg;
+    int64_t c64 = (int64_t)tf->rope_n + tf->rope_n / 2; /* as the caches: 1.5x, 64s, <= n_ctx */
+    if (c64 < need) c64 = need;
+    c64 = (c64 + 63) / 64 * 64;
+    const int32_t cap = c64 > tf->n_ctx ? tf->n_ctx : (int32_t)c64;
+    const size_t bytes = (size_t)cap * (c->head_dim / 2) * sizeof(float);
+    float **tabs[4] = {&tf->rope_cos, &tf->rope_sin, &tf->rope_cos_swa, &tf->rope_sin_swa};
+    for (int i = 0; i < (tf->swa_rope ? 4 : 2); i++) {
+        float *t = realloc(*tabs[i], bytes);
+        if (!t)
+            return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for rope tables of %d positions",
+                             cap);
+        *tabs[i] = t;
+    }
+    rope_table(tf, c->rope_theta, true, tf->freq_factors, tf->rope_cos, tf->rope_sin, tf->rope_n, cap);
+    if (tf->swa_rope)
+        rope_table(tf, c->rope_theta_swa, false, NULL, tf->rope_cos_swa, tf->rope_sin_swa,
+                   tf->rope_n, cap);
+    tf->rope_n = cap;
+    return HSD_OK;
+}
+
+hsd_status hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t) {
+    /* the views cover n_ctx positions: fill the lazily grown tables up to there (a transformer
+     * is always heap-allocated and mutable: the const is the caller's read-only promise) */
+    hsd_status s = hsd_tf_rope_reserve((hsd_transformer *)tf, tf->n_ctx);
     *cos_t = tf->rope_cos;
     *sin_t = tf->rope_sin;
+    return s;
 }
 

@@ -115,11 +115,12 @@ hsd_status hsd_tf_forward_batch(hsd_transformer *tf, const hsd_model_batch_seq *
 /* Read-only views for other backends (models/cuda_model.c uploads them). A matrix or fp32
  * vector of `kind` for `layer` (-1 for globals), NULL when the model has none (e.g. biases of
  * a Llama); a tied classifier is the embedding (same data). The rope tables are
- * [n_ctx][head_dim/2] cosines and sines, frequency scaling applied. */
+ * [n_ctx][head_dim/2] cosines and sines, frequency scaling applied (computed up to n_ctx by
+ * this call: the forward grows them lazily; HSD_ERR_NOMEM when they cannot be). */
 const hsd_mat *hsd_tf_matrix(const hsd_transformer *tf, hsd_tkind kind, int32_t layer);
 const float *hsd_tf_vector(const hsd_transformer *tf, hsd_tkind kind, int32_t layer);
 int32_t hsd_tf_n_ctx(const hsd_transformer *tf);
-void hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t);
+hsd_status hsd_tf_rope_tables(const hsd_transformer *tf, const float **cos_t, const float **sin_t);
 /* Draft head hook (models/head.h): the classifier step runs `head` instead of U h when one
  * is set. swap takes ownership of head (NULL = back to U) and returns the previous one for
  * the caller to free. */

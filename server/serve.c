@@ -25,7 +25,7 @@
 typedef struct serve_opts {
     const char *target, *target_tok, *draft, *draft_tok, *host, *api_key, *chat_template;
     const char *cors, *alias;
-    int algo, adaptive_k, backend;
+    int algo, adaptive_k, backend, kv_type;
     int32_t k, k_max, port, parallel, ctx, threads, n_predict, queue, timeout, max_body_kb;
 } serve_opts;
 
@@ -70,6 +70,8 @@ static const hsd_opt serve_table[] = {
      1, 1 << 21},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one)", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory)", 0, 0},
 };
 #undef O
 
@@ -135,6 +137,7 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
     mp.n_seq = o->parallel;
     if (o->threads > 0) mp.n_threads = o->threads;
     if (o->backend >= 0) mp.backend = (hsd_backend)o->backend;
+    if (o->kv_type >= 0) mp.kv_type = (hsd_kv_type)o->kv_type;
     hsd_cli_engine x;
     int rc = 1;
     if (hsd_cli_engine_load("serve", &x, o->target, tt, &mp, o->draft, dt, &mp)) goto out;
@@ -211,7 +214,7 @@ out:
 int hsd_cmd_serve(int argc, char **argv) {
     serve_opts o;
     memset(&o, 0, sizeof o);
-    o.algo = -1, o.backend = -1;
+    o.algo = -1, o.backend = -1, o.kv_type = -1;
     o.k = 4, o.k_max = 16, o.port = 8080, o.parallel = 4, o.n_predict = -1, o.queue = 64;
     o.timeout = 600, o.max_body_kb = 4096;
     o.host = "127.0.0.1";

@@ -63,6 +63,7 @@ static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, doub
     hsd_model_params p = hsd_model_default_params();
     p.n_ctx = 40;
     p.device_weights = dev_w;
+    p.kv_type = HSD_KV_F32; /* the device's cache is F32: compare like with like */
     hsd_transformer *tf;
     assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_OK);
     hsd_model_iface c, g;

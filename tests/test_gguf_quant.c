@@ -485,10 +485,15 @@ static void compare_logits(const float *a_all, const float *b_all, int32_t V, do
     r->rel_max = r->dmax / bmax;
 }
 
-/* hsd's logits of the model at `path`, every position of toks. */
+/* hsd's logits of the model at `path`, every position of toks; F32 KV cache like the
+ * oracle's (tests/oracle/llama_oracle.c): the comparison measures the weights' arithmetic,
+ * and F16 keys would round apart where the two arithmetics differ by an ulp (tests/
+ * test_model_arch compares the two F16 defaults). */
 static float *hsd_logits(const char *path, int32_t V, const int32_t *toks) {
     hsd_model *m;
-    hsd_status s = hsd_model_load(path, NULL, &m);
+    hsd_model_params p = hsd_model_default_params();
+    p.kv_type = HSD_KV_F32;
+    hsd_status s = hsd_model_load(path, &p, &m);
     if (s != HSD_OK) fail_msg("hsd cannot load %s: %s", path, hsd_last_error());
     assert_int_equal(hsd_model_vocab_size(m), V);
     float *lg = malloc(sizeof(float) * N_POS * V);

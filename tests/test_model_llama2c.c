@@ -193,7 +193,11 @@ static void check_logits_vs_f64(const char *name) {
     double *want = ref_forward(&r, story, T);
 
     hsd_model *m;
-    assert_int_equal(hsd_model_load(path, NULL, &m), HSD_OK);
+    /* the fp32 forward against fp64: an F32 KV cache (the F16 default is checked against a
+     * reference that rounds K/V as stored, tests/test_model_arch.c) */
+    hsd_model_params p = hsd_model_default_params();
+    p.kv_type = HSD_KV_F32;
+    assert_int_equal(hsd_model_load(path, &p, &m), HSD_OK);
     int32_t V = hsd_model_vocab_size(m);
     assert_int_equal(V, r.V);
     float *got = malloc((size_t)T * V * sizeof(float));

@@ -4,7 +4,10 @@
  * same n tokens with logits for every row, the KV cache truncated back to the prefix after
  * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
  *
- *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32] [--reps R] [--threads 2]
+ *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,512,...]] [--reps R] [--threads 2]
+ *
+ * A --prefix list measures each depth in turn (increasing), the cache extended from one to
+ * the next, as `hsd bench forward --prefix` does; a "prefix P" line heads each depth's rows.
  *
  * Output columns match hsd's: n, ms/forward, ms/token, forward(n)/forward(1).
  * Built by bench/peer/run.sh against llama.cpp v0.5.0 (scripts/install_llama_cpp.sh). */
@@ -50,7 +53,7 @@ static int decode(struct llama_context *ctx, struct llama_batch *b, const llama_
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL, *ns = "1,2,4,8,16";
+    const char *path = NULL, *ns = "1,2,4,8,16", *ps = "32";
     int32_t prefix = 32, reps = 0, threads = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -63,7 +66,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--n"))
             ns = v;
         else if (!strcmp(a, "--prefix"))
-            prefix = atoi(v);
+            ps = v;
         else if (!strcmp(a, "--reps"))
             reps = atoi(v);
         else if (!strcmp(a, "--threads"))
@@ -81,8 +84,20 @@ int main(int argc, char **argv) {
         if (!p) break;
         p++;
     }
-    if (!path || n_n == 0 || prefix < 1 || threads < 1) {
-        fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32] [--reps R] "
+    int32_t p_list[16], p_n = 0;
+    for (const char *p = ps; *p && p_n < 16;) {
+        p_list[p_n] = atoi(p);
+        if (p_list[p_n] < 1 || (p_n > 0 && p_list[p_n] <= p_list[p_n - 1])) {
+            p_n = 0;
+            break;
+        }
+        prefix = p_list[p_n++];
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    if (!path || n_n == 0 || p_n == 0 || threads < 1) {
+        fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,P...]] [--reps R] "
                         "[--threads 2]\n");
         return 2;
     }
@@ -129,37 +144,42 @@ int main(int argc, char **argv) {
     }
     struct llama_batch b = llama_batch_init(prefix > max_n ? prefix : max_n, 0, 1);
     llama_memory_t mem = llama_get_memory(ctx);
-    if (decode(ctx, &b, toks, prefix, 0, 0) != 0) {
-        fprintf(stderr, "llama_forward: prefix decode failed\n");
-        return 1;
-    }
-    printf("%4s %12s %12s %10s\n", "n", "ms/forward", "ms/token", "vs n=1");
-    double base = 0;
-    for (int k = 0; k < n_n; k++) {
-        int32_t n = n_list[k];
-        double t = now_ms();
-        if (decode(ctx, &b, toks + prefix, n, prefix, 1) != 0) {
-            fprintf(stderr, "llama_forward: decode of %d tokens failed\n", n);
+    for (int di = 0, have = 0; di < p_n; di++) {
+        prefix = p_list[di];
+        if (decode(ctx, &b, toks + have, prefix - have, have, 0) != 0) {
+            fprintf(stderr, "llama_forward: prefix decode failed\n");
             return 1;
         }
-        llama_memory_seq_rm(mem, 0, prefix, -1);
-        t = now_ms() - t;
-        int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
-        if (R < 3) R = 3;
-        if (R > 2000) R = 2000;
-        double *times = malloc((size_t)R * sizeof *times);
-        for (int i = 0; i < R; i++) {
-            double t0 = now_ms();
-            decode(ctx, &b, toks + prefix, n, prefix, 1);
-            times[i] = now_ms() - t0;
+        have = prefix;
+        if (p_n > 1) printf("prefix %d\n", prefix);
+        printf("%4s %12s %12s %10s\n", "n", "ms/forward", "ms/token", "vs n=1");
+        double base = 0;
+        for (int k = 0; k < n_n; k++) {
+            int32_t n = n_list[k];
+            double t = now_ms();
+            if (decode(ctx, &b, toks + prefix, n, prefix, 1) != 0) {
+                fprintf(stderr, "llama_forward: decode of %d tokens failed\n", n);
+                return 1;
+            }
             llama_memory_seq_rm(mem, 0, prefix, -1);
+            t = now_ms() - t;
+            int R = reps > 0 ? reps : (int)(1000.0 / (t > 0.01 ? t : 0.01));
+            if (R < 3) R = 3;
+            if (R > 2000) R = 2000;
+            double *times = malloc((size_t)R * sizeof *times);
+            for (int i = 0; i < R; i++) {
+                double t0 = now_ms();
+                decode(ctx, &b, toks + prefix, n, prefix, 1);
+                times[i] = now_ms() - t0;
+                llama_memory_seq_rm(mem, 0, prefix, -1);
+            }
+            qsort(times, (size_t)R, sizeof *times, cmp_double);
+            double med = times[R / 2];
+            free(times);
+            if (k == 0 || n == 1) base = med / n;
+            printf("%4d %12.4f %12.4f %9.2fx\n", n, med, med / n, med / (base > 0 ? base : 1));
+            fflush(stdout);
         }
-        qsort(times, (size_t)R, sizeof *times, cmp_double);
-        double med = times[R / 2];
-        free(times);
-        if (k == 0 || n == 1) base = med / n;
-        printf("%4d %12.4f %12.4f %9.2fx\n", n, med, med / n, med / (base > 0 ? base : 1));
-        fflush(stdout);
     }
     llama_batch_free(b);
     free(toks);

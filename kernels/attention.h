@@ -1,0 +1,56 @@
+/* Streaming (flash-style) attention over one KV head's cache: the visible positions are read
+ * in blocks of HSD_ATTN_BLOCK, each block converted to fp32 once and used by every query row
+ * of the call (the query heads that share the KV head under GQA, and several tokens of a
+ * chain), with an online softmax (running max and sum, the output rescaled when the max
+ * grows) so that no score buffer grows with the depth.
+ *
+ * Batch invariance: block boundaries are at multiples of HSD_ATTN_BLOCK in *logical*
+ * positions (the position a key has in the row's own sequence), and a row's arithmetic
+ * depends only on its query, its visible range and the keys and values at those positions.
+ * So a row's output is bit-identical whichever other rows share the call, however many
+ * tokens its forward has, and whether its ancestors arrive as a chain or as a tree path. It
+ * does depend on the CPU kernel level (kernels/cpu_features.h), fixed per process. */
+#ifndef HSD_KERNELS_ATTENTION_H
+#define HSD_KERNELS_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu_ops.h"
+
+#define HSD_ATTN_BLOCK 32
+
+/* One KV head's keys and values: position p at k + p * hd elements (head-major: a head's
+ * positions are contiguous, so a block is one sequential read). Logical positions below L
+ * are physical; logical position L + i is physical L + map[i] (a token tree's ancestor list)
+ * unless map is NULL (a chain: identity). */
+typedef struct hsd_attn_kv {
+    hsd_dtype type; /* HSD_DT_F32, HSD_DT_F16 or HSD_DT_BF16 */
+    const void *k, *v;
+    int32_t hd; /* head dimension, even */
+    int32_t L;
+    const int32_t *map;
+} hsd_attn_kv;
+
+/* One query row: out = softmax(softcap(scale q·K[first..last])) V[first..last]
+ * (logical positions, inclusive, first <= last). out may not alias q. */
+typedef struct hsd_attn_row {
+    const float *q;
+    float *out;
+    int32_t first, last;
+} hsd_attn_row;
+
+/* Floats of scratch a call with n_rows rows of head dimension hd needs. */
+size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows);
+
+/* The attention of n_rows rows against one KV head; softcap <= 0: none (Gemma 2's attention
+ * soft-cap softcap * tanh(s / softcap) otherwise). */
+void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_rows, float scale,
+                   float softcap, float *scratch);
+
+/* Stores n fp32 values as the cache type (round to nearest even). */
+void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n);
+/* Bytes of one cache element. */
+size_t hsd_attn_elem_bytes(hsd_dtype type);
+
+#endif

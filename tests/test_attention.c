@@ -1,0 +1,279 @@
+/* The streaming attention kernel (kernels/attention.c) against a float64 reference.
+ *
+ * The reference computes softmax(softcap(scale q·k)) V in double from the same cache values
+ * the kernel reads (F16/BF16 rounded, then exact in double), so the only difference is the
+ * kernel's fp32 arithmetic and its exp polynomial. Tolerance: |out - ref| <= 2e-6 * (1 + max
+ * |v|) per element, about 16 fp32 ulps of the value scale: the fp32 sums over up to 4,096
+ * positions with scores of magnitude ~5 stay inside it (the largest error seen is printed,
+ * ~1.7e-7), and a wrong mask, block or rescale is off by orders of magnitude more.
+ *
+ * Run at every CPU kernel level the machine has (scalar, AVX2, AVX-512): depths 1..4,096,
+ * GQA ratios 1, 4 and 8, F32/F16/BF16 caches, chains (causal), token trees, sliding windows,
+ * a soft-cap, and batch invariance (a row's bits alone = with others; a tree row's bits = the
+ * same path's as a chain). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attention.h"
+#include "kernels/cpu_features.h"
+#include "tests/quant_rows.h"
+#include "tests/testutil.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* uniform in [-1, 1) */
+    return (float)((double)(hsd_test_xorshift(&rng) >> 8) / (double)(1u << 24)) * 2.0f - 1.0f;
+}
+
+/* A KV head of n positions in `type`, and the same values read back as float. */
+typedef struct cache {
+    hsd_dtype type;
+    int32_t n, hd;
+    void *k, *v;
+    float *kf, *vf;
+} cache;
+
+static void cache_fill(cache *c, hsd_dtype type, int32_t n, int32_t hd) {
+    size_t cnt = (size_t)n * hd, es = hsd_attn_elem_bytes(type);
+    c->type = type, c->n = n, c->hd = hd;
+    c->k = malloc(cnt * es), c->v = malloc(cnt * es);
+    c->kf = malloc(cnt * sizeof(float)), c->vf = malloc(cnt * sizeof(float));
+    float *tmp = malloc(cnt * sizeof(float));
+    for (int pass = 0; pass < 2; pass++) {
+        /* keys scaled so that scores reach a few units: the softmax is neither flat nor
+         * one-hot */
+        for (size_t i = 0; i < cnt; i++) tmp[i] = urand() * (pass == 0 ? 2.0f : 1.0f);
+        void *dst = pass == 0 ? c->k : c->v;
+        float *back = pass == 0 ? c->kf : c->vf;
+        hsd_attn_store(type, dst, tmp, (int32_t)cnt);
+        for (size_t i = 0; i < cnt; i++) {
+            const uint16_t *h = dst;
+            back[i] = type == HSD_DT_F32 ? ((float *)dst)[i]
+                      : type == HSD_DT_F16 ? hsd_fp16_to_fp32(h[i])
+                                           : hsd_bf16_to_fp32(h[i]);
+        }
+    }
+    free(tmp);
+}
+
+static void cache_free(cache *c) {
+    free(c->k), free(c->v), free(c->kf), free(c->vf);
+}
+
+/* float64 attention of q over the physical positions pos[0..n) of c. */
+static void reference(const cache *c, const float *q, const int32_t *pos, int32_t n, double scale,
+                      double softcap, double *out) {
+    const int32_t hd = c->hd;
+    double *s = malloc((size_t)n * sizeof(double)), mx = -INFINITY, sum = 0;
+    for (int32_t j = 0; j < n; j++) {
+        double d = 0;
+        for (int32_t i = 0; i < hd; i++) d += (double)q[i] * c->kf[(size_t)pos[j] * hd + i];
+        d *= scale;
+        if (softcap > 0) d = softcap * tanh(d / softcap);
+        s[j] = d, mx = d > mx ? d : mx;
+    }
+    for (int32_t j = 0; j < n; j++) sum += s[j] = exp(s[j] - mx);
+    for (int32_t i = 0; i < hd; i++) out[i] = 0;
+    for (int32_t j = 0; j < n; j++)
+        for (int32_t i = 0; i < hd; i++) out[i] += s[j] / sum * c->vf[(size_t)pos[j] * hd + i];
+    free(s);
+}
+
+static double max_err_seen;
+
+static void check_row(const char *what, const cache *c, const float *q, const float *out,
+                      const int32_t *pos, int32_t n, float scale, float softcap) {
+    double ref[512], vmax = 0;
+    reference(c, q, pos, n, scale, softcap, ref);
+    for (int32_t j = 0; j < n; j++)
+        for (int32_t i = 0; i < c->hd; i++) {
+            double a = fabs(c->vf[(size_t)pos[j] * c->hd + i]);
+            vmax = a > vmax ? a : vmax;
+        }
+    for (int32_t i = 0; i < c->hd; i++) {
+        double err = fabs(out[i] - ref[i]), tol = 2e-6 * (1.0 + vmax);
+        if (err / (1.0 + vmax) > max_err_seen) max_err_seen = err / (1.0 + vmax);
+        if (!(err <= tol))
+            fail_msg("%s (%s, level %s, hd %d, %d positions): out[%d] = %.9g, float64 %.9g "
+                     "(|err| %.3g > %.3g)",
+                     what, hsd_dtype_name(c->type), hsd_cpu_level_name(hsd_cpu_level_active()),
+                     c->hd, n, i, out[i], ref[i], err, tol);
+    }
+}
+
+static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16};
+
+/* Runs body() at every level the CPU has. */
+static void each_level(void (*body)(void)) {
+    for (int lv = HSD_CPU_SCALAR; lv <= HSD_CPU_AVX512; lv++) {
+        if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) {
+            printf("# level %s: not on this CPU, skipped\n", hsd_cpu_level_name((hsd_cpu_level)lv));
+            continue;
+        }
+        hsd_cpu_level_limit((hsd_cpu_level)lv);
+        max_err_seen = 0;
+        body();
+        printf("# level %s: largest error %.3g x (1 + max|v|)\n",
+               hsd_cpu_level_name((hsd_cpu_level)lv), max_err_seen);
+    }
+    hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
+}
+
+/* Chains: T new tokens after a cache of depth - T; every query head of a GQA group, all in
+ * one call; each row against float64 and, bit for bit, against itself computed alone. */
+static void chain_body(void) {
+    static const int32_t depths[] = {1, 2, 3, 17, 64, 255, 1000, 4096};
+    static const int32_t ratios[] = {1, 4, 8};
+    static const int32_t hds[] = {64, 128, 8};
+    float *scratch = malloc(hsd_attn_scratch_floats(128, 64) * sizeof(float));
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t hi = 0; hi < 3; hi++)
+            for (size_t di = 0; di < sizeof depths / sizeof depths[0]; di++) {
+                const int32_t depth = depths[di], hd = hds[hi], T = depth < 4 ? depth : 4;
+                if (hd == 128 && depth > 1000) continue; /* the time goes to the reference */
+                cache c;
+                cache_fill(&c, types[ti], depth, hd);
+                int32_t *pos = malloc((size_t)depth * sizeof(int32_t));
+                for (int32_t j = 0; j < depth; j++) pos[j] = j;
+                for (size_t ri = 0; ri < 3; ri++) {
+                    const int32_t R = ratios[ri], nr = R * T;
+                    const int32_t window = (di % 2) && depth > 8 ? depth / 3 : 0; /* sliding */
+                    const float softcap = ri == 1 ? 3.0f : 0.0f, scale = 1.0f / sqrtf((float)hd);
+                    float *q = malloc((size_t)nr * hd * sizeof(float));
+                    float *out = malloc((size_t)nr * hd * sizeof(float)), alone[128];
+                    for (int32_t i = 0; i < nr * hd; i++) q[i] = urand();
+                    hsd_attn_row rows[64];
+                    for (int32_t t = 0; t < T; t++)
+                        for (int32_t h = 0; h < R; h++) {
+                            int32_t last = depth - T + t, first = window && last - window + 1 > 0 ? last - window + 1 : 0;
+                            rows[t * R + h] = (hsd_attn_row){q + (size_t)(t * R + h) * hd,
+                                                             out + (size_t)(t * R + h) * hd, first, last};
+                        }
+                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, depth, NULL};
+                    hsd_attn_rows(&kv, rows, nr, scale, softcap, scratch);
+                    for (int32_t r = 0; r < nr; r++) {
+                        char what[96];
+                        snprintf(what, sizeof what, "chain depth %d, ratio %d, row %d%s%s", depth,
+                                 R, r, window ? ", window" : "", softcap > 0 ? ", softcap" : "");
+                        check_row(what, &c, rows[r].q, rows[r].out, pos + rows[r].first,
+                                  rows[r].last - rows[r].first + 1, scale, softcap);
+                        hsd_attn_row one = rows[r];
+                        one.out = alone;
+                        hsd_attn_rows(&kv, &one, 1, scale, softcap, scratch);
+                        if (memcmp(alone, rows[r].out, (size_t)hd * sizeof(float)))
+                            fail_msg("%s: the row alone differs from the row among %d (batch "
+                                     "invariance)", what, nr);
+                    }
+                    free(q), free(out);
+                }
+                free(pos);
+                cache_free(&c);
+            }
+    free(scratch);
+}
+
+/* Token trees: a prefix of L positions, then n tree tokens at L..L+n; token i sees the
+ * prefix and its ancestors (itself included). Each row against float64 over exactly those
+ * positions, and bit for bit against the same path laid out as a chain. */
+static void tree_body(void) {
+    static const int32_t prefixes[] = {0, 5, 31, 32, 700};
+    static const int32_t parents[] = {-1, 0, 0, 1, 2, 3, 3, 6, 4, 8};
+    const int32_t n = 10, hd = 64, R = 4;
+    float *scratch = malloc(hsd_attn_scratch_floats(hd, R) * sizeof(float));
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t pi = 0; pi < sizeof prefixes / sizeof prefixes[0]; pi++) {
+            const int32_t L = prefixes[pi];
+            cache c, ch;
+            cache_fill(&c, types[ti], L + n, hd);
+            const size_t es = hsd_attn_elem_bytes(types[ti]), rowb = (size_t)hd * es;
+            for (int32_t i = 0; i < n; i++) {
+                int32_t anc[16], d = 0, pos[1024];
+                for (int32_t k = i; k >= 0; k = parents[k]) d++;
+                for (int32_t k = i, at = d - 1; k >= 0; k = parents[k]) anc[at--] = k;
+                for (int32_t j = 0; j < L; j++) pos[j] = j;
+                for (int32_t j = 0; j < d; j++) pos[L + j] = L + anc[j];
+                /* the same path as a chain: prefix, then the ancestors' rows in order */
+                ch.type = c.type, ch.n = L + d, ch.hd = hd;
+                ch.k = malloc((size_t)(L + d) * rowb), ch.v = malloc((size_t)(L + d) * rowb);
+                for (int32_t j = 0; j < L + d; j++) {
+                    memcpy((char *)ch.k + (size_t)j * rowb, (char *)c.k + (size_t)pos[j] * rowb, rowb);
+                    memcpy((char *)ch.v + (size_t)j * rowb, (char *)c.v + (size_t)pos[j] * rowb, rowb);
+                }
+                float q[4 * 64], out[4 * 64], outc[4 * 64];
+                for (int32_t k = 0; k < R * hd; k++) q[k] = urand();
+                for (int win = 0; win < 2; win++) {
+                    const int32_t last = L + d - 1;
+                    const int32_t first = win && last > 3 ? last - 3 : 0;
+                    hsd_attn_row rows[4], rowsc[4];
+                    for (int32_t h = 0; h < R; h++) {
+                        rows[h] = (hsd_attn_row){q + h * hd, out + h * hd, first, last};
+                        rowsc[h] = (hsd_attn_row){q + h * hd, outc + h * hd, first, last};
+                    }
+                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, L, anc};
+                    hsd_attn_kv kvc = {types[ti], ch.k, ch.v, hd, L + d, NULL};
+                    const float scale = 0.125f;
+                    hsd_attn_rows(&kv, rows, R, scale, 0.0f, scratch);
+                    hsd_attn_rows(&kvc, rowsc, R, scale, 0.0f, scratch);
+                    for (int32_t h = 0; h < R; h++) {
+                        char what[96];
+                        snprintf(what, sizeof what, "tree prefix %d, token %d (depth %d), head %d%s",
+                                 L, i, d, h, win ? ", window" : "");
+                        check_row(what, &c, q + h * hd, out + h * hd, pos + first, last - first + 1,
+                                  scale, 0.0f);
+                    }
+                    if (memcmp(out, outc, sizeof out))
+                        fail_msg("tree prefix %d, token %d: the tree row differs from the same "
+                                 "path as a chain", L, i);
+                }
+                free(ch.k), free(ch.v);
+            }
+            cache_free(&c);
+        }
+    free(scratch);
+}
+
+static void test_chain(void **state) {
+    (void)state;
+    each_level(chain_body);
+}
+
+static void test_tree(void **state) {
+    (void)state;
+    each_level(tree_body);
+}
+
+/* The cache stores round to nearest even: F16 as the scalar converter (which tests/
+ * test_model_forward checks), BF16 as truncation plus the rounding bit. */
+static void test_store(void **state) {
+    (void)state;
+    float x[37];
+    uint16_t h[37];
+    for (int i = 0; i < 37; i++) x[i] = urand() * 1000.0f;
+    x[3] = 65504.0f, x[4] = 1e-7f, x[5] = -0.0f;
+    for (int lv = HSD_CPU_SCALAR; lv <= HSD_CPU_AVX2; lv++) {
+        if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) continue;
+        hsd_cpu_level_limit((hsd_cpu_level)lv);
+        hsd_attn_store(HSD_DT_F16, h, x, 37);
+        for (int i = 0; i < 37; i++) {
+            double back = hsd_fp16_to_fp32(h[i]), ulp = ldexp(1.0, (int)floor(log2(fabs(x[i]) + 1e-30)) - 10);
+            if (fabs(x[i]) < 6.1e-5) ulp = ldexp(1.0, -24);
+            assert_true(fabs(back - x[i]) <= 0.5 * ulp);
+        }
+    }
+    hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
+    hsd_attn_store(HSD_DT_BF16, h, x, 37);
+    for (int i = 0; i < 37; i++) {
+        double back = hsd_bf16_to_fp32(h[i]);
+        assert_true(fabs(back - x[i]) <= fabs(x[i]) * ldexp(1.0, -8));
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_store),
+        cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_tree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
