@@ -11,6 +11,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "kernels/simd_exp.h"
 #define HSD_ATTN_X86 1
 #endif
 
@@ -67,24 +69,6 @@ static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t n) 
 /* ---- AVX2 + FMA + F16C ------------------------------------------------------------------ */
 #define HSD_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-/* Cephes-style expf on 8 lanes (as kernels/cpu_ops.c's softmax): exp(x) = 2^n p(r),
- * r = x - n ln2, |err| ~ 2 ulp. */
-HSD_AVX2 static inline __m256 attn_exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
 
 HSD_AVX2 static inline float attn_hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -119,7 +103,7 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
 #define VSUB(a, b) _mm256_sub_ps((a), (b))
 #define VHSUM(v) attn_hsum8(v)
-#define VEXP(v) attn_exp8(v)
+#define VEXP(v) hsd_exp8(v)
 #define CONVERT convert_avx2
 #include "kernels/attention_body.h"
 #undef SFX
@@ -140,22 +124,6 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
 /* ---- AVX-512 ---------------------------------------------------------------------------- */
 #define HSD_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 
-HSD_AVX512 static inline __m512 attn_exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
 
 HSD_AVX512 static inline float attn_hsum16(__m512 v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
@@ -191,7 +159,7 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
 #define VMUL(a, b) _mm512_mul_ps((a), (b))
 #define VSUB(a, b) _mm512_sub_ps((a), (b))
 #define VHSUM(v) attn_hsum16(v)
-#define VEXP(v) attn_exp16(v)
+#define VEXP(v) hsd_exp16(v)
 #define CONVERT convert_avx512
 #include "kernels/attention_body.h"
 #undef SFX

@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "kernels/simd_exp.h"
 #define HSD_X86 1
 #define HSD_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
@@ -282,24 +284,8 @@ HSD_AVX2 static float dot_f32_avx2(const float *a, const float *b, int32_t n) {
     return dot1_avx2(HSD_DT_F32, (const uint8_t *)a, b, n);
 }
 
-/* Cephes-style expf on 8 lanes: exp(x) = 2^n * p(r), r = x - n*ln2, |err| ~ 2 ulp. Used by
- * softmax and SiLU, whose libm expf calls were a quarter of a small model's token time. */
-HSD_AVX2 static inline __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
+/* exp8: kernels/simd_exp.h (softmax and SiLU, whose libm expf calls were a quarter of a small
+ * model's token time). */
 
 HSD_AVX2 static float softmax_avx2(float *x, int32_t n) {
     __m256 mv = _mm256_set1_ps(-INFINITY);
@@ -312,7 +298,7 @@ HSD_AVX2 static float softmax_avx2(float *x, int32_t n) {
     for (; i < n; i++) max = x[i] > max ? x[i] : max;
     __m256 sv = _mm256_setzero_ps(), bm = _mm256_set1_ps(max);
     for (i = 0; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
+        __m256 e = hsd_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
         _mm256_storeu_ps(x + i, e);
         sv = _mm256_add_ps(sv, e);
     }
@@ -326,7 +312,7 @@ HSD_AVX2 static void silu_mul_avx2(float *g, const float *u, int32_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_loadu_ps(g + i);
-        __m256 d = _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+        __m256 d = _mm256_add_ps(one, hsd_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x)));
         _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, d), _mm256_loadu_ps(u + i)));
     }
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];

@@ -10,6 +10,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "kernels/simd_exp.h"
 #define ROW_X86 1
 #define ROW_AVX2 __attribute__((target("avx2,fma")))
 #define ROW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
@@ -17,17 +19,7 @@
 
 /* Constants of the Cephes-style expf (exp(x) = 2^n p(r), r = x - n ln2) and tanhf (an odd
  * polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above). */
-#define EXP_HI 88.3f
-#define EXP_LO -87.3f /* below: exp < 1.2e-38, flushed to an exact 0 (-inf logits give 0) */
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f
-#define LN2_LO -2.12194440e-4f
-#define EP0 1.9875691500e-4f
-#define EP1 1.3981999507e-3f
-#define EP2 8.3334519073e-3f
-#define EP3 4.1665795894e-2f
-#define EP4 1.6666665459e-1f
-#define EP5 5.0000001201e-1f
+#define EXP_LO HSD_EXP_LO /* below: exp < 1.2e-38, flushed to an exact 0 (-inf logits give 0) */
 #define TANH_SMALL 0.625f
 #define TP0 -5.70498872745e-3f
 #define TP1 2.06390887954e-2f
@@ -78,23 +70,6 @@ static void softcap_scalar(float *x, size_t n, float cap) {
 #ifdef ROW_X86
 /* ---- AVX2 ------------------------------------------------------------------------------- */
 
-ROW_AVX2 static inline __m256 exp8(__m256 x) {
-    __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LO)), _mm256_set1_ps(EXP_HI));
-    __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EP0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP5));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), lo);
-}
 
 ROW_AVX2 static inline __m256 tanh8(__m256 z) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -106,7 +81,7 @@ ROW_AVX2 static inline __m256 tanh8(__m256 z) {
     p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(TP3));
     p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(TP4));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, z2), z, z);
-    __m256 e = exp8(_mm256_add_ps(a, a));
+    __m256 e = hsd_exp8(_mm256_add_ps(a, a));
     __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f),
                                _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
     big = _mm256_or_ps(big, _mm256_and_ps(z, sign));
@@ -169,14 +144,14 @@ ROW_AVX2 static double exp_sum_avx2(const float *x, int32_t n, float mx, float s
     __m256d acc = _mm256_setzero_pd();
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), s));
+        __m256 e = hsd_exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), s));
         if (out) _mm256_storeu_ps(out + i, e);
         acc = add_f32x8_pd(acc, e);
     }
     if (i < n) { /* the tail through the same code, padded with -inf (exp = 0) */
         float t[8];
         for (int l = 0; l < 8; l++) t[l] = i + l < n ? x[i + l] : -INFINITY;
-        __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(t), m), s));
+        __m256 e = hsd_exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(t), m), s));
         _mm256_storeu_ps(t, e);
         if (out) memcpy(out + i, t, (size_t)(n - i) * sizeof *out);
         acc = add_f32x8_pd(acc, e);
@@ -222,23 +197,6 @@ ROW_AVX2 static void softcap_avx2(float *x, size_t n, float cap) {
 
 /* ---- AVX-512 ---------------------------------------------------------------------------- */
 
-ROW_AVX512 static inline __m512 exp16(__m512 x) {
-    __mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_GE_OQ);
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_HI), x);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EP0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP5));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(lo, p, _mm512_castsi512_ps(e));
-}
 
 ROW_AVX512 static inline __m512 tanh16(__m512 z) {
     __m512 a = _mm512_abs_ps(z);
@@ -249,7 +207,7 @@ ROW_AVX512 static inline __m512 tanh16(__m512 z) {
     p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(TP3));
     p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(TP4));
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, z2), z, z);
-    __m512 e = exp16(_mm512_add_ps(a, a));
+    __m512 e = hsd_exp16(_mm512_add_ps(a, a));
     __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.0f),
                                _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
     big = _mm512_castsi512_ps(_mm512_or_si512(
@@ -311,8 +269,8 @@ ROW_AVX512 static double exp_sum_avx512(const float *x, int32_t n, float mx, flo
     __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
     int32_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        __m512 e0 = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m), s));
-        __m512 e1 = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m), s));
+        __m512 e0 = hsd_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m), s));
+        __m512 e1 = hsd_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m), s));
         if (out) _mm512_storeu_ps(out + i, e0), _mm512_storeu_ps(out + i + 16, e1);
         acc0 = add_f32x16_pd(acc0, e0);
         acc1 = add_f32x16_pd(acc1, e1);
@@ -320,7 +278,7 @@ ROW_AVX512 static double exp_sum_avx512(const float *x, int32_t n, float mx, flo
     for (; i < n; i += 16) { /* masked: the tail through the same code, padded with -inf */
         __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, x + i);
-        __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(v, m), s));
+        __m512 e = hsd_exp16(_mm512_mul_ps(_mm512_sub_ps(v, m), s));
         if (out) _mm512_mask_storeu_ps(out + i, k, e);
         acc0 = add_f32x16_pd(acc0, e);
     }
