@@ -5,7 +5,9 @@
 # file; drafter stories260K inflated to smollm-135m (bf16). Greedy (texts must equal AR's) and
 # temperature 1 (seed 1), AR and SLEM interleaved per prompt, on prompts not tuned on.
 #   usage: bench/kquant_slem.sh [BUILD_DIR]   (env: N (64), K (6), THREADS (2), DIR, KERNELS
-#          "amx" — HSD_MATMUL for hsd, TARGETS "bf16 q4_k_m q4_k_m_llama")
+#          "amx" — HSD_MATMUL for hsd, TARGETS "bf16 q4_k_m q4_k_m_llama", DRAFT_DTYPE bf16: the
+#          drafter's inflated weight type — a quantised target is cheap enough that a BF16
+#          drafter's k forwards dominate the round)
 set -euo pipefail
 build=${1:-build}
 hsd=$build/hsd
@@ -25,14 +27,15 @@ done
 if [[ " $TARGETS " == *" q4_k_m_llama "* && ! -f $DIR/baby-l1b-q4_k_m_llama.gguf ]]; then
     "$build/llama_oracle" quantize "$DIR/baby-l1b-bf16.gguf" "$DIR/baby-l1b-q4_k_m_llama.gguf" Q4_K_M >/dev/null
 fi
-D=$DIR/stories-smollm-bf16.gguf
+DRAFT_DTYPE=${DRAFT_DTYPE:-bf16}
+D=$DIR/stories-smollm-$DRAFT_DTYPE.gguf
 [ -f "$D" ] || "$hsd" inflate --model "$S/stories260K.bin" --tokenizer "$S/tok512.bin" \
-    --shape smollm-135m --dtype bf16 -o "$D" >/dev/null
+    --shape smollm-135m --dtype "$DRAFT_DTYPE" -o "$D" >/dev/null
 # TinyStories-style openings written for this benchmark (none tuned on: tau varies by prompt)
 prompts=("The old man walked to the river and" "Tom had a red ball. One day he" \
          "It was a cold morning. Sara looked out of the window and saw")
 echo "# $(date -u '+%F %T UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# N $N, k $K, threads $THREADS, HSD_MATMUL=${KERNELS:-default}"
+echo "# N $N, k $K, threads $THREADS, HSD_MATMUL=${KERNELS:-default}, drafter $D"
 printf "%-13s %-5s %-3s %9s %9s %7s %6s %s\n" target temp p "AR tpot" "SLEM tpot" speedup tau text
 field() { sed -e "s/.*\"$1\":\([^,}]*\).*/\1/" "$2"; }
 for tg in $TARGETS; do
