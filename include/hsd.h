@@ -86,8 +86,8 @@ HSD_API const char *hsd_version(void);
  * its layouts with these at load and refuses a library that differs. Thread-safe. */
 HSD_API size_t hsd_struct_size(const char *name);
 
-/* Optional log callback: the library never prints; notices such as "no CUDA device, using
- * CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
+/* Optional log callback: the library never prints; notices such as "CUDA backend not used
+ * (<why>); using CPU" are passed to fn (NULL = discard, the default). The only global state hsd keeps. Set
  * it before other calls; it may be called from any thread that calls into hsd. */
 typedef enum hsd_log_level { HSD_LOG_DEBUG = 0, HSD_LOG_INFO, HSD_LOG_WARN, HSD_LOG_ERROR } hsd_log_level;
 typedef void (*hsd_log_fn)(hsd_log_level level, const char *msg, void *user);
@@ -174,26 +174,29 @@ HSD_API int32_t hsd_tokenizer_eos_id(const hsd_tokenizer *tok);
 HSD_API int32_t hsd_tokenizer_unk_id(const hsd_tokenizer *tok);
 
 /* ====================================================================================
- * Models  (issue 3: model core on CPU)
+ * Models
  *
- * A model evaluates new tokens on top of its KV cache and returns next-token logits. The
+ * A model evaluates new tokens on top of the KV cache of its current sequence slot (n_seq
+ * slots, hsd_model_seq_select) and returns next-token logits. The
  * decoding engine sees only this interface, so a caller can plug its own model through
  * hsd_model_iface. A model is NOT thread-safe: one forward at a time per handle.
  *
  * Formats read by hsd_model_load (detected from content):
  *   - llama2.c legacy checkpoints (fp32, "version 0" header of 7 int32);
- *   - GGUF (architectures llama, qwen2; tensor types F32, F16, BF16, Q8_0);
- *   - HuggingFace safetensors + config.json (LlamaForCausalLM, Qwen2ForCausalLM; F32, F16,
- *     BF16); `path` is the model directory or its .safetensors file.
+ *   - GGUF (architectures llama, mistral, smollm, qwen2, qwen3, gemma3, phi3; tensor types
+ *     F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K — docs/API.md lists them);
+ *   - HuggingFace safetensors + config.json (the *ForCausalLM classes of the same
+ *     architectures; F32, F16, BF16); `path` is the model directory or its .safetensors file.
  * Weights are memory-mapped where the format allows (all three formats do).
  * ==================================================================================== */
 typedef struct hsd_model hsd_model;
 
 /* Where a loaded model runs. AUTO (the default) uses the first CUDA device when the library
  * was built with CUDA and a device is present. With no device, AUTO and CUDA both fall back
- * to the CPU and send the notice "no CUDA device, using CPU" (HSD_LOG_INFO) to the log
+ * to the CPU and send the notice "CUDA backend not used (<why>); using CPU" (HSD_LOG_INFO) to the log
  * callback: the model works either way, and hsd_model_backend tells which one it got.
- * The environment variable HSD_BACKEND=cpu|cuda overrides AUTO (never an explicit choice). */
+ * The library reads no environment: the CLI maps HSD_BACKEND=cpu|cuda onto
+ * hsd_model_params.backend (docs/CLI.md). */
 typedef enum hsd_backend {
     HSD_BACKEND_AUTO = 0,
     HSD_BACKEND_CPU = 1,
@@ -202,7 +205,7 @@ typedef enum hsd_backend {
 
 /* Storage type of weights: one enum for every place hsd chooses one.
  *   hsd_model_params.device_weights: the weight matrices on the CUDA device (the CPU keeps the
- *     file's types). AUTO: F16 and BF16 stay as stored, Q8_0 becomes BF16, F32 stays F32 for
+ *     file's types). AUTO: F16 and BF16 stay as stored, every quantised type becomes BF16, F32 stays F32 for
  *     tiny models (dim < 1024, where precision costs nothing) and becomes BF16 otherwise; only
  *     AUTO, F32, F16 and BF16 are accepted there. Activations, the KV cache and accumulation
  *     are fp32 whatever the choice.
@@ -651,7 +654,7 @@ HSD_API hsd_status hsd_engine_generate_batch(hsd_engine *e, const char *const *p
  * ==================================================================================== */
 
 /* ====================================================================================
- * Draft heads  (issue 6: trimmed / speculative / low-rank drafter LM heads)
+ * Draft heads  (trimmed / speculative / low-rank drafter LM heads)
  * ==================================================================================== */
 /* Exported symbols are marked HSD_API where the header defines it (shared-library builds);
  * elsewhere the mark is empty. */
@@ -758,7 +761,7 @@ HSD_API hsd_status hsd_model_set_head_spec(hsd_model *draft, const char *spec,
  * ==================================================================================== */
 
 /* ====================================================================================
- * Running batch  (issue 24: the engine step API behind `hsd serve`'s continuous batching)
+ * Running batch  (the engine step API behind `hsd serve`'s continuous batching)
  *
  * A batch owns sequence slots 0..n_slots-1 of the engine's models (hsd_model_params.n_seq).
  * Sequences join (hsd_batch_add / hsd_batch_add_ids) and leave (they finish, or
@@ -900,7 +903,7 @@ HSD_API hsd_status hsd_chat_eos_ids(const char *path, const hsd_tokenizer *tok, 
  * ==================================================================================== */
 
 /* ====================================================================================
- * Draft-only proposals  (issue 25: SLEM drafts for a target verified elsewhere, e.g. vLLM)
+ * Draft-only proposals  (SLEM drafts for a target verified elsewhere, e.g. vLLM)
  *
  * A proposer holds a drafter (model + tokenizer) and the target's tokenizer, and turns a
  * committed target-token context into SLEM's draft as target ids: the drafter grows the same
