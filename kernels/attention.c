@@ -50,20 +50,6 @@ static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t n) 
 #define VEXP(v) expf(v)
 #define CONVERT convert_scalar
 #include "kernels/attention_body.h"
-#undef SFX
-#undef ATTR
-#undef W
-#undef VT
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VSTORE
-#undef VFMA
-#undef VMUL
-#undef VSUB
-#undef VHSUM
-#undef VEXP
-#undef CONVERT
 
 #ifdef HSD_ATTN_X86
 /* ---- AVX2 + FMA + F16C ------------------------------------------------------------------ */
@@ -106,20 +92,6 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
 #define VEXP(v) hsd_exp8(v)
 #define CONVERT convert_avx2
 #include "kernels/attention_body.h"
-#undef SFX
-#undef ATTR
-#undef W
-#undef VT
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VSTORE
-#undef VFMA
-#undef VMUL
-#undef VSUB
-#undef VHSUM
-#undef VEXP
-#undef CONVERT
 
 /* ---- AVX-512 ---------------------------------------------------------------------------- */
 #define HSD_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -162,20 +134,6 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
 #define VEXP(v) hsd_exp16(v)
 #define CONVERT convert_avx512
 #include "kernels/attention_body.h"
-#undef SFX
-#undef ATTR
-#undef W
-#undef VT
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VSTORE
-#undef VFMA
-#undef VMUL
-#undef VSUB
-#undef VHSUM
-#undef VEXP
-#undef CONVERT
 
 HSD_AVX2 static void store_f16_avx2(uint16_t *dst, const float *src, int32_t n) {
     int32_t i = 0;

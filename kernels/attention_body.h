@@ -6,7 +6,8 @@
  *   VT            vector type; VZERO, VSET1(x), VLOAD(p), VSTORE(p, v), VFMA(a, b, c) = a*b+c,
  *                 VMUL(a, b), VSUB(a, b), VHSUM(v) (to float, a fixed reduction tree), VEXP(v)
  *   CONVERT(type, src, dst, n)   n cache elements (n a multiple of W) to fp32
- * One arithmetic per level: every row goes through the same steps whatever shares its call. */
+ * One arithmetic per level: every row goes through the same steps whatever shares its call.
+ * The body undefines all of them at its end, ready for the next level. */
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
@@ -105,3 +106,17 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 
 #undef CAT
 #undef CAT_
+#undef SFX
+#undef ATTR
+#undef W
+#undef VT
+#undef VZERO
+#undef VSET1
+#undef VLOAD
+#undef VSTORE
+#undef VFMA
+#undef VMUL
+#undef VSUB
+#undef VHSUM
+#undef VEXP
+#undef CONVERT
