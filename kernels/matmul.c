@@ -160,12 +160,11 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
         hsd_bf16p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
-    /* k-quants: the AVX-512 kernel at the AMX level too. An AMX-INT8 version (each
-     * sub-block's int32 dots from a tile, then this kernel's integer and fp32 steps: the same
-     * bits) measured slower at n = 16 and no faster below (bench/notes/kquant_packed.md): the
-     * per-sub-block scaling of the dots, not the dot products, bounds both. */
+    /* k-quants: the AVX-512 kernel; at the AMX level its tiles of several tokens run on
+     * AMX-INT8 with the scales folded into the weights (matmul_amx.c), the same bits */
     if (j->isa >= HSD_MM_AVX512 && hsd_quant_is_q8k(w->type)) { /* matmul_kq_avx512.c */
-        hsd_kqp_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
+        hsd_kqp_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch,
+                     j->isa == HSD_MM_AMX);
         return;
     }
     if (j->isa >= HSD_MM_AVX512 && hsd_mm_avx512_handles(w->type)) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/matmul_bf16p.h"
+#include "kernels/matmul_kq.h"
 #include "kernels/matmul_q8.h"
 
 #define TGT                                                                                        \
@@ -21,14 +22,8 @@
 #define R HSD_MM_PACK_ROWS
 
 /* The tile configuration (palette 1): tiles 0..3 C (one per group), 4 A, 5..7 B. */
-typedef struct amx_cfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
-
 TGT static void configure(int T, int a_colsb, int b_rows) {
-    amx_cfg c;
+    hsd_amx_cfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int i = 0; i < 4; i++) c.rows[i] = (uint8_t)T, c.colsb[i] = 64;
@@ -44,14 +39,28 @@ TGT static void configure(int T, int a_colsb, int b_rows) {
  * library on the same thread (llama.cpp's AMX kernels, in one process with hsd) may have
  * configured the tiles once and rely on it — releasing them under it made its next tile
  * instruction fault (SIGILL in test_model_arch_llama_cpp). Unconfigured (palette 0): release. */
-TGT static void save_cfg(amx_cfg *prev) {
+TGT static void save_cfg(hsd_amx_cfg *prev) {
     __asm__ volatile("sttilecfg %0" : "=m"(*prev));
 }
-TGT static void restore_cfg(const amx_cfg *prev) {
+TGT static void restore_cfg(const hsd_amx_cfg *prev) {
     if (prev->palette)
         __asm__ volatile("ldtilecfg %0" : : "m"(*prev));
     else
         _tile_release();
+}
+
+void hsd_amx_tiles_save(hsd_amx_cfg *prev) {
+    save_cfg(prev);
+}
+void hsd_amx_tiles_restore(const hsd_amx_cfg *prev) {
+    restore_cfg(prev);
+}
+void hsd_amx_tiles_set(int T) {
+    configure(T, 64, 16);
+}
+
+TGT static INL __m512i ld512(const uint8_t *p) {
+    return _mm512_load_si512((const void *)p);
 }
 
 /* ---- BF16 ------------------------------------------------------------------------------ */
@@ -123,7 +132,7 @@ TGT static void bf16_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb,
     const size_t xs = (size_t)a->cols * 2;
     float part[AMX_T * R];
     int cfgT = 0;
-    amx_cfg prev;
+    hsd_amx_cfg prev;
     save_cfg(&prev);
     for (int32_t t0 = 0; t0 < a->n; t0 += AMX_T) {
         int32_t T = a->n - t0 < AMX_T ? a->n - t0 : AMX_T;
@@ -256,7 +265,7 @@ TGT static void q8_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, i
     const int32_t nb = a->cols / 32;
     float part[AMX_T * R];
     int cfgT = 0;
-    amx_cfg prev;
+    hsd_amx_cfg prev;
     save_cfg(&prev);
     for (int32_t t0 = 0; t0 < a->n; t0 += AMX_T) {
         int32_t T = a->n - t0 < AMX_T ? a->n - t0 : AMX_T;
@@ -297,6 +306,103 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
         hsd_q8p_pack_group(rows, c, a->cols / 32, scratch);
         q8_groups(a, scratch, gb, 1, 0, 0, c, out + k, ld);
     }
+}
+
+/* ---- Q4_K / Q5_K ----------------------------------------------------------------------- */
+
+/* Why this shape: the AVX-512 k-quant kernel (matmul_kq_avx512.c) spends most of its time on
+ * the per-sub-block scale, an int32 multiply for every token and 32 columns; an earlier AMX
+ * try that took each sub-block's dots out of a tile to scale them was slower still. Here the
+ * scale goes into the weights instead, so a tile accumulates a whole super-block: a 6-bit
+ * scale is 8·h + l with h, l in 0..7, and q·l, q·h (q ≤ 31) fit in a byte, so two B tiles per
+ * 64 columns hold q·l and q·h and
+ *     I = Σ_s sc_s Σ_{e∈s} q_e x_e = C_l + 8·C_h          (exact int32)
+ * with C_l, C_h two int32 tiles over the 256 columns. I is the integer the AVX-512 kernel
+ * forms, and the fp32 steps after it are the same instructions, so the results are the same
+ * bits: the two kernels can share a product, chosen per tile by its token count. The byte
+ * products come from vpmullw on the packed bytes: each 16-bit word holds two quants of one
+ * row (one row per dword lane), and neither product reaches 256, so no carry crosses a byte.
+ * The A tile is read straight from the Q8_K activations (a token's 64 bytes of two
+ * sub-blocks are the K order of a B tile: low nibbles, then high). */
+TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
+                           int T, int nch, int pf, float *dst, int32_t dld, int five) {
+    const size_t W = five ? 2560 : 2048, xs = (size_t)nb * sizeof(hsd_q8k);
+    const uint8_t *tail0 = grp + (size_t)nb * W;
+    const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16),
+                  seven = _mm512_set1_epi32(7);
+    uint8_t stage[8][1024] __attribute__((aligned(64))); /* B tiles: [2c] q·l, [2c+1] q·h */
+    int32_t cl[AMX_T * 16] __attribute__((aligned(64))), ch[AMX_T * 16] __attribute__((aligned(64)));
+    float accb[HSD_AMX_KQ_MAX_CHUNKS * AMX_T * 16] __attribute__((aligned(64)));
+    const int nt = T * nch;
+    for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
+    for (int32_t b = 0; b < nb; b++) {
+        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 320;
+        if (pf)
+            for (int l = 0; l < (five ? 40 : 32); l++)
+                _mm_prefetch((const char *)(wp + (12 << 10) + 64 * l), _MM_HINT_T0);
+        /* the scaled weights of this block, once for every chunk of tokens */
+#pragma GCC unroll 1
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *wq = wp + 512 * c;
+            __m512i ml[2], mh[2];
+            UNROLL for (int hs = 0; hs < 2; hs++) {
+                const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * (2 * c + hs))));
+                const __m512i l = _mm512_and_si512(v, seven), h = _mm512_srli_epi32(v, 3);
+                ml[hs] = _mm512_or_si512(l, _mm512_slli_epi32(l, 16));
+                mh[hs] = _mm512_or_si512(h, _mm512_slli_epi32(h, 16));
+            }
+            uint8_t *bl = stage[2 * c], *bh = stage[2 * c + 1];
+            UNROLL for (int v = 0; v < 8; v++) {
+                const __m512i x = ld512(wq + 64 * v);
+                __m512i q0 = _mm512_and_si512(x, low), q1 = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+                if (five) {
+                    const __m512i qh = ld512(wp + 2048 + 64 * v);
+                    q0 = _mm512_or_si512(q0, _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), 4), bit4));
+                    q1 = _mm512_or_si512(q1, _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), 4), bit4));
+                }
+                _mm512_store_si512((void *)(bl + 64 * v), _mm512_mullo_epi16(q0, ml[0]));
+                _mm512_store_si512((void *)(bl + 64 * (8 + v)), _mm512_mullo_epi16(q1, ml[1]));
+                _mm512_store_si512((void *)(bh + 64 * v), _mm512_mullo_epi16(q0, mh[0]));
+                _mm512_store_si512((void *)(bh + 64 * (8 + v)), _mm512_mullo_epi16(q1, mh[1]));
+            }
+        }
+        __m512i mv[4];
+        UNROLL for (int p = 0; p < 4; p++)
+            mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
+#pragma GCC unroll 1
+        for (int k = 0; k < nch; k++) {
+            const int32_t tk = t0 + k * T; /* first token of the chunk */
+            const hsd_q8k *xk = a->xk + (size_t)tk * nb + b;
+            _tile_zero(0);
+            _tile_zero(1);
+            UNROLL for (int c = 0; c < 4; c++) {
+                _tile_loadd(4, xk->qs + 64 * c, xs);
+                _tile_loadd(5, stage[2 * c], 64);
+                _tile_dpbsud(0, 4, 5);
+                _tile_loadd(6, stage[2 * c + 1], 64);
+                _tile_dpbsud(1, 4, 6);
+            }
+            _tile_stored(0, cl, 64);
+            _tile_stored(1, ch, 64);
+            float *ak = accb + (size_t)16 * k * T;
+            for (int t = 0; t < T; t++) {
+                const int32_t *e = a->xke + ((size_t)(tk + t) * nb + b) * 16;
+                const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cl + 16 * t)),
+                                                    _mm512_slli_epi32(_mm512_load_si512((const void *)(ch + 16 * t)), 3));
+                __m512i m = _mm512_setzero_si512();
+                UNROLL for (int p = 0; p < 4; p++)
+                    m = _mm512_dpwssd_epi32(m, mv[p], _mm512_set1_epi32(e[p]));
+                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb].d);
+                __m512 ac = _mm512_load_ps(ak + 16 * t);
+                ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), ac);
+                ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
+                _mm512_store_ps(ak + 16 * t, ac);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
 
 #endif /* HSD_MM_HAVE_AVX512 */

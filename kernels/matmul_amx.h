@@ -30,6 +30,28 @@
 #include "kernels/matmul_pack.h"
 
 #ifdef HSD_MM_HAVE_AVX512
+/* A tile configuration (ldtilecfg's 64-byte operand). */
+typedef struct hsd_amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} hsd_amx_cfg;
+/* For kernels in other files: keep the calling thread's configuration in *prev, configure the
+ * tiles for T (1..16) token rows (C 0..3 and A 4: T rows × 64 bytes; B 5..7: 16 × 64 bytes),
+ * and put the kept configuration back (or release the tiles) after the product. */
+void hsd_amx_tiles_save(hsd_amx_cfg *prev);
+void hsd_amx_tiles_set(int T);
+void hsd_amx_tiles_restore(const hsd_amx_cfg *prev);
+
+/* One Q4_K (five 0) / Q5_K (five 1) packed group (matmul_kq.h) × nch (1..HSD_AMX_KQ_MAX_CHUNKS)
+ * chunks of the T tokens the tiles are configured for, tokens t0 .. t0 + nch·T − 1, on
+ * AMX-INT8: lane j of token t0 + i goes to dst[i·dld + j], bit for bit the AVX-512 kernel's
+ * result (see the file). Each block's scaled weights are built once for all the chunks (a
+ * prefill's 512 tokens pay for them once). pf: prefetch ahead in the group's stream. */
+#define HSD_AMX_KQ_MAX_CHUNKS 32
+void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
+                       int nch, int pf, float *dst, int32_t dld, int five);
+
 /* Whether the AMX BF16 kernel takes a matrix of `cols` columns. */
 static inline int hsd_amx_bf16_cols_ok(int32_t cols) {
     return cols > 0 && cols % 32 == 0;

@@ -62,10 +62,12 @@ void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 #ifdef HSD_MM_HAVE_AVX512
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
  * copy pk when given (rows without ids only), else packing each group into `scratch`
- * (hsd_kqp_group_bytes, 64-byte aligned) first. AVX-512 VNNI: call only where it runs. */
+ * (hsd_kqp_group_bytes, 64-byte aligned) first. AVX-512 VNNI: call only where it runs; amx:
+ * the CPU has AMX-INT8 with tile data granted, and tiles of enough tokens may use it (the
+ * same bits, matmul_amx.c). */
 void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
                   const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
-                  uint8_t *scratch);
+                  uint8_t *scratch, bool amx);
 #endif
 
 #endif

@@ -10,6 +10,7 @@
  * targets baseline x86-64; these functions carry their own target attribute and run only
  * when the CPU has AVX-512 VNNI. */
 #include "kernels/matmul_kq.h"
+#include "kernels/matmul_amx.h"
 
 #ifdef HSD_MM_HAVE_AVX512
 
@@ -200,46 +201,71 @@ DEF(16)
     }
 static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
 
+/* Token tiles of at least this many go to the AMX-INT8 kernel (Q4_K / Q5_K, where the CPU has
+ * it): it pays a fixed cost per super-block (the scaled B tiles) that the AVX-512 kernel pays
+ * per token. Both give the same bits, so the choice never changes a result. */
+#define KQ_AMX_MIN_T 8
+
+/* The AMX state of one hsd_kqp_rows call: tiles configured for cfgT token rows (0: not yet). */
+typedef struct kq_amx {
+    int on, cfgT;
+    hsd_amx_cfg prev;
+} kq_amx;
+
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */
-static void run_group(const hsd_mm_acts *a, const tile_fn *tf, const uint8_t *grp, int pf,
-                      int32_t lo, int32_t hi, float *out, int32_t ld) {
+static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, int pf,
+                      int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
+    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? 0 : type == HSD_DT_Q5_K ? 1 : 2];
     const int32_t nb = a->cols / HSD_QK_K;
+    const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
-    for (int32_t t0 = 0; t0 < a->n; t0 += KQ_T) {
-        int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T;
-        if (lo == 0 && hi == HSD_MM_PACK_ROWS) {
-            tf[T - 1](grp, nb, a, t0, pf, out + (size_t)t0 * ld, ld);
-            continue;
+    for (int32_t t0 = 0; t0 < a->n;) {
+        int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1;
+        if (amx->on && T >= KQ_AMX_MIN_T && type != HSD_DT_Q6_K) {
+            if (whole) /* whole chunks of 16 tokens share the scaled weights */
+                while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
+            if (amx->cfgT != T) {
+                if (!amx->cfgT) hsd_amx_tiles_save(&amx->prev);
+                hsd_amx_tiles_set(T);
+                amx->cfgT = T;
+            }
+            hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, pf, whole ? out + (size_t)t0 * ld : part,
+                              whole ? ld : HSD_MM_PACK_ROWS, type == HSD_DT_Q5_K);
+        } else {
+            tf[T - 1](grp, nb, a, t0, pf, whole ? out + (size_t)t0 * ld : part,
+                      whole ? ld : HSD_MM_PACK_ROWS);
         }
-        tf[T - 1](grp, nb, a, t0, pf, part, HSD_MM_PACK_ROWS);
-        for (int32_t t = 0; t < T; t++)
-            memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_MM_PACK_ROWS + lo,
-                   (size_t)(hi - lo) * sizeof *part);
+        if (!whole)
+            for (int32_t t = 0; t < T; t++)
+                memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_MM_PACK_ROWS + lo,
+                       (size_t)(hi - lo) * sizeof *part);
+        t0 += T * nch;
     }
 }
 
 void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
                   const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
-                  uint8_t *scratch) {
-    const tile_fn *tf = tiles[w->type == HSD_DT_Q4_K ? 0 : w->type == HSD_DT_Q5_K ? 1 : 2];
+                  uint8_t *scratch, bool amx) {
     const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
+    kq_amx st = {.on = amx, .cfgT = 0};
     if (pk && !ids) {
         hsd_mm_span sp[3];
         int ns = hsd_mm_group_spans(r0, count, sp);
         for (int i = 0; i < ns; i++)
             for (int32_t g = 0; g < sp[i].n_groups; g++)
-                run_group(a, tf, pk->data + (size_t)(sp[i].g + g) * gb, 1, sp[i].lo, sp[i].hi,
-                          out + sp[i].out_off + g * HSD_MM_PACK_ROWS, ld);
-        return;
+                run_group(a, w->type, pk->data + (size_t)(sp[i].g + g) * gb, 1, sp[i].lo,
+                          sp[i].hi, out + sp[i].out_off + g * HSD_MM_PACK_ROWS, ld, &st);
+    } else {
+        /* no packed copy, or a row subset: pack each group into scratch first */
+        const uint8_t *rows[HSD_MM_PACK_ROWS];
+        for (int32_t k = 0; k < count; k += HSD_MM_PACK_ROWS) {
+            int32_t c = count - k < HSD_MM_PACK_ROWS ? count - k : HSD_MM_PACK_ROWS;
+            hsd_mm_group_rows(w, ids, r0 + k, c, rows);
+            hsd_kqp_pack_group(w->type, rows, c, a->cols / HSD_QK_K, scratch);
+            run_group(a, w->type, scratch, 0, 0, c, out + k, ld, &st);
+        }
     }
-    /* no packed copy, or a row subset: pack each group into scratch first */
-    const uint8_t *rows[HSD_MM_PACK_ROWS];
-    for (int32_t k = 0; k < count; k += HSD_MM_PACK_ROWS) {
-        int32_t c = count - k < HSD_MM_PACK_ROWS ? count - k : HSD_MM_PACK_ROWS;
-        hsd_mm_group_rows(w, ids, r0 + k, c, rows);
-        hsd_kqp_pack_group(w->type, rows, c, a->cols / HSD_QK_K, scratch);
-        run_group(a, tf, scratch, 0, 0, c, out + k, ld);
-    }
+    if (st.cfgT) hsd_amx_tiles_restore(&st.prev);
 }
 
 #endif /* HSD_MM_HAVE_AVX512 */

@@ -582,6 +582,62 @@ static void test_kquant_packed_vs_reference(void **state) {
     }
 }
 
+/* Prefill-sized products (more than 16 tokens: the AMX k-quant kernel builds each block's
+ * scaled weights once for several 16-token chunks, with a tail chunk of its own): bit-identical
+ * to the scalar integer reference for every token, on every level that runs the packed
+ * kernels, packed and on the fly, whole and cut groups. Token counts: whole chunks only, a
+ * tail below the AMX threshold (the AVX-512 tile), a tail above it (tiles reconfigured). */
+static void test_kquant_many_tokens_vs_reference(void **state) {
+    (void)state;
+    hsd_mm_isa isas[HSD_MM_N_ISA];
+    int32_t k = isa_list(isas), ran = 0;
+    hsd_rng_init(&rng, 37, 1);
+    static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
+    static const int32_t ns[] = {48, 53, 61, 16 * 33 + 2};
+    const int32_t R = 37, C = 512, nb = C / HSD_QK_K, NMAX = 16 * 33 + 2;
+    for (int ty = 0; ty < 3; ty++) {
+        const hsd_dtype t = types[ty];
+        void *data = make_kquant(t, R, C);
+        hsd_mat m = {t, R, C, data, NULL};
+        float *x = malloc((size_t)NMAX * C * sizeof *x), *out = malloc((size_t)NMAX * R * sizeof *out),
+              *ref = malloc((size_t)NMAX * R * sizeof *ref);
+        hsd_q8k *xq = malloc((size_t)NMAX * nb * sizeof *xq);
+        for (int i = 0; i < NMAX * C; i++) x[i] = nz() * 3.0f;
+        for (int tk = 0; tk < NMAX; tk++) hsd_quant_q8k(x + (size_t)tk * C, C, xq + tk * nb);
+        const size_t rb = hsd_dtype_row_bytes(t, C);
+        for (int tk = 0; tk < NMAX; tk++)
+            for (int32_t r = 0; r < R; r++)
+                ref[(size_t)tk * R + r] = hsd_kqp_dot_ref(t, (uint8_t *)data + rb * r, xq + tk * nb, C);
+        hsd_mm_ws ws = {0};
+        for (int32_t i = 0; i < k; i++) {
+            if (isas[i] < HSD_MM_AVX512) continue;
+            ran++;
+            for (int packed = 0; packed < 2; packed++) {
+                if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
+                for (int q = 0; q < 4; q++) {
+                    const int32_t n = ns[q];
+                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
+                    for (int32_t e = 0; e < n * R; e++)
+                        if (memcmp(&out[e], &ref[e], sizeof *out))
+                            fail_msg("%s %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                     hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), n, packed,
+                                     e / R, e % R, out[e], ref[e]);
+                }
+                if (packed) hsd_mm_unpack(&m);
+            }
+            fprintf(stderr, "%s %-4s %d x %d, n 48/53/61/530: == reference\n", hsd_mm_isa_name(isas[i]),
+                    hsd_dtype_name(t), R, C);
+        }
+        hsd_mm_ws_free(&ws);
+        free(out), free(ref), free(xq), free(x), free(data);
+    }
+    if (!ran) {
+        fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): packed k-quant kernels not run\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+}
+
 /* Greedy speculative decoding gives AR's ids on every kernel level this CPU runs (the levels
  * are lowered with the one override, kernels/cpu_features.h): the trained babyllama inflated
  * (exactly) to the smollm-135m width in BF16 and Q8_0 — 32-column multiples, so BF16 runs on
@@ -681,6 +737,7 @@ int main(void) {
         cmocka_unit_test(test_models_batch_invariant),
         cmocka_unit_test(test_amx_q8_matches_avx512),
         cmocka_unit_test(test_kquant_packed_vs_reference),
+        cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
