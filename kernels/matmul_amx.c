@@ -405,4 +405,107 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     for (int t = 0; t < nt; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
 
+/* ---- Q6_K ------------------------------------------------------------------------------ */
+
+/* As for Q4_K, the scale goes into the weights, but Q6_K's scales are signed 8-bit and its
+ * quants 6-bit with an offset (q − 32 in −32..31), so the digits are signed: every scale in
+ * −128..127 is 64·d2 + 8·d1 + d0 with each digit in −3..4 (eight consecutive values are a
+ * full set of residues mod 8, and three of them reach −219..292), and (q − 32)·d stays in
+ * −128..124, a signed byte. Three B tiles per 64 columns and signed × signed tiles give
+ *     I = Σ_k sc_k Σ_{e∈k} (q_e − 32) x_e = 64·C_2 + 8·C_1 + C_0           (exact int32)
+ * which is the AVX-512 kernel's integer (its −32·bsum term is the same offset), so the bits
+ * are the same. The byte product: p = q·|d| by vpmullw (q ≤ 63, |d| ≤ 4: below 256, no carry
+ * across bytes), then p − 32|d| for d ≥ 0 and 32|d| − p for d < 0, by byte subtractions. */
+TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
+                          int T, int nch, int pf, float *dst, int32_t dld) {
+    const size_t W = 3072, xs = (size_t)nb * sizeof(hsd_q8k);
+    const uint8_t *tail0 = grp + (size_t)nb * W;
+    const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30),
+                  three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
+                  /* byte 0 of each dword to bytes 0 and 2 (a word's low byte), and to all four
+                   * (vpshufb indexes within 128-bit lanes: dword m of a lane starts at 4m) */
+                  to_words = _mm512_broadcast_i32x4(_mm_set_epi32((int32_t)0x800c800c, 0x80088008, 0x80048004, (int32_t)0x80008000)),
+                  to_bytes = _mm512_broadcast_i32x4(_mm_set_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0));
+    uint8_t stage[12][1024] __attribute__((aligned(64))); /* [3j + digit] */
+    int32_t cc[3][AMX_T * 16] __attribute__((aligned(64)));
+    float accb[HSD_AMX_KQ_MAX_CHUNKS * AMX_T * 16] __attribute__((aligned(64)));
+    const int nt = T * nch;
+    for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
+    for (int32_t b = 0; b < nb; b++) {
+        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
+        if (pf)
+            for (int l = 0; l < 48; l++)
+                _mm_prefetch((const char *)(wp + (12 << 10) + 64 * l), _MM_HINT_T0);
+#pragma GCC unroll 1
+        for (int j = 0; j < 4; j++) { /* 64 columns: sub-blocks 4j..4j+3 */
+            const int h = j >> 1, hi = j & 1;
+            const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
+            UNROLL for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * j + kk, f = 2 * hi + kk / 2;
+                /* the scale's digits, per lane: |d| as two words, 32|d| as four bytes, sign */
+                const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k)));
+                const __m512i d0 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(v, three), seven), three);
+                const __m512i v1 = _mm512_srai_epi32(_mm512_sub_epi32(v, d0), 3);
+                const __m512i d1 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(v1, three), seven), three);
+                const __m512i d2 = _mm512_srai_epi32(_mm512_sub_epi32(v1, d1), 3);
+                const __m512i dg[3] = {d0, d1, d2};
+                __m512i mw[3], kb[3];
+                __mmask64 neg[3];
+                UNROLL for (int g = 0; g < 3; g++) {
+                    const __m512i ad = _mm512_abs_epi32(dg[g]);
+                    mw[g] = _mm512_shuffle_epi8(ad, to_words);
+                    kb[g] = _mm512_shuffle_epi8(_mm512_slli_epi32(ad, 5), to_bytes);
+                    neg[g] = _mm512_movepi8_mask(_mm512_srai_epi32(dg[g], 31));
+                }
+                UNROLL for (int i = 0; i < 4; i++) {
+                    __m512i l = ld512(ql + 64 * (4 * kk + i));
+                    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
+                    __m512i q = ld512(qh + 64 * (4 * (kk % 2) + i));
+                    q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
+                      : f == 2 ? q : _mm512_srli_epi16(q, 2);
+                    q = _mm512_or_si512(l, _mm512_and_si512(q, bits45));
+                    UNROLL for (int g = 0; g < 3; g++) {
+                        const __m512i p = _mm512_mullo_epi16(q, mw[g]);
+                        const __m512i r = _mm512_mask_sub_epi8(_mm512_sub_epi8(p, kb[g]), neg[g], kb[g], p);
+                        _mm512_store_si512((void *)(stage[3 * j + g] + 64 * (4 * kk + i)), r);
+                    }
+                }
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
+#pragma GCC unroll 1
+        for (int k = 0; k < nch; k++) {
+            const int32_t tk = t0 + k * T;
+            const hsd_q8k *xk = a->xk + (size_t)tk * nb + b;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            UNROLL for (int j = 0; j < 4; j++) {
+                _tile_loadd(4, xk->qs + 64 * j, xs);
+                _tile_loadd(5, stage[3 * j], 64);
+                _tile_dpbssd(0, 4, 5);
+                _tile_loadd(6, stage[3 * j + 1], 64);
+                _tile_dpbssd(1, 4, 6);
+                _tile_loadd(7, stage[3 * j + 2], 64);
+                _tile_dpbssd(2, 4, 7);
+            }
+            _tile_stored(0, cc[0], 64);
+            _tile_stored(1, cc[1], 64);
+            _tile_stored(2, cc[2], 64);
+            float *ak = accb + (size_t)16 * k * T;
+            for (int t = 0; t < T; t++) {
+                const __m512i is = _mm512_add_epi32(
+                    _mm512_add_epi32(_mm512_load_si512((const void *)(cc[0] + 16 * t)),
+                                     _mm512_slli_epi32(_mm512_load_si512((const void *)(cc[1] + 16 * t)), 3)),
+                    _mm512_slli_epi32(_mm512_load_si512((const void *)(cc[2] + 16 * t)), 6));
+                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb].d);
+                __m512 ac = _mm512_load_ps(ak + 16 * t);
+                ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), ac);
+                _mm512_store_ps(ak + 16 * t, ac);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
+}
+
 #endif /* HSD_MM_HAVE_AVX512 */

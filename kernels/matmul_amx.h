@@ -51,6 +51,9 @@ void hsd_amx_tiles_restore(const hsd_amx_cfg *prev);
 #define HSD_AMX_KQ_MAX_CHUNKS 32
 void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
                        int nch, int pf, float *dst, int32_t dld, int five);
+/* The same for one Q6_K packed group. */
+void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
+                      int nch, int pf, float *dst, int32_t dld);
 
 /* Whether the AMX BF16 kernel takes a matrix of `cols` columns. */
 static inline int hsd_amx_bf16_cols_ok(int32_t cols) {

@@ -221,7 +221,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n;) {
         int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1;
-        if (amx->on && T >= KQ_AMX_MIN_T && type != HSD_DT_Q6_K) {
+        if (amx->on && T >= KQ_AMX_MIN_T) {
             if (whole) /* whole chunks of 16 tokens share the scaled weights */
                 while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
             if (amx->cfgT != T) {
@@ -229,8 +229,12 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
                 hsd_amx_tiles_set(T);
                 amx->cfgT = T;
             }
-            hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, pf, whole ? out + (size_t)t0 * ld : part,
-                              whole ? ld : HSD_MM_PACK_ROWS, type == HSD_DT_Q5_K);
+            float *d = whole ? out + (size_t)t0 * ld : part;
+            const int32_t dl = whole ? ld : HSD_MM_PACK_ROWS;
+            if (type == HSD_DT_Q6_K)
+                hsd_amx_kq6_tile(grp, nb, a, t0, T, nch, pf, d, dl);
+            else
+                hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, pf, d, dl, type == HSD_DT_Q5_K);
         } else {
             tf[T - 1](grp, nb, a, t0, pf, whole ? out + (size_t)t0 * ld : part,
                       whole ? ld : HSD_MM_PACK_ROWS);
