@@ -201,10 +201,12 @@ DEF(16)
     }
 static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
 
-/* Token tiles of at least this many go to the AMX-INT8 kernel (Q4_K / Q5_K, where the CPU has
- * it): it pays a fixed cost per super-block (the scaled B tiles) that the AVX-512 kernel pays
- * per token. Both give the same bits, so the choice never changes a result. */
-#define KQ_AMX_MIN_T 8
+/* Which token tiles go to the AMX-INT8 kernel (where the CPU has it). It pays a fixed cost per
+ * super-block (building the scaled B tiles) that the AVX-512 kernel pays per token, so it
+ * wins from about 12 tokens for Q4_K / Q5_K, and for Q6_K (three digit tiles) only where
+ * several 16-token chunks share that cost (prefill); bench/notes/kquant_packed.md. Both
+ * give the same bits, so the choice never changes a result. */
+#define KQ_AMX_MIN_T 12
 
 /* The AMX state of one hsd_kqp_rows call: tiles configured for cfgT token rows (0: not yet). */
 typedef struct kq_amx {
@@ -221,9 +223,9 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n;) {
         int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1;
-        if (amx->on && T >= KQ_AMX_MIN_T) {
-            if (whole) /* whole chunks of 16 tokens share the scaled weights */
-                while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
+        if (amx->on && whole) /* whole chunks of 16 tokens share the scaled weights */
+            while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
+        if (amx->on && (nch > 1 || (T >= KQ_AMX_MIN_T && type != HSD_DT_Q6_K))) {
             if (amx->cfgT != T) {
                 if (!amx->cfgT) hsd_amx_tiles_save(&amx->prev);
                 hsd_amx_tiles_set(T);
