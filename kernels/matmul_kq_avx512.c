@@ -203,10 +203,10 @@ static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
 
 /* Which token tiles go to the AMX-INT8 kernel (where the CPU has it). It pays a fixed cost per
  * super-block (building the scaled B tiles) that the AVX-512 kernel pays per token, so it
- * wins from about 12 tokens for Q4_K / Q5_K, and for Q6_K (three digit tiles) only where
+ * wins from about 14 tokens for Q4_K / Q5_K, and for Q6_K (three digit tiles) only where
  * several 16-token chunks share that cost (prefill); bench/notes/kquant_packed.md. Both
  * give the same bits, so the choice never changes a result. */
-#define KQ_AMX_MIN_T 12
+#define KQ_AMX_MIN_T 14
 
 /* The AMX state of one hsd_kqp_rows call: tiles configured for cfgT token rows (0: not yet). */
 typedef struct kq_amx {
