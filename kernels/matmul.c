@@ -296,7 +296,13 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
     if (q8k) {
         hsd_q8k *xk = ws->buf;
         const int64_t nb = w0->cols / HSD_QK_K;
-        for (int32_t t = 0; t < n; t++) hsd_quant_q8k(x + (size_t)t * w0->cols, w0->cols, xk + t * nb);
+        for (int32_t t = 0; t < n; t++)
+#ifdef HSD_MM_HAVE_AVX512
+            if (isa >= HSD_MM_AVX512)
+                hsd_kqp_quantize(x + (size_t)t * w0->cols, w0->cols, xk + t * nb);
+            else
+#endif
+                hsd_quant_q8k(x + (size_t)t * w0->cols, w0->cols, xk + t * nb);
         j->a.xk = xk;
 #ifdef HSD_MM_HAVE_AVX512
         if (isa >= HSD_MM_AVX512) { /* the packed kernels' sums, after the blocks */

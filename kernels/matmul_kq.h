@@ -60,6 +60,8 @@ size_t hsd_kqp_extra_bytes(int32_t n, int32_t cols);
 void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 
 #ifdef HSD_MM_HAVE_AVX512
+/* hsd_quant_q8k (kernels/quant.h) with AVX-512 F/BW: the same bytes. */
+void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out);
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
  * copy pk when given (rows without ids only), else packing each group into `scratch`
  * (hsd_kqp_group_bytes, 64-byte aligned) first. AVX-512 VNNI: call only where it runs; amx:

@@ -201,6 +201,46 @@ DEF(16)
     }
 static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
 
+/* Q8_K activations (hsd_quant_q8k's rule, kernels/quant_act.c) with AVX-512, the same bytes:
+ * the prepare step runs on the calling thread before the product's threads start, and the
+ * scalar loop cost ~6% of a 16-token Q4_K_M forward. Per block: amax = the largest |x| (NaN
+ * lanes ignored, as the scalar comparison does: vmaxps returns its second operand when the
+ * first is NaN), max = the first element with |x| = amax, then the scalar formulas for the
+ * scale, and q = clamp(rint(iscale·x)) with NaN → 0, 16 lanes at a time, each lane group of
+ * 16 one bsum. */
+TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int64_t i = 0; i + HSD_QK_K <= cols; i += HSD_QK_K, out++) {
+        const float *xb = x + i;
+        __m512 am = _mm512_setzero_ps();
+        UNROLL for (int k = 0; k < 16; k++)
+            am = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * k), absmask), am);
+        const float amax = _mm512_reduce_max_ps(am);
+        float max = 0.0f;
+        if (amax != 0.0f) {
+            const __m512 av = _mm512_set1_ps(amax);
+            for (int k = 0; k < 16; k++) {
+                __mmask16 eq = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * k), absmask), av, _CMP_EQ_OQ);
+                if (eq) {
+                    max = xb[16 * k + __builtin_ctz(eq)];
+                    break;
+                }
+            }
+        }
+        const float iscale = amax == 0.0f ? 0.0f : -127.0f / max;
+        out->d = amax == 0.0f ? 0.0f : 1.0f / iscale;
+        const __m512 is = _mm512_set1_ps(iscale), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+        UNROLL for (int k = 0; k < 16; k++) {
+            __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(is, _mm512_loadu_ps(xb + 16 * k)),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+            const __m512i q = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi));
+            _mm_storeu_si128((__m128i *)(void *)(out->qs + 16 * k), _mm512_cvtepi32_epi8(q));
+            out->bsums[k] = (int16_t)_mm512_reduce_add_epi32(q);
+        }
+    }
+}
+
 /* Which token tiles go to the AMX-INT8 kernel (where the CPU has it). It pays a fixed cost per
  * super-block (building the scaled B tiles) that the AVX-512 kernel pays per token, so it
  * wins from about 14 tokens for Q4_K / Q5_K, and for Q6_K (three digit tiles) only where

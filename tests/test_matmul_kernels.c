@@ -582,6 +582,48 @@ static void test_kquant_packed_vs_reference(void **state) {
     }
 }
 
+/* The AVX-512 Q8_K activation quantiser gives hsd_quant_q8k's bytes (the scalar rule of
+ * llama.cpp's quantize_row_q8_K_ref): random blocks, ties for the largest magnitude (the
+ * first one sets the sign), zero blocks, values rounding to ±127.5, NaN and infinities. */
+static void test_q8k_quantize_matches_scalar(void **state) {
+    (void)state;
+#ifdef HSD_MM_HAVE_AVX512
+    if (!hsd_mm_isa_available(HSD_MM_AVX512)) {
+        fprintf(stderr, "no AVX-512 on this CPU (%s): skipped\n", hsd_cpu_features_get()->desc);
+        skip();
+    }
+    hsd_rng_init(&rng, 41, 1);
+    enum { C = 1024, NB = C / HSD_QK_K };
+    float x[C];
+    hsd_q8k a[NB], b[NB];
+    for (int it = 0; it < 400; it++) {
+        for (int i = 0; i < C; i++) x[i] = nz() * (it % 5 == 0 ? 1e-30f : it % 5 == 1 ? 1e30f : 3.0f);
+        switch (it % 8) {
+        case 0: for (int i = 0; i < HSD_QK_K; i++) x[i] = 0.0f; break;  /* a zero block */
+        case 1: x[7] = 50.0f, x[100] = -50.0f, x[3] = 1.0f; break;      /* a tie: + first */
+        case 2: x[7] = -50.0f, x[100] = 50.0f; break;                   /* a tie: − first */
+        case 3: x[5] = NAN, x[300] = INFINITY; break;
+        case 4: x[9] = -INFINITY, x[600] = NAN; break;
+        case 5: x[0] = 127.0f, x[1] = 126.5f, x[2] = -126.5f, x[3] = 0.5f, x[4] = -0.5f; break;
+        default: break;
+        }
+        memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+        hsd_quant_q8k(x, C, a);
+        hsd_kqp_quantize(x, C, b);
+        for (int k = 0; k < NB; k++) {
+            if (memcmp(&a[k].d, &b[k].d, sizeof a[k].d) && !(isnan(a[k].d) && isnan(b[k].d)))
+                fail_msg("case %d block %d: d %g vs scalar %g", it, k, b[k].d, a[k].d);
+            assert_memory_equal(a[k].qs, b[k].qs, sizeof a[k].qs);
+            assert_memory_equal(a[k].bsums, b[k].bsums, sizeof a[k].bsums);
+        }
+    }
+    fprintf(stderr, "AVX-512 Q8_K quantiser == scalar on 400 x 1024 values (ties, zeros, NaN, inf)\n");
+#else
+    fprintf(stderr, "not an x86-64 GCC build: the AVX-512 quantiser is not built; skipped\n");
+    skip();
+#endif
+}
+
 /* Prefill-sized products (more than 16 tokens: the AMX k-quant kernel builds each block's
  * scaled weights once for several 16-token chunks, with a tail chunk of its own): bit-identical
  * to the scalar integer reference for every token, on every level that runs the packed
@@ -738,6 +780,7 @@ int main(void) {
         cmocka_unit_test(test_amx_q8_matches_avx512),
         cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
+        cmocka_unit_test(test_q8k_quantize_matches_scalar),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
