@@ -5,7 +5,7 @@
  * 16. Thread CPU time rather than wall time, and the minimum over repetitions, so that a
  * shared machine's other processes distort it less (their memory traffic still does).
  *
- *   mm_kernel [q8_0|bf16|q4_k|q5_k|q6_k] [layers] [reps]
+ *   mm_kernel [q8_0|bf16|q4_k|q5_k|q6_k] [layers] [reps] [n list, e.g. 1,16,256]
  *
  * Built and run by bench/mm_kernel.sh; -DMMK_NO_PACK builds it against a library without
  * hsd_mm_pack. HSD_MATMUL=scalar|avx2|avx512|amx caps the kernel level (as the CLI does), in
@@ -80,21 +80,27 @@ int main(int argc, char **argv) {
         if (hsd_mm_pack(&m[i])) return 1;
 #endif
     }
-    float *x = malloc(16 * 8192 * sizeof *x), *out = malloc(16 * 8192 * sizeof *out);
-    for (int i = 0; i < 16 * 8192; i++) x[i] = (float)(rand() % 2000 - 1000) / 1000.0f;
+    /* token counts: argv[4] as "1,16,256" (default 1,2,4,8,16); f(n)/f(1) needs 1 first */
+    int ns[16] = {1, 2, 4, 8, 16}, nn = 5, nmax = 16;
+    if (argc > 4) {
+        nn = 0;
+        for (char *q = argv[4]; *q && nn < 16; q += *q == ',') ns[nn++] = (int)strtol(q, &q, 10);
+        for (int i = 0; i < nn; i++) nmax = ns[i] > nmax ? ns[i] : nmax;
+    }
+    float *x = malloc((size_t)nmax * 8192 * sizeof *x), *out = malloc((size_t)nmax * 8192 * sizeof *out);
+    for (int i = 0; i < nmax * 8192; i++) x[i] = (float)(rand() % 2000 - 1000) / 1000.0f;
     hsd_mm_ws ws = {0};
-    if (hsd_mm_ws_reserve(&ws, 1, 16, 8192)) return 1;
+    if (hsd_mm_ws_reserve(&ws, 1, nmax, 8192)) return 1;
     printf("%d layers, %.0f MB of %s rows, 1 thread, min CPU ms over %d reps, kernels %s\n", L,
            total / 1e6, types[ty].name, reps, hsd_mm_isa_name(hsd_mm_isa_default()));
-    static const int ns[] = {1, 2, 4, 8, 16};
     double t1 = 0;
-    for (int a = 0; a < 5; a++) {
+    for (int a = 0; a < nn; a++) {
         int n = ns[a];
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             double t0 = cpu_ms();
             for (int i = 0; i < nm; i++)
-                (void)hsd_mm_run(&ws, NULL, 1, out, 8192, x, n, &m[i], NULL, 0);
+                (void)hsd_mm_run(&ws, NULL, 1, out, m[i].rows, x, n, &m[i], NULL, 0);
             double t = cpu_ms() - t0;
             if (t < best) best = t;
         }
