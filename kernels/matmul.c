@@ -69,7 +69,11 @@ static hsd_status ws_reserve(hsd_mm_ws *ws, size_t bytes) {
  * chunk of rows: at 8 tokens the per-chunk quantisation was 37% of a Q4_K_M forward. */
 static size_t q8k_acts_bytes(int32_t n, int32_t cols) {
     return (((size_t)n * (size_t)(cols / HSD_QK_K) * sizeof(hsd_q8k) + 63) & ~(size_t)63) +
-           hsd_kqp_extra_bytes(n, cols);
+           hsd_kqp_extra_bytes(n, cols)
+#ifdef HSD_MM_HAVE_AVX512
+           + hsd_amx_kq_acts_bytes(n, cols)
+#endif
+        ;
 }
 
 /* Activations of the widest kind (Q8_0's u8 + scales, or BF16's pairs), then the row buffers. */
@@ -306,8 +310,11 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
         j->a.xk = xk;
 #ifdef HSD_MM_HAVE_AVX512
         if (isa >= HSD_MM_AVX512) { /* the packed kernels' sums, after the blocks */
+            const size_t ab = hsd_amx_kq_acts_bytes(n, w0->cols);
             hsd_kqp_prepare(&j->a, w0->type,
-                            (uint8_t *)ws->buf + acts - hsd_kqp_extra_bytes(n, w0->cols));
+                            (uint8_t *)ws->buf + acts - ab - hsd_kqp_extra_bytes(n, w0->cols));
+            if (isa == HSD_MM_AMX) /* then the AMX tiles' layout of the same activations */
+                hsd_amx_kq_prepare(&j->a, (uint8_t *)ws->buf + acts - ab);
             for (int32_t i = 0; i < j->n_parts; i++)
                 j->part[i].pk = j->part[i].ids ? NULL : hsd_mm_packed_find(j->part[i].w);
         }

@@ -308,6 +308,30 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
     }
 }
 
+/* ---- k-quant activations ---------------------------------------------------------------- */
+
+size_t hsd_amx_kq_acts_bytes(int32_t n, int32_t cols) {
+    const size_t chunks = ((size_t)n + AMX_T - 1) / AMX_T;
+    return hsd_mm_align64(chunks * AMX_T * (size_t)cols) +
+           hsd_mm_align64((size_t)n * (size_t)(cols / HSD_QK_K) * sizeof(float));
+}
+
+TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
+    const int32_t n = a->n, nb = a->cols / HSD_QK_K;
+    int8_t *xa = buf;
+    float *xad = (float *)(void *)((uint8_t *)buf + hsd_mm_align64(((size_t)n + AMX_T - 1) / AMX_T * AMX_T * (size_t)a->cols));
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t b = 0; b < nb; b++) {
+            const hsd_q8k *x = a->xk + (size_t)t * nb + b;
+            int8_t *d = xa + (((size_t)(t / AMX_T) * nb + b) * 4 * AMX_T + (size_t)(t % AMX_T)) * 64;
+            UNROLL for (int c = 0; c < 4; c++)
+                _mm512_store_si512((void *)(d + (size_t)c * AMX_T * 64), _mm512_loadu_si512((const void *)(x->qs + 64 * c)));
+            xad[(size_t)b * n + t] = x->d;
+        }
+    a->xa = xa;
+    a->xad = xad;
+}
+
 /* ---- Q4_K / Q5_K ----------------------------------------------------------------------- */
 
 /* Why this shape: the AVX-512 k-quant kernel (matmul_kq_avx512.c) spends most of its time on
@@ -326,12 +350,12 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
  * sub-blocks are the K order of a B tile: low nibbles, then high). */
 TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                            int T, int nch, int pf, float *dst, int32_t dld, int five) {
-    const size_t W = five ? 2560 : 2048, xs = (size_t)nb * sizeof(hsd_q8k);
+    const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16),
                   seven = _mm512_set1_epi32(7);
     uint8_t stage[8][1024] __attribute__((aligned(64))); /* B tiles: [2c] q·l, [2c+1] q·h */
-    int32_t cl[AMX_T * 16] __attribute__((aligned(64))), ch[AMX_T * 16] __attribute__((aligned(64)));
+    int32_t cl[2 * AMX_T * 16] __attribute__((aligned(64))), ch[2 * AMX_T * 16] __attribute__((aligned(64)));
     float accb[HSD_AMX_KQ_MAX_CHUNKS * AMX_T * 16] __attribute__((aligned(64)));
     const int nt = T * nch;
     for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
@@ -371,30 +395,51 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
             mv[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 128 + 32 * p)));
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
+        /* two chunks at a time where there are two: four C tiles (0, 1 and 2, 3), so that four
+         * accumulation chains overlap in the tile unit instead of two (a chain's four
+         * products per block wait on each other), and each B tile is loaded once for both */
 #pragma GCC unroll 1
-        for (int k = 0; k < nch; k++) {
-            const int32_t tk = t0 + k * T; /* first token of the chunk */
-            const hsd_q8k *xk = a->xk + (size_t)tk * nb + b;
+        for (int k = 0; k < nch; k += 2) {
+            const int two = k + 1 < nch;
+            const int32_t tk = t0 + k * T; /* first token of the chunk: a multiple of 16 */
+            const int8_t *xa = a->xa + ((size_t)(tk / AMX_T) * nb + b) * 4 * AMX_T * 64;
+            const int8_t *xa2 = xa + (size_t)nb * 4 * AMX_T * 64;
+            const float *xd = a->xad + (size_t)b * a->n + tk;
             _tile_zero(0);
             _tile_zero(1);
+            if (two) {
+                _tile_zero(2);
+                _tile_zero(3);
+            }
             UNROLL for (int c = 0; c < 4; c++) {
-                _tile_loadd(4, xk->qs + 64 * c, xs);
-                _tile_loadd(5, stage[2 * c], 64);
-                _tile_dpbsud(0, 4, 5);
-                _tile_loadd(6, stage[2 * c + 1], 64);
-                _tile_dpbsud(1, 4, 6);
+                _tile_loadd(4, xa + c * AMX_T * 64, 64);
+                _tile_loadd(6, stage[2 * c], 64);
+                _tile_loadd(7, stage[2 * c + 1], 64);
+                _tile_dpbsud(0, 4, 6);
+                _tile_dpbsud(1, 4, 7);
+                if (two) {
+                    _tile_loadd(5, xa2 + c * AMX_T * 64, 64);
+                    _tile_dpbsud(2, 5, 6);
+                    _tile_dpbsud(3, 5, 7);
+                }
             }
             _tile_stored(0, cl, 64);
             _tile_stored(1, ch, 64);
+            if (two) {
+                _tile_stored(2, cl + 16 * AMX_T, 64);
+                _tile_stored(3, ch + 16 * AMX_T, 64);
+            }
             float *ak = accb + (size_t)16 * k * T;
-            for (int t = 0; t < T; t++) {
+            for (int t = 0; t < (two ? 2 * T : T); t++) {
+                /* token tk + t: chunk k's rows, then chunk k + 1's at 16·AMX_T in cl, ch */
+                const int32_t row = t < T ? t : AMX_T + t - T;
                 const int32_t *e = a->xke + ((size_t)(tk + t) * nb + b) * 16;
-                const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cl + 16 * t)),
-                                                    _mm512_slli_epi32(_mm512_load_si512((const void *)(ch + 16 * t)), 3));
+                const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cl + 16 * row)),
+                                                    _mm512_slli_epi32(_mm512_load_si512((const void *)(ch + 16 * row)), 3));
                 __m512i m = _mm512_setzero_si512();
                 UNROLL for (int p = 0; p < 4; p++)
                     m = _mm512_dpwssd_epi32(m, mv[p], _mm512_set1_epi32(e[p]));
-                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb].d);
+                const __m512 dx = _mm512_set1_ps(xd[t]);
                 __m512 ac = _mm512_load_ps(ak + 16 * t);
                 ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), ac);
                 ac = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dm, dx), ac);
@@ -418,7 +463,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
  * across bytes), then p − 32|d| for d ≥ 0 and 32|d| − p for d < 0, by byte subtractions. */
 TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                           int T, int nch, int pf, float *dst, int32_t dld) {
-    const size_t W = 3072, xs = (size_t)nb * sizeof(hsd_q8k);
+    const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30),
                   three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
@@ -475,13 +520,14 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
 #pragma GCC unroll 1
         for (int k = 0; k < nch; k++) {
-            const int32_t tk = t0 + k * T;
-            const hsd_q8k *xk = a->xk + (size_t)tk * nb + b;
+            const int32_t tk = t0 + k * T; /* a multiple of 16 */
+            const int8_t *xa = a->xa + ((size_t)(tk / AMX_T) * nb + b) * 4 * AMX_T * 64;
+            const float *xd = a->xad + (size_t)b * a->n + tk;
             _tile_zero(0);
             _tile_zero(1);
             _tile_zero(2);
             UNROLL for (int j = 0; j < 4; j++) {
-                _tile_loadd(4, xk->qs + 64 * j, xs);
+                _tile_loadd(4, xa + j * AMX_T * 64, 64);
                 _tile_loadd(5, stage[3 * j], 64);
                 _tile_dpbssd(0, 4, 5);
                 _tile_loadd(6, stage[3 * j + 1], 64);
@@ -498,7 +544,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     _mm512_add_epi32(_mm512_load_si512((const void *)(cc[0] + 16 * t)),
                                      _mm512_slli_epi32(_mm512_load_si512((const void *)(cc[1] + 16 * t)), 3)),
                     _mm512_slli_epi32(_mm512_load_si512((const void *)(cc[2] + 16 * t)), 6));
-                const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb].d);
+                const __m512 dx = _mm512_set1_ps(xd[t]);
                 __m512 ac = _mm512_load_ps(ak + 16 * t);
                 ac = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), ac);
                 _mm512_store_ps(ak + 16 * t, ac);

@@ -43,6 +43,14 @@ void hsd_amx_tiles_save(hsd_amx_cfg *prev);
 void hsd_amx_tiles_set(int T);
 void hsd_amx_tiles_restore(const hsd_amx_cfg *prev);
 
+/* The k-quant AMX kernels read their A tiles from a copy of the Q8_K quants laid out as tiles
+ * (16 tokens × 64 bytes, contiguous and aligned: read from the Q8_K blocks directly, rows 292
+ * bytes × blocks apart and split across cache lines, the tile loads took 30% of a 256-token
+ * product) and the blocks' scales per block: bytes for n tokens of `cols` columns, and the
+ * fill (a->xa, a->xad from a->xk). */
+size_t hsd_amx_kq_acts_bytes(int32_t n, int32_t cols);
+void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf);
+
 /* One Q4_K (five 0) / Q5_K (five 1) packed group (matmul_kq.h) × nch (1..HSD_AMX_KQ_MAX_CHUNKS)
  * chunks of the T tokens the tiles are configured for, tokens t0 .. t0 + nch·T − 1, on
  * AMX-INT8: lane j of token t0 + i goes to dst[i·dld + j], bit for bit the AVX-512 kernel's

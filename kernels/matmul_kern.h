@@ -20,6 +20,8 @@ typedef struct hsd_mm_acts {
     const struct hsd_q8k *xk; /* Q8_K blocks [n][cols/256] (Q4_K/Q5_K/Q6_K weights) */
     const int32_t *xke;       /* matmul_kq.h: per token and block 16 int32 of extras */
     const uint16_t *xb;       /* bf16 [n][cols] (matmul_amx.c) */
+    const int8_t *xa;   /* matmul_amx.c, k-quants: xk's quants as A tiles, [n/16][nb][4][16][64] */
+    const float *xad;   /* matmul_amx.c, k-quants: xk's scales, [nb][n] */
 } hsd_mm_acts;
 
 /* n rounded up to a whole number of 64-byte lines (prepared activation buffers). */
