@@ -588,6 +588,7 @@ static void test_kquant_packed_vs_reference(void **state) {
 
 /* ---- packers: the vector packers against references, every row count of a group ---------- */
 
+#ifdef HSD_MM_HAVE_AVX512 /* the helpers of test_packers_match_reference */
 /* `count` rows of rb bytes each, at odd (unaligned) addresses, row 0 ending exactly where a
  * PROT_NONE page starts: a packer that reads one byte past a row's last block faults. */
 typedef struct guarded {
@@ -634,6 +635,7 @@ static void bf16p_layout(const uint8_t *const *rows, int32_t count, int32_t cols
         for (int32_t c = 0; c < cols; c++)
             memcpy(dst + 64 * (size_t)(c / 2) + 4 * j + 2 * (c % 2), rows[j] + 2 * (size_t)c, 2);
 }
+#endif
 
 /* The AVX-512 packers give the groups of their references byte for byte: the k-quant one the
  * portable hsd_kqp_pack_group_ref (itself tested through the products against float64 above),
