@@ -48,9 +48,18 @@
 /* Bytes of one group of `cols` columns (a multiple of 256) of type t, a multiple of 64. */
 size_t hsd_kqp_group_bytes(hsd_dtype t, int32_t cols);
 /* Packs `count` (<= 16) rows given by pointers to their GGUF blocks (nb super-blocks each)
- * into one group at dst (hsd_kqp_group_bytes); lanes count..15 get zeros. Portable C. */
+ * into one group at dst (hsd_kqp_group_bytes); lanes count..15 get zeros. The AVX-512 packer
+ * where the active CPU level (cpu_features.h) has it, else the portable one: the same bytes. */
 void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                         uint8_t *dst);
+/* The portable packer: the reference the vector one is tested against. */
+void hsd_kqp_pack_group_ref(hsd_dtype t, const uint8_t *const *rows, int32_t count,
+                            int32_t nb, uint8_t *dst);
+#ifdef HSD_MM_HAVE_AVX512
+/* The AVX-512 (F/BW) packer (matmul_pack_avx512.c): call only where it runs. */
+void hsd_kqp_pack_group_avx512(hsd_dtype t, const uint8_t *const *rows, int32_t count,
+                               int32_t nb, uint8_t *dst);
+#endif
 /* The packed arithmetic above in scalar C, from a row's GGUF blocks and a token's Q8_K blocks. */
 float hsd_kqp_dot_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols);
 

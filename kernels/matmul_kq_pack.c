@@ -1,9 +1,11 @@
 /* The packed k-quant layouts (matmul_kq.h): group sizes, packing from GGUF blocks, the
- * activation extras, and the scalar reference of the packed arithmetic. Portable C: packing
- * runs once per matrix at load time (or per group for row subsets). */
+ * activation extras, and the scalar reference of the packed arithmetic. Portable C; packing
+ * runs once per matrix at load time (or per group for row subsets), on AVX-512 with the
+ * vector packer of matmul_pack_avx512.c, which gives these bytes. */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/cpu_features.h"
 #include "kernels/matmul_kq.h"
 
 enum { Q4_W = 2048, Q5_W = 2560, Q6_W = 3072, Q45_TAIL = 320, Q6_TAIL = 288 };
@@ -30,8 +32,8 @@ static void k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     }
 }
 
-void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
-                        uint8_t *dst) {
+void hsd_kqp_pack_group_ref(hsd_dtype t, const uint8_t *const *rows, int32_t count,
+                            int32_t nb, uint8_t *dst) {
     const size_t W = t == HSD_DT_Q4_K ? Q4_W : t == HSD_DT_Q5_K ? Q5_W : Q6_W;
     const size_t bb = hsd_dtype_block_bytes(t);
     memset(dst, 0, hsd_kqp_group_bytes(t, nb * HSD_QK_K));
@@ -64,6 +66,18 @@ void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, 
             memcpy(tail + 288 + 2 * j, g + 2, 2);
         }
     }
+}
+
+void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
+                        uint8_t *dst) {
+#ifdef HSD_MM_HAVE_AVX512
+    /* the one probe and its override (cpu_features.h), as every kernel family */
+    if (hsd_cpu_level_active() >= HSD_CPU_AVX512) {
+        hsd_kqp_pack_group_avx512(t, rows, count, nb, dst);
+        return;
+    }
+#endif
+    hsd_kqp_pack_group_ref(t, rows, count, nb, dst);
 }
 
 size_t hsd_kqp_extra_bytes(int32_t n, int32_t cols) {

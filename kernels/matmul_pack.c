@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_bf16p.h"
@@ -27,7 +28,10 @@ typedef struct pack_job {
     uint8_t *dst;
     size_t gb;
     int32_t groups;
+    bool release; /* hand the source pages back as they are packed (hsd_mm_pack_release) */
 } pack_job;
+
+#define RELEASE_BYTES ((size_t)2 << 20) /* source bytes packed between two releases */
 
 static void pack_task(void *arg, int32_t tid, int32_t nth) {
     const pack_job *j = arg;
@@ -35,6 +39,15 @@ static void pack_task(void *arg, int32_t tid, int32_t nth) {
     const uint8_t *rows[HSD_MM_PACK_ROWS];
     int32_t g0 = (int32_t)((int64_t)j->groups * tid / nth),
             g1 = (int32_t)((int64_t)j->groups * (tid + 1) / nth);
+    /* Released so far: whole pages from the first one inside this thread's rows (a page
+     * shared with the neighbour's rows stays for the caller's final release: dropping it
+     * early would be safe, only a fault more for the neighbour). */
+    const size_t rb = hsd_dtype_row_bytes(w->type, w->cols),
+                 pg = (size_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t base = (uintptr_t)w->data;
+    uintptr_t done = (base + (size_t)g0 * HSD_MM_PACK_ROWS * rb + pg - 1) & ~(uintptr_t)(pg - 1);
+    int32_t every = (int32_t)(RELEASE_BYTES / (HSD_MM_PACK_ROWS * rb));
+    if (every < 1) every = 1;
     for (int32_t g = g0; g < g1; g++) {
         int32_t c = w->rows - g * HSD_MM_PACK_ROWS;
         if (c > HSD_MM_PACK_ROWS) c = HSD_MM_PACK_ROWS;
@@ -45,6 +58,11 @@ static void pack_task(void *arg, int32_t tid, int32_t nth) {
             hsd_kqp_pack_group(w->type, rows, c, w->cols / HSD_QK_K, j->dst + (size_t)g * j->gb);
         else
             hsd_bf16p_pack_group(rows, c, w->cols, j->dst + (size_t)g * j->gb);
+        if (j->release && ((g - g0 + 1) % every == 0 || g == g1 - 1)) {
+            uintptr_t end = (base + (size_t)(g * HSD_MM_PACK_ROWS + c) * rb) & ~(uintptr_t)(pg - 1);
+            if (end > done) (void)madvise((void *)done, end - done, MADV_DONTNEED);
+            if (end > done) done = end;
+        }
     }
 }
 
@@ -52,7 +70,17 @@ hsd_status hsd_mm_pack(hsd_mat *w) {
     return hsd_mm_pack_on(w, NULL, 1);
 }
 
+static hsd_status pack_copy(hsd_mat *w, hsd_pool *pool, int32_t nth, bool release);
+
 hsd_status hsd_mm_pack_on(hsd_mat *w, hsd_pool *pool, int32_t nth) {
+    return pack_copy(w, pool, nth, false);
+}
+
+hsd_status hsd_mm_pack_release(hsd_mat *w, hsd_pool *pool, int32_t nth) {
+    return pack_copy(w, pool, nth, true);
+}
+
+static hsd_status pack_copy(hsd_mat *w, hsd_pool *pool, int32_t nth, bool release) {
     /* only where the products will read it (AVX-512 and AMX): not under the avx2 or scalar
      * override (1.3 GB saved for a 1B Q8_0 model, 2.5 GB for BF16) */
     const bool q8 = w->type == HSD_DT_Q8_0, kq = hsd_quant_is_q8k(w->type);
@@ -85,7 +113,7 @@ hsd_status hsd_mm_pack_on(hsd_mat *w, hsd_pool *pool, int32_t nth) {
     if (bytes >= HUGE_ALIGN) (void)madvise(data, bytes, MADV_HUGEPAGE);
 #endif
     *p = (hsd_mm_packed){w->data, w->type, w->rows, w->cols, gb, data};
-    pack_job job = {w, p->data, gb, groups};
+    pack_job job = {w, p->data, gb, groups, release};
     if (!pool || nth < 2 || bytes < 2 * HUGE_ALIGN)
         pack_task(&job, 0, 1);
     else
@@ -102,6 +130,11 @@ hsd_status hsd_mm_pack(hsd_mat *w) {
 }
 
 hsd_status hsd_mm_pack_on(hsd_mat *w, hsd_pool *pool, int32_t nth) {
+    (void)pool, (void)nth;
+    return hsd_mm_pack(w);
+}
+
+hsd_status hsd_mm_pack_release(hsd_mat *w, hsd_pool *pool, int32_t nth) {
     (void)pool, (void)nth;
     return hsd_mm_pack(w);
 }

@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hsd.h"
 #include "kernels/cpu_ops.h"
+#include "kernels/threadpool.h"
 
 #define HSD_MM_PACK_ROWS 16 /* rows per group, one per 32-bit lane of a 512-bit vector */
 
@@ -26,6 +28,16 @@ typedef struct hsd_mm_packed {
     size_t group_bytes; /* bytes per group, a multiple of 64 */
     uint8_t *data;      /* 64-byte aligned, ceil(rows/16) groups */
 } hsd_mm_packed;
+
+/* hsd_mm_pack_on (kernels/matmul.h) for a matrix whose data lies in a private read-only file
+ * mapping (never written: a dropped page faults back in from the page cache with the file's
+ * bytes): each thread hands the whole pages of the rows it has packed back to the kernel
+ * (MADV_DONTNEED) every 2 MB as it goes, so that loading holds about one copy of the weights
+ * at its peak (before: one copy plus the largest matrix, the tied classifier: +215 MB for a
+ * 1B Q4_K_M file, +525 MB in BF16). The pages at the ends of the threads' row ranges stay:
+ * the caller drops the matrix's whole pages afterwards (models/tf_load.c). Not for data in
+ * ordinary memory, whose contents a drop would zero. */
+hsd_status hsd_mm_pack_release(hsd_mat *w, hsd_pool *pool, int32_t nth);
 
 /* Whether storage type t has a row-interleaved layout (Q8_0, BF16, Q4_K/Q5_K/Q6_K:
  * matmul_kq.h): its AVX-512 products run

@@ -188,10 +188,13 @@ static hsd_mat *product_mat(hsd_transformer *tf, int32_t i) {
  * private read-only file mapping: whatever still reads them — embedding rows of a tied
  * matrix, row subsets — faults them in again from the page cache). Only for mapped files
  * (a buffer read into memory would lose its contents). Measured: bench/notes/kquant_amx.md. */
+static bool mapped_source(const hsd_transformer *tf) {
+    return tf->release == hsd_file_map_close && tf->release_ctx &&
+           ((const hsd_file_map *)tf->release_ctx)->mapped;
+}
+
 static void drop_packed_source(const hsd_transformer *tf, const hsd_mat *w) {
-    if (tf->release != hsd_file_map_close || !tf->release_ctx ||
-        !((const hsd_file_map *)tf->release_ctx)->mapped || !w->data || !hsd_mm_packed_find(w))
-        return;
+    if (!mapped_source(tf) || !w->data || !hsd_mm_packed_find(w)) return;
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = (uintptr_t)w->data,
               b = a + hsd_dtype_row_bytes(w->type, w->cols) * (size_t)w->rows;
@@ -204,8 +207,12 @@ static void pack_weights(hsd_transformer *tf) {
     int32_t n = 7 * tf->cfg.n_layers + 1;
     for (int32_t i = 0; i < n; i++) {
         hsd_mat *w = product_mat(tf, i);
-        if (hsd_mm_pack_on(w, tf->pool, tf->n_threads) == HSD_OK) {
-            drop_packed_source(tf, w); /* matrix by matrix: the peak is one copy plus one */
+        /* a mapped file's pages go back as they are packed (hsd_mm_pack_release), then the
+         * pages at the threads' range ends: the peak is about one copy */
+        hsd_status s = mapped_source(tf) ? hsd_mm_pack_release(w, tf->pool, tf->n_threads)
+                                         : hsd_mm_pack_on(w, tf->pool, tf->n_threads);
+        if (s == HSD_OK) {
+            drop_packed_source(tf, w);
         } else {
             hsd_log(HSD_LOG_INFO, "%s; weights are packed on the fly instead (slower)",
                     hsd_last_error());

@@ -7,12 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "hsd.h"
 #include "hsd_tools.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_kq.h"
+#include "kernels/matmul_q8.h"
 #include "kernels/quant.h"
 #include "models/inflate.h"
 #include "lib/base/rng.h"
@@ -680,6 +684,153 @@ static void test_kquant_many_tokens_vs_reference(void **state) {
     }
 }
 
+/* ---- packers: the vector packers against references, every row count of a group ---------- */
+
+#ifdef HSD_MM_HAVE_AVX512 /* the helpers of test_packers_match_reference */
+/* `count` rows of rb bytes each, at odd (unaligned) addresses, row 0 ending exactly where a
+ * PROT_NONE page starts: a packer that reads one byte past a row's last block faults. */
+typedef struct guarded {
+    uint8_t *map;
+    size_t len;
+    const uint8_t *rows[16];
+} guarded;
+
+static void guarded_make(guarded *g, int32_t count, size_t rb) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), need = (size_t)count * (rb + 3);
+    g->len = (need + pg - 1) / pg * pg + pg;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(g->map != MAP_FAILED);
+    assert_int_equal(mprotect(g->map + g->len - pg, pg, PROT_NONE), 0);
+    uint8_t *end = g->map + g->len - pg;
+    for (int32_t j = 0; j < count; j++) {
+        uint8_t *r = end - (size_t)(j + 1) * rb - 3 * (size_t)j;
+        for (size_t i = 0; i < rb; i++) r[i] = (uint8_t)hsd_rng_u32(&rng);
+        g->rows[j] = r;
+    }
+}
+
+/* The Q8_0 group as matmul_q8.h states it: per block 8 vectors (vector k, lane j: bytes
+ * 4k..4k+3 of row j's quants, + 128), then the rows' fp16 scales [nb][16]; missing rows: zero
+ * weights (128) and scales; zeros to the end of the group. */
+static void q8p_layout(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst) {
+    memset(dst, 0, hsd_q8p_group_bytes(nb * 32));
+    for (int32_t b = 0; b < nb; b++)
+        for (int32_t j = 0; j < 16; j++) {
+            const uint8_t *blk = j < count ? rows[j] + (size_t)b * HSD_Q8_0_BYTES : NULL;
+            for (int e = 0; e < 32; e++)
+                dst[(size_t)b * 512 + 64 * (e / 4) + 4 * j + e % 4] =
+                    (uint8_t)((blk ? blk[2 + e] : 0) ^ 0x80);
+            for (int h = 0; h < 2; h++)
+                dst[(size_t)nb * 512 + 32 * (size_t)b + 2 * j + h] = blk ? blk[h] : 0;
+        }
+}
+
+/* The BF16 group as matmul_bf16p.h states it: vector p, lane j = (w[j][2p], w[j][2p+1]),
+ * zero past an odd last column and in missing rows. */
+static void bf16p_layout(const uint8_t *const *rows, int32_t count, int32_t cols, uint8_t *dst) {
+    memset(dst, 0, hsd_bf16p_group_bytes(cols));
+    for (int32_t j = 0; j < count; j++)
+        for (int32_t c = 0; c < cols; c++)
+            memcpy(dst + 64 * (size_t)(c / 2) + 4 * j + 2 * (c % 2), rows[j] + 2 * (size_t)c, 2);
+}
+#endif
+
+/* The AVX-512 packers give the groups of their references byte for byte: the k-quant one the
+ * portable hsd_kqp_pack_group_ref (itself tested through the products against float64 above),
+ * Q8_0's and BF16's the layouts of their headers written out here; random blocks, every row
+ * count 1..16 (cut groups), unaligned rows ending at an unreadable page, a destination
+ * filled with garbage first (every byte must be written). Then whole matrices packed on 2
+ * threads (hsd_mm_pack_on, as at load) against the reference group by group. */
+static void test_packers_match_reference(void **state) {
+    (void)state;
+    if (!hsd_cpu_level_supported(HSD_CPU_AVX512)) {
+        fprintf(stderr, "no AVX-512 on this CPU (%s): vector packers not run\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+#ifdef HSD_MM_HAVE_AVX512
+    hsd_rng_init(&rng, 41, 1);
+    static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K, HSD_DT_Q8_0,
+                                      HSD_DT_BF16};
+    static const int32_t cols_kq[] = {256, 768}, cols_q8[] = {32, 96, 2048},
+                         cols_bf[] = {32, 37, 64, 2050};
+    int groups = 0;
+    for (int ty = 0; ty < 5; ty++) {
+        const hsd_dtype t = types[ty];
+        const bool kq = hsd_quant_is_q8k(t), q8 = t == HSD_DT_Q8_0;
+        const int32_t *cl = kq ? cols_kq : q8 ? cols_q8 : cols_bf;
+        const int ncols = kq ? 2 : q8 ? 3 : 4;
+        for (int ci = 0; ci < ncols; ci++) {
+            const int32_t C = cl[ci];
+            const size_t rb = hsd_dtype_row_bytes(t, C),
+                         gb = kq ? hsd_kqp_group_bytes(t, C)
+                              : q8 ? hsd_q8p_group_bytes(C)
+                                   : hsd_bf16p_group_bytes(C);
+            uint8_t *want = malloc(gb), *got = aligned_alloc(64, (gb + 63) / 64 * 64);
+            for (int32_t count = 1; count <= 16; count++) {
+                guarded g;
+                guarded_make(&g, count, rb);
+                if (kq) {
+                    hsd_kqp_pack_group_ref(t, g.rows, count, C / HSD_QK_K, want);
+                    memset(got, 0xa5, gb);
+                    hsd_kqp_pack_group_avx512(t, g.rows, count, C / HSD_QK_K, got);
+                } else if (q8) {
+                    q8p_layout(g.rows, count, C / 32, want);
+                    memset(got, 0xa5, gb);
+                    hsd_q8p_pack_group(g.rows, count, C / 32, got);
+                } else {
+                    bf16p_layout(g.rows, count, C, want);
+                    memset(got, 0xa5, gb);
+                    hsd_bf16p_pack_group(g.rows, count, C, got);
+                }
+                for (size_t i = 0; i < gb; i++)
+                    if (got[i] != want[i])
+                        fail_msg("%s cols %d, %d rows: group byte %zu is %d, reference %d",
+                                 hsd_dtype_name(t), C, count, i, got[i], want[i]);
+                groups++;
+                munmap(g.map, g.len);
+            }
+            free(want), free(got);
+        }
+    }
+    /* whole matrices as loading packs them: 2 threads, a last group of 3 rows */
+    hsd_pool *pool = hsd_pool_create(2);
+    assert_non_null(pool);
+    for (int ty = 0; ty < 3; ty++) {
+        const hsd_dtype t = types[ty];
+        enum { R = 4099, C = 2048 }; /* 4.8-6.8 MB: split between the threads */
+        void *data = make_kquant(t, R, C);
+        hsd_mat m = {t, R, C, data, NULL};
+        assert_int_equal(hsd_mm_pack_on(&m, pool, 2), HSD_OK);
+        const hsd_mm_packed *p = hsd_mm_packed_find(&m);
+        if (!p) { /* the level was capped below AVX-512: nothing packs */
+            fprintf(stderr, "%s: no packed copy at level %s\n", hsd_dtype_name(t),
+                    hsd_cpu_level_name(hsd_cpu_level_active()));
+            free(data);
+            continue;
+        }
+        const size_t gb = hsd_kqp_group_bytes(t, C);
+        uint8_t *want = malloc(gb);
+        for (int32_t g0 = 0; g0 < (R + 15) / 16; g0++) {
+            const int32_t c = R - 16 * g0 < 16 ? R - 16 * g0 : 16;
+            const uint8_t *rows[16];
+            hsd_mm_group_rows(&m, NULL, 16 * g0, c, rows);
+            hsd_kqp_pack_group_ref(t, rows, c, C / HSD_QK_K, want);
+            if (memcmp(want, p->data + (size_t)g0 * gb, gb))
+                fail_msg("%s %dx%d packed on 2 threads: group %d differs from the reference",
+                         hsd_dtype_name(t), R, C, g0);
+        }
+        fprintf(stderr, "%s %dx%d packed on 2 threads == portable packer, %d groups\n",
+                hsd_dtype_name(t), R, C, (R + 15) / 16);
+        hsd_mm_unpack(&m);
+        free(want), free(data);
+    }
+    hsd_pool_free(pool);
+    fprintf(stderr, "vector packers == references on %d groups (Q4_K Q5_K Q6_K Q8_0 BF16, 1..16 rows)\n",
+            groups);
+#endif
+}
+
 /* Greedy speculative decoding gives AR's ids on every kernel level this CPU runs (the levels
  * are lowered with the one override, kernels/cpu_features.h): the trained babyllama inflated
  * (exactly) to the smollm-135m width in BF16 and Q8_0 — 32-column multiples, so BF16 runs on
@@ -781,6 +932,7 @@ int main(void) {
         cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_q8k_quantize_matches_scalar),
+        cmocka_unit_test(test_packers_match_reference),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
