@@ -6,7 +6,8 @@
  *                finish; adaptive k, stop reasons, streaming, results;
  *   seq.c        one sequence's state and the steps every round shares (prompt encoding,
  *                the target request, emit with EOS/stop strings/budget, drafter resync);
- *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks;
+ *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks,
+ *                with the one row the round reads next (AR's token, the first draft);
  *   draft_window.c  the drafter's own context: a trailing window of the text when full;
  *   round_*.c    one file per algorithm family behind hsd_eng_round (below): ar,
  *                token (SD, union, TLI), slem, slrs.
@@ -276,7 +277,8 @@ hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_par
  * prompt. Not live afterwards when max_new_tokens is 0. */
 hsd_status hsd_eng_start_seq(hsd_eng_request *rq, int32_t i, const hsd_gen_params *p,
                              hsd_algo algo, const char *prompt, size_t len);
-/* One round = plan (*any: a sequence is live), prefill_all, draft_all, verify_all,
+/* One round = plan (*any: a sequence is live), prefill_all (the drafters'), draft_all,
+ * verify_all (the target's prefill, then its one forward when a sequence has candidates),
  * after_round. */
 hsd_status hsd_eng_plan(hsd_eng_request *rq, bool *any);
 hsd_status hsd_eng_draft_all(hsd_eng_request *rq);
