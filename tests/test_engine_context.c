@@ -303,7 +303,12 @@ static hsd_model *recorder(rec *r, hsd_model *inner) {
 }
 
 /* The prompt goes through causal forwards (parents NULL) of at most 512 positions that ask
- * for no logits; the first tree forward (SLEM's, SLRS's drafter) comes after it. */
+ * for no logits, except that the last chunk may end with the last prompt id and ask for its
+ * one row; the first tree forward (SLEM's, SLRS's drafter) comes after it. No prompt id is
+ * fed twice: AR's first token comes from the prefill's row (its forwards are the
+ * ceil(P / 512) chunks and one per later token, nothing else), a drafting round's target sees
+ * the last prompt id either there or as the first id of its verification forward, and the
+ * drafter's first draft reads its own prefill's row (its next forward starts past it). */
 static void test_prefill_is_causal(void **state) {
     (void)state;
     REQUIRE_MODELS();
@@ -316,34 +321,58 @@ static void test_prefill_is_causal(void **state) {
     const int32_t plen = (int32_t)n + 1; /* BOS */
     const hsd_algo algos[] = {HSD_ALGO_AR, HSD_ALGO_TLI, HSD_ALGO_SLEM, HSD_ALGO_SLRS};
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+        const bool ar = algos[a] == HSD_ALGO_AR;
         rec rt, rd;
         hsd_model *t = recorder(&rt, tm), *d = recorder(&rd, dm_char);
         hsd_engine *e = NULL;
-        assert_int_equal(hsd_engine_init(t, tt, algos[a] == HSD_ALGO_AR ? NULL : d,
-                                         algos[a] == HSD_ALGO_AR ? NULL : dt_char, &e),
-                         HSD_OK);
+        assert_int_equal(hsd_engine_init(t, tt, ar ? NULL : d, ar ? NULL : dt_char, &e), HSD_OK);
         hsd_gen_params p = greedy(algos[a]);
         hsd_gen_result r = HSD_GEN_RESULT_INIT;
         assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
-        int prefill_fw = 0;
+        int prefill_fw = 0, last_by_prefill = 0, last_by_verify = 0;
         for (int i = 0; i < rt.n; i++) {
             const call *c = &rt.c[i];
             if (c->kv < plen - 1) { /* writes prompt positions */
                 prefill_fw++;
                 assert_false(c->tree);
-                assert_int_equal(c->n_rows, 0);
                 assert_true(c->n <= 512);
-                assert_true(c->kv + c->n <= plen - 1);
+                if (c->n_rows == 0) {
+                    assert_true(c->kv + c->n <= plen - 1);
+                } else { /* the last chunk: the last prompt id, its row only */
+                    assert_int_equal(c->n_rows, 1);
+                    assert_int_equal(c->kv + c->n, plen);
+                    last_by_prefill++;
+                }
+            } else if (c->kv == plen - 1) { /* the last prompt id opens a verification */
+                last_by_verify++;
             }
         }
-        /* the drafter's window re-prefills: any long drafter forward is causal, no logits */
+        /* the last prompt position is written once, by one of the two */
+        assert_int_equal(last_by_prefill + last_by_verify, 1);
+        if (ar) {
+            assert_int_equal(last_by_prefill, 1);
+            assert_int_equal(rt.n, (plen + 511) / 512 + r.n_ids - 1);
+        } else {
+            /* the drafter's first forward is its prefill (the window), with the row that its
+             * first draft reads; the next one feeds past it, recomputing nothing */
+            assert_true(rd.n >= 2);
+            assert_false(rd.c[0].tree);
+            assert_int_equal(rd.c[0].n_rows, 1);
+            assert_true(rd.c[0].n > 1);
+            assert_int_equal(rd.c[1].kv, rd.c[0].kv + rd.c[0].n);
+        }
+        /* the drafter's window re-prefills: any long drafter forward is causal, with at most
+         * its last row */
         for (int i = 0; i < rd.n; i++)
             if (rd.c[i].n > 64) {
                 assert_false(rd.c[i].tree);
-                assert_int_equal(rd.c[i].n_rows, 0);
+                assert_true(rd.c[i].n_rows <= 1);
             }
-        fprintf(stderr, "%-5s: prompt %d target tokens in %d causal forwards, %d forwards in all\n",
-                hsd_algo_name(algos[a]), plen, prefill_fw, rt.n);
+        fprintf(stderr,
+                "%-5s: prompt %d target tokens in %d causal forwards (last id's row from the %s), "
+                "%d target and %d drafter forwards in all, %d tokens\n",
+                hsd_algo_name(algos[a]), plen, prefill_fw,
+                last_by_prefill ? "prefill" : "verification", rt.n, rd.n, r.n_ids);
         assert_true(prefill_fw >= (plen - 1 + 511) / 512);
         hsd_gen_result_free(&r);
         hsd_engine_free(e);

@@ -192,6 +192,10 @@ hsd_status hsd_eng_draft_all(request *rq) {
         } else {
             chain = true;
             if (g->cur->draft_begin && !(s = hsd_eng_seq_select(g))) s = g->cur->draft_begin(g);
+            /* the first draft from the drafter's prefill row, when it is still this
+             * position's (SLEM's healing moves the root): no forward for it */
+            const float *carry = s ? NULL : hsd_eng_take_carry(g);
+            if (carry && (int32_t)g->D.ids.n + 1 < g->d_limit) s = g->cur->draft_take(g, carry);
         }
     }
     while (chain && !s) {
@@ -235,19 +239,27 @@ hsd_status hsd_eng_draft_all(request *rq) {
     return s;
 }
 
-/* Candidates of every live sequence, ONE target forward over all of them, then verification
- * and emission per sequence. */
+/* Candidates of every live sequence, the target's prefill, ONE target forward over all of
+ * them, then verification and emission per sequence. When no sequence has candidates (AR,
+ * or nothing drafted) the prefill takes every pending id and its rows are the round's: no
+ * forward follows (prefill.c says why the last id otherwise waits for this forward). */
 hsd_status hsd_eng_verify_all(request *rq) {
     hsd_engine *e = rq->e;
     hsd_status s = HSD_OK;
+    bool any_cand = false;
+    for (int32_t i = 0; i < rq->B && !s; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (!g->live) continue;
+        if (!(s = hsd_eng_seq_select(g))) s = g->cur->candidates(g, &g->rd.cand_ids, &g->m, &g->width);
+        any_cand |= g->m > 0;
+    }
+    if (!s) s = hsd_eng_prefill_targets(rq, !any_cand);
     int32_t nb = 0;
     size_t rows = 0;
     for (int32_t i = 0; i < rq->B && !s; i++) {
         hsd_eng_seq *g = &rq->sq[i];
-        if (!g->live) continue;
-        const int32_t *cand;
-        if ((s = hsd_eng_seq_select(g)) || (s = g->cur->candidates(g, &cand, &g->m, &g->width)) ||
-            (s = hsd_eng_target_request(g, cand, g->m)))
+        if (!g->live || g->rd.served) continue;
+        if ((s = hsd_eng_seq_select(g)) || (s = hsd_eng_target_request(g, g->rd.cand_ids, g->m)))
             break;
         rq->ent[nb] = (hsd_model_batch_seq){sizeof(hsd_model_batch_seq), g->t_slot,    g->rd.toks,
                                             g->rd.n_toks, g->rd.cpar ? g->rd.tpar : NULL,
@@ -255,9 +267,10 @@ hsd_status hsd_eng_verify_all(request *rq) {
         rq->idx[nb++] = i;
         rows += (size_t)g->m + 1;
     }
-    if (s || nb == 0) return s;
-    if (grow(&rq->tlog, &rq->tlog_cap, rows * (size_t)e->vt)) return hsd_eng_oom();
-    if ((s = forward(rq, e->tm, rq->ent, nb, rq->tlog))) return s;
+    if (!s && nb > 0) {
+        if (grow(&rq->tlog, &rq->tlog_cap, rows * (size_t)e->vt)) return hsd_eng_oom();
+        s = forward(rq, e->tm, rq->ent, nb, rq->tlog);
+    }
     size_t off = 0;
     for (int32_t b = 0; b < nb && !s; b++) {
         hsd_eng_seq *g = &rq->sq[rq->idx[b]];
@@ -265,6 +278,11 @@ hsd_status hsd_eng_verify_all(request *rq) {
         off += (size_t)g->m + 1;
         if (!(s = hsd_eng_seq_select(g)) && !(s = hsd_eng_target_probs(g, lg, g->m, g->width)))
             s = g->cur->finish(g);
+    }
+    /* the sequences the prefill served: their p row 0 is written */
+    for (int32_t i = 0; i < rq->B && !s; i++) {
+        hsd_eng_seq *g = &rq->sq[i];
+        if (g->live && g->rd.served && !(s = hsd_eng_seq_select(g))) s = g->cur->finish(g);
     }
     return s;
 }

@@ -6,7 +6,8 @@
  *                finish; adaptive k, stop reasons, streaming, results;
  *   seq.c        one sequence's state and the steps every round shares (prompt encoding,
  *                the target request, emit with EOS/stop strings/budget, drafter resync);
- *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks;
+ *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks,
+ *                with the one row the round reads next (AR's token, the first draft);
  *   draft_window.c  the drafter's own context: a trailing window of the text when full;
  *   round_*.c    one file per algorithm family behind hsd_eng_round (below): ar,
  *                token (SD, union, TLI), slem, slrs.
@@ -68,6 +69,7 @@ struct hsd_engine {
 };
 
 typedef struct hsd_eng_seq hsd_eng_seq;
+typedef struct hsd_eng_request hsd_eng_request;
 
 /* One algorithm family's round (see the phases above). */
 typedef struct hsd_eng_round {
@@ -113,6 +115,10 @@ typedef struct hsd_eng_round_data {
      * for the committed text; NULL = a chain. tpar: the forward's parents over toks. */
     const int32_t *cpar;
     int32_t *tpar, tpar_cap;
+    const int32_t *cand_ids; /* the candidates phase's ids, kept for the target request */
+    /* the target's prefill took every pending id and gave the row of the last one: the round
+     * needs no verification forward (prefill.c, hsd_eng_prefill_targets) */
+    bool served;
 } hsd_eng_round_data;
 
 struct hsd_eng_seq {
@@ -142,6 +148,11 @@ struct hsd_eng_seq {
     int32_t *p_arg;
     int32_t p_arg_cap;
     hsd_sampler_ws sw, dw; /* the sampler's scratch for target and drafter rows, allocated once */
+    /* the drafter's logits after D.ids[0..d_carry_kv), from its prefill (prefill.c): the
+     * first draft of the round reads them instead of a forward; valid only while
+     * d_kv == d_carry_kv == D.ids.n (0: none) */
+    float *d_carry;
+    int32_t d_carry_kv;
     int32_t n_union, *d2u;
     double t_draft, t_verify, t_bridge;
     int32_t rounds, drafted, accepted;
@@ -215,12 +226,24 @@ int32_t hsd_eng_ctx_limit(const hsd_model *m, int32_t override);
 /* ---- prefill.c ---- */
 /* Prompt ids per prefill forward (prefill.c says why this size). */
 #define HSD_ENG_PREFILL_CHUNK 512
-/* Feeds ids[*kv .. n-1) (all but the last, which the round feeds for its logits) through
- * the plain causal path (parents NULL, no logits) in chunks; *kv advances. The model's
- * current slot must be the sequence's. */
-hsd_status hsd_eng_prefill(hsd_model *m, const hsd_ids *ids, int32_t *kv);
-/* Both sides of a sequence (the drafter's when its round drafts); selects its slots. */
-hsd_status hsd_eng_prefill_seq(hsd_eng_seq *g);
+/* Feeds ids[*kv .. end) through the plain causal path (parents NULL) in chunks; *kv advances.
+ * last_logits NULL: no logits at all; else the last chunk asks for one row, the logits after
+ * ids[end - 1], written there (a cache already holding ids[0..end) recomputes its last
+ * position). The model's current slot must be the sequence's. */
+hsd_status hsd_eng_prefill(hsd_model *m, const hsd_ids *ids, int32_t *kv, int32_t end,
+                           float *last_logits);
+/* The drafters' side of a round, before drafting (the sequences whose round drafts): their
+ * pending ids through the causal path, the logits of the last one kept for the first draft
+ * (g->d_carry). */
+hsd_status hsd_eng_prefill_all(hsd_eng_request *rq);
+/* The target's side, in the verification phase after the candidates are known. rows false:
+ * every pending id but the last (which the verification forward carries); true (no
+ * sequence has candidates): every pending id, the last one's row turned into g->p row 0,
+ * g->rd.served set, and no verification forward follows. */
+hsd_status hsd_eng_prefill_targets(hsd_eng_request *rq, bool rows);
+/* The drafter's logits kept by its prefill, when still valid for g->D (consumed: the next
+ * call returns NULL). */
+const float *hsd_eng_take_carry(hsd_eng_seq *g);
 
 /* ---- draft_window.c ---- */
 /* When the drafter's side holds more than d_limit - need ids, restarts it on a trailing
@@ -254,10 +277,10 @@ hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_par
  * prompt. Not live afterwards when max_new_tokens is 0. */
 hsd_status hsd_eng_start_seq(hsd_eng_request *rq, int32_t i, const hsd_gen_params *p,
                              hsd_algo algo, const char *prompt, size_t len);
-/* One round = plan (*any: a sequence is live), prefill_all, draft_all, verify_all,
+/* One round = plan (*any: a sequence is live), prefill_all (the drafters'), draft_all,
+ * verify_all (the target's prefill, then its one forward when a sequence has candidates),
  * after_round. */
 hsd_status hsd_eng_plan(hsd_eng_request *rq, bool *any);
-hsd_status hsd_eng_prefill_all(hsd_eng_request *rq);
 hsd_status hsd_eng_draft_all(hsd_eng_request *rq);
 hsd_status hsd_eng_verify_all(hsd_eng_request *rq);
 hsd_status hsd_eng_after_round(hsd_eng_request *rq);
@@ -277,6 +300,10 @@ int32_t hsd_eng_slem_tree(const hsd_eng_seq *g, int32_t *ids, int32_t *parents, 
 /* The chain of that tree a chain verifier gets (its deepest path, the first among equally
  * deep ones), cut to k_out ids, all below vt; returns its length. */
 int32_t hsd_eng_slem_chain(const hsd_eng_seq *g, int32_t vt, int32_t k_out, int32_t *out);
+
+/* ---- round_slem.c: whether the round's draft_begin will heal (drop) the drafter's last id,
+ * so that its prefill stops before it (prefill.c) ---- */
+bool hsd_eng_slem_heals(const hsd_eng_seq *g);
 
 /* ---- round_slem.c: the pair's drafter vocabulary tables (e->dvocab), for the frees ---- */
 void hsd_eng_slem_release(hsd_engine *e);

@@ -338,7 +338,7 @@ static hsd_status propose(hsd_proposer *p, int32_t n, const int32_t *slots,
         if ((s = hsd_eng_round_slem.draft_begin(g))) break;
         /* the context the cache lacks, through the causal path (prefill.c) */
         double t0 = hsd_timer_ms();
-        s = hsd_eng_prefill(p->e.dm, &g->D.ids, &g->d_kv);
+        s = hsd_eng_prefill(p->e.dm, &g->D.ids, &g->d_kv, (int32_t)g->D.ids.n - 1, NULL);
         p->st.draft_ms += hsd_timer_ms() - t0;
         if (s) break;
         p->active[i] = true;

@@ -241,6 +241,22 @@ static int32_t adopt_best(const hsd_eng_seq *g, hsd_eng_slem *st) {
     return st->nd++;
 }
 
+/* The drafter's last id when the round heals it (a generated, non-special id: its bytes are
+ * drafted again as a prefix constraint), else NULL. */
+static const uint8_t *heal_bytes(const hsd_eng_seq *g, size_t *len) {
+    int32_t n = (int32_t)g->D.ids.n, last = n >= 2 ? g->D.ids.p[n - 1] : -1;
+    const uint8_t *b = NULL;
+    *len = 0;
+    if (last >= 0 && n - 1 >= g->D.seg && !hsd_tokenizer_is_special(g->e->dt, last))
+        b = hsd_tokenizer_token_bytes(g->e->dt, last, len);
+    return b && *len ? b : NULL;
+}
+
+bool hsd_eng_slem_heals(const hsd_eng_seq *g) {
+    size_t len;
+    return heal_bytes(g, &len) != NULL;
+}
+
 /* Before the lockstep drafting: the root, healed when the last drafter token may be cut short
  * (it must still be re-tokenizable: ids before D.seg are frozen). */
 static hsd_status slem_begin(hsd_eng_seq *g) {
@@ -254,12 +270,9 @@ static hsd_status slem_begin(hsd_eng_seq *g) {
     st->cur = -1;
     st->text.n = 0;
     st->heal = 0;
-    int32_t n = (int32_t)g->D.ids.n, last = n >= 2 ? g->D.ids.p[n - 1] : -1;
     size_t len = 0;
-    const uint8_t *b = NULL;
-    if (last >= 0 && n - 1 >= g->D.seg && !hsd_tokenizer_is_special(g->e->dt, last))
-        b = hsd_tokenizer_token_bytes(g->e->dt, last, &len);
-    if (b && len) {
+    const uint8_t *b = heal_bytes(g, &len);
+    if (b) {
         st->heal = len;
         st->heal_bytes = b;
         g->D.ids.n--; /* the bridge's resync after the round restores or replaces it */

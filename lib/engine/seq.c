@@ -91,6 +91,11 @@ hsd_status hsd_eng_feed_prepare(hsd_model *m, hsd_bridge_side *side, int32_t *kv
 }
 
 hsd_status hsd_eng_feed_drafter(hsd_eng_seq *g, float *logits) {
+    const float *carry = hsd_eng_take_carry(g); /* the prefill's row: no forward needed */
+    if (carry) {
+        memcpy(logits, carry, (size_t)g->e->vd * sizeof *logits);
+        return HSD_OK;
+    }
     int32_t n;
     hsd_status s = hsd_eng_feed_prepare(g->e->dm, &g->D, &g->d_kv, &n);
     if (s) return s;
@@ -299,6 +304,7 @@ void hsd_eng_seq_free(hsd_eng_seq *g) {
     hsd_ids_free(&g->D.ids);
     hsd_ids_free(&g->out);
     free(g->dlog);
+    free(g->d_carry);
     free(g->q);
     free(g->p);
     free(g->scratch);
@@ -383,10 +389,11 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
         }
         int32_t width = g->n_union > e->vd ? g->n_union : e->vd;
         g->dlog = malloc((size_t)e->vd * sizeof *g->dlog);
+        g->d_carry = malloc((size_t)e->vd * sizeof *g->d_carry);
         g->q = malloc((size_t)(k + 1) * (size_t)width * sizeof *g->q);
         g->scratch = malloc((size_t)width * sizeof *g->scratch);
         g->resid = malloc((size_t)width * sizeof *g->resid);
-        if (!g->dlog || !g->q || !g->scratch || !g->resid) return hsd_eng_oom();
+        if (!g->dlog || !g->d_carry || !g->q || !g->scratch || !g->resid) return hsd_eng_oom();
     }
     return ensure_prob_rows(g, maxrows);
 }
