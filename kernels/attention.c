@@ -98,9 +98,11 @@ HSD_AVX2 static inline float attn_hmax8(__m256 v) {
  * (unpack, then 64-bit shuffles), then the two 128-bit halves. */
 HSD_AVX2 static inline __m256 attn_reduce8(const __m256 *a) {
     __m256 t[4], u[2];
+#pragma GCC unroll 4
     for (int k = 0; k < 4; k++)
         t[k] = _mm256_add_ps(_mm256_unpacklo_ps(a[2 * k], a[2 * k + 1]),
                              _mm256_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+#pragma GCC unroll 2
     for (int k = 0; k < 2; k++)
         u[k] = _mm256_add_ps(_mm256_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm256_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
@@ -115,8 +117,8 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
         for (int32_t r = 0; r < nrows; r++, dst += hd)
             for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
                 uint16_t h;
-                memcpy(&h, b, 2);
-                const __m256 d = _mm256_set1_ps(hsd_fp16_to_fp32(h));
+                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
+                const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
                 const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
                 for (int32_t e = 0; e < ne; e += 8) {
                     __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + e)));
@@ -174,12 +176,15 @@ HSD_AVX512 static inline float attn_hsum16(__m512 v) {
  * 128-bit lanes (unpack, then 64-bit shuffles), then across 128-bit lanes twice. */
 HSD_AVX512 static inline __m512 attn_reduce16(const __m512 *a) {
     __m512 t[8], u[4], v[2];
+#pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
         t[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]),
                              _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+#pragma GCC unroll 4
     for (int k = 0; k < 4; k++)
         u[k] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 2
     for (int k = 0; k < 2; k++)
         v[k] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
@@ -194,8 +199,8 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
         for (int32_t r = 0; r < nrows; r++, dst += hd)
             for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
                 uint16_t h;
-                memcpy(&h, b, 2);
-                const __m512 d = _mm512_set1_ps(hsd_fp16_to_fp32(h));
+                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
+                const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
                 const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
                 for (int32_t e = 0; e < ne; e += 16) {
                     __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + e)));
@@ -209,12 +214,14 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
         return;
     }
     const __m256i *h = src;
-    for (int32_t i = 0; i < n; i += 16) {
-        __m256i x = _mm256_loadu_si256(h + i / 16);
-        __m512 f = t == HSD_DT_F16 ? _mm512_cvtph_ps(x)
-                                   : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
-        _mm512_storeu_ps(dst + i, f);
+    if (t == HSD_DT_F16) {
+#pragma GCC unroll 4
+        for (int32_t i = 0; i < n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(h + i / 16)));
+        return;
     }
+#pragma GCC unroll 4
+    for (int32_t i = 0; i < n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(h + i / 16)), 16)));
 }
 
 #define SFX avx512
