@@ -119,7 +119,8 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label, int step
         }
         hsd_gen_result_free(&ar);
     }
-    printf("%s: %d prompts, %d generations identical to AR\n", label, n_prompts, checked);
+    printf("%s: %d prompts, %d generations identical to AR\n", label, (n_prompts + step - 1) / step,
+           checked);
     hsd_engine_free(e);
 }
 
