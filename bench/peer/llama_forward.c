@@ -5,10 +5,13 @@
  * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
  *
  *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,512,...]] [--reps R] [--threads 2]
- *                 [--kv f16|q8_0]
+ *                 [--kv f16|q8_0] [--cpu-time]
  *
  * --kv q8_0: llama.cpp's Q8_0 K and V caches (type_k = type_v = Q8_0; a quantised V cache
  * needs flash attention, which is then switched on); f16 (default) leaves its defaults.
+ * --cpu-time: the timed decodes in process CPU time instead of wall time, as `hsd bench
+ * forward --cpu-time` (with --threads 1 on a shared machine: llama.cpp's workers spin while
+ * they wait for each other, so with more threads CPU time counts the waits).
  *
  * A --prefix list measures each depth in turn (increasing), the cache extended from one to
  * the next, as `hsd bench forward --prefix` does; a "prefix P" line heads each depth's rows.
@@ -24,9 +27,11 @@
 #include "ggml-backend.h"
 #include "llama.h"
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now_ms(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock_id, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
@@ -63,6 +68,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
             path = a;
+            continue;
+        }
+        if (!strcmp(a, "--cpu-time")) {
+            clock_id = CLOCK_PROCESS_CPUTIME_ID;
             continue;
         }
         if (!v) break;
@@ -104,7 +113,7 @@ int main(int argc, char **argv) {
     }
     if (!path || n_n == 0 || p_n == 0 || threads < 1) {
         fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,P...]] [--reps R] "
-                        "[--threads 2] [--kv f16|q8_0]\n");
+                        "[--threads 2] [--kv f16|q8_0] [--cpu-time]\n");
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
