@@ -220,6 +220,24 @@ static void test_kv_keep_accepted_path(void **state) {
     }
 }
 
+/* A KV cache type outside the enum is refused at load, naming the value and the choices. */
+static void test_bad_kv_type(void **state) {
+    (void)state;
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("tiny", HSD_DT_F32, 3, &sm), HSD_OK);
+    hsd_model_params p = hsd_model_default_params();
+    hsd_transformer *tf = NULL;
+    p.kv_type = (hsd_kv_type)(HSD_KV_Q8_0 + 1);
+    assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_ERR_INVALID_ARG);
+    assert_null(tf);
+    assert_non_null(strstr(hsd_last_error(), "kv_type 4"));
+    assert_non_null(strstr(hsd_last_error(), "q8_0 (3)"));
+    p.kv_type = HSD_KV_Q8_0;
+    assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_OK);
+    hsd_tf_free(tf);
+    hsd_synth_free(sm);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     fixture f;
@@ -299,6 +317,7 @@ int main(void) {
         cmocka_unit_test(test_truncate_refeed_identical),
         cmocka_unit_test(test_kv_keep_accepted_path),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_kv_type),
         cmocka_unit_test(test_iface_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
