@@ -2,8 +2,8 @@
  * attention over every layer of a model shape at depths d, timed for
  *   old   the per-position loop this replaces (kernels/cpu_ops.c hsd_attn_scores +
  *         hsd_softmax + hsd_attn_accum per query head, F32 cache [pos][kv_dim]),
- *   f32 / f16 / bf16   kernels/attention.c over a head-major cache of that type, the query
- *         heads of a KV head in one call (GQA).
+ *   f32 / f16 / bf16 / q8_0   kernels/attention.c over a head-major cache of that type, the
+ *         query heads of a KV head in one call (GQA).
  * One thread; thread CPU ms per token (all layers: a shared machine descheduling the process
  * makes wall time meaningless), median of repetitions. Shapes: llama-3.2-1b
  * (16 layers, 32/8 heads of 64), qwen3-0.6b (28 layers, 16/8 heads of 128).
@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 15;
     printf("cpu kernels: %s; 1 thread, median of %d\n",
            hsd_cpu_level_name(hsd_cpu_level_active()), reps);
-    printf("%-14s %6s %10s %10s %10s %10s\n", "shape", "depth", "old ms", "f32 ms", "f16 ms",
-           "bf16 ms");
+    printf("%-14s %6s %10s %10s %10s %10s %10s\n", "shape", "depth", "old ms", "f32 ms", "f16 ms",
+           "bf16 ms", "q8_0 ms");
     for (size_t si = 0; si < 2; si++) {
         const shape *s = &shapes[si];
         const int kvd = s->kv_heads * s->hd, qd = s->heads * s->hd, g = s->heads / s->kv_heads;
@@ -64,16 +64,16 @@ int main(int argc, char **argv) {
         const float scale = 1.0f / sqrtf((float)s->hd);
         for (size_t di = 0; di < 3; di++) {
             const int d = depths[di];
-            double med[4];
-            for (int kind = 0; kind < 4; kind++) {
-                hsd_dtype t = kind == 1 ? HSD_DT_F32 : kind == 2 ? HSD_DT_F16 : HSD_DT_BF16;
+            double med[5];
+            for (int kind = 0; kind < 5; kind++) {
+                hsd_dtype t = kind == 1 ? HSD_DT_F32 : kind == 2 ? HSD_DT_F16 : kind == 3 ? HSD_DT_BF16 : HSD_DT_Q8_0;
                 /* the head-major caches of this type: [layer][kv_head][pos][hd] */
                 void *kt = kind == 1 ? (void *)kc : kh, *vt = kind == 1 ? (void *)vc : vh;
-                if (kind >= 2) {
-                    hsd_attn_store(t, kh, kc, (int)(per * s->layers));
-                    hsd_attn_store(t, vh, vc, (int)(per * s->layers));
+                const size_t rb = hsd_attn_row_bytes(t, s->hd); /* Q8_0: 34 B per 32 */
+                for (size_t row = 0; kind >= 2 && row < per * s->layers / s->hd; row++) {
+                    hsd_attn_store(t, (char *)kh + row * rb, kc + row * s->hd, s->hd);
+                    hsd_attn_store(t, (char *)vh + row * rb, vc + row * s->hd, s->hd);
                 }
-                const size_t es = kind == 1 ? 4 : 2;
                 double *ts = malloc((size_t)reps * sizeof *ts);
                 for (int r = 0; r < reps; r++) {
                     double t0 = now_ms();
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
                             }
                         } else {
                             for (int h = 0; h < s->kv_heads; h++) {
-                                size_t off = ((size_t)l * s->kv_heads + h) * dmax * s->hd * es;
+                                size_t off = ((size_t)l * s->kv_heads + h) * dmax * rb;
                                 hsd_attn_kv kv = {t, (char *)kt + off, (char *)vt + off, s->hd, d, NULL};
                                 hsd_attn_row rows[16];
                                 for (int k = 0; k < g; k++)
@@ -105,8 +105,8 @@ int main(int argc, char **argv) {
                 med[kind] = ts[reps / 2];
                 free(ts);
             }
-            printf("%-14s %6d %10.3f %10.3f %10.3f %10.3f\n", s->name, d, med[0], med[1], med[2],
-                   med[3]);
+            printf("%-14s %6d %10.3f %10.3f %10.3f %10.3f %10.3f\n", s->name, d, med[0], med[1],
+                   med[2], med[3], med[4]);
             fflush(stdout);
         }
         free(kc), free(vc), free(kh), free(vh), free(q), free(o), free(att), free(scratch);

@@ -251,7 +251,7 @@ typedef struct hsd_cuda_options {
     int32_t mma_variant; /* 1..4: a fixed BF16 tensor-core block shape; 0: chosen per device */
 } hsd_cuda_options;
 /* KV cache element types (hsd_model_params.kv_type). */
-typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32 } hsd_kv_type;
+typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32, HSD_KV_Q8_0 } hsd_kv_type;
 
 typedef struct hsd_model_params {
     size_t size;       /* sizeof(hsd_model_params), set by hsd_model_default_params() */
@@ -278,8 +278,11 @@ typedef struct hsd_model_params {
     /* CUDA only: comparisons against the tuned defaults (all zero). The library reads no
      * environment; the CLI maps HSD_CUDA_* onto these (docs/CLI.md). */
     hsd_cuda_options cuda;
-    /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16 or F32 (exact
-     * keys and values, twice the memory and the attention's reads). The CLI: --kv-type. */
+    /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16, F32 (exact
+     * keys and values, twice the memory and the attention's reads) or Q8_0 (llama.cpp's
+     * q8_0 cache: per 32 elements an fp16 scale and 32 int8, about half F16's memory and
+     * reads). The CUDA backend keeps its own F32 cache whatever this says. The CLI:
+     * --kv-type. */
     hsd_kv_type kv_type;
 } hsd_model_params;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu_features.h"
+#include "kernels/quant.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,8 +17,9 @@
 #define HSD_ATTN_X86 1
 #endif
 
-size_t hsd_attn_elem_bytes(hsd_dtype type) {
-    return type == HSD_DT_F32 ? 4 : 2;
+size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd) {
+    if (type == HSD_DT_Q8_0) return (size_t)(hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK * HSD_ATTN_Q8_BYTES;
+    return (size_t)hd * (type == HSD_DT_F32 ? 4 : 2);
 }
 
 size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
@@ -26,9 +28,27 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
 
 /* ---- scalar ---------------------------------------------------------------------------- */
 
-static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t n) {
+/* One Q8_0 cache row of hd elements to fp32: value q * d, d the block's fp16 scale (the
+ * product of a 7-bit integer and an 11-bit significand is exact in fp32, so every level gets
+ * the same bits). */
+static void q8_row_scalar(const uint8_t *src, float *dst, int32_t hd) {
+    for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, src += HSD_ATTN_Q8_BYTES) {
+        uint16_t h;
+        memcpy(&h, src, 2);
+        const float d = hsd_fp16_to_fp32(h);
+        const int8_t *qs = (const int8_t *)(src + 2);
+        const int32_t n = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
+        for (int32_t e = 0; e < n; e++) dst[e0 + e] = (float)qs[e] * d;
+    }
+}
+
+static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
     const uint16_t *h = src;
-    if (t == HSD_DT_F32) memcpy(dst, src, (size_t)n * sizeof(float));
+    const int32_t n = nrows * hd;
+    if (t == HSD_DT_Q8_0) {
+        const size_t rb = hsd_attn_row_bytes(t, hd);
+        for (int32_t r = 0; r < nrows; r++) q8_row_scalar((const uint8_t *)src + r * rb, dst + (size_t)r * hd, hd);
+    } else if (t == HSD_DT_F32) memcpy(dst, src, (size_t)n * sizeof(float));
     else if (t == HSD_DT_F16)
         for (int32_t i = 0; i < n; i++) dst[i] = hsd_fp16_to_fp32(h[i]);
     else
@@ -46,7 +66,11 @@ static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t n) 
 #define VFMA(a, b, c) fmaf((a), (b), (c))
 #define VMUL(a, b) ((a) * (b))
 #define VSUB(a, b) ((a) - (b))
+#define VADD(a, b) ((a) + (b))
+#define VMAX(a, b) fmaxf((a), (b))
 #define VHSUM(v) (v)
+#define VHMAX(v) (v)
+#define VREDUCE(a) ((a)[0])
 #define VEXP(v) expf(v)
 #define CONVERT convert_scalar
 #include "kernels/attention_body.h"
@@ -63,7 +87,46 @@ HSD_AVX2 static inline float attn_hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int32_t n) {
+HSD_AVX2 static inline float attn_hmax8(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Lane i of the result = the sum of a[i]'s eight lanes: pairs interleaved and added
+ * (unpack, then 64-bit shuffles), then the two 128-bit halves. */
+HSD_AVX2 static inline __m256 attn_reduce8(const __m256 *a) {
+    __m256 t[4], u[2];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        t[k] = _mm256_add_ps(_mm256_unpacklo_ps(a[2 * k], a[2 * k + 1]),
+                             _mm256_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        u[k] = _mm256_add_ps(_mm256_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20),
+                         _mm256_permute2f128_ps(u[0], u[1], 0x31));
+}
+
+HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
+    const int32_t n = nrows * hd;
+    if (t == HSD_DT_Q8_0) { /* hd a multiple of 8 at this level: whole 8-element pieces */
+        const uint8_t *b = src;
+        for (int32_t r = 0; r < nrows; r++, dst += hd)
+            for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
+                uint16_t h;
+                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
+                const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+                const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
+                for (int32_t e = 0; e < ne; e += 8) {
+                    __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + e)));
+                    _mm256_storeu_ps(dst + e0 + e, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+                }
+            }
+        return;
+    }
     if (t == HSD_DT_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
@@ -88,7 +151,11 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
 #define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
 #define VSUB(a, b) _mm256_sub_ps((a), (b))
+#define VADD(a, b) _mm256_add_ps((a), (b))
+#define VMAX(a, b) _mm256_max_ps((a), (b))
 #define VHSUM(v) attn_hsum8(v)
+#define VHMAX(v) attn_hmax8(v)
+#define VREDUCE(a) attn_reduce8(a)
 #define VEXP(v) hsd_exp8(v)
 #define CONVERT convert_avx2
 #include "kernels/attention_body.h"
@@ -105,18 +172,56 @@ HSD_AVX512 static inline float attn_hsum16(__m512 v) {
     return _mm_cvtss_f32(s);
 }
 
-HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, int32_t n) {
+/* Lane i of the result = the sum of a[i]'s sixteen lanes: pairs interleaved and added within
+ * 128-bit lanes (unpack, then 64-bit shuffles), then across 128-bit lanes twice. */
+HSD_AVX512 static inline __m512 attn_reduce16(const __m512 *a) {
+    __m512 t[8], u[4], v[2];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        t[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]),
+                             _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        u[k] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        v[k] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
+    const int32_t n = nrows * hd;
+    if (t == HSD_DT_Q8_0) { /* hd a multiple of 16 at this level: whole 16-element pieces */
+        const uint8_t *b = src;
+        for (int32_t r = 0; r < nrows; r++, dst += hd)
+            for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
+                uint16_t h;
+                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
+                const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
+                const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
+                for (int32_t e = 0; e < ne; e += 16) {
+                    __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + e)));
+                    _mm512_storeu_ps(dst + e0 + e, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
+                }
+            }
+        return;
+    }
     if (t == HSD_DT_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
     }
     const __m256i *h = src;
-    for (int32_t i = 0; i < n; i += 16) {
-        __m256i x = _mm256_loadu_si256(h + i / 16);
-        __m512 f = t == HSD_DT_F16 ? _mm512_cvtph_ps(x)
-                                   : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
-        _mm512_storeu_ps(dst + i, f);
+    if (t == HSD_DT_F16) {
+#pragma GCC unroll 4
+        for (int32_t i = 0; i < n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(h + i / 16)));
+        return;
     }
+#pragma GCC unroll 4
+    for (int32_t i = 0; i < n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(h + i / 16)), 16)));
 }
 
 #define SFX avx512
@@ -130,7 +235,11 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define VMUL(a, b) _mm512_mul_ps((a), (b))
 #define VSUB(a, b) _mm512_sub_ps((a), (b))
+#define VADD(a, b) _mm512_add_ps((a), (b))
+#define VMAX(a, b) _mm512_max_ps((a), (b))
 #define VHSUM(v) attn_hsum16(v)
+#define VHMAX(v) _mm512_reduce_max_ps(v)
+#define VREDUCE(a) attn_reduce16(a)
 #define VEXP(v) hsd_exp16(v)
 #define CONVERT convert_avx512
 #include "kernels/attention_body.h"
@@ -161,9 +270,28 @@ void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_ro
     attn_rows_scalar(kv, rows, n_rows, scale, softcap, scratch);
 }
 
+/* llama.cpp's Q8_0 as its CPU backend writes a Q8_0 KV cache (d = fp16(amax / 127),
+ * q = round-half-even(x * 127 / amax)): kernels/quant_act.c's block rule, checked against
+ * llama.cpp in tests/test_gguf_quant.c. A short last block is padded with zeros (they
+ * change neither amax nor the other quants). */
+static void store_q8_0(uint8_t *dst, const float *src, int32_t n) {
+    for (int32_t e0 = 0; e0 < n; e0 += HSD_ATTN_Q8_BLOCK, dst += HSD_ATTN_Q8_BYTES) {
+        float x[HSD_ATTN_Q8_BLOCK] = {0};
+        const int32_t ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
+        memcpy(x, src + e0, (size_t)ne * sizeof(float));
+        hsd_q8_0 b;
+        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &b);
+        const uint16_t h = hsd_fp32_to_fp16(b.d); /* b.d is an fp16 value: exact */
+        memcpy(dst, &h, 2);
+        memcpy(dst + 2, b.qs, HSD_ATTN_Q8_BLOCK);
+    }
+}
+
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n) {
     uint16_t *h = dst;
-    if (type == HSD_DT_F32) {
+    if (type == HSD_DT_Q8_0) {
+        store_q8_0(dst, src, n);
+    } else if (type == HSD_DT_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
     } else if (type == HSD_DT_F16) {
 #ifdef HSD_ATTN_X86

@@ -19,13 +19,18 @@
 #include "kernels/cpu_ops.h"
 
 #define HSD_ATTN_BLOCK 32
+/* A Q8_0 cache row: blocks of 32 elements along the head dimension, each an fp16 scale d
+ * and 32 int8 quants q (value q * d, llama.cpp's Q8_0 layout); a head dimension that is not
+ * a multiple of 32 ends in a block padded with zeros. */
+#define HSD_ATTN_Q8_BLOCK 32
+#define HSD_ATTN_Q8_BYTES 34
 
-/* One KV head's keys and values: position p at k + p * hd elements (head-major: a head's
+/* One KV head's keys and values: position p at k + p * hsd_attn_row_bytes(type, hd) bytes (head-major: a head's
  * positions are contiguous, so a block is one sequential read). Logical positions below L
  * are physical; logical position L + i is physical L + map[i] (a token tree's ancestor list)
  * unless map is NULL (a chain: identity). */
 typedef struct hsd_attn_kv {
-    hsd_dtype type; /* HSD_DT_F32, HSD_DT_F16 or HSD_DT_BF16 */
+    hsd_dtype type; /* HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16 or HSD_DT_Q8_0 */
     const void *k, *v;
     int32_t hd; /* head dimension, even */
     int32_t L;
@@ -48,9 +53,10 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows);
 void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_rows, float scale,
                    float softcap, float *scratch);
 
-/* Stores n fp32 values as the cache type (round to nearest even). */
+/* Stores n fp32 values as the cache type (round to nearest even; Q8_0: the n values are one
+ * row, quantised per block of 32 as llama.cpp does). */
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n);
-/* Bytes of one cache element. */
-size_t hsd_attn_elem_bytes(hsd_dtype type);
+/* Bytes of one cache row of hd elements. */
+size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd);
 
 #endif

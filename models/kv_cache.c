@@ -71,7 +71,7 @@ hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need) {
     if (c64 < need) c64 = need;
     c64 = (c64 + 63) / 64 * 64;
     const int32_t cap = c64 > tf->n_ctx ? tf->n_ctx : (int32_t)c64;
-    const size_t row = (size_t)tf->cfg.head_dim * hsd_attn_elem_bytes(tf->kv_type);
+    const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     for (size_t b = 0; b < 2 * (size_t)tf->cfg.n_layers; b++) {
         void **buf = b % 2 ? &tf->vc[slot(tf, seq, (int32_t)(b / 2))] : &tf->kc[slot(tf, seq, (int32_t)(b / 2))];
         if (grow_buf(buf, nh, row, old, cap, len)) continue;
@@ -92,8 +92,8 @@ hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need) {
 
 void hsd_tf_kv_head(const hsd_transformer *tf, int32_t seq, int32_t l, int32_t h, const void **k,
                     const void **v) {
-    size_t i = slot(tf, seq, l), at = (size_t)h * tf->kv_cap[seq] * tf->cfg.head_dim *
-                                      hsd_attn_elem_bytes(tf->kv_type);
+    size_t i = slot(tf, seq, l),
+           at = (size_t)h * tf->kv_cap[seq] * hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     if (!tf->kc[i]) { /* nothing stored yet (no pointer arithmetic on NULL) */
         *k = *v = NULL;
         return;
@@ -121,7 +121,7 @@ hsd_status hsd_tf_seq_select(hsd_transformer *tf, int32_t seq) {
  * to their slots at positions L + i, split by head and converted to the cache type. */
 void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const float *v) {
     const int32_t hd = tf->cfg.head_dim;
-    const size_t es = hsd_attn_elem_bytes(tf->kv_type);
+    const size_t rb = hsd_attn_row_bytes(tf->kv_type, hd);
     for (int32_t i = 0; i < tf->n_segs; i++) {
         const fw_seg *sg = &tf->segs[i];
         for (int32_t h = 0; h < tf->cfg.n_kv_heads; h++) {
@@ -129,7 +129,7 @@ void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const floa
             hsd_tf_kv_head(tf, sg->seq, l, h, &kh, &vh);
             for (int32_t t = 0; t < sg->n; t++) {
                 size_t src = (size_t)(sg->t0 + t) * tf->kv_dim + (size_t)h * hd;
-                size_t dst = (size_t)(sg->L + t) * hd * es;
+                size_t dst = (size_t)(sg->L + t) * rb;
                 hsd_attn_store(tf->kv_type, (char *)kh + dst, k + src, hd);
                 hsd_attn_store(tf->kv_type, (char *)vh + dst, v + src, hd);
             }
@@ -156,7 +156,7 @@ hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
                              "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
                              *kv_len - base);
-    const size_t row = (size_t)tf->cfg.head_dim * hsd_attn_elem_bytes(tf->kv_type);
+    const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     for (int32_t l = 0; l < tf->cfg.n_layers; l++)
         for (int32_t h = 0; h < tf->cfg.n_kv_heads; h++) {
             const void *kh, *vh;

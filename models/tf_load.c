@@ -294,12 +294,16 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
-    if ((unsigned)p.kv_type > HSD_KV_F32) {
+    if ((unsigned)p.kv_type > HSD_KV_Q8_0) {
         free(tf);
-        return hsd_error(HSD_ERR_INVALID_ARG, "%s: kv_type %d is not f16 (0), bf16 (1) or f32 (2)",
-                         src, (int)p.kv_type);
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "%s: kv_type %d is not f16 (0), bf16 (1), f32 (2) or q8_0 (3)", src,
+                         (int)p.kv_type);
     }
-    tf->kv_type = p.kv_type == HSD_KV_F32 ? HSD_DT_F32 : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16 : HSD_DT_F16;
+    tf->kv_type = p.kv_type == HSD_KV_F32    ? HSD_DT_F32
+                  : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16
+                  : p.kv_type == HSD_KV_Q8_0 ? HSD_DT_Q8_0
+                                             : HSD_DT_F16;
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);

@@ -1,14 +1,15 @@
 /* The streaming attention kernel (kernels/attention.c) against a float64 reference.
  *
  * The reference computes softmax(softcap(scale q·k)) V in double from the same cache values
- * the kernel reads (F16/BF16 rounded, then exact in double), so the only difference is the
+ * the kernel reads (F16/BF16 rounded or Q8_0 dequantised from the stored bytes, then exact in
+ * double), so the only difference is the
  * kernel's fp32 arithmetic and its exp polynomial. Tolerance: |out - ref| <= 2e-6 * (1 + max
  * |v|) per element, about 16 fp32 ulps of the value scale: the fp32 sums over up to 4,096
  * positions with scores of magnitude ~5 stay inside it (the largest error seen is printed,
  * ~1.7e-7), and a wrong mask, block or rescale is off by orders of magnitude more.
  *
  * Run at every CPU kernel level the machine has (scalar, AVX2, AVX-512): depths 1..4,096,
- * GQA ratios 1, 4 and 8, F32/F16/BF16 caches, chains (causal), token trees, sliding windows,
+ * GQA ratios 1, 4 and 8, F32/F16/BF16/Q8_0 caches, chains (causal), token trees, sliding windows,
  * a soft-cap, and batch invariance (a row's bits alone = with others; a tree row's bits = the
  * same path's as a chain). */
 #include <math.h>
@@ -34,10 +35,20 @@ typedef struct cache {
     float *kf, *vf;
 } cache;
 
+/* A Q8_0 cache row read back from its bytes by the layout alone (fp16 d, then 32 int8 per
+ * block; value q * d, exact in double). */
+static void q8_row_back(const uint8_t *row, int32_t hd, float *out) {
+    for (int32_t e = 0; e < hd; e++) {
+        const uint8_t *b = row + (size_t)(e / 32) * 34;
+        uint16_t h = (uint16_t)(b[0] | b[1] << 8);
+        out[e] = (float)((double)(int8_t)b[2 + e % 32] * hsd_fp16_to_fp32(h));
+    }
+}
+
 static void cache_fill(cache *c, hsd_dtype type, int32_t n, int32_t hd) {
-    size_t cnt = (size_t)n * hd, es = hsd_attn_elem_bytes(type);
+    size_t cnt = (size_t)n * hd, rb = hsd_attn_row_bytes(type, hd);
     c->type = type, c->n = n, c->hd = hd;
-    c->k = malloc(cnt * es), c->v = malloc(cnt * es);
+    c->k = malloc((size_t)n * rb), c->v = malloc((size_t)n * rb);
     c->kf = malloc(cnt * sizeof(float)), c->vf = malloc(cnt * sizeof(float));
     float *tmp = malloc(cnt * sizeof(float));
     for (int pass = 0; pass < 2; pass++) {
@@ -46,8 +57,11 @@ static void cache_fill(cache *c, hsd_dtype type, int32_t n, int32_t hd) {
         for (size_t i = 0; i < cnt; i++) tmp[i] = urand() * (pass == 0 ? 2.0f : 1.0f);
         void *dst = pass == 0 ? c->k : c->v;
         float *back = pass == 0 ? c->kf : c->vf;
-        hsd_attn_store(type, dst, tmp, (int32_t)cnt);
-        for (size_t i = 0; i < cnt; i++) {
+        for (int32_t p = 0; p < n; p++) /* row by row: a Q8_0 row's blocks restart per row */
+            hsd_attn_store(type, (char *)dst + (size_t)p * rb, tmp + (size_t)p * hd, hd);
+        for (int32_t p = 0; type == HSD_DT_Q8_0 && p < n; p++)
+            q8_row_back((const uint8_t *)dst + (size_t)p * rb, hd, back + (size_t)p * hd);
+        for (size_t i = 0; type != HSD_DT_Q8_0 && i < cnt; i++) {
             const uint16_t *h = dst;
             back[i] = type == HSD_DT_F32 ? ((float *)dst)[i]
                       : type == HSD_DT_F16 ? hsd_fp16_to_fp32(h[i])
@@ -102,7 +116,8 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
     }
 }
 
-static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16};
+static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+#define N_TYPES (sizeof types / sizeof types[0])
 
 /* Runs body() at every level the CPU has. */
 static void each_level(void (*body)(void)) {
@@ -127,7 +142,7 @@ static void chain_body(void) {
     static const int32_t ratios[] = {1, 4, 8};
     static const int32_t hds[] = {64, 128, 8};
     float *scratch = malloc(hsd_attn_scratch_floats(128, 64) * sizeof(float));
-    for (size_t ti = 0; ti < 3; ti++)
+    for (size_t ti = 0; ti < N_TYPES; ti++)
         for (size_t hi = 0; hi < 3; hi++)
             for (size_t di = 0; di < sizeof depths / sizeof depths[0]; di++) {
                 const int32_t depth = depths[di], hd = hds[hi], T = depth < 4 ? depth : 4;
@@ -181,12 +196,12 @@ static void tree_body(void) {
     static const int32_t parents[] = {-1, 0, 0, 1, 2, 3, 3, 6, 4, 8};
     const int32_t n = 10, hd = 64, R = 4;
     float *scratch = malloc(hsd_attn_scratch_floats(hd, R) * sizeof(float));
-    for (size_t ti = 0; ti < 3; ti++)
+    for (size_t ti = 0; ti < N_TYPES; ti++)
         for (size_t pi = 0; pi < sizeof prefixes / sizeof prefixes[0]; pi++) {
             const int32_t L = prefixes[pi];
             cache c, ch;
             cache_fill(&c, types[ti], L + n, hd);
-            const size_t es = hsd_attn_elem_bytes(types[ti]), rowb = (size_t)hd * es;
+            const size_t rowb = hsd_attn_row_bytes(types[ti], hd);
             for (int32_t i = 0; i < n; i++) {
                 int32_t anc[16], d = 0, pos[1024];
                 for (int32_t k = i; k >= 0; k = parents[k]) d++;
@@ -269,9 +284,46 @@ static void test_store(void **state) {
     }
 }
 
+/* Q8_0 rows as llama.cpp's CPU backend quantises a Q8_0 KV cache (ggml-cpu x86
+ * quantize_row_q8_0, restated from its description): per block of 32, d = fp16(amax / 127),
+ * q = round-half-even(x * (127 / amax)); a short last block as if padded with zeros. Rows of
+ * 128 (whole blocks) and 40 (a short block), random values, ties, an all-zero block. */
+static void test_store_q8_0(void **state) {
+    (void)state;
+    static const int32_t hds[] = {128, 40};
+    for (size_t hi = 0; hi < 2; hi++)
+        for (int trial = 0; trial < 40; trial++) {
+            const int32_t hd = hds[hi];
+            float x[128];
+            uint8_t row[5 * 34];
+            for (int32_t i = 0; i < hd; i++)
+                x[i] = trial % 4 == 1 ? (float)((int)(urand() * 127.0f)) * 0.5f /* ties */
+                                      : urand() * (float)(1 + trial);
+            if (trial % 4 == 2)
+                for (int32_t i = 0; i < 32; i++) x[i] = 0.0f;
+            assert_int_equal(hsd_attn_row_bytes(HSD_DT_Q8_0, hd), (size_t)(hd + 31) / 32 * 34);
+            hsd_attn_store(HSD_DT_Q8_0, row, x, hd);
+            for (int32_t b = 0; b * 32 < hd; b++) {
+                float amax = 0.0f;
+                for (int32_t i = b * 32; i < hd && i < b * 32 + 32; i++)
+                    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+                const uint16_t d = hsd_fp32_to_fp16(amax / 127.0f);
+                const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+                assert_int_equal(row[b * 34] | row[b * 34 + 1] << 8, d);
+                for (int32_t i = b * 32; i < b * 32 + 32; i++) {
+                    const int q = i < hd ? (int)nearbyintf(x[i] * id) : 0;
+                    if ((int8_t)row[b * 34 + 2 + i % 32] != q)
+                        fail_msg("Q8_0 row of %d, trial %d, element %d: q %d, llama.cpp's rule %d",
+                                 hd, trial, i, (int8_t)row[b * 34 + 2 + i % 32], q);
+                }
+            }
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store),
+        cmocka_unit_test(test_store_q8_0),
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_tree),
     };

@@ -22,13 +22,15 @@ typedef struct {
 } lm;
 
 static lm small, baby, small2, baby2; /* *2: second instances for self-drafting */
+static lm small_q8, baby_q8;           /* Q8_0 KV caches */
 static char *prompts[128];
 static int n_prompts;
 
-static int load_lm(lm *x, const char *model, const char *tok) {
+static int load_lm_kv(lm *x, const char *model, const char *tok, hsd_kv_type kv) {
     const char *mp = hsd_test_path(model), *tp = hsd_test_path(tok);
     if (!hsd_test_require(mp) || !hsd_test_require(tp)) return -1;
     hsd_model_params prm = hsd_model_default_params();
+    prm.kv_type = kv;
     prm.n_ctx = 0;
     prm.n_threads = 1;
     if (hsd_model_load(mp, &prm, &x->m) || hsd_tokenizer_load_file(tp, &x->t)) {
@@ -40,6 +42,10 @@ static int load_lm(lm *x, const char *model, const char *tok) {
 
 /* Bench prompts, clipped to their last ~150 characters at a word start so the character-level
  * babyllama (context 256) fits prompt + generation. */
+static int load_lm(lm *x, const char *model, const char *tok) {
+    return load_lm_kv(x, model, tok, HSD_KV_F16);
+}
+
 static void load_prompts(void) {
     n_prompts = hsd_test_bench_prompts(prompts, 128, 150);
 }
@@ -51,7 +57,11 @@ static int setup(void **state) {
                 "models/babyllama-tok105/tok105.bin") ||
         load_lm(&small2, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin") ||
         load_lm(&baby2, "models/babyllama-tok105/model5000.bin",
-                "models/babyllama-tok105/tok105.bin"))
+                "models/babyllama-tok105/tok105.bin") ||
+        load_lm_kv(&small_q8, "models/stories260K/stories260K.bin", "models/stories260K/tok512.bin",
+                   HSD_KV_Q8_0) ||
+        load_lm_kv(&baby_q8, "models/babyllama-tok105/model5000.bin",
+                   "models/babyllama-tok105/tok105.bin", HSD_KV_Q8_0))
         return -1;
     load_prompts();
     return 0;
@@ -59,8 +69,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    lm *all[] = {&small, &baby, &small2, &baby2};
-    for (int i = 0; i < 4; i++) hsd_model_free(all[i]->m), hsd_tokenizer_free(all[i]->t);
+    lm *all[] = {&small, &baby, &small2, &baby2, &small_q8, &baby_q8};
+    for (int i = 0; i < 6; i++) hsd_model_free(all[i]->m), hsd_tokenizer_free(all[i]->t);
     for (int i = 0; i < n_prompts; i++) free(prompts[i]);
     return 0;
 }
@@ -84,12 +94,12 @@ static int same_ids(const hsd_gen_result *a, const hsd_gen_result *b) {
     return a->n_ids == b->n_ids && !memcmp(a->ids, b->ids, (size_t)a->n_ids * sizeof(int32_t));
 }
 
-static void check_greedy_pair(lm *target, lm *draft, const char *label) {
+static void check_greedy_pair(lm *target, lm *draft, const char *label, int step) {
     hsd_engine *e;
     assert_int_equal(hsd_engine_init(target->m, target->t, draft->m, draft->t, &e), HSD_OK);
     const hsd_algo algos[] = {HSD_ALGO_SLEM, HSD_ALGO_TLI, HSD_ALGO_UNION, HSD_ALGO_SD};
     int checked = 0;
-    for (int i = 0; i < n_prompts; i++) {
+    for (int i = 0; i < n_prompts; i += step) {
         hsd_gen_result ar = HSD_GEN_RESULT_INIT;
         gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 40, &ar);
         for (size_t a = 0; a < 4; a++) {
@@ -109,17 +119,27 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label) {
         }
         hsd_gen_result_free(&ar);
     }
-    printf("%s: %d prompts, %d generations identical to AR\n", label, n_prompts, checked);
+    printf("%s: %d prompts, %d generations identical to AR\n", label, (n_prompts + step - 1) / step,
+           checked);
     hsd_engine_free(e);
 }
 
 static void test_greedy_identical_to_ar(void **state) {
     (void)state;
     assert_true(n_prompts >= 90);
-    check_greedy_pair(&baby, &small, "target babyllama, drafter stories260K");
-    check_greedy_pair(&small, &baby, "target stories260K, drafter babyllama");
-    check_greedy_pair(&small, &small2, "stories260K drafting for itself");
-    check_greedy_pair(&baby, &baby2, "babyllama drafting for itself");
+    check_greedy_pair(&baby, &small, "target babyllama, drafter stories260K", 1);
+    check_greedy_pair(&small, &baby, "target stories260K, drafter babyllama", 1);
+    check_greedy_pair(&small, &small2, "stories260K drafting for itself", 1);
+    check_greedy_pair(&baby, &baby2, "babyllama drafting for itself", 1);
+}
+
+/* The same with Q8_0 KV caches (both models; every fourth prompt): verification's tree rows
+ * must stay bit-identical to AR's chain rows when the cache holds quantised keys and values
+ * (head dimension 8 here: one short, zero-padded block per row). */
+static void test_greedy_q8_0_kv_identical_to_ar(void **state) {
+    (void)state;
+    check_greedy_pair(&baby_q8, &small_q8, "Q8_0 KV: target babyllama, drafter stories260K", 4);
+    check_greedy_pair(&small_q8, &baby_q8, "Q8_0 KV: target stories260K, drafter babyllama", 4);
 }
 
 /* SLEM draws the target's token once per emitted token from the same stream as AR (it walks
@@ -297,6 +317,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_contract),
         cmocka_unit_test(test_greedy_identical_to_ar),
+        cmocka_unit_test(test_greedy_q8_0_kv_identical_to_ar),
         cmocka_unit_test(test_sampled_slem_equals_ar),
         cmocka_unit_test(test_noninjective_drafter),
         cmocka_unit_test(test_first_token_law),

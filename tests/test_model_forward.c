@@ -28,12 +28,14 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
 
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
-    static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small"};
+    static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small",
+                                   "tiny-qwen2"};
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16, HSD_DT_F32,
-                                      HSD_DT_F32};
+                                      HSD_DT_F32, HSD_DT_BF16};
     /* "synth small f32" reaches the OpenBLAS sgemm path (n >= 32 tokens at once) */
     static const char *labels[] = {"synth tiny f32", "synth tiny-qwen2 f32", "synth tiny q8_0",
-                                   "synth tiny-qwen2 bf16", "", "synth small f32"};
+                                   "synth tiny-qwen2 bf16", "", "synth small f32",
+                                   "synth tiny-qwen2 bf16, Q8_0 KV cache"};
     if (which == 4) {
         const char *p = hsd_test_path("models/stories260K/stories260K.bin");
         if (!hsd_test_require(p)) return false;
@@ -49,6 +51,7 @@ static bool open_fixture(int which, fixture *f) {
      * other fixtures are bit-identical with the default F16 cache) */
     hsd_model_params p = hsd_model_default_params();
     if (which == 5) p.kv_type = HSD_KV_F32;
+    if (which == 6) p.kv_type = HSD_KV_Q8_0; /* the same invariances with a quantised cache */
     assert_int_equal(hsd_synth_to_transformer(f->synth, &p, &tf), HSD_OK);
     f->m = wrap_tf(tf);
     return true;
@@ -59,7 +62,7 @@ static void close_fixture(fixture *f) {
     hsd_synth_free(f->synth);
 }
 
-#define N_FIXTURES 6
+#define N_FIXTURES 7
 
 static double rel_err(const float *a, const float *b, size_t n) {
     double mx = 0, scale = 1e-6;
@@ -217,6 +220,24 @@ static void test_kv_keep_accepted_path(void **state) {
     }
 }
 
+/* A KV cache type outside the enum is refused at load, naming the value and the choices. */
+static void test_bad_kv_type(void **state) {
+    (void)state;
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("tiny", HSD_DT_F32, 3, &sm), HSD_OK);
+    hsd_model_params p = hsd_model_default_params();
+    hsd_transformer *tf = NULL;
+    p.kv_type = (hsd_kv_type)(HSD_KV_Q8_0 + 1);
+    assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_ERR_INVALID_ARG);
+    assert_null(tf);
+    assert_non_null(strstr(hsd_last_error(), "kv_type 4"));
+    assert_non_null(strstr(hsd_last_error(), "q8_0 (3)"));
+    p.kv_type = HSD_KV_Q8_0;
+    assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_OK);
+    hsd_tf_free(tf);
+    hsd_synth_free(sm);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     fixture f;
@@ -296,6 +317,7 @@ int main(void) {
         cmocka_unit_test(test_truncate_refeed_identical),
         cmocka_unit_test(test_kv_keep_accepted_path),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_kv_type),
         cmocka_unit_test(test_iface_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

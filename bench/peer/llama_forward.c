@@ -5,6 +5,13 @@
  * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
  *
  *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,512,...]] [--reps R] [--threads 2]
+ *                 [--kv f16|q8_0] [--cpu-time]
+ *
+ * --kv q8_0: llama.cpp's Q8_0 K and V caches (type_k = type_v = Q8_0; a quantised V cache
+ * needs flash attention, which is then switched on); f16 (default) leaves its defaults.
+ * --cpu-time: the timed decodes in process CPU time instead of wall time, as `hsd bench
+ * forward --cpu-time` (with --threads 1 on a shared machine: llama.cpp's workers spin while
+ * they wait for each other, so with more threads CPU time counts the waits).
  *
  * A --prefix list measures each depth in turn (increasing), the cache extended from one to
  * the next, as `hsd bench forward --prefix` does; a "prefix P" line heads each depth's rows.
@@ -20,9 +27,11 @@
 #include "ggml-backend.h"
 #include "llama.h"
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now_ms(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock_id, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
@@ -53,12 +62,16 @@ static int decode(struct llama_context *ctx, struct llama_batch *b, const llama_
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL, *ns = "1,2,4,8,16", *ps = "32";
+    const char *path = NULL, *ns = "1,2,4,8,16", *ps = "32", *kv = "f16";
     int32_t prefix = 32, reps = 0, threads = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
             path = a;
+            continue;
+        }
+        if (!strcmp(a, "--cpu-time")) {
+            clock_id = CLOCK_PROCESS_CPUTIME_ID;
             continue;
         }
         if (!v) break;
@@ -71,6 +84,8 @@ int main(int argc, char **argv) {
             reps = atoi(v);
         else if (!strcmp(a, "--threads"))
             threads = atoi(v);
+        else if (!strcmp(a, "--kv") && (!strcmp(v, "f16") || !strcmp(v, "q8_0")))
+            kv = v;
         else
             path = NULL, i = argc;
     }
@@ -98,7 +113,7 @@ int main(int argc, char **argv) {
     }
     if (!path || n_n == 0 || p_n == 0 || threads < 1) {
         fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,P...]] [--reps R] "
-                        "[--threads 2]\n");
+                        "[--threads 2] [--kv f16|q8_0] [--cpu-time]\n");
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
@@ -122,6 +137,10 @@ int main(int argc, char **argv) {
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = threads;
     cp.no_perf = true;
+    if (!strcmp(kv, "q8_0")) {
+        cp.type_k = cp.type_v = GGML_TYPE_Q8_0;
+        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
         fprintf(stderr, "llama_forward: could not create a context\n");
@@ -132,8 +151,8 @@ int main(int argc, char **argv) {
     llama_model_desc(model, desc, sizeof desc);
     int32_t V = llama_vocab_n_tokens(llama_model_get_vocab(model));
     printf("model: %s (llama.cpp, loaded in %.0f ms, %.1f MB of weights)\nthreads %d, prefix %d "
-           "tokens, logits for all n rows\n",
-           desc, now_ms() - tl, (double)llama_model_size(model) / 1e6, threads, prefix);
+           "tokens, logits for all n rows, %s KV cache\n",
+           desc, now_ms() - tl, (double)llama_model_size(model) / 1e6, threads, prefix, kv);
 
     llama_token *toks = malloc((size_t)(prefix + max_n) * sizeof *toks);
     uint64_t s = 5;
