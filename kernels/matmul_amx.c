@@ -10,6 +10,7 @@
 
 #include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_kq.h"
+#include "kernels/matmul_kq_unpack.h"
 #include "kernels/matmul_q8.h"
 
 #define TGT                                                                                        \
@@ -465,8 +466,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                           int T, int nch, int pf, float *dst, int32_t dld) {
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
-    const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30),
-                  three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
+    const __m512i three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
                   /* byte 0 of each dword to bytes 0 and 2 (a word's low byte), and to all four
                    * (vpshufb indexes within 128-bit lanes: dword m of a lane starts at 4m) */
                   to_words = _mm512_broadcast_i32x4(_mm_set_epi32((int32_t)0x800c800c, 0x80088008, 0x80048004, (int32_t)0x80008000)),
@@ -486,7 +486,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
             const int h = j >> 1, hi = j & 1;
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             UNROLL for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * j + kk, f = 2 * hi + kk / 2;
+                const int k = 4 * j + kk;
                 /* the scale's digits, per lane: |d| as two words, 32|d| as four bytes, sign */
                 const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k)));
                 const __m512i d0 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(v, three), seven), three);
@@ -503,12 +503,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     neg[g] = _mm512_movepi8_mask(_mm512_srai_epi32(dg[g], 31));
                 }
                 UNROLL for (int i = 0; i < 4; i++) {
-                    __m512i l = ld512(ql + 64 * (4 * kk + i));
-                    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
-                    __m512i q = ld512(qh + 64 * (4 * (kk % 2) + i));
-                    q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
-                      : f == 2 ? q : _mm512_srli_epi16(q, 2);
-                    q = _mm512_or_si512(l, _mm512_and_si512(q, bits45));
+                    const __m512i q = hsd_kq6_quants(ql, qh, hi, kk, i);
                     UNROLL for (int g = 0; g < 3; g++) {
                         const __m512i p = _mm512_mullo_epi16(q, mw[g]);
                         const __m512i r = _mm512_mask_sub_epi8(_mm512_sub_epi8(p, kb[g]), neg[g], kb[g], p);

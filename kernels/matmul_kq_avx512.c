@@ -11,6 +11,7 @@
  * when the CPU has AVX-512 VNNI. */
 #include "kernels/matmul_kq.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_kq_unpack.h"
 
 #ifdef HSD_MM_HAVE_AVX512
 
@@ -115,7 +116,6 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
     const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
-    const __m512i low = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
@@ -131,16 +131,9 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
             }
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
-                    const int k = 8 * h + 4 * hi + kk, f = 2 * hi + kk / 2;
+                    const int k = 8 * h + 4 * hi + kk;
                     __m512i w[4];
-                    UNROLL for (int i = 0; i < 4; i++) {
-                        __m512i l = ld(ql + 64 * (4 * kk + i));
-                        l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, low);
-                        __m512i q = ld(qh + 64 * (4 * (kk % 2) + i));
-                        q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
-                          : f == 2 ? q : _mm512_srli_epi16(q, 2);
-                        w[i] = _mm512_or_si512(l, _mm512_and_si512(q, bits45));
-                    }
+                    UNROLL for (int i = 0; i < 4; i++) w[i] = hsd_kq6_quants(ql, qh, hi, kk, i);
                     const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k)));
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;

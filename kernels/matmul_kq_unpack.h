@@ -1,0 +1,28 @@
+/* Unpacking of the packed k-quant groups (layout: matmul_kq.h) shared by the AVX-512 VNNI
+ * kernel (matmul_kq_avx512.c) and the AMX one (matmul_amx.c). Kernels-internal; include only
+ * where AVX-512 is compiled (HSD_MM_HAVE_AVX512). The functions carry the AVX-512 F/BW target
+ * and always inline, so that they inline into either kernel's wider target. */
+#ifndef HSD_KERNELS_MATMUL_KQ_UNPACK_H
+#define HSD_KERNELS_MATMUL_KQ_UNPACK_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define HSD_KQ_UNPACK_FN static inline __attribute__((target("avx512f,avx512bw"), always_inline))
+
+/* Q6_K: the quants (0..63, one byte each, one row per dword lane) of column quad i of
+ * sub-block 4·hi + kk of a half-block whose ql and qh planes start at ql, qh: the low or high
+ * nibbles (hi) of ql dword 4kk + i, and 2-bit field f = 2·hi + kk/2 of qh dword 4(kk % 2) + i
+ * moved to bits 4..5. */
+HSD_KQ_UNPACK_FN __m512i hsd_kq6_quants(const uint8_t *ql, const uint8_t *qh, int hi, int kk,
+                                        int i) {
+    const int f = 2 * hi + kk / 2;
+    __m512i l = _mm512_load_si512((const void *)(ql + 64 * (4 * kk + i)));
+    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, _mm512_set1_epi8(15));
+    __m512i q = _mm512_load_si512((const void *)(qh + 64 * (4 * (kk % 2) + i)));
+    q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
+      : f == 2 ? q : _mm512_srli_epi16(q, 2);
+    return _mm512_or_si512(l, _mm512_and_si512(q, _mm512_set1_epi8(0x30)));
+}
+
+#endif
