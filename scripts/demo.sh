@@ -52,6 +52,7 @@ echo "drafter: stories260K (0.26M parameters, 512-token BPE vocabulary: heteroge
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tps() { awk '/^acceptance rate/ { for (i = 1; i <= NF; i++) if ($i == "tokens/s") print $(i - 1) }' "$1"; }
+tpot() { awk '/^TTFT/ { for (i = 1; i <= NF; i++) if ($i == "TPOT") print $(i + 1) }' "$1"; }
 text() { awk '/^algo / { exit } { print }' "$1" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'; }
 run() { # name, drafter model, drafter tokenizer, algo, extra args...
     local name=$1 dm=$2 dtok=$3 algo=$4
@@ -93,8 +94,11 @@ for r in slem slem_big slem_q4; do
     same=identical
     [ "$(text "$tmp/$base.out")" = "$(text "$tmp/$r.out")" ] || same="DIFFERENT from AR"
     awk -v a="$ar" -v s="$(tps "$tmp/$r.out")" -v n="$r" -v t="$same" -v b="$base" \
-        'BEGIN { printf "%-9s %8.2f tokens/s vs %-5s %8.2f: speedup %.2fx, text %s\n", n, s, b, a, s / a, t }'
+        -v pa="$(tpot "$tmp/$base.out")" -v ps="$(tpot "$tmp/$r.out")" \
+        'BEGIN { printf "%-9s %8.2f tokens/s vs %-5s %8.2f: speedup %.2fx (decode alone, TPOT %.1f vs %.1f ms: %.2fx), text %s\n", n, s, b, a, s / a, ps, pa, pa / ps, t }'
 done
+echo "(tokens/s: the whole request, prefill and first round included; decode alone: the time per"
+echo " token after the first, as hsd generate --json's tpot_ms)"
 q4same=identical
 [ "$(text "$tmp/ar.out")" = "$(text "$tmp/ar_q4.out")" ] || q4same="different (quantisation)"
 echo "Q4_K_M target's greedy text vs the BF16 target's: $q4same"
