@@ -347,8 +347,8 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
  * bits: the two kernels can share a product, chosen per tile by its token count. The byte
  * products come from vpmullw on the packed bytes: each 16-bit word holds two quants of one
  * row (one row per dword lane), and neither product reaches 256, so no carry crosses a byte.
- * The A tile is read straight from the Q8_K activations (a token's 64 bytes of two
- * sub-blocks are the K order of a B tile: low nibbles, then high). */
+ * A token's 64 Q8_K bytes of two sub-blocks are already the K order of a B tile (low nibbles,
+ * then high); the A tiles come from the tile-ordered copy of them (hsd_amx_kq_prepare). */
 TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                            int T, int nch, int pf, float *dst, int32_t dld, int five) {
     const size_t W = five ? 2560 : 2048;
