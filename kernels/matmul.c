@@ -313,7 +313,7 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
             const size_t ab = hsd_amx_kq_acts_bytes(n, w0->cols);
             hsd_kqp_prepare(&j->a, w0->type,
                             (uint8_t *)ws->buf + acts - ab - hsd_kqp_extra_bytes(n, w0->cols));
-            if (isa == HSD_MM_AMX) /* then the AMX tiles' layout of the same activations */
+            if (isa == HSD_MM_AMX && n >= HSD_KQP_AMX_MIN_T) /* the AMX tiles' layout of them */
                 hsd_amx_kq_prepare(&j->a, (uint8_t *)ws->buf + acts - ab);
             for (int32_t i = 0; i < j->n_parts; i++)
                 j->part[i].pk = j->part[i].ids ? NULL : hsd_mm_packed_find(j->part[i].w);

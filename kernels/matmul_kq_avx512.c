@@ -234,12 +234,6 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
     }
 }
 
-/* Which token tiles go to the AMX-INT8 kernel (where the CPU has it). It pays a fixed cost per
- * super-block (building the scaled B tiles) that the AVX-512 kernel pays per token, so it
- * wins from about 14 tokens for Q4_K / Q5_K, and for Q6_K (three digit tiles) only where
- * several 16-token chunks share that cost (prefill); bench/notes/kquant_packed.md. Both
- * give the same bits, so the choice never changes a result. */
-#define KQ_AMX_MIN_T 14
 
 /* The AMX state of one hsd_kqp_rows call: tiles configured for cfgT token rows (0: not yet). */
 typedef struct kq_amx {
@@ -258,7 +252,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
         int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1;
         if (amx->on && whole) /* whole chunks of 16 tokens share the scaled weights */
             while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
-        if (amx->on && (nch > 1 || (T >= KQ_AMX_MIN_T && type != HSD_DT_Q6_K))) {
+        if (amx->on && (nch > 1 || (T >= HSD_KQP_AMX_MIN_T && type != HSD_DT_Q6_K))) {
             if (amx->cfgT != T) {
                 if (!amx->cfgT) hsd_amx_tiles_save(&amx->prev);
                 hsd_amx_tiles_set(T);
