@@ -38,6 +38,21 @@ static int32_t argmax_scalar(const float *x, int32_t n) {
     return best;
 }
 
+/* The end of a vectorised argmax: lanes' best values vv and indices ii (−1: the lane saw no
+ * value above −inf), the larger value then the lower index across lanes, then the tail
+ * x[i..n) scalar. Both vector widths share it, so their ties resolve the same way. */
+static int32_t argmax_lanes(const float *vv, const int32_t *ii, int lanes, const float *x,
+                            int32_t i, int32_t n) {
+    int32_t best = -1;
+    for (int l = 0; l < lanes; l++)
+        if (ii[l] >= 0 && (best < 0 || vv[l] > x[best] || (vv[l] == x[best] && ii[l] < best)))
+            best = ii[l];
+    if (best < 0) best = 0;
+    for (; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 static float max_scalar(const float *x, int32_t n) {
     float m = x[0];
     for (int32_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
@@ -113,14 +128,7 @@ ROW_AVX2 static int32_t argmax_avx2(const float *x, int32_t n) {
     int32_t ii[8];
     _mm256_storeu_ps(vv, bv);
     _mm256_storeu_si256((__m256i *)ii, bi);
-    int32_t best = -1;
-    for (int l = 0; l < 8; l++) /* across lanes: the larger value, then the lower index */
-        if (ii[l] >= 0 && (best < 0 || vv[l] > x[best] || (vv[l] == x[best] && ii[l] < best)))
-            best = ii[l];
-    if (best < 0) best = 0;
-    for (; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+    return argmax_lanes(vv, ii, 8, x, i, n);
 }
 
 ROW_AVX2 static float max_avx2(const float *x, int32_t n) {
@@ -240,14 +248,7 @@ ROW_AVX512 static int32_t argmax_avx512(const float *x, int32_t n) {
     int32_t ii[16];
     _mm512_storeu_ps(vv, bv);
     _mm512_storeu_si512(ii, bi);
-    int32_t best = -1;
-    for (int l = 0; l < 16; l++)
-        if (ii[l] >= 0 && (best < 0 || vv[l] > x[best] || (vv[l] == x[best] && ii[l] < best)))
-            best = ii[l];
-    if (best < 0) best = 0;
-    for (; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+    return argmax_lanes(vv, ii, 16, x, i, n);
 }
 
 ROW_AVX512 static float max_avx512(const float *x, int32_t n) {

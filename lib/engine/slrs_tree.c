@@ -259,6 +259,15 @@ int32_t hsd_slrs_tree_sample(const hsd_slrs_tree *t, hsd_rng *rng) {
     return i;
 }
 
+/* Whether nd is a leaf whose candidate ids start with prefix[0..j) (at least j of them); *c
+ * gets its candidates. The filter of both ψ functions, so that they sum the same leaves. */
+static bool leaf_under(const hsd_slrs_tree *t, const hsd_slrs_node *nd, const int32_t *prefix,
+                       int32_t j, const int32_t **c) {
+    if (nd->state != HSD_SLRS_LEAF || nd->n_cand < j) return false;
+    *c = t->cands.p + nd->cand_off;
+    return !j || !memcmp(*c, prefix, (size_t)j * sizeof **c);
+}
+
 hsd_status hsd_slrs_tree_psi_at(const hsd_slrs_tree *t, const int32_t *prefix, int32_t j,
                                 int32_t tok, int32_t n_t, float *value) {
     /* hsd_slrs_tree_psi's sums, in the same order and precision, for one entry */
@@ -266,9 +275,8 @@ hsd_status hsd_slrs_tree_psi_at(const hsd_slrs_tree *t, const int32_t *prefix, i
     float at = 0;
     for (int32_t i = 0; i < t->n_nodes; i++) {
         const hsd_slrs_node *nd = &t->nodes[i];
-        if (nd->state != HSD_SLRS_LEAF || nd->n_cand < j) continue;
-        const int32_t *c = t->cands.p + nd->cand_off;
-        if (j && memcmp(c, prefix, (size_t)j * sizeof *c)) continue;
+        const int32_t *c;
+        if (!leaf_under(t, nd, prefix, j, &c)) continue;
         mass += nd->prob;
         if (nd->n_cand > j && c[j] >= 0 && c[j] < n_t && c[j] == tok) at += (float)nd->prob;
     }
@@ -284,9 +292,8 @@ hsd_status hsd_slrs_tree_psi(const hsd_slrs_tree *t, const int32_t *prefix, int3
     for (int32_t i = 0; i < n_t; i++) psi[i] = 0;
     for (int32_t i = 0; i < t->n_nodes; i++) {
         const hsd_slrs_node *nd = &t->nodes[i];
-        if (nd->state != HSD_SLRS_LEAF || nd->n_cand < j) continue;
-        const int32_t *c = t->cands.p + nd->cand_off;
-        if (j && memcmp(c, prefix, (size_t)j * sizeof *c)) continue;
+        const int32_t *c;
+        if (!leaf_under(t, nd, prefix, j, &c)) continue;
         mass += nd->prob;
         if (nd->n_cand > j && c[j] >= 0 && c[j] < n_t)
             psi[c[j]] += (float)nd->prob;
