@@ -26,23 +26,12 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
+#include "peer_util.h"
 
 static clockid_t clock_id = CLOCK_MONOTONIC;
 
 static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(clock_id, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+    return peer_ms(clock_id);
 }
 
 /* Decodes toks[0..n) at positions pos0.. into sequence 0, logits for every row if `all`. */
@@ -117,7 +106,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
-    llama_log_set(quiet_log, NULL);
+    llama_log_set(peer_quiet_log, NULL);
     if (libdir)
         ggml_backend_load_all_from_path(libdir);
     else
@@ -192,7 +181,7 @@ int main(int argc, char **argv) {
                 times[i] = now_ms() - t0;
                 llama_memory_seq_rm(mem, 0, prefix, -1);
             }
-            qsort(times, (size_t)R, sizeof *times, cmp_double);
+            qsort(times, (size_t)R, sizeof *times, peer_cmp_double);
             double med = times[R / 2];
             free(times);
             if (k == 0 || n == 1) base = med / n;

@@ -15,21 +15,10 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
+#include "peer_util.h"
 
 static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+    return peer_ms(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv) {
@@ -68,7 +57,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
-    llama_log_set(quiet_log, NULL);
+    llama_log_set(peer_quiet_log, NULL);
     if (libdir)
         ggml_backend_load_all_from_path(libdir);
     else
@@ -126,7 +115,7 @@ int main(int argc, char **argv) {
             llama_synchronize(ctx);
             times[r] = now_ms() - t0;
         }
-        qsort(times, (size_t)reps, sizeof *times, cmp_double);
+        qsort(times, (size_t)reps, sizeof *times, peer_cmp_double);
         double med = times[reps / 2];
         printf("%6d %12.1f %12.1f\n", P, med, 1000.0 * P / med);
         fflush(stdout);
