@@ -23,36 +23,26 @@ size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd) {
 }
 
 size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
-    return 2 * (size_t)HSD_ATTN_BLOCK * hd + HSD_ATTN_BLOCK + 16 + 2 * (size_t)n_rows;
+    /* a zero row, a score row per row (the block + 16: whole vectors), max, sum */
+    return (size_t)hd + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows;
 }
 
 /* ---- scalar ---------------------------------------------------------------------------- */
 
-/* One Q8_0 cache row of hd elements to fp32: value q * d, d the block's fp16 scale (the
- * product of a 7-bit integer and an 11-bit significand is exact in fp32, so every level gets
- * the same bits). */
-static void q8_row_scalar(const uint8_t *src, float *dst, int32_t hd) {
-    for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, src += HSD_ATTN_Q8_BYTES) {
-        uint16_t h;
-        memcpy(&h, src, 2);
-        const float d = hsd_fp16_to_fp32(h);
-        const int8_t *qs = (const int8_t *)(src + 2);
-        const int32_t n = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
-        for (int32_t e = 0; e < n; e++) dst[e0 + e] = (float)qs[e] * d;
-    }
-}
-
-static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
-    const uint16_t *h = src;
-    const int32_t n = nrows * hd;
+/* Elements d.. of a cache row as fp32 (the body inlines it with a constant type). Q8_0: value
+ * q * d, d the block's fp16 scale (the product of a 7-bit integer and an 11-bit significand
+ * is exact in fp32, so every level gets the same bits). */
+static inline __attribute__((always_inline)) float kload_scalar(hsd_dtype t, const uint8_t *row, int32_t d) {
     if (t == HSD_DT_Q8_0) {
-        const size_t rb = hsd_attn_row_bytes(t, hd);
-        for (int32_t r = 0; r < nrows; r++) q8_row_scalar((const uint8_t *)src + r * rb, dst + (size_t)r * hd, hd);
-    } else if (t == HSD_DT_F32) memcpy(dst, src, (size_t)n * sizeof(float));
-    else if (t == HSD_DT_F16)
-        for (int32_t i = 0; i < n; i++) dst[i] = hsd_fp16_to_fp32(h[i]);
-    else
-        for (int32_t i = 0; i < n; i++) dst[i] = hsd_bf16_to_fp32(h[i]);
+        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
+        uint16_t h;
+        memcpy(&h, b, 2);
+        return (float)(int8_t)b[2 + d % HSD_ATTN_Q8_BLOCK] * hsd_fp16_to_fp32(h);
+    }
+    if (t == HSD_DT_F32) return ((const float *)(const void *)row)[d];
+    uint16_t h;
+    memcpy(&h, row + 2 * (size_t)d, 2);
+    return t == HSD_DT_F16 ? hsd_fp16_to_fp32(h) : hsd_bf16_to_fp32(h);
 }
 
 #define SFX scalar
@@ -72,13 +62,12 @@ static void convert_scalar(hsd_dtype t, const void *src, float *dst, int32_t nro
 #define VHMAX(v) (v)
 #define VREDUCE(a) ((a)[0])
 #define VEXP(v) expf(v)
-#define CONVERT convert_scalar
+#define KLOAD kload_scalar
 #include "kernels/attention_body.h"
 
 #ifdef HSD_ATTN_X86
 /* ---- AVX2 + FMA + F16C ------------------------------------------------------------------ */
 #define HSD_AVX2 __attribute__((target("avx2,fma,f16c")))
-
 
 HSD_AVX2 static inline float attn_hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -110,34 +99,19 @@ HSD_AVX2 static inline __m256 attn_reduce8(const __m256 *a) {
                          _mm256_permute2f128_ps(u[0], u[1], 0x31));
 }
 
-HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
-    const int32_t n = nrows * hd;
-    if (t == HSD_DT_Q8_0) { /* hd a multiple of 8 at this level: whole 8-element pieces */
-        const uint8_t *b = src;
-        for (int32_t r = 0; r < nrows; r++, dst += hd)
-            for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
-                uint16_t h;
-                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
-                const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
-                const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
-                for (int32_t e = 0; e < ne; e += 8) {
-                    __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + e)));
-                    _mm256_storeu_ps(dst + e0 + e, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
-                }
-            }
-        return;
+/* F16C: the scalar converter's value for every half */
+HSD_AVX2 static inline __attribute__((always_inline)) __m256 kload_avx2(hsd_dtype t, const uint8_t *row, int32_t d) {
+    if (t == HSD_DT_Q8_0) {
+        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
+        uint16_t h;
+        memcpy(&h, b, 2);
+        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + d % HSD_ATTN_Q8_BLOCK)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(h)));
     }
-    if (t == HSD_DT_F32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
-    const __m128i *h = src;
-    for (int32_t i = 0; i < n; i += 8) {
-        __m128i x = _mm_loadu_si128(h + i / 8);
-        __m256 f = t == HSD_DT_F16 ? _mm256_cvtph_ps(x)
-                                   : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16));
-        _mm256_storeu_ps(dst + i, f);
-    }
+    if (t == HSD_DT_F32) return _mm256_loadu_ps((const float *)(const void *)row + d);
+    const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)d));
+    return t == HSD_DT_F16 ? _mm256_cvtph_ps(x)
+                           : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16));
 }
 
 #define SFX avx2
@@ -157,12 +131,11 @@ HSD_AVX2 static void convert_avx2(hsd_dtype t, const void *src, float *dst, int3
 #define VHMAX(v) attn_hmax8(v)
 #define VREDUCE(a) attn_reduce8(a)
 #define VEXP(v) hsd_exp8(v)
-#define CONVERT convert_avx2
+#define KLOAD kload_avx2
 #include "kernels/attention_body.h"
 
 /* ---- AVX-512 ---------------------------------------------------------------------------- */
 #define HSD_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-
 
 HSD_AVX512 static inline float attn_hsum16(__m512 v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
@@ -192,36 +165,19 @@ HSD_AVX512 static inline __m512 attn_reduce16(const __m512 *a) {
                          _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, int32_t nrows, int32_t hd) {
-    const int32_t n = nrows * hd;
-    if (t == HSD_DT_Q8_0) { /* hd a multiple of 16 at this level: whole 16-element pieces */
-        const uint8_t *b = src;
-        for (int32_t r = 0; r < nrows; r++, dst += hd)
-            for (int32_t e0 = 0; e0 < hd; e0 += HSD_ATTN_Q8_BLOCK, b += HSD_ATTN_Q8_BYTES) {
-                uint16_t h;
-                memcpy(&h, b, 2); /* F16C: the scalar converter's value for every half */
-                const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
-                const int32_t ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
-                for (int32_t e = 0; e < ne; e += 16) {
-                    __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + e)));
-                    _mm512_storeu_ps(dst + e0 + e, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
-                }
-            }
-        return;
+/* as kload_avx2, 16 lanes */
+HSD_AVX512 static inline __attribute__((always_inline)) __m512 kload_avx512(hsd_dtype t, const uint8_t *row, int32_t d) {
+    if (t == HSD_DT_Q8_0) {
+        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
+        uint16_t h;
+        memcpy(&h, b, 2);
+        const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + d % HSD_ATTN_Q8_BLOCK)));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(h)));
     }
-    if (t == HSD_DT_F32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
-    const __m256i *h = src;
-    if (t == HSD_DT_F16) {
-#pragma GCC unroll 4
-        for (int32_t i = 0; i < n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(h + i / 16)));
-        return;
-    }
-#pragma GCC unroll 4
-    for (int32_t i = 0; i < n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(h + i / 16)), 16)));
+    if (t == HSD_DT_F32) return _mm512_loadu_ps((const float *)(const void *)row + d);
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * (size_t)d));
+    return t == HSD_DT_F16 ? _mm512_cvtph_ps(x)
+                           : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
 }
 
 #define SFX avx512
@@ -241,7 +197,7 @@ HSD_AVX512 static void convert_avx512(hsd_dtype t, const void *src, float *dst, 
 #define VHMAX(v) _mm512_reduce_max_ps(v)
 #define VREDUCE(a) attn_reduce16(a)
 #define VEXP(v) hsd_exp16(v)
-#define CONVERT convert_avx512
+#define KLOAD kload_avx512
 #include "kernels/attention_body.h"
 
 HSD_AVX2 static void store_f16_avx2(uint16_t *dst, const float *src, int32_t n) {

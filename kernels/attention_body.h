@@ -7,7 +7,8 @@
  *                 VMUL(a, b), VSUB(a, b), VADD(a, b), VMAX(a, b), VHSUM(v) and VHMAX(v) (to
  *                 float, a fixed reduction tree), VEXP(v)
  *   VREDUCE(a)    a[0..W) to one vector whose lane i is the sum of a[i]'s lanes (a fixed tree)
- *   CONVERT(type, src, dst, nrows, hd)   nrows consecutive cache rows of hd elements to fp32
+ *   KLOAD(type, row, d)  elements d..d+W of the cache row at row (bytes) as fp32 (type a
+ *                 constant where it is used, so that the loops specialise per cache type)
  * One arithmetic per level: every row goes through the same steps whatever shares its call.
  * The body undefines all of them at its end, ready for the next level. */
 
@@ -22,91 +23,175 @@ ATTR static float CAT(exp_one, SFX)(float x) {
     return b[0];
 }
 
-/* s[j0..j1) = scale * q·k_j for the block's keys kb ([B][hd] fp32), j0 and j1 multiples of W:
- * W positions at a time, one accumulator per position vectorised over the head dimension
- * (W independent FMA chains), the W accumulators reduced into one vector of W scores by a
- * fixed tree. A score's arithmetic depends only on q and its key, never on the lane it
- * occupies or on the other positions. */
-ATTR static void CAT(scores, SFX)(const float *q, const float *kb, int32_t hd, int32_t j0,
-                                  int32_t j1, float scale, float *s) {
+/* s_r[j] = scale * q_r·k_j for the R rows of a group (rows with the same visible range),
+ * j in [j0, j1) (multiples of W), keys read from the cache rows kp[j] and converted on the
+ * fly, once for all R rows: P = W / R positions at a time, accumulator p·R + r for position
+ * j + p and row r, each an FMA chain over the head dimension, the W accumulators reduced into
+ * one vector by a fixed tree. The tree sums every accumulator's lanes in the same order
+ * whatever its slot, so a score's bits depend only on q_r and k_j: not on R, on the other
+ * rows or on the lane it occupies (the batch invariance of kernels/attention.h). */
+ATTR static inline __attribute__((always_inline)) void
+CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
+                   const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1, float scale,
+                   float *const *s) {
     const VT sc = VSET1(scale);
-    for (int32_t j = j0; j < j1; j += W) {
+    const int P = W / R;
+    for (int32_t j = j0; j < j1; j += P) {
         VT a[W];
-        const float *k = kb + (size_t)j * hd;
 #pragma GCC unroll 16
         for (int32_t i = 0; i < W; i++) a[i] = VZERO;
         for (int32_t d = 0; d < hd; d += W) {
-            const VT qv = VLOAD(q + d);
 #pragma GCC unroll 16
-            for (int32_t i = 0; i < W; i++) a[i] = VFMA(qv, VLOAD(k + (size_t)i * hd + d), a[i]);
+            for (int p = 0; p < P; p++) {
+                const VT k = KLOAD(t, kp[j + p], d);
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) a[p * R + r] = VFMA(VLOAD(q[r] + d), k, a[p * R + r]);
+            }
         }
-        VSTORE(s + j, VMUL(VREDUCE(a), sc));
+        float o[W];
+        VSTORE(o, VMUL(VREDUCE(a), sc));
+#pragma GCC unroll 16
+        for (int p = 0; p < P; p++)
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
     }
 }
 
-/* out[0..hd) += sum_{j in [j0, j1)} p_j v_j, vectorised over the head dimension with eight
- * independent FMA chains (an FMA's latency is four cycles, two issue a cycle): eight vectors
- * of the dimension at a time, or where the dimension has only four, four vectors with the
- * positions alternating between two sets of accumulators (added at the end of the block).
- * Which chain an element's terms go to depends only on the head dimension and the row's own
- * range in the block, never on what else shares the call. */
-ATTR static void CAT(accum, SFX)(float *out, const float *p, const float *vb, int32_t hd,
-                                 int32_t j0, int32_t j1) {
+/* scores_t with the type and the group size as constants (R a power of two dividing W) */
+#define SCORES_R(t, R)                                                                        \
+    case R:                                                                                   \
+        CAT(scores_t, SFX)(t, R, q, kp, hd, j0, j1, scale, s);                                \
+        return
+#if W >= 16
+#define SCORES_TYPE(t) switch (R) { SCORES_R(t, 1); SCORES_R(t, 2); SCORES_R(t, 4); SCORES_R(t, 8); SCORES_R(t, 16); }
+#elif W >= 8
+#define SCORES_TYPE(t) switch (R) { SCORES_R(t, 1); SCORES_R(t, 2); SCORES_R(t, 4); SCORES_R(t, 8); }
+#else
+#define SCORES_TYPE(t) switch (R) { SCORES_R(t, 1); }
+#endif
+ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
+                                  const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1,
+                                  float scale, float *const *s) {
+    switch (t) {
+    case HSD_DT_F16: SCORES_TYPE(HSD_DT_F16); break;
+    case HSD_DT_BF16: SCORES_TYPE(HSD_DT_BF16); break;
+    case HSD_DT_Q8_0: SCORES_TYPE(HSD_DT_Q8_0); break;
+    default: SCORES_TYPE(HSD_DT_F32); break;
+    }
+}
+#undef SCORES_TYPE
+#undef SCORES_R
+
+/* out_r[0..hd) += sum_{j in [j0, j1)} p_r[j] v_j for R <= 2 rows sharing the range, the
+ * values read from the cache rows vp[j] and converted on the fly, once for both rows. Each
+ * element is an FMA chain over the positions in order, vectorised over the head dimension,
+ * eight vectors of the dimension at a time (independent chains: an FMA's latency is four
+ * cycles, two issue a cycle); where four vectors are left (a dimension of 4 vectors mod 8),
+ * those have two chains each, the positions alternating between them from j0, added at the
+ * end of the block. Which chain a term goes to depends only on the head dimension and the
+ * row's own range in the block, never on what else shares the call. */
+ATTR static inline __attribute__((always_inline)) void
+CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *const *p,
+                  const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
     const int32_t nv = hd / W;
     int32_t v0 = 0;
     for (; v0 + 8 <= nv; v0 += 8) {
-        float *o = out + (size_t)v0 * W;
-        VT a[8];
+        VT a[2][8];
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-        for (int32_t u = 0; u < 8; u++) a[u] = VLOAD(o + u * W);
+            for (int u = 0; u < 8; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W);
         for (int32_t j = j0; j < j1; j++) {
-            const VT pv = VSET1(p[j]);
-            const float *v = vb + (size_t)j * hd + (size_t)v0 * W;
+            VT v[8];
 #pragma GCC unroll 8
-            for (int32_t u = 0; u < 8; u++) a[u] = VFMA(pv, VLOAD(v + u * W), a[u]);
+            for (int u = 0; u < 8; u++) v[u] = KLOAD(t, vp[j], (v0 + u) * W);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const VT pv = VSET1(p[r][j]);
+#pragma GCC unroll 8
+                for (int u = 0; u < 8; u++) a[r][u] = VFMA(pv, v[u], a[r][u]);
+            }
         }
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-        for (int32_t u = 0; u < 8; u++) VSTORE(o + u * W, a[u]);
+            for (int u = 0; u < 8; u++) VSTORE(out[r] + (v0 + u) * W, a[r][u]);
     }
     if (nv - v0 == 4) {
-        float *o = out + (size_t)v0 * W;
-        VT a[4], b[4];
+        VT a[2][4], b[2][4];
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int32_t u = 0; u < 4; u++) a[u] = VLOAD(o + u * W), b[u] = VZERO;
+            for (int u = 0; u < 4; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W), b[r][u] = VZERO;
         int32_t j = j0;
         for (; j + 1 < j1; j += 2) {
-            const VT pa = VSET1(p[j]), pb = VSET1(p[j + 1]);
-            const float *v = vb + (size_t)j * hd + (size_t)v0 * W;
+            VT va[4], vb[4];
 #pragma GCC unroll 4
-            for (int32_t u = 0; u < 4; u++) {
-                a[u] = VFMA(pa, VLOAD(v + u * W), a[u]);
-                b[u] = VFMA(pb, VLOAD(v + hd + u * W), b[u]);
+            for (int u = 0; u < 4; u++) va[u] = KLOAD(t, vp[j], (v0 + u) * W), vb[u] = KLOAD(t, vp[j + 1], (v0 + u) * W);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const VT pa = VSET1(p[r][j]), pb = VSET1(p[r][j + 1]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) {
+                    a[r][u] = VFMA(pa, va[u], a[r][u]);
+                    b[r][u] = VFMA(pb, vb[u], b[r][u]);
+                }
             }
         }
         if (j < j1) {
-            const VT pa = VSET1(p[j]);
-            const float *v = vb + (size_t)j * hd + (size_t)v0 * W;
+            VT va[4];
 #pragma GCC unroll 4
-            for (int32_t u = 0; u < 4; u++) a[u] = VFMA(pa, VLOAD(v + u * W), a[u]);
+            for (int u = 0; u < 4; u++) va[u] = KLOAD(t, vp[j], (v0 + u) * W);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const VT pa = VSET1(p[r][j]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) a[r][u] = VFMA(pa, va[u], a[r][u]);
+            }
         }
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int32_t u = 0; u < 4; u++) VSTORE(o + u * W, VADD(a[u], b[u]));
+            for (int u = 0; u < 4; u++) VSTORE(out[r] + (v0 + u) * W, VADD(a[r][u], b[r][u]));
         return;
     }
     for (; v0 < nv; v0++) {
-        VT a = VLOAD(out + (size_t)v0 * W);
-        for (int32_t j = j0; j < j1; j++)
-            a = VFMA(VSET1(p[j]), VLOAD(vb + (size_t)j * hd + (size_t)v0 * W), a);
-        VSTORE(out + (size_t)v0 * W, a);
+        VT a[2];
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) a[r] = VLOAD(out[r] + v0 * W);
+        for (int32_t j = j0; j < j1; j++) {
+            const VT v = KLOAD(t, vp[j], v0 * W);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) a[r] = VFMA(VSET1(p[r][j]), v, a[r]);
+        }
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) VSTORE(out[r] + v0 * W, a[r]);
     }
 }
+
+#define ACCUM_TYPE(t)                                                                         \
+    if (R == 2) CAT(accum_t, SFX)(t, 2, out, p, vp, hd, j0, j1);                              \
+    else CAT(accum_t, SFX)(t, 1, out, p, vp, hd, j0, j1)
+ATTR static void CAT(accum, SFX)(hsd_dtype t, int R, float *const *out, float *const *p,
+                                 const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
+    switch (t) {
+    case HSD_DT_F16: ACCUM_TYPE(HSD_DT_F16); break;
+    case HSD_DT_BF16: ACCUM_TYPE(HSD_DT_BF16); break;
+    case HSD_DT_Q8_0: ACCUM_TYPE(HSD_DT_Q8_0); break;
+    default: ACCUM_TYPE(HSD_DT_F32); break;
+    }
+}
+#undef ACCUM_TYPE
 
 ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *rows,
                                      int32_t n_rows, float scale, float softcap, float *scratch) {
     const int32_t hd = kv->hd, B = HSD_ATTN_BLOCK;
     const size_t rb = hsd_attn_row_bytes(kv->type, hd);
-    float *kf = scratch, *vf = kf + (size_t)B * hd, *s = vf + (size_t)B * hd;
-    float *mx = s + B + 16, *sum = mx + n_rows;
+    /* scratch: a zero cache row (the keys of lanes outside a block's range: their scores are
+     * masked, zeros keep them finite), one score row per row */
+    float *zero = scratch, *s0 = zero + hd;
+    float *mx = s0 + (size_t)n_rows * (B + 16), *sum = mx + n_rows;
+    memset(zero, 0, rb);
     int32_t lo = rows[0].first, hi = rows[0].last;
     for (int32_t r = 0; r < n_rows; r++) {
         lo = rows[r].first < lo ? rows[r].first : lo;
@@ -115,63 +200,74 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
         memset(rows[r].out, 0, (size_t)hd * sizeof(float));
     }
     const uint8_t *kb = kv->k, *vb = kv->v;
+    const uint8_t *kp[HSD_ATTN_BLOCK], *vp[HSD_ATTN_BLOCK];
     for (int32_t b0 = lo / B * B; b0 <= hi; b0 += B) {
         const int32_t bs = b0 > lo ? b0 : lo, be = b0 + B <= hi + 1 ? b0 + B : hi + 1;
-        /* the block's keys and values, once for every row of the call: a whole F32 block of
-         * consecutive positions is read in place, others converted (or gathered) to fp32 */
-        const float *kbf = kf, *vbf = vf;
-        if (kv->type == HSD_DT_F32 && bs == b0 && be == b0 + B && (!kv->map || be <= kv->L)) {
-            kbf = (const float *)kb + (size_t)b0 * hd, vbf = (const float *)vb + (size_t)b0 * hd;
-        } else {
-            for (int32_t p = bs; p < be;) {
-                int32_t run = be - p; /* a run of physically consecutive positions */
-                size_t phys = (size_t)p;
-                if (kv->map && p >= kv->L) phys = (size_t)kv->L + kv->map[p - kv->L], run = 1;
-                else if (kv->map && p + run > kv->L) run = kv->L - p;
-                CONVERT(kv->type, kb + phys * rb, kf + (size_t)(p - b0) * hd, run, hd);
-                CONVERT(kv->type, vb + phys * rb, vf + (size_t)(p - b0) * hd, run, hd);
-                p += run;
+        /* the block's cache rows, read in place (converted to fp32 in registers) by every row
+         * of the call; keys outside the block's range read as the zero row */
+        for (int32_t j = 0; j < B; j++) {
+            const int32_t p = b0 + j;
+            if (p < bs || p >= be) {
+                kp[j] = (const uint8_t *)zero, vp[j] = NULL;
+                continue;
             }
-            /* keys of the vectors' lanes outside the block's range: scores computed for them
-             * are masked below, zeros keep them finite */
-            const int32_t zlo = (bs - b0) / W * W, zhi = (be - b0 + W - 1) / W * W;
-            if (bs - b0 > zlo) memset(kf + (size_t)zlo * hd, 0, (size_t)(bs - b0 - zlo) * hd * sizeof(float));
-            if (zhi > be - b0) memset(kf + (size_t)(be - b0) * hd, 0, (size_t)(zhi - (be - b0)) * hd * sizeof(float));
+            const size_t phys = (kv->map && p >= kv->L) ? (size_t)kv->L + kv->map[p - kv->L] : (size_t)p;
+            kp[j] = kb + phys * rb, vp[j] = vb + phys * rb;
         }
-        for (int32_t r = 0; r < n_rows; r++) {
-            const hsd_attn_row *rw = &rows[r];
-            const int32_t r0 = rw->first > b0 ? rw->first : b0;
-            const int32_t r1 = rw->last + 1 < be ? rw->last + 1 : be;
+        /* groups of consecutive rows with the same range (a token's query heads under GQA)
+         * share their key loads: power-of-two parts of at most W rows */
+        for (int32_t g = 0, ge; g < n_rows; g = ge) {
+            for (ge = g + 1; ge < n_rows && rows[ge].first == rows[g].first && rows[ge].last == rows[g].last;) ge++;
+            const int32_t r0 = rows[g].first > b0 ? rows[g].first : b0;
+            const int32_t r1 = rows[g].last + 1 < be ? rows[g].last + 1 : be;
             if (r1 <= r0) continue;
-            const int32_t j0 = r0 - b0, j1 = r1 - b0; /* the row's lanes in the block */
+            const int32_t j0 = r0 - b0, j1 = r1 - b0; /* the rows' lanes in the block */
             const int32_t g0 = j0 / W * W, g1 = (j1 + W - 1) / W * W; /* whole vectors */
-            CAT(scores, SFX)(rw->q, kbf, hd, g0, g1, scale, s);
-            for (int32_t j = g0; j < j0; j++) s[j] = -INFINITY;
-            for (int32_t j = j1; j < g1; j++) s[j] = -INFINITY;
-            if (softcap > 0)
-                for (int32_t j = j0; j < j1; j++) s[j] = softcap * tanhf(s[j] / softcap);
-            VT mv = VLOAD(s + g0);
-            for (int32_t j = g0 + W; j < g1; j += W) mv = VMAX(mv, VLOAD(s + j));
-            const float mb = VHMAX(mv);
-            if (mb > mx[r]) { /* the running max grows: rescale what is summed so far */
-                if (mx[r] != -INFINITY) {
-                    const float c = CAT(exp_one, SFX)(mx[r] - mb);
-                    const VT cv = VSET1(c);
-                    for (int32_t d = 0; d < hd; d += W) VSTORE(rw->out + d, VMUL(VLOAD(rw->out + d), cv));
-                    sum[r] *= c;
+            for (int32_t r = g; r < ge;) {
+                int R = W;
+                while (R > ge - r) R /= 2;
+                const float *q[W];
+                float *sr[W];
+                for (int i = 0; i < R; i++) q[i] = rows[r + i].q, sr[i] = s0 + (size_t)(r + i) * (B + 16);
+                CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr);
+                r += R;
+            }
+            for (int32_t r = g; r < ge; r++) {
+                const hsd_attn_row *rw = &rows[r];
+                float *s = s0 + (size_t)r * (B + 16);
+                for (int32_t j = g0; j < j0; j++) s[j] = -INFINITY;
+                for (int32_t j = j1; j < g1; j++) s[j] = -INFINITY;
+                if (softcap > 0)
+                    for (int32_t j = j0; j < j1; j++) s[j] = softcap * tanhf(s[j] / softcap);
+                VT mv = VLOAD(s + g0);
+                for (int32_t j = g0 + W; j < g1; j += W) mv = VMAX(mv, VLOAD(s + j));
+                const float mb = VHMAX(mv);
+                if (mb > mx[r]) { /* the running max grows: rescale what is summed so far */
+                    if (mx[r] != -INFINITY) {
+                        const float c = CAT(exp_one, SFX)(mx[r] - mb);
+                        const VT cv = VSET1(c);
+                        for (int32_t d = 0; d < hd; d += W) VSTORE(rw->out + d, VMUL(VLOAD(rw->out + d), cv));
+                        sum[r] *= c;
+                    }
+                    mx[r] = mb;
                 }
-                mx[r] = mb;
+                /* p_j = exp(s_j - max) over the whole vectors (masked lanes: exp(-inf) = 0) */
+                const VT m = VSET1(mx[r]);
+                VT sv = VZERO;
+                for (int32_t j = g0; j < g1; j += W) {
+                    const VT p = VEXP(VSUB(VLOAD(s + j), m));
+                    VSTORE(s + j, p);
+                    sv = VADD(sv, p);
+                }
+                sum[r] += VHSUM(sv);
             }
-            /* p_j = exp(s_j - max) over the whole vectors (masked lanes: exp(-inf) = 0) */
-            const VT m = VSET1(mx[r]);
-            VT sv = VZERO;
-            for (int32_t j = g0; j < g1; j += W) {
-                const VT p = VEXP(VSUB(VLOAD(s + j), m));
-                VSTORE(s + j, p);
-                sv = VADD(sv, p);
+            /* the values: pairs of rows share each converted vector */
+            for (int32_t r = g; r < ge; r += 2) {
+                const int R = ge - r >= 2 ? 2 : 1;
+                float *o[2] = {rows[r].out, R == 2 ? rows[r + 1].out : NULL};
+                float *pr[2] = {s0 + (size_t)r * (B + 16), R == 2 ? s0 + (size_t)(r + 1) * (B + 16) : NULL};
+                CAT(accum, SFX)(kv->type, R, o, pr, vp, hd, j0, j1);
             }
-            sum[r] += VHSUM(sv);
-            CAT(accum, SFX)(rw->out, s, vbf, hd, j0, j1);
         }
     }
     for (int32_t r = 0; r < n_rows; r++) {
@@ -199,4 +295,4 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef VHMAX
 #undef VEXP
 #undef VREDUCE
-#undef CONVERT
+#undef KLOAD
