@@ -1,8 +1,10 @@
 /* Streaming (flash-style) attention over one KV head's cache: the visible positions are read
- * in blocks of HSD_ATTN_BLOCK, each block converted to fp32 once and used by every query row
- * of the call (the query heads that share the KV head under GQA, and several tokens of a
- * chain), with an online softmax (running max and sum, the output rescaled when the max
- * grows) so that no score buffer grows with the depth.
+ * in blocks of HSD_ATTN_BLOCK, in place, by every query row of the call (the query heads that
+ * share the KV head under GQA, and several tokens of a chain), with an online softmax (running
+ * max and sum, the output rescaled when the max grows) so that no score buffer grows with the
+ * depth. Keys and values are converted to fp32 in registers as they are read: each key vector
+ * once for all the rows that share a visible range (a token's query heads), each value vector
+ * once for two of them.
  *
  * Batch invariance: block boundaries are at multiples of HSD_ATTN_BLOCK in *logical*
  * positions (the position a key has in the row's own sequence), and a row's arithmetic
