@@ -204,7 +204,11 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     for (int32_t b0 = lo / B * B; b0 <= hi; b0 += B) {
         const int32_t bs = b0 > lo ? b0 : lo, be = b0 + B <= hi + 1 ? b0 + B : hi + 1;
         /* the block's cache rows, read in place (converted to fp32 in registers) by every row
-         * of the call; keys outside the block's range read as the zero row */
+         * of the call; keys outside the block's range read as the zero row. Every line of
+         * the block's rows is asked for first: the loops below read a few lines at a time
+         * between their arithmetic, too few misses in flight to stream from memory (with
+         * these prefetches, decode at depth 2,048 of the qwen3-0.6b shape took 55 ms instead
+         * of 59-60, bench/notes/attention.md) */
         for (int32_t j = 0; j < B; j++) {
             const int32_t p = b0 + j;
             if (p < bs || p >= be) {
@@ -213,6 +217,8 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
             }
             const size_t phys = (kv->map && p >= kv->L) ? (size_t)kv->L + kv->map[p - kv->L] : (size_t)p;
             kp[j] = kb + phys * rb, vp[j] = vb + phys * rb;
+            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(kp[j] + o, 0, 3), __builtin_prefetch(vp[j] + o, 0, 3);
+            __builtin_prefetch(kp[j] + rb - 1, 0, 3), __builtin_prefetch(vp[j] + rb - 1, 0, 3);
         }
         /* groups of consecutive rows with the same range (a token's query heads under GQA)
          * share their key loads: power-of-two parts of at most W rows */
