@@ -69,15 +69,20 @@ CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
 #else
 #define SCORES_TYPE(t) switch (R) { SCORES_R(t, 1); }
 #endif
+/* X(type) with the cache type as a constant, so that each loop specialises per type */
+#ifndef HSD_ATTN_BY_TYPE
+#define HSD_ATTN_BY_TYPE(t, X)                                                                \
+    switch (t) {                                                                              \
+    case HSD_DT_F16: X(HSD_DT_F16); break;                                                    \
+    case HSD_DT_BF16: X(HSD_DT_BF16); break;                                                  \
+    case HSD_DT_Q8_0: X(HSD_DT_Q8_0); break;                                                  \
+    default: X(HSD_DT_F32); break;                                                            \
+    }
+#endif
 ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
                                   const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1,
                                   float scale, float *const *s) {
-    switch (t) {
-    case HSD_DT_F16: SCORES_TYPE(HSD_DT_F16); break;
-    case HSD_DT_BF16: SCORES_TYPE(HSD_DT_BF16); break;
-    case HSD_DT_Q8_0: SCORES_TYPE(HSD_DT_Q8_0); break;
-    default: SCORES_TYPE(HSD_DT_F32); break;
-    }
+    HSD_ATTN_BY_TYPE(t, SCORES_TYPE)
 }
 #undef SCORES_TYPE
 #undef SCORES_R
@@ -90,6 +95,21 @@ ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
  * those have two chains each, the positions alternating between them from j0, added at the
  * end of the block. Which chain a term goes to depends only on the head dimension and the
  * row's own range in the block, never on what else shares the call. */
+/* a[r][0..S) += p_r[j] · the S vectors of the value row vrow from vector v0 on */
+ATTR static inline __attribute__((always_inline)) void
+CAT(accum_pos, SFX)(const hsd_dtype t, const int R, const int S, VT (*a)[8], float *const *p,
+                    const uint8_t *vrow, int32_t j, int32_t v0) {
+    VT v[8];
+#pragma GCC unroll 8
+    for (int u = 0; u < S; u++) v[u] = KLOAD(t, vrow, (v0 + u) * W);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const VT pv = VSET1(p[r][j]);
+#pragma GCC unroll 8
+        for (int u = 0; u < S; u++) a[r][u] = VFMA(pv, v[u], a[r][u]);
+    }
+}
+
 ATTR static inline __attribute__((always_inline)) void
 CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *const *p,
                   const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
@@ -101,24 +121,14 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
             for (int u = 0; u < 8; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W);
-        for (int32_t j = j0; j < j1; j++) {
-            VT v[8];
-#pragma GCC unroll 8
-            for (int u = 0; u < 8; u++) v[u] = KLOAD(t, vp[j], (v0 + u) * W);
-#pragma GCC unroll 2
-            for (int r = 0; r < R; r++) {
-                const VT pv = VSET1(p[r][j]);
-#pragma GCC unroll 8
-                for (int u = 0; u < 8; u++) a[r][u] = VFMA(pv, v[u], a[r][u]);
-            }
-        }
+        for (int32_t j = j0; j < j1; j++) CAT(accum_pos, SFX)(t, R, 8, a, p, vp[j], j, v0);
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
             for (int u = 0; u < 8; u++) VSTORE(out[r] + (v0 + u) * W, a[r][u]);
     }
     if (nv - v0 == 4) {
-        VT a[2][4], b[2][4];
+        VT a[2][8], b[2][4];
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -138,17 +148,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
                 }
             }
         }
-        if (j < j1) {
-            VT va[4];
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) va[u] = KLOAD(t, vp[j], (v0 + u) * W);
-#pragma GCC unroll 2
-            for (int r = 0; r < R; r++) {
-                const VT pa = VSET1(p[r][j]);
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++) a[r][u] = VFMA(pa, va[u], a[r][u]);
-            }
-        }
+        if (j < j1) CAT(accum_pos, SFX)(t, R, 4, a, p, vp[j], j, v0);
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -174,12 +174,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
     else CAT(accum_t, SFX)(t, 1, out, p, vp, hd, j0, j1)
 ATTR static void CAT(accum, SFX)(hsd_dtype t, int R, float *const *out, float *const *p,
                                  const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
-    switch (t) {
-    case HSD_DT_F16: ACCUM_TYPE(HSD_DT_F16); break;
-    case HSD_DT_BF16: ACCUM_TYPE(HSD_DT_BF16); break;
-    case HSD_DT_Q8_0: ACCUM_TYPE(HSD_DT_Q8_0); break;
-    default: ACCUM_TYPE(HSD_DT_F32); break;
-    }
+    HSD_ATTN_BY_TYPE(t, ACCUM_TYPE)
 }
 #undef ACCUM_TYPE
 
