@@ -87,14 +87,6 @@ ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
 #undef SCORES_TYPE
 #undef SCORES_R
 
-/* out_r[0..hd) += sum_{j in [j0, j1)} p_r[j] v_j for R <= 2 rows sharing the range, the
- * values read from the cache rows vp[j] and converted on the fly, once for both rows. Each
- * element is an FMA chain over the positions in order, vectorised over the head dimension,
- * eight vectors of the dimension at a time (independent chains: an FMA's latency is four
- * cycles, two issue a cycle); where four vectors are left (a dimension of 4 vectors mod 8),
- * those have two chains each, the positions alternating between them from j0, added at the
- * end of the block. Which chain a term goes to depends only on the head dimension and the
- * row's own range in the block, never on what else shares the call. */
 /* a[r][0..S) += p_r[j] · the S vectors of the value row vrow from vector v0 on */
 ATTR static inline __attribute__((always_inline)) void
 CAT(accum_pos, SFX)(const hsd_dtype t, const int R, const int S, VT (*a)[8], float *const *p,
@@ -110,6 +102,14 @@ CAT(accum_pos, SFX)(const hsd_dtype t, const int R, const int S, VT (*a)[8], flo
     }
 }
 
+/* out_r[0..hd) += sum_{j in [j0, j1)} p_r[j] v_j for R <= 2 rows sharing the range, the
+ * values read from the cache rows vp[j] and converted on the fly, once for both rows. Each
+ * element is an FMA chain over the positions in order, vectorised over the head dimension,
+ * eight vectors of the dimension at a time (independent chains: an FMA's latency is four
+ * cycles, two issue a cycle); where four vectors are left (a dimension of 4 vectors mod 8),
+ * those have two chains each, the positions alternating between them from j0, added at the
+ * end of the block. Which chain a term goes to depends only on the head dimension and the
+ * row's own range in the block, never on what else shares the call. */
 ATTR static inline __attribute__((always_inline)) void
 CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *const *p,
                   const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {

@@ -9,7 +9,7 @@
  * ~1.7e-7), and a wrong mask, block or rescale is off by orders of magnitude more.
  *
  * Run at every CPU kernel level the machine has (scalar, AVX2, AVX-512): depths 1..4,096,
- * GQA ratios 1, 4 and 8, F32/F16/BF16/Q8_0 caches, chains (causal), token trees, sliding windows,
+ * GQA ratios 1, 3, 4, 8 and 16, F32/F16/BF16/Q8_0 caches, chains (causal), token trees, sliding windows,
  * a soft-cap, and batch invariance (a row's bits alone = with others; a tree row's bits = the
  * same path's as a chain). */
 #include <math.h>
@@ -139,7 +139,8 @@ static void each_level(void (*body)(void)) {
  * one call; each row against float64 and, bit for bit, against itself computed alone. */
 static void chain_body(void) {
     static const int32_t depths[] = {1, 2, 3, 17, 64, 255, 1000, 4096};
-    static const int32_t ratios[] = {1, 4, 8};
+    /* 3: a group split into parts of 2 and 1 rows; 16: one position per step at 16 lanes */
+    static const int32_t ratios[] = {1, 4, 8, 3, 16};
     static const int32_t hds[] = {64, 128, 8};
     float *scratch = malloc(hsd_attn_scratch_floats(128, 64) * sizeof(float));
     for (size_t ti = 0; ti < N_TYPES; ti++)
@@ -151,7 +152,7 @@ static void chain_body(void) {
                 cache_fill(&c, types[ti], depth, hd);
                 int32_t *pos = malloc((size_t)depth * sizeof(int32_t));
                 for (int32_t j = 0; j < depth; j++) pos[j] = j;
-                for (size_t ri = 0; ri < 3; ri++) {
+                for (size_t ri = 0; ri < sizeof ratios / sizeof ratios[0]; ri++) {
                     const int32_t R = ratios[ri], nr = R * T;
                     const int32_t window = (di % 2) && depth > 8 ? depth / 3 : 0; /* sliding */
                     const float softcap = ri == 1 ? 3.0f : 0.0f, scale = 1.0f / sqrtf((float)hd);
