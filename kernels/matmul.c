@@ -156,7 +156,7 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
         hsd_amx_bf16_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
-    if (j->isa >= HSD_MM_AVX512 && w->type == HSD_DT_Q8_0) { /* matmul_q8_avx512.c */
+    if (j->isa >= HSD_MM_AVX512 && hsd_q8p_type(w->type)) { /* matmul_q8_avx512.c */
         hsd_q8p_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }
@@ -281,7 +281,7 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
     j->split = isa >= HSD_MM_AVX512 && hsd_mm_packed_type(w0->type) && nth > 1;
     size_t acts = 0;
 #ifdef HSD_MM_HAVE_AVX512
-    const int q8p = isa >= HSD_MM_AVX512 && w0->type == HSD_DT_Q8_0;
+    const int q8p = isa >= HSD_MM_AVX512 && hsd_q8p_type(w0->type);
     const int bfp = isa >= HSD_MM_AVX512 && w0->type == HSD_DT_BF16;
     const int bfa = bfp && isa == HSD_MM_AMX && hsd_amx_bf16_cols_ok(w0->cols);
     if (q8p)
@@ -323,7 +323,7 @@ static hsd_status job_setup(mm_job *j, hsd_mm_ws *ws, hsd_mm_isa isa, int32_t nt
 #ifdef HSD_MM_HAVE_AVX512
     if (q8p || bfp) {
         if (q8p)
-            hsd_q8p_prepare(&j->a, ws->buf);
+            hsd_q8p_prepare(&j->a, ws->buf, w0->type);
         else if (bfa)
             hsd_amx_bf16_prepare(&j->a, ws->buf);
         else

@@ -290,7 +290,7 @@ TGT static void q8_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, i
 void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk,
                      const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                      uint8_t *scratch) {
-    const size_t gb = hsd_q8p_group_bytes(a->cols);
+    const size_t gb = hsd_q8p_group_bytes(HSD_DT_Q8_0, a->cols);
     if (pk && !ids) {
         hsd_mm_span sp[3];
         for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++) {
@@ -304,7 +304,7 @@ void hsd_amx_q8_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed
     for (int32_t k = 0; k < count; k += R) {
         int32_t c = count - k < R ? count - k : R;
         hsd_mm_group_rows(w, ids, r0 + k, c, rows);
-        hsd_q8p_pack_group(rows, c, a->cols / 32, scratch);
+        hsd_q8p_pack_group(HSD_DT_Q8_0, rows, c, a->cols / 32, scratch);
         q8_groups(a, scratch, gb, 1, 0, 0, c, out + k, ld);
     }
 }

@@ -1,5 +1,5 @@
-/* Copies packed at load time (see matmul_pack.h; the layouts: matmul_q8.h, matmul_bf16p.h,
- * matmul_kq.h), kept on their matrix (hsd_mat.packed). */
+/* Copies packed at load time (see matmul_pack.h; the layouts: matmul_q8.h for Q8_0, Q5_0 and
+ * Q4_0, matmul_bf16p.h, matmul_kq.h), kept on their matrix (hsd_mat.packed). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,9 +11,9 @@
 #include "kernels/matmul_q8.h"
 #include "lib/base/error.h"
 
-size_t hsd_q8p_group_bytes(int32_t cols) {
+size_t hsd_q8p_group_bytes(hsd_dtype t, int32_t cols) {
     size_t nb = (size_t)cols / 32;
-    size_t b = nb * (HSD_Q8P_BLOCK_BYTES + HSD_Q8P_SCALE_BYTES);
+    size_t b = nb * (hsd_q8p_block_bytes(t) + HSD_Q8P_SCALE_BYTES);
     return (b + 63) & ~(size_t)63;
 }
 
@@ -52,8 +52,8 @@ static void pack_task(void *arg, int32_t tid, int32_t nth) {
         int32_t c = w->rows - g * HSD_MM_PACK_ROWS;
         if (c > HSD_MM_PACK_ROWS) c = HSD_MM_PACK_ROWS;
         hsd_mm_group_rows(w, NULL, g * HSD_MM_PACK_ROWS, c, rows);
-        if (w->type == HSD_DT_Q8_0)
-            hsd_q8p_pack_group(rows, c, w->cols / 32, j->dst + (size_t)g * j->gb);
+        if (hsd_q8p_type(w->type))
+            hsd_q8p_pack_group(w->type, rows, c, w->cols / 32, j->dst + (size_t)g * j->gb);
         else if (w->type != HSD_DT_BF16)
             hsd_kqp_pack_group(w->type, rows, c, w->cols / HSD_QK_K, j->dst + (size_t)g * j->gb);
         else
@@ -83,7 +83,7 @@ hsd_status hsd_mm_pack_release(hsd_mat *w, hsd_pool *pool, int32_t nth) {
 static hsd_status pack_copy(hsd_mat *w, hsd_pool *pool, int32_t nth, bool release) {
     /* only where the products will read it (AVX-512 and AMX): not under the avx2 or scalar
      * override (1.3 GB saved for a 1B Q8_0 model, 2.5 GB for BF16) */
-    const bool q8 = w->type == HSD_DT_Q8_0, kq = hsd_quant_is_q8k(w->type);
+    const bool q8 = hsd_q8p_type(w->type), kq = hsd_quant_is_q8k(w->type);
     if (!hsd_mm_packed_type(w->type) || w->rows <= 0 || w->cols <= 0 ||
         (q8 && (w->cols < 32 || w->cols % 32 != 0)) ||
         (kq && (w->cols < HSD_QK_K || w->cols % HSD_QK_K != 0)) ||
@@ -94,7 +94,7 @@ static hsd_status pack_copy(hsd_mat *w, hsd_pool *pool, int32_t nth, bool releas
     hsd_mm_packed *p;
 
     int32_t groups = (w->rows + HSD_MM_PACK_ROWS - 1) / HSD_MM_PACK_ROWS;
-    size_t gb = q8   ? hsd_q8p_group_bytes(w->cols)
+    size_t gb = q8   ? hsd_q8p_group_bytes(w->type, w->cols)
                 : kq ? hsd_kqp_group_bytes(w->type, w->cols)
                      : hsd_bf16p_group_bytes(w->cols);
     p = calloc(1, sizeof *p);

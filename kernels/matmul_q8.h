@@ -1,22 +1,33 @@
-/* Q8_0 products on AVX-512 VNNI with row-interleaved weights (kernels-internal).
+/* Products of the 32-column block types, Q8_0, Q5_0 and Q4_0, on AVX-512 VNNI with
+ * row-interleaved weights (kernels-internal).
  *
- * Layout ("q8p"): rows go in groups of 16. A group holds, for each 32-column block b,
- * 8 × 64 bytes of weights (vector k, lane j: bytes 4k..4k+3 of row j's block, each stored
- * as w + 128 in u8) and then, after all blocks, the 16 rows' fp16 block scales
- * (nb × 16 × 2 bytes). One vpdpbusd of weight vector k with 4 activation bytes broadcast to
- * every lane adds 4 products to each of 16 rows, so a row's block dot is 8 instructions,
- * exact in int32, with no horizontal sum; each lane then takes one fp32 scale-and-add per
- * block. A (row, token) result is a sequence of per-block steps of its own lane, the same
- * whatever the number of tokens, the group or the lane: batch invariance by construction.
- * A group of a missing row (the last group of a matrix) holds zero weights and zero scales.
- * The bytes equal Q8_0's (34 per 32 weights) up to that padding.
+ * Layout ("q8p"): rows go in groups of 16. A group holds, for each 32-column block b, the
+ * block's weights as 8 vectors of u8 (vector k, lane j: weights 4k..4k+3 of row j), stored
+ *   Q8_0: as they are used, q + 128 (8 × 64 bytes);
+ *   Q4_0: as the file's nibbles, 4 × 64 bytes: vector k (k < 4) lane j holds bytes 4k..4k+3
+ *         of row j's 16 quant bytes, whose low nibbles are weights 4k.. and high nibbles
+ *         weights 16 + 4k.. (vector k + 4), so the unpack is an and and a shift;
+ *   Q5_0: the Q4_0 nibbles, then one 64-byte vector of the fifth bits, lane j a 32-bit word
+ *         whose bit 8b + k is the fifth bit of weight 4k + b of row j: shifted by 4 − k
+ *         (left, right for k > 4), its bit 4 in byte b is what weight vector k needs;
+ * and then, after all blocks, the 16 rows' fp16 block scales (nb × 16 × 2 bytes). The u8
+ * weights are q + o (o = 128, 8, 16: the type's offset), so one vpdpbusd of weight vector k
+ * with 4 activation bytes broadcast to every lane adds 4 products to each of 16 rows, and a
+ * row's block dot is 8 instructions plus the start value −o·Σx, exact in int32, with no
+ * horizontal sum; each lane then takes one fp32 scale-and-add per block:
+ *     acc = fma((float)isum, d_w · d_x, acc)
+ * llama.cpp's arithmetic for Q4_0 (kernels/quant_q4_0.c: the same bits as its reference) and
+ * the exact block sums for Q5_0. A (row, token) result is a sequence of per-block steps of its
+ * own lane, the same whatever the number of tokens, the group or the lane: batch invariance
+ * by construction. A group of a missing row (the last group of a matrix) holds zero weights
+ * and zero scales. The bytes equal the file's (34, 22, 18 per 32 weights) up to that padding.
  *
  * Activations are stored block-major ([nb][n]) so that a tile's tokens sit at constant
  * offsets from one pointer per block.
  *
- * Weights come from a copy packed at load time (hsd_mm_pack, registered by the matrix's
- * data pointer) or, for matrices without one and for row subsets (ids), are packed one group
- * at a time into scratch as the product runs: the same lanes, the same bits. */
+ * Weights come from a copy packed at load time (hsd_mm_pack, kept on the matrix) or, for
+ * matrices without one and for row subsets (ids), are packed one group at a time into
+ * scratch as the product runs: the same lanes, the same bits. */
 #ifndef HSD_KERNELS_MATMUL_Q8_H
 #define HSD_KERNELS_MATMUL_Q8_H
 
@@ -27,22 +38,38 @@
 #include "kernels/matmul_pack.h"
 
 #define HSD_Q8P_ROWS HSD_MM_PACK_ROWS /* rows per group */
-#define HSD_Q8P_BLOCK_BYTES 512 /* weight bytes of one block of a group */
+#define HSD_Q8P_BLOCK_BYTES 512 /* Q8_0 weight bytes of one block of a group */
 #define HSD_Q8P_SCALE_BYTES 32  /* fp16 scales of one block of a group */
 
-/* Bytes of one group of `cols` columns (cols a multiple of 32). */
-size_t hsd_q8p_group_bytes(int32_t cols);
+/* Whether t is one of the layout's types. */
+static inline int hsd_q8p_type(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 || t == HSD_DT_Q5_0 || t == HSD_DT_Q4_0;
+}
+/* Weight bytes of one block of a group of type t. */
+static inline size_t hsd_q8p_block_bytes(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES : t == HSD_DT_Q5_0 ? 320 : 256;
+}
+/* The offset o of the stored u8 weights (q + o): the activations' start value is −o·Σx. */
+static inline int32_t hsd_q8p_offset(hsd_dtype t) {
+    return t == HSD_DT_Q8_0 ? 128 : t == HSD_DT_Q5_0 ? 16 : 8;
+}
+
+/* Bytes of one group of type t and `cols` columns (cols a multiple of 32). */
+size_t hsd_q8p_group_bytes(hsd_dtype t, int32_t cols);
 
 #ifdef HSD_MM_HAVE_AVX512
-/* Packs `count` (<= 16) rows given by pointers to their Q8_0 data (nb blocks each) into one
- * group at dst (hsd_q8p_group_bytes, 64-byte aligned); lanes count..15 get zero weights
- * (stored 128) and zero scales. AVX-512: call only where the kernels run. */
-void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst);
+/* Packs `count` (<= 16) rows of type t given by pointers to their data (nb blocks each) into
+ * one group at dst (hsd_q8p_group_bytes, 64-byte aligned); lanes count..15 get zero weights
+ * (stored as the offset for Q8_0, 0 for the nibble types) and zero scales. AVX-512: call only
+ * where the kernels run. */
+void hsd_q8p_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
+                        uint8_t *dst);
 /* Bytes of prepared activations for n tokens of `cols` (64-byte aligned buffer). */
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols);
 /* Fills a->xq (int8 quants, [n][cols]), a->xd (fp32 block scales, [n][nb]) and a->xc
- * (int32 −128·Σq per block, [n][nb]) from a->x into buf: llama.cpp's Q8_0 rounding. */
-void hsd_q8p_prepare(hsd_mm_acts *a, void *buf);
+ * (int32 −o·Σq per block, [n][nb], o = hsd_q8p_offset of the weights' type t) from a->x into
+ * buf: llama.cpp's Q8_0 rounding. */
+void hsd_q8p_prepare(hsd_mm_acts *a, void *buf, hsd_dtype t);
 /* out[t][j] = W[ids ? ids[r0 + j] : r0 + j] · x[t] for j < count, t < a->n, with the packed
  * copy pk when given (rows without ids only) and `scratch` (one group packed on the fly:
  * hsd_q8p_group_bytes, 64-byte aligned) otherwise. */

@@ -1,7 +1,8 @@
-/* Q8_0 × int8 activations on AVX-512 VNNI over row-interleaved weights (layout and why:
- * matmul_q8.h). A tile is one group of 16 rows × up to 16 tokens: per 32-column block it
- * loads the group's 8 weight vectors and 16 fp16 scales once, and for each token runs
- *   s = −128·Σq (the u8 offset of the weights, precomputed per activation block)
+/* Q8_0, Q5_0 and Q4_0 × int8 activations on AVX-512 VNNI over row-interleaved weights (layout
+ * and why: matmul_q8.h). A tile is one group of 16 rows × up to 16 tokens: per 32-column block
+ * it loads (Q5_0 / Q4_0: unpacks) the group's 8 weight vectors and 16 fp16 scales once, and
+ * for each token runs
+ *   s = −o·Σq (the u8 offset of the weights, precomputed per activation block)
  *   s += vpdpbusd(w_k, 4 activation bytes broadcast)      k = 0..7  (exact int32)
  *   acc = fma(float(s), d_w · d_x, acc)                     (per lane: one row)
  * i.e. 11 vector instructions per 512 multiply-adds, against 4 per 64 of a tile that keeps
@@ -21,12 +22,13 @@
 #define UNROLL HSD_MM_UNROLL
 
 #define Q8P_T 16 /* tokens per tile */
-/* Software prefetch distance in blocks of the group stream (512 weight bytes each): the
- * tile's arithmetic at 8..16 tokens hides the memory only if the stream runs far ahead.
- * Measured single-thread CPU time over 258 MB of 1B-shaped matrices at n = 8 (load ~4):
- * none 17.2 ms, 4 blocks 13.3, 8: 12.1, 16: 9.5, 24: 8.8, 32: 9.2, 64: 8.3 (n = 1: 7.4..8.7
- * for every distance from 16, within the noise). */
-#define Q8P_PF_BLOCKS 24
+/* Software prefetch distance in bytes of the group stream: the tile's arithmetic at 8..16
+ * tokens hides the memory only if the stream runs far ahead. Measured for Q8_0 in blocks of
+ * 512 weight bytes, single-thread CPU time over 258 MB of 1B-shaped matrices at n = 8 (load
+ * ~4): none 17.2 ms, 4 blocks 13.3, 8: 12.1, 16: 9.5, 24: 8.8, 32: 9.2, 64: 8.3 (n = 1:
+ * 7.4..8.7 for every distance from 16, within the noise). The nibble types keep the distance
+ * in bytes. */
+#define Q8P_PF_BYTES (24 * 512)
 
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
     size_t N = (size_t)n, nb = (size_t)cols / 32;
@@ -35,9 +37,9 @@ size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
 
 /* Token t's row x (nb blocks) into the block-major arrays: d = fp16(max|x|/127), q =
  * round-to-even(x · 127/max|x|) as llama.cpp's quantize_row_q8_0 (so that a Q8_0 file gives
- * its products), c = −128·Σq. */
-TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int8_t *q, float *d,
-                           int32_t *c) {
+ * its products), c = −off·Σq. */
+TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int32_t off, int8_t *q,
+                           float *d, int32_t *c) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
     for (int32_t b = 0; b < nb; b++, x += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
@@ -54,17 +56,17 @@ TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k), _mm512_cvtepi32_epi8(i0));
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k + 16), _mm512_cvtepi32_epi8(i1));
         d[k] = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
-        c[k] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        c[k] = -off * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
     }
 }
 
-void hsd_q8p_prepare(hsd_mm_acts *a, void *buf) {
+void hsd_q8p_prepare(hsd_mm_acts *a, void *buf, hsd_dtype type) {
     size_t N = (size_t)a->n, nb = (size_t)a->cols / 32;
     int8_t *q = buf;
     float *d = (float *)(void *)((uint8_t *)buf + hsd_mm_align64(N * nb * 32));
     int32_t *c = (int32_t *)(void *)((uint8_t *)d + hsd_mm_align64(N * nb * 4));
     for (int32_t t = 0; t < a->n; t++)
-        prep_token(a->x + (size_t)t * a->cols, (int32_t)nb, a->n, t, q, d, c);
+        prep_token(a->x + (size_t)t * a->cols, (int32_t)nb, a->n, t, hsd_q8p_offset(type), q, d, c);
     a->xq = (const uint8_t *)q;
     a->xd = d;
     a->xc = c;
@@ -77,7 +79,7 @@ void hsd_q8p_prepare(hsd_mm_acts *a, void *buf) {
  * p2p1p0) and vector r holds dword bitreverse(r). Products without a packed copy (row subsets,
  * matrices nobody packed) pay this for each group: 43 GB/s from cache, where a scalar pack ran
  * at 16. */
-TGT void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst) {
+TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst) {
     static const int8_t brev3[8] = {0, 4, 2, 6, 1, 5, 3, 7};
     __m512i idx_lo[3], idx_hi[3];
     for (int st = 0; st < 3; st++) { /* round st swaps lane bit m = 4, 2, 1 */
@@ -121,8 +123,39 @@ TGT void hsd_q8p_pack_group(const uint8_t *const *rows, int32_t count, int32_t n
             sc[(size_t)b * HSD_Q8P_ROWS + j] = h;
         }
     }
-    size_t used = (size_t)nb * (HSD_Q8P_BLOCK_BYTES + HSD_Q8P_SCALE_BYTES);
-    memset(dst + used, 0, hsd_q8p_group_bytes(nb * 32) - used);
+    size_t used = (size_t)nb * (512 + HSD_Q8P_SCALE_BYTES);
+    memset(dst + used, 0, hsd_q8p_group_bytes(HSD_DT_Q8_0, nb * 32) - used);
+}
+
+/* Q4_0 / Q5_0 groups: plain copies of the nibble bytes (4 per lane and vector) and the fifth
+ * bits regrouped so that one shift per weight vector brings them to bit 4 of their bytes. */
+static void pack_group_nibbles(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
+                               uint8_t *dst) {
+    const size_t bb = hsd_q8p_block_bytes(t), src = hsd_dtype_row_bytes(t, 32);
+    const size_t qs = t == HSD_DT_Q5_0 ? 6 : 2; /* the quant bytes after d (and qh) */
+    memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
+    uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * bb);
+    for (int32_t b = 0; b < nb; b++)
+        for (int32_t j = 0; j < count; j++) {
+            const uint8_t *blk = rows[j] + (size_t)b * src;
+            uint8_t *wb = dst + (size_t)b * bb;
+            memcpy(sc + (size_t)b * HSD_Q8P_ROWS + j, blk, 2);
+            for (int k = 0; k < 4; k++) memcpy(wb + 64 * k + 4 * j, blk + qs + 4 * k, 4);
+            if (t != HSD_DT_Q5_0) continue;
+            uint32_t qh, r = 0;
+            memcpy(&qh, blk + 2, 4);
+            for (int k = 0; k < 8; k++)
+                for (int e = 0; e < 4; e++) r |= ((qh >> (4 * k + e)) & 1u) << (8 * e + k);
+            memcpy(wb + 256 + 4 * j, &r, 4);
+        }
+}
+
+void hsd_q8p_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
+                        uint8_t *dst) {
+    if (t == HSD_DT_Q8_0)
+        pack_group_q8(rows, count, nb, dst);
+    else
+        pack_group_nibbles(t, rows, count, nb, dst);
 }
 
 /* *s += w (u8) · the 4 signed bytes at x broadcast to every lane, with the broadcast as the
@@ -137,29 +170,50 @@ TGT static INL void dpbusd_bcast(__m512i *s, __m512i w, const int8_t *x) {
 }
 
 /* clang-format off */
-/* One tile: the group at grp (nb blocks, group_bytes gb) × tokens t0..t0+T; lane j of token
- * t goes to dst[t·dld + j]. pf: prefetch the stream ahead (the pack, whose groups follow
- * each other). */
-TGT static INL void tile(const uint8_t *grp, int32_t nb, size_t gb, const hsd_mm_acts *a,
-                         int32_t t0, int pf, float *dst, int32_t dld, const int T) {
+/* The 8 u8 weight vectors of one block of a group of type t at wb (matmul_q8.h). */
+TGT static INL void block_weights(const hsd_dtype t, const uint8_t *wb, __m512i w[8]) {
+    if (t == HSD_DT_Q8_0) {
+        UNROLL for (int k = 0; k < 8; k++) w[k] = _mm512_load_si512((const void *)(wb + 64 * k));
+        return;
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    UNROLL for (int k = 0; k < 4; k++) {
+        const __m512i v = _mm512_load_si512((const void *)(wb + 64 * k));
+        w[k] = _mm512_and_si512(v, m4);
+        w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    if (t != HSD_DT_Q5_0) return;
+    const __m512i h = _mm512_load_si512((const void *)(wb + 256)), m10 = _mm512_set1_epi8(0x10);
+    UNROLL for (int k = 0; k < 8; k++) { /* w | (h shifted & 0x10): ternary-logic table 0xf8 */
+        const __m512i s = k < 4 ? _mm512_slli_epi32(h, 4 - k) : k > 4 ? _mm512_srli_epi32(h, k - 4) : h;
+        w[k] = _mm512_ternarylogic_epi32(w[k], s, m10, 0xf8);
+    }
+}
+
+/* One tile: the group at grp (nb blocks of type t, group_bytes gb) × tokens t0..t0+T; lane j
+ * of token t goes to dst[t·dld + j]. pf: prefetch the stream ahead (the pack, whose groups
+ * follow each other). */
+TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, size_t gb,
+                         const hsd_mm_acts *a, int32_t t0, int pf, float *dst, int32_t dld,
+                         const int T) {
+    const size_t bb = hsd_q8p_block_bytes(ty);
     __m512 acc[Q8P_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-    const uint16_t *sc = (const uint16_t *)(const void *)(grp + (size_t)nb * HSD_Q8P_BLOCK_BYTES);
+    const uint16_t *sc = (const uint16_t *)(const void *)(grp + (size_t)nb * bb);
     const size_t n = (size_t)a->n;
     const int8_t *xq = (const int8_t *)a->xq + (size_t)t0 * 32;
     const float *xd = a->xd + t0;
     const int32_t *xc = a->xc + t0;
     for (int32_t b = 0; b < nb; b++, xq += 32 * n, xd += n, xc += n) {
-        const uint8_t *wb = grp + (size_t)b * HSD_Q8P_BLOCK_BYTES;
-        if (pf) {
-            int32_t ahead = b + Q8P_PF_BLOCKS;
-            uintptr_t p = (uintptr_t)grp + (ahead < nb ? (size_t)ahead * HSD_Q8P_BLOCK_BYTES
-                                                       : gb + (size_t)(ahead - nb) * HSD_Q8P_BLOCK_BYTES);
-            UNROLL for (int k = 0; k < 8; k++) _mm_prefetch((const char *)(p + 64 * k), _MM_HINT_T0);
+        const uint8_t *wb = grp + (size_t)b * bb;
+        if (pf) { /* the weight stream Q8P_PF_BYTES ahead, past the scales into the next group */
+            size_t ahead = (size_t)b * bb + Q8P_PF_BYTES, wend = (size_t)nb * bb;
+            uintptr_t p = (uintptr_t)grp + (ahead < wend ? ahead : gb + (ahead - wend));
+            UNROLL for (size_t k = 0; k < bb / 64; k++) _mm_prefetch((const char *)(p + 64 * k), _MM_HINT_T0);
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(sc + 16 * (size_t)b)));
         __m512i w[8];
-        UNROLL for (int k = 0; k < 8; k++) w[k] = _mm512_load_si512((const void *)(wb + 64 * k));
+        block_weights(ty, wb, w);
         UNROLL for (int t = 0; t < T; t++) {
             const int8_t *xp = xq + 32 * t;
             __m512i s = _mm512_set1_epi32(xc[t]);
@@ -173,20 +227,33 @@ TGT static INL void tile(const uint8_t *grp, int32_t nb, size_t gb, const hsd_mm
 
 typedef void (*tile_fn)(const uint8_t *, int32_t, size_t, const hsd_mm_acts *, int32_t, int,
                         float *, int32_t);
-#define DEF(T)                                                                                     \
-    TGT static void tile_##T(const uint8_t *g, int32_t nb, size_t gb, const hsd_mm_acts *a,        \
-                             int32_t t0, int pf, float *dst, int32_t dld) {                        \
-        tile(g, nb, gb, a, t0, pf, dst, dld, T);                                                   \
+/* clang-format off */
+#define DEF(q, ty, T)                                                                          \
+    TGT static void tile_##q##_##T(const uint8_t *g, int32_t nb, size_t gb,                    \
+                                   const hsd_mm_acts *a, int32_t t0, int pf, float *dst,       \
+                                   int32_t dld) {                                              \
+        tile(ty, g, nb, gb, a, t0, pf, dst, dld, T);                                           \
     }
-DEF(1)
-DEF(2) DEF(3) DEF(4) DEF(5) DEF(6) DEF(7) DEF(8) DEF(9) DEF(10) DEF(11) DEF(12) DEF(13) DEF(14)
-    DEF(15) DEF(16) static const tile_fn tiles[Q8P_T] = {
-        tile_1, tile_2,  tile_3,  tile_4,  tile_5,  tile_6,  tile_7,  tile_8,
-        tile_9, tile_10, tile_11, tile_12, tile_13, tile_14, tile_15, tile_16};
+#define DEFS(q, ty)                                                                            \
+    DEF(q, ty, 1) DEF(q, ty, 2) DEF(q, ty, 3) DEF(q, ty, 4) DEF(q, ty, 5) DEF(q, ty, 6)        \
+    DEF(q, ty, 7) DEF(q, ty, 8) DEF(q, ty, 9) DEF(q, ty, 10) DEF(q, ty, 11) DEF(q, ty, 12)     \
+    DEF(q, ty, 13) DEF(q, ty, 14) DEF(q, ty, 15) DEF(q, ty, 16)
+#define TILES(q)                                                                               \
+    {tile_##q##_1, tile_##q##_2, tile_##q##_3, tile_##q##_4, tile_##q##_5, tile_##q##_6,       \
+     tile_##q##_7, tile_##q##_8, tile_##q##_9, tile_##q##_10, tile_##q##_11, tile_##q##_12,    \
+     tile_##q##_13, tile_##q##_14, tile_##q##_15, tile_##q##_16}
+DEFS(q8, HSD_DT_Q8_0)
+DEFS(q5, HSD_DT_Q5_0)
+DEFS(q4, HSD_DT_Q4_0)
+static const tile_fn tiles[3][Q8P_T] = {TILES(q8), TILES(q5), TILES(q4)};
+/* clang-format on */
+static const tile_fn *type_tiles(hsd_dtype t) {
+    return tiles[t == HSD_DT_Q8_0 ? 0 : t == HSD_DT_Q5_0 ? 1 : 2];
+}
 
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */
-static void run_group(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, int pf, int32_t lo,
-                      int32_t hi, float *out, int32_t ld) {
+static void run_group(const tile_fn *tiles, const hsd_mm_acts *a, const uint8_t *grp, size_t gb,
+                      int pf, int32_t lo, int32_t hi, float *out, int32_t ld) {
     const int32_t nb = a->cols / 32;
     float part[Q8P_T * HSD_Q8P_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n; t0 += Q8P_T) {
@@ -204,15 +271,16 @@ static void run_group(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, int p
 
 void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *pk, const int32_t *ids,
                   int32_t r0, int32_t count, float *out, int32_t ld, uint8_t *scratch) {
-    const size_t gb = hsd_q8p_group_bytes(a->cols);
+    const size_t gb = hsd_q8p_group_bytes(w->type, a->cols);
+    const tile_fn *tl = type_tiles(w->type);
     if (pk && !ids) {
         int32_t g0 = r0 / HSD_Q8P_ROWS, g1 = (r0 + count + HSD_Q8P_ROWS - 1) / HSD_Q8P_ROWS;
         for (int32_t g = g0; g < g1; g++) {
             int32_t first = g * HSD_Q8P_ROWS; /* matrix row of lane 0 */
             int32_t lo = r0 > first ? r0 - first : 0;
             int32_t hi = r0 + count - first < HSD_Q8P_ROWS ? r0 + count - first : HSD_Q8P_ROWS;
-            run_group(a, pk->data + (size_t)g * gb, gb, g + 1 < g1, lo, hi, out + (first + lo - r0),
-                      ld);
+            run_group(tl, a, pk->data + (size_t)g * gb, gb, g + 1 < g1, lo, hi,
+                      out + (first + lo - r0), ld);
         }
         return;
     }
@@ -221,8 +289,8 @@ void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
     for (int32_t k = 0; k < count; k += HSD_Q8P_ROWS) {
         int32_t c = count - k < HSD_Q8P_ROWS ? count - k : HSD_Q8P_ROWS;
         hsd_mm_group_rows(w, ids, r0 + k, c, rows);
-        hsd_q8p_pack_group(rows, c, a->cols / 32, scratch);
-        run_group(a, scratch, gb, 0, 0, c, out + k, ld);
+        hsd_q8p_pack_group(w->type, rows, c, a->cols / 32, scratch);
+        run_group(tl, a, scratch, gb, 0, 0, c, out + k, ld);
     }
 }
 

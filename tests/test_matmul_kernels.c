@@ -106,6 +106,28 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
                 *v = half_to_double(d) * q;
                 break;
             }
+            case HSD_DT_Q4_0:
+            case HSD_DT_Q5_0: { /* (q − o)·d, q a nibble (+ a fifth bit in qh), never q = o */
+                const int five = t == HSD_DT_Q5_0, o = five ? 16 : 8;
+                uint8_t *blk = row + (size_t)(i / 32) * (five ? 22 : 18);
+                if (i % 32 == 0) {
+                    memset(blk, 0, five ? 22 : 18);
+                    uint16_t d = double_to_half(
+                        ldexp(1.0 + hsd_rng_uniform(&rng), -7 + (int)(hsd_rng_u32(&rng) % 4)));
+                    memcpy(blk, &d, 2);
+                }
+                int q;
+                do q = (int)(hsd_rng_u32(&rng) % (five ? 32u : 16u));
+                while (q == o);
+                const int e = i % 32; /* qs[e % 16]: low nibble for e < 16, high for the rest */
+                uint8_t *qs = blk + (five ? 6 : 2);
+                qs[e % 16] |= (uint8_t)((q & 15) << (e < 16 ? 0 : 4));
+                if (five && (q & 16)) blk[2 + e / 8] |= (uint8_t)(1u << (e % 8)); /* qh bit e */
+                uint16_t d;
+                memcpy(&d, blk, 2);
+                *v = half_to_double(d) * (q - o);
+                break;
+            }
             default: /* the GGUF block types are the quant tests' (test_gguf_quant) */
                 fail_msg("make_mat: dtype %s is not covered here", hsd_dtype_name(t));
             }
@@ -119,13 +141,15 @@ static void free_mat(mat *a) {
 }
 
 /* The activations as the kernel set multiplies them: bf16-rounded for BF16 weights under
- * AVX-512 (vdpbf16ps), int8 per 32-block for Q8_0 weights under AVX-512 (vpdpbusd) with
+ * AVX-512 (vdpbf16ps), int8 per 32-block for Q8_0 weights under AVX-512 (vpdpbusd) and for
+ * Q4_0 / Q5_0 weights at every vector level (llama.cpp's vec_dot type for them is Q8_0) with
  * d = fp16(max|x|/127) and q = round-to-even(x · 127/max|x|) (llama.cpp's rule); fp32
  * otherwise. */
 static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t cols, double *out) {
     if (isa >= HSD_MM_AVX512 && t == HSD_DT_BF16) { /* AMX too (tdpbf16ps) */
         for (int32_t i = 0; i < cols; i++) out[i] = bf16_value(bf16_round(x[i]));
-    } else if (isa >= HSD_MM_AVX512 && t == HSD_DT_Q8_0) { /* AMX too (tdpbsud) */
+    } else if ((isa >= HSD_MM_AVX512 && t == HSD_DT_Q8_0) || /* AMX too (tdpbsud) */
+               (isa >= HSD_MM_AVX2 && (t == HSD_DT_Q4_0 || t == HSD_DT_Q5_0))) {
         for (int32_t b = 0; b < cols / 32; b++) {
             float amax = 0;
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
@@ -230,17 +254,17 @@ static void test_kernels_vs_float64(void **state) {
     hsd_rng_init(&rng, 21, 1);
     hsd_mm_isa isas[HSD_MM_N_ISA];
     int32_t k = isa_list(isas);
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
-    /* rows not a multiple of the 4-row tile; columns with vector tails (not for Q8_0, whose
-     * rows are whole 32-blocks: an odd block count takes the half-width tail) */
+    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16,
+                                      HSD_DT_Q8_0, HSD_DT_Q5_0, HSD_DT_Q4_0};
+    /* rows not a multiple of the 4-row tile; columns with vector tails (not for the 32-block
+     * types, whose rows are whole blocks: an odd block count takes the half-width tail) */
     /* (and 32-column multiples of several 16-row groups: AMX's tiles of 4 groups, a cut one) */
     static const int32_t rows[] = {37, 5, 1, 83}, cols_fp[] = {33, 520, 2048, 96},
                          cols_q8[] = {32, 96, 2048, 160};
     for (int32_t i = 0; i < k; i++)
-        for (int ty = 0; ty < 4; ty++)
+        for (int ty = 0; ty < 6; ty++)
             for (int s = 0; s < 4; s++)
-                check_shape(isas[i], types[ty], rows[s],
-                            types[ty] == HSD_DT_Q8_0 ? cols_q8[s] : cols_fp[s]);
+                check_shape(isas[i], types[ty], rows[s], ty >= 3 ? cols_q8[s] : cols_fp[s]);
 }
 
 /* The pool splits rows over threads: same bits as one thread, for every n. */
@@ -249,17 +273,18 @@ static void test_threads_invariant(void **state) {
     hsd_rng_init(&rng, 22, 1);
     hsd_pool *pool = hsd_pool_create(2);
     assert_non_null(pool);
-    static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16,
+                                      HSD_DT_Q8_0, HSD_DT_Q5_0, HSD_DT_Q4_0};
     /* an odd column count too: each thread's scratch for packing on the fly must stay
-     * 64-byte aligned (Q8_0 rows are whole 32-blocks) */
+     * 64-byte aligned (the 32-block types' rows are whole blocks) */
     static const int32_t colss[] = {256, 255};
     enum { ROWS = 1003, NIDS = 600 };
     int32_t ids[NIDS]; /* a row subset, large enough to be split over the threads */
     for (int i = 0; i < NIDS; i++) ids[i] = (7 * i + 3) % ROWS;
     for (int ci = 0; ci < 2; ci++)
-        for (int ty = 0; ty < 4; ty++) {
+        for (int ty = 0; ty < 6; ty++) {
             const int32_t cols = colss[ci];
-            if (types[ty] == HSD_DT_Q8_0 && cols % 32) continue;
+            if (ty >= 3 && cols % 32) continue;
             mat a = make_mat(types[ty], ROWS, cols);
             float *x = malloc(16 * (size_t)cols * sizeof *x), *p = malloc(16 * ROWS * sizeof *p),
                   *q = malloc(16 * ROWS * sizeof *q), *sub = malloc(16 * NIDS * sizeof *sub);
@@ -276,7 +301,7 @@ static void test_threads_invariant(void **state) {
                     for (int i = 0; i < NIDS; i++)
                         assert_memory_equal(&sub[t * NIDS + i], &p[t * ROWS + ids[i]],
                                             sizeof(float));
-                if (types[ty] != HSD_DT_Q8_0 && types[ty] != HSD_DT_BF16) continue;
+                if (ty < 2) continue; /* BF16 and the 32-block types have packed copies */
                 /* packed: threads split the 16-row groups (1003 / 2 = 502 rows each) */
                 assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
                 assert_int_equal(hsd_mm_run(&w2, pool, 2, q, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
@@ -297,9 +322,9 @@ static void test_pack_on_threads(void **state) {
     hsd_rng_init(&rng, 24, 1);
     hsd_pool *pool = hsd_pool_create(2);
     assert_non_null(pool);
-    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0};
-    enum { ROWS = 4099, COLS = 1056 }; /* 8.7 MB of BF16, 4.6 MB of Q8_0 */
-    for (int ty = 0; ty < 2; ty++) {
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q5_0};
+    enum { ROWS = 4099, COLS = 1056 }; /* 8.7 MB of BF16, 4.6 MB of Q8_0, 3.0 MB of Q5_0 */
+    for (int ty = 0; ty < 3; ty++) {
         mat a = make_mat(types[ty], ROWS, COLS);
         float *x = malloc(16 * COLS * sizeof *x), *p = malloc(16 * ROWS * sizeof *p),
               *q = malloc(16 * ROWS * sizeof *q);
@@ -713,7 +738,7 @@ static void guarded_make(guarded *g, int32_t count, size_t rb) {
  * 4k..4k+3 of row j's quants, + 128), then the rows' fp16 scales [nb][16]; missing rows: zero
  * weights (128) and scales; zeros to the end of the group. */
 static void q8p_layout(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst) {
-    memset(dst, 0, hsd_q8p_group_bytes(nb * 32));
+    memset(dst, 0, hsd_q8p_group_bytes(HSD_DT_Q8_0, nb * 32));
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < 16; j++) {
             const uint8_t *blk = j < count ? rows[j] + (size_t)b * HSD_Q8_0_BYTES : NULL;
@@ -722,6 +747,28 @@ static void q8p_layout(const uint8_t *const *rows, int32_t count, int32_t nb, ui
                     (uint8_t)((blk ? blk[2 + e] : 0) ^ 0x80);
             for (int h = 0; h < 2; h++)
                 dst[(size_t)nb * 512 + 32 * (size_t)b + 2 * j + h] = blk ? blk[h] : 0;
+        }
+}
+
+/* The Q4_0 / Q5_0 group as matmul_q8.h states it: per block, nibble vectors k < 4 (lane j:
+ * quant bytes 4k..4k+3 of row j), for Q5_0 then one vector whose lane j has bit 8b + k set
+ * to the fifth bit of weight 4k + b (qh bit 4k + b); after all blocks the fp16 scales
+ * [nb][16]; missing rows and the rest of the group zero. */
+static void nibble_layout(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
+                          uint8_t *dst) {
+    const int five = t == HSD_DT_Q5_0;
+    const size_t bb = five ? 320 : 256, src = five ? 22 : 18;
+    memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
+    for (int32_t b = 0; b < nb; b++)
+        for (int32_t j = 0; j < count; j++) {
+            const uint8_t *blk = rows[j] + (size_t)b * src;
+            for (int i = 0; i < 16; i++)
+                dst[(size_t)b * bb + 64 * (i / 4) + 4 * j + i % 4] = blk[(five ? 6 : 2) + i];
+            for (int e = 0; five && e < 32; e++) {
+                int bit = (blk[2 + e / 8] >> (e % 8)) & 1, k = e / 4, by = e % 4;
+                dst[(size_t)b * bb + 256 + 4 * j + by] |= (uint8_t)(bit << k);
+            }
+            for (int h = 0; h < 2; h++) dst[(size_t)nb * bb + 32 * (size_t)b + 2 * j + h] = blk[h];
         }
 }
 
@@ -734,6 +781,50 @@ static void bf16p_layout(const uint8_t *const *rows, int32_t count, int32_t cols
             memcpy(dst + 64 * (size_t)(c / 2) + 4 * j + 2 * (c % 2), rows[j] + 2 * (size_t)c, 2);
 }
 #endif
+
+/* Q4_0 at the AVX-512 and AMX levels (the packed 32-block kernel, matmul_q8.h) gives the bits of
+ * the AVX2 level's integer kernel, which kernels/quant_q4_0.c (tested against its scalar
+ * reference in test_quant_int_dots) keeps to llama.cpp's repacked Q4_0 arithmetic: exact block
+ * sums, then acc = fma(isum, d_w·d_x, acc) in block order. Every n 1..16 and a 37-token
+ * prefill, packed and on the fly. */
+static void test_q4_0_levels_bit_identical(void **state) {
+    (void)state;
+    if (!hsd_mm_isa_available(HSD_MM_AVX512) || !hsd_mm_isa_available(HSD_MM_AVX2)) {
+        fprintf(stderr, "no AVX-512 here (%s): the packed Q4_0 kernel does not run\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+    hsd_rng_init(&rng, 26, 1);
+    enum { ROWS = 77, COLS = 2048, NALL = 37 };
+    mat a = make_mat(HSD_DT_Q4_0, ROWS, COLS);
+    float *x = malloc((size_t)NALL * COLS * sizeof *x), *want = malloc((size_t)NALL * ROWS * sizeof *want),
+          *got = malloc((size_t)NALL * ROWS * sizeof *got);
+    for (int32_t i = 0; i < NALL * COLS; i++) x[i] = nz() * 3.0f;
+    hsd_mm_ws ws = {0};
+    int checked = 0;
+    for (int isa = HSD_MM_AVX512; isa < HSD_MM_N_ISA; isa++) {
+        if (!hsd_mm_isa_available((hsd_mm_isa)isa)) continue;
+        for (int packed = 0; packed < 2; packed++) {
+            if (packed) assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
+            for (int32_t n = 1; n <= NALL; n = n == 16 ? NALL : n + 1) {
+                assert_int_equal(hsd_mm_run_isa(&ws, HSD_MM_AVX2, want, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+                assert_int_equal(hsd_mm_run_isa(&ws, (hsd_mm_isa)isa, got, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
+                for (int32_t i = 0; i < n * ROWS; i++)
+                    if (memcmp(&got[i], &want[i], sizeof *got))
+                        fail_msg("Q4_0 %s%s n=%d token %d row %d: %.9g, AVX2 %.9g",
+                                 hsd_mm_isa_name((hsd_mm_isa)isa), packed ? " packed" : "", n,
+                                 i / ROWS, i % ROWS, got[i], want[i]);
+                checked++;
+            }
+            hsd_mm_unpack(&a.m);
+        }
+    }
+    fprintf(stderr, "Q4_0: packed 32-block kernel == AVX2 integer kernel bit for bit (%d products)\n",
+            checked);
+    hsd_mm_ws_free(&ws);
+    free(x), free(want), free(got);
+    free_mat(&a);
+}
 
 /* The AVX-512 packers give the groups of their references byte for byte: the k-quant one the
  * portable hsd_kqp_pack_group_ref (itself tested through the products against float64 above),
@@ -751,20 +842,20 @@ static void test_packers_match_reference(void **state) {
 #ifdef HSD_MM_HAVE_AVX512
     hsd_rng_init(&rng, 41, 1);
     static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K, HSD_DT_Q8_0,
-                                      HSD_DT_BF16};
+                                      HSD_DT_BF16, HSD_DT_Q5_0, HSD_DT_Q4_0};
     static const int32_t cols_kq[] = {256, 768}, cols_q8[] = {32, 96, 2048},
                          cols_bf[] = {32, 37, 64, 2050};
     int groups = 0;
-    for (int ty = 0; ty < 5; ty++) {
+    for (int ty = 0; ty < 7; ty++) {
         const hsd_dtype t = types[ty];
-        const bool kq = hsd_quant_is_q8k(t), q8 = t == HSD_DT_Q8_0;
+        const bool kq = hsd_quant_is_q8k(t), q8 = hsd_q8p_type(t);
         const int32_t *cl = kq ? cols_kq : q8 ? cols_q8 : cols_bf;
         const int ncols = kq ? 2 : q8 ? 3 : 4;
         for (int ci = 0; ci < ncols; ci++) {
             const int32_t C = cl[ci];
             const size_t rb = hsd_dtype_row_bytes(t, C),
                          gb = kq ? hsd_kqp_group_bytes(t, C)
-                              : q8 ? hsd_q8p_group_bytes(C)
+                              : q8 ? hsd_q8p_group_bytes(t, C)
                                    : hsd_bf16p_group_bytes(C);
             uint8_t *want = malloc(gb), *got = aligned_alloc(64, (gb + 63) / 64 * 64);
             for (int32_t count = 1; count <= 16; count++) {
@@ -775,9 +866,12 @@ static void test_packers_match_reference(void **state) {
                     memset(got, 0xa5, gb);
                     hsd_kqp_pack_group_avx512(t, g.rows, count, C / HSD_QK_K, got);
                 } else if (q8) {
-                    q8p_layout(g.rows, count, C / 32, want);
+                    if (t == HSD_DT_Q8_0)
+                        q8p_layout(g.rows, count, C / 32, want);
+                    else
+                        nibble_layout(t, g.rows, count, C / 32, want);
                     memset(got, 0xa5, gb);
-                    hsd_q8p_pack_group(g.rows, count, C / 32, got);
+                    hsd_q8p_pack_group(t, g.rows, count, C / 32, got);
                 } else {
                     bf16p_layout(g.rows, count, C, want);
                     memset(got, 0xa5, gb);
@@ -826,7 +920,7 @@ static void test_packers_match_reference(void **state) {
         free(want), free(data);
     }
     hsd_pool_free(pool);
-    fprintf(stderr, "vector packers == references on %d groups (Q4_K Q5_K Q6_K Q8_0 BF16, 1..16 rows)\n",
+    fprintf(stderr, "vector packers == references on %d groups (Q4_K Q5_K Q6_K Q8_0 BF16 Q5_0 Q4_0, 1..16 rows)\n",
             groups);
 #endif
 }
@@ -933,6 +1027,7 @@ int main(void) {
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_q8k_quantize_matches_scalar),
         cmocka_unit_test(test_packers_match_reference),
+        cmocka_unit_test(test_q4_0_levels_bit_identical),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
