@@ -51,8 +51,9 @@ static inline float hsd_quant_half_at(const uint8_t *p) {
 
 #define HSD_QK_K 256 /* elements of a k-quant super-block */
 
-/* Quantises one row of fp32 (cols a multiple of 256) to Q4_K or Q6_K blocks at out (files hsd
- * writes: kernels/quant_write.c); false for other types or widths. */
+/* Quantises one row of fp32 to Q4_K or Q6_K blocks (cols a multiple of 256) or Q5_0 blocks
+ * (a multiple of 32) at out (files hsd writes: kernels/quant_write.c); false for other types
+ * or widths. */
 bool hsd_quant_row(hsd_dtype t, const float *x, int64_t cols, void *out);
 
 /* true for the block-quantised types (Q8_0 included), false for F32/F16/BF16 */

@@ -1,5 +1,6 @@
-/* Weight quantisers for files hsd writes (hsd inflate --dtype q4_k_m): rows of fp32 to Q4_K and
- * Q6_K blocks in GGML's layouts (kernels/quant.h; the decoders, kernels/quant_ref.c, define
+/* Weight quantisers for files hsd writes (hsd inflate --dtype q4_k_m): rows of fp32 to Q4_K,
+ * Q6_K and (for widths that are not multiples of 256, as llama.cpp falls back) Q5_0 blocks in
+ * GGML's layouts (kernels/quant.h; the decoders, kernels/quant_ref.c, define
  * what the bytes mean). Not llama.cpp's quantisers (which weight the error by importance and
  * iterate): a small search per sub-block for the scale of least squared error, so the files
  * are valid and close, not byte-equal to llama.cpp's. */
@@ -132,7 +133,31 @@ static void block_q6_k(const float *x, uint8_t *b) {
     memcpy(b + 208, &dh, 2);
 }
 
+/* One Q5_0 block: the value of largest magnitude, sign kept, maps to −16, so d = max/−16 and
+ * q = x/d + 16 rounded half up, at most 31 (the rule of llama.cpp's reference quantiser, which
+ * its Q4_K_M files use for the rows Q4_K cannot hold). */
+static void block_q5_0(const float *x, uint8_t *b) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+    const float d = max / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = hsd_fp32_to_fp16(d);
+    uint32_t qh = 0;
+    memcpy(b, &dh, 2);
+    for (int j = 0; j < 16; j++) {
+        int q0 = (int)(int8_t)(x[j] * id + 16.5f), q1 = (int)(int8_t)(x[16 + j] * id + 16.5f);
+        q0 = q0 < 31 ? q0 : 31, q1 = q1 < 31 ? q1 : 31;
+        b[6 + j] = (uint8_t)((q0 & 15) | ((q1 & 15) << 4));
+        qh |= (uint32_t)((q0 >> 4) & 1) << j | (uint32_t)((q1 >> 4) & 1) << (16 + j);
+    }
+    memcpy(b + 2, &qh, 4);
+}
+
 bool hsd_quant_row(hsd_dtype t, const float *x, int64_t cols, void *out) {
+    if (t == HSD_DT_Q5_0 && cols % 32 == 0) {
+        for (int64_t i = 0; i < cols / 32; i++) block_q5_0(x + 32 * i, (uint8_t *)out + 22 * i);
+        return true;
+    }
     if ((t != HSD_DT_Q4_K && t != HSD_DT_Q6_K) || cols % HSD_QK_K) return false;
     uint8_t *o = out;
     const size_t bb = hsd_dtype_block_bytes(t);

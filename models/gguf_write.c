@@ -26,6 +26,7 @@ static uint32_t ggml_type(hsd_dtype t) {
            : t == HSD_DT_BF16 ? HSD_GGML_BF16
            : t == HSD_DT_Q4_K ? HSD_GGML_Q4_K
            : t == HSD_DT_Q6_K ? HSD_GGML_Q6_K
+           : t == HSD_DT_Q5_0 ? HSD_GGML_Q5_0 /* Q4_K_M's rows too narrow for Q4_K */
                               : HSD_GGML_Q8_0;
 }
 static uint32_t file_type(hsd_dtype t) {

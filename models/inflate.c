@@ -212,18 +212,14 @@ static hsd_status make_plan(const hsd_transformer *src, const char *shape, int32
                 "inflate: shape %s%s is smaller than the model in %s: model %d, shape %d", shape,
                 n_layers > 0 && i == 2 ? " (--layers)" : "", dims[i].what, dims[i].model,
                 dims[i].shape);
-    if (dtype == HSD_DT_Q8_0 &&
+    /* (q4_k_m: widths that are not multiples of 256 take Q5_0 / Q8_0, mat_type) */
+    if ((dtype == HSD_DT_Q8_0 || dtype == HSD_DT_Q4_K) &&
         (t->dim % 32 || t->hidden_dim % 32 || (t->n_heads * t->head_dim) % 32))
         return hsd_error(
             HSD_ERR_INVALID_ARG,
-            "inflate: q8_0 needs widths that are multiples of 32 (shape %s: %d, %d, %d)", shape,
-            t->dim, t->hidden_dim, t->n_heads * t->head_dim);
-    if (dtype == HSD_DT_Q4_K &&
-        (t->dim % 256 || t->hidden_dim % 256 || (t->n_heads * t->head_dim) % 256))
-        return hsd_error(
-            HSD_ERR_INVALID_ARG,
-            "inflate: q4_k_m needs widths that are multiples of 256 (shape %s: %d, %d, %d)",
-            shape, t->dim, t->hidden_dim, t->n_heads * t->head_dim);
+            "inflate: %s needs widths that are multiples of 32 (shape %s: %d, %d, %d)",
+            dtype == HSD_DT_Q8_0 ? "q8_0" : "q4_k_m", shape, t->dim, t->hidden_dim,
+            t->n_heads * t->head_dim);
     /* vocabulary, context and architecture stay the model's */
     snprintf(t->arch, sizeof t->arch, "%s", s->qkv_bias ? "qwen2" : "llama");
     t->vocab_size = s->vocab_size, t->seq_len = s->seq_len;
@@ -315,21 +311,29 @@ static hsd_status push(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hsd_dt
     return HSD_OK;
 }
 
-/* The storage type of a matrix in a file of type `type`: the Q4_K_M mix (type Q4_K) gives
- * the output matrix Q6_K (the token embedding when they are tied, as llama.cpp does), and attn_v and ffn_down Q6_K in the layers llama.cpp's Q4_K_M
- * favours (its use_more_bits: the first and last eighth, and every third layer between). */
-static hsd_dtype mat_type(const hsd_synth_model *m, hsd_dtype type, hsd_tkind kind, int32_t layer) {
+/* The storage type of a matrix of `cols` columns in a file of type `type`: the Q4_K_M mix
+ * (type Q4_K) gives the output matrix Q6_K (the token embedding when they are tied, as
+ * llama.cpp does), and attn_v and ffn_down Q6_K in the layers llama.cpp's Q4_K_M favours (its
+ * use_more_bits: the first and last eighth, and every third layer between). Rows that 256-
+ * column super-blocks cannot hold (a 576- or 896-wide model) take llama.cpp's fallbacks, Q5_0
+ * for Q4_K and Q8_0 for Q6_K, so a small drafter's Q4_K_M file is what llama.cpp would write. */
+static hsd_dtype mat_type(const hsd_synth_model *m, hsd_dtype type, hsd_tkind kind, int32_t layer,
+                          int64_t cols) {
     if (type != HSD_DT_Q4_K) return type;
-    if (kind == HSD_T_CLS || (kind == HSD_T_TOK_EMB && m->tied)) return HSD_DT_Q6_K;
     const int32_t n = m->cfg.n_layers;
     bool more = layer >= 0 && (layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2);
-    return (kind == HSD_T_WV || kind == HSD_T_W_DOWN) && more ? HSD_DT_Q6_K : HSD_DT_Q4_K;
+    hsd_dtype t = kind == HSD_T_CLS || (kind == HSD_T_TOK_EMB && m->tied) ||
+                          ((kind == HSD_T_WV || kind == HSD_T_W_DOWN) && more)
+                      ? HSD_DT_Q6_K
+                      : HSD_DT_Q4_K;
+    if (cols % HSD_QK_K) t = t == HSD_DT_Q6_K ? HSD_DT_Q8_0 : HSD_DT_Q5_0;
+    return t;
 }
 
 /* A zero matrix: 0 is all-zero bytes in F32, F16, BF16, Q8_0, Q4_K and Q6_K (scale 0) alike. */
 static hsd_status push_zero(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hsd_dtype type,
                             int64_t rows, int64_t cols) {
-    if (rows > 0) type = mat_type(m, type, kind, layer);
+    if (rows > 0) type = mat_type(m, type, kind, layer, cols);
     size_t nb = hsd_dtype_row_bytes(type, cols) * (size_t)(rows > 0 ? rows : 1);
     return push(m, kind, layer, type, rows, cols, calloc(1, nb ? nb : 1), nb);
 }
@@ -339,7 +343,7 @@ static hsd_status push_f32(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hs
                            int64_t rows, int64_t cols, float *x) {
     if (!x) return hsd_error(HSD_ERR_NOMEM, "inflate: out of memory");
     int64_t n_rows = rows > 0 ? rows : 1; /* rows 0: a vector */
-    if (rows > 0) type = mat_type(m, type, kind, layer);
+    if (rows > 0) type = mat_type(m, type, kind, layer, cols);
     size_t rb = hsd_dtype_row_bytes(type, cols), nb = rb * (size_t)n_rows;
     if (type == HSD_DT_F32) return push(m, kind, layer, type, rows, cols, x, nb);
     uint8_t *out = malloc(nb);
@@ -349,7 +353,7 @@ static hsd_status push_f32(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hs
             uint8_t *o = out + (size_t)r * rb;
             if (type == HSD_DT_Q8_0)
                 hsd_q8_0_quantize_row(xr, cols, o);
-            else if (type == HSD_DT_Q4_K || type == HSD_DT_Q6_K)
+            else if (type == HSD_DT_Q4_K || type == HSD_DT_Q6_K || type == HSD_DT_Q5_0)
                 (void)hsd_quant_row(type, xr, cols, o); /* widths checked by make_plan */
             else
                 for (int64_t j = 0; j < cols; j++)

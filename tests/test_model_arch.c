@@ -609,6 +609,86 @@ static void test_inflate_q4_k_m_llama_cpp(void **state) {
     hsd_tf_free(tf), hsd_tf_free(orig);
 }
 
+/* hsd inflate --dtype q4_k_m of a model whose widths are not multiples of 256 (stories260K to
+ * the smollm-135m shape, 576 wide, 5 layers; the shape of the small drafters whose Q4_K_M
+ * files users hold): every matrix gets the type llama.cpp's own Q4_K_M quantiser gives the
+ * same model (its fallbacks: Q5_0 for Q4_K, Q8_0 for Q6_K), llama.cpp loads the file
+ * unmodified and agrees with hsd on it (cosine >= 0.999, argmax >= 98%), and the greedy
+ * choices stay the original's as closely as llama.cpp's own quantisation keeps them. */
+static void test_inflate_q4_k_m_narrow_llama_cpp(void **state) {
+    (void)state;
+    const char *sm = hsd_test_path("models/stories260K/stories260K.bin"),
+               *st = hsd_test_path("models/stories260K/tok512.bin");
+    HSD_REQUIRE_FILE(sm);
+    HSD_REQUIRE_FILE(st);
+    hsd_inflate_params ip = hsd_inflate_default_params();
+    ip.shape = "smollm-135m", ip.tokenizer = st, ip.n_layers = 5, ip.type = HSD_FTYPE_Q4_K_M;
+    const char *p = tmp("stories-smollm-q4_k_m.gguf");
+    assert_int_equal(hsd_inflate_file(sm, &ip, p, NULL), HSD_OK);
+    ip.type = HSD_FTYPE_F32;
+    const char *pf = tmp("stories-smollm-f32.gguf"), *pq = tmp("stories-smollm-llama-q4_k_m.gguf");
+    assert_int_equal(hsd_inflate_file(sm, &ip, pf, NULL), HSD_OK);
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
+    qp.nthread = 2;
+    assert_int_equal(llama_model_quantize(pf, pq, &qp), 0);
+    unlink(pf);
+    hsd_transformer *tf, *lq, *orig;
+    const hsd_model_params kp = kv_params(KV_F32);
+    assert_int_equal(hsd_gguf_load(p, &kp, &tf), HSD_OK);
+    assert_int_equal(hsd_gguf_load(pq, &kp, &lq), HSD_OK);
+    assert_int_equal(hsd_llama2c_load(sm, &kp, &orig), HSD_OK);
+    int n_q5 = 0, n_mats = 0;
+    for (int k = 0; k < HSD_T_COUNT; k++)
+        for (int32_t l = -1; l < hsd_tf_get_config(tf)->n_layers; l++) {
+            const hsd_mat *a = hsd_tf_matrix(tf, (hsd_tkind)k, l),
+                          *b = hsd_tf_matrix(lq, (hsd_tkind)k, l);
+            if (!a || !b || a->rows <= 1) continue;
+            if (a->type != b->type)
+                fail_msg("tensor kind %d layer %d: hsd writes %s, llama.cpp's Q4_K_M %s", k, l,
+                         hsd_dtype_name(a->type), hsd_dtype_name(b->type));
+            n_q5 += a->type == HSD_DT_Q5_0, n_mats++;
+        }
+    assert_true(n_q5 > 0);
+    const int32_t V = hsd_tf_get_config(tf)->vocab_size;
+    int32_t tok[NTOK];
+    for (int i = 0; i < NTOK; i++) tok[i] = (i * 37 + 5) % V;
+    hsd_tokenizer *tk;
+    assert_int_equal(hsd_tokenizer_load_file(st, &tk), HSD_OK);
+    static const char text[] = "Once upon a time, there was a little girl named Lily. She loved "
+                               "to play outside in the sun with her dog. One day, she saw a big "
+                               "red ball in the park and ran to get it.";
+    int32_t *ids = NULL;
+    size_t nid = 0;
+    assert_int_equal(hsd_tokenizer_encode_alloc(tk, text, strlen(text), true, &ids, &nid), HSD_OK);
+    hsd_tokenizer_free(tk);
+    for (size_t i = 0; i < nid && i < NTOK; i++) tok[i] = ids[i]; /* the rest: fixed ids */
+    hsd_free(ids);
+    float *want = llama_cpp_logits(p, tok, NTOK, V, KV_F32);
+    float *got = hsd_logits(tf, tok, NTOK, 0, false), *ref = hsd_logits(orig, tok, NTOK, 0, false),
+          *lg = hsd_logits(lq, tok, NTOK, 0, false);
+    double *wd = calloc((size_t)NTOK * V, sizeof *wd);
+    assert_non_null(wd);
+    assert_non_null(got), assert_non_null(ref), assert_non_null(lg);
+    for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = want[i];
+    cmp_stats c = compare(got, wd, NTOK, V);
+    printf("narrow Q4_K_M (%d matrices, %d of them Q5_0, types = llama.cpp's) vs llama.cpp: min "
+           "cosine %.9f, argmax %d/%d (+%d near-tied)\n",
+           n_mats, n_q5, c.min_cos, c.agree, NTOK, c.near);
+    assert_true(c.min_cos >= 0.999);
+    assert_true(c.agree >= (int32_t)ceil(0.98 * NTOK));
+    for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = ref[i];
+    cmp_stats q = compare(got, wd, NTOK, V), l = compare(lg, wd, NTOK, V);
+    printf("vs stories260K f32: hsd's Q4_K_M min cosine %.6f, argmax %d/%d; llama.cpp's "
+           "%.6f, %d/%d\n",
+           q.min_cos, q.agree, NTOK, l.min_cos, l.agree, NTOK);
+    assert_true(q.agree >= l.agree - 1);
+    assert_true(q.min_cos >= l.min_cos - 0.02);
+    unlink(pq);
+    free(want), free(got), free(ref), free(lg), free(wd);
+    hsd_tf_free(tf), hsd_tf_free(lq), hsd_tf_free(orig);
+}
+
 static void test_llama_cpp(void **state) {
     (void)state;
     llama_log_set(quiet, NULL);
@@ -716,6 +796,7 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_swa_llama_cpp),
             cmocka_unit_test(test_inflate_q4_k_m_llama_cpp),
+            cmocka_unit_test(test_inflate_q4_k_m_narrow_llama_cpp),
             cmocka_unit_test(test_llama_cpp),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
