@@ -1,5 +1,5 @@
-/* Copies packed at load time (see matmul_pack.h; the layouts: matmul_q8.h for Q8_0, Q5_0 and
- * Q4_0, matmul_bf16p.h, matmul_kq.h), kept on their matrix (hsd_mat.packed). */
+/* Copies packed at load time (see matmul_pack.h; the layouts: matmul_q8.h for the 32-block
+ * types, matmul_bf16p.h, matmul_kq.h), kept on their matrix (hsd_mat.packed). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,7 +13,7 @@
 
 size_t hsd_q8p_group_bytes(hsd_dtype t, int32_t cols) {
     size_t nb = (size_t)cols / 32;
-    size_t b = nb * (hsd_q8p_block_bytes(t) + HSD_Q8P_SCALE_BYTES);
+    size_t b = nb * (hsd_q8p_block_bytes(t) + HSD_Q8P_SCALE_BYTES * (hsd_q8p_has_min(t) ? 2 : 1));
     return (b + 63) & ~(size_t)63;
 }
 

@@ -39,11 +39,13 @@ typedef struct hsd_mm_packed {
  * ordinary memory, whose contents a drop would zero. */
 hsd_status hsd_mm_pack_release(hsd_mat *w, hsd_pool *pool, int32_t nth);
 
-/* Whether storage type t has a row-interleaved layout (Q8_0, Q5_0, Q4_0: matmul_q8.h; BF16;
+/* Whether storage type t has a row-interleaved layout (Q8_0, Q5_0, Q4_0, Q5_1, Q4_1:
+ * matmul_q8.h; BF16;
  * Q4_K/Q5_K/Q6_K: matmul_kq.h): its AVX-512 products run on 16-row groups. */
 static inline bool hsd_mm_packed_type(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_Q5_0 || t == HSD_DT_Q4_0 || t == HSD_DT_BF16 ||
-           t == HSD_DT_Q4_K || t == HSD_DT_Q5_K || t == HSD_DT_Q6_K;
+    return t == HSD_DT_Q8_0 || t == HSD_DT_Q5_0 || t == HSD_DT_Q4_0 || t == HSD_DT_Q5_1 ||
+           t == HSD_DT_Q4_1 || t == HSD_DT_BF16 || t == HSD_DT_Q4_K || t == HSD_DT_Q5_K ||
+           t == HSD_DT_Q6_K;
 }
 
 /* The packed copy of w, or NULL: w's own, where it was packed from w's data and shape (a view

@@ -1,5 +1,5 @@
-/* Products of the 32-column block types, Q8_0, Q5_0 and Q4_0, on AVX-512 VNNI with
- * row-interleaved weights (kernels-internal).
+/* Products of the 32-column block types, Q8_0, Q5_0, Q4_0, Q5_1 and Q4_1, on AVX-512 VNNI
+ * with row-interleaved weights (kernels-internal).
  *
  * Layout ("q8p"): rows go in groups of 16. A group holds, for each 32-column block b, the
  * block's weights as 8 vectors of u8 (vector k, lane j: weights 4k..4k+3 of row j), stored
@@ -10,12 +10,15 @@
  *   Q5_0: the Q4_0 nibbles, then one 64-byte vector of the fifth bits, lane j a 32-bit word
  *         whose bit 8b + k is the fifth bit of weight 4k + b of row j: shifted by 4 − k
  *         (left, right for k > 4), its bit 4 in byte b is what weight vector k needs;
- * and then, after all blocks, the 16 rows' fp16 block scales (nb × 16 × 2 bytes). The u8
- * weights are q + o (o = 128, 8, 16: the type's offset), so one vpdpbusd of weight vector k
+ *   Q4_1, Q5_1: as Q4_0, Q5_0;
+ * and then, after all blocks, the 16 rows' fp16 block scales (nb × 16 × 2 bytes), and for
+ * Q4_1 / Q5_1 their fp16 block minima (the same shape). The u8 weights are q + o (o = 128, 8,
+ * 16 for Q8_0, Q4_0, Q5_0: the type's offset; 0 for the _1 types), so one vpdpbusd of weight
+ * vector k
  * with 4 activation bytes broadcast to every lane adds 4 products to each of 16 rows, and a
  * row's block dot is 8 instructions plus the start value −o·Σx, exact in int32, with no
  * horizontal sum; each lane then takes one fp32 scale-and-add per block:
- *     acc = fma((float)isum, d_w · d_x, acc)
+ *     acc = fma((float)isum, d_w · d_x, acc)    [then acc = fma(m_w, d_x·Σq_x, acc): Q4_1, Q5_1]
  * llama.cpp's arithmetic for Q4_0 (kernels/quant_q4_0.c: the same bits as its reference) and
  * the exact block sums for Q5_0. A (row, token) result is a sequence of per-block steps of its
  * own lane, the same whatever the number of tokens, the group or the lane: batch invariance
@@ -43,15 +46,22 @@
 
 /* Whether t is one of the layout's types. */
 static inline int hsd_q8p_type(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 || t == HSD_DT_Q5_0 || t == HSD_DT_Q4_0;
+    return t == HSD_DT_Q8_0 || t == HSD_DT_Q5_0 || t == HSD_DT_Q4_0 || t == HSD_DT_Q5_1 ||
+           t == HSD_DT_Q4_1;
+}
+/* Whether the type's blocks carry a minimum (value q·d + m). */
+static inline int hsd_q8p_has_min(hsd_dtype t) {
+    return t == HSD_DT_Q5_1 || t == HSD_DT_Q4_1;
 }
 /* Weight bytes of one block of a group of type t. */
 static inline size_t hsd_q8p_block_bytes(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES : t == HSD_DT_Q5_0 ? 320 : 256;
+    return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES
+           : t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1 ? 320
+                                                   : 256;
 }
 /* The offset o of the stored u8 weights (q + o): the activations' start value is −o·Σx. */
 static inline int32_t hsd_q8p_offset(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 ? 128 : t == HSD_DT_Q5_0 ? 16 : 8;
+    return t == HSD_DT_Q8_0 ? 128 : t == HSD_DT_Q5_0 ? 16 : t == HSD_DT_Q4_0 ? 8 : 0;
 }
 
 /* Bytes of one group of type t and `cols` columns (cols a multiple of 32). */

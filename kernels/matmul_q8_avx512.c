@@ -1,6 +1,6 @@
-/* Q8_0, Q5_0 and Q4_0 × int8 activations on AVX-512 VNNI over row-interleaved weights (layout
+/* Q8_0, Q5_0, Q4_0, Q5_1 and Q4_1 × int8 activations on AVX-512 VNNI over row-interleaved weights (layout
  * and why: matmul_q8.h). A tile is one group of 16 rows × up to 16 tokens: per 32-column block
- * it loads (Q5_0 / Q4_0: unpacks) the group's 8 weight vectors and 16 fp16 scales once, and
+ * it loads (the nibble types: unpacks) the group's 8 weight vectors and 16 fp16 scales once, and
  * for each token runs
  *   s = −o·Σq (the u8 offset of the weights, precomputed per activation block)
  *   s += vpdpbusd(w_k, 4 activation bytes broadcast)      k = 0..7  (exact int32)
@@ -32,14 +32,16 @@
 
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
     size_t N = (size_t)n, nb = (size_t)cols / 32;
-    return hsd_mm_align64(N * nb * 32) + 2 * hsd_mm_align64(N * nb * 4);
+    return hsd_mm_align64(N * nb * 32) + 3 * hsd_mm_align64(N * nb * 4);
 }
 
 /* Token t's row x (nb blocks) into the block-major arrays: d = fp16(max|x|/127), q =
  * round-to-even(x · 127/max|x|) as llama.cpp's quantize_row_q8_0 (so that a Q8_0 file gives
- * its products), c = −off·Σq. */
+ * its products), c = −off·Σq, and sx = d·Σq, the sum of the block's rounded activations
+ * (exact in fp32: an 11-bit significand times at most 32·127), which the weights' minima
+ * (Q4_1, Q5_1) multiply. */
 TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int32_t off, int8_t *q,
-                           float *d, int32_t *c) {
+                           float *d, int32_t *c, float *sx) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
     for (int32_t b = 0; b < nb; b++, x += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
@@ -56,7 +58,9 @@ TGT static void prep_token(const float *x, int32_t nb, int32_t n, int32_t t, int
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k), _mm512_cvtepi32_epi8(i0));
         _mm_storeu_si128((__m128i *)(void *)(q + 32 * k + 16), _mm512_cvtepi32_epi8(i1));
         d[k] = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
-        c[k] = -off * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        c[k] = -off * sum;
+        sx[k] = d[k] * (float)sum;
     }
 }
 
@@ -65,11 +69,14 @@ void hsd_q8p_prepare(hsd_mm_acts *a, void *buf, hsd_dtype type) {
     int8_t *q = buf;
     float *d = (float *)(void *)((uint8_t *)buf + hsd_mm_align64(N * nb * 32));
     int32_t *c = (int32_t *)(void *)((uint8_t *)d + hsd_mm_align64(N * nb * 4));
+    float *sx = (float *)(void *)((uint8_t *)c + hsd_mm_align64(N * nb * 4));
     for (int32_t t = 0; t < a->n; t++)
-        prep_token(a->x + (size_t)t * a->cols, (int32_t)nb, a->n, t, hsd_q8p_offset(type), q, d, c);
+        prep_token(a->x + (size_t)t * a->cols, (int32_t)nb, a->n, t, hsd_q8p_offset(type), q, d, c,
+                   sx);
     a->xq = (const uint8_t *)q;
     a->xd = d;
     a->xc = c;
+    a->xs = sx;
 }
 
 /* One group packed from the rows' Q8_0 blocks with a transpose in registers: per block, rows j and
@@ -127,23 +134,26 @@ TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t
     memset(dst + used, 0, hsd_q8p_group_bytes(HSD_DT_Q8_0, nb * 32) - used);
 }
 
-/* Q4_0 / Q5_0 groups: plain copies of the nibble bytes (4 per lane and vector) and the fifth
- * bits regrouped so that one shift per weight vector brings them to bit 4 of their bytes. */
+/* Q4_0 / Q5_0 / Q4_1 / Q5_1 groups: plain copies of the nibble bytes (4 per lane and vector),
+ * the fifth bits regrouped so that one shift per weight vector brings them to bit 4 of their
+ * bytes, the scales, and the minima of the _1 types. */
 static void pack_group_nibbles(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                                uint8_t *dst) {
     const size_t bb = hsd_q8p_block_bytes(t), src = hsd_dtype_row_bytes(t, 32);
-    const size_t qs = t == HSD_DT_Q5_0 ? 6 : 2; /* the quant bytes after d (and qh) */
+    const int five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1, mins = hsd_q8p_has_min(t);
+    const size_t qh_at = mins ? 4 : 2, qs = qh_at + (five ? 4 : 0); /* after d (and m, qh) */
     memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
-    uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * bb);
+    uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * bb), *mn = sc + (size_t)nb * HSD_Q8P_ROWS;
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < count; j++) {
             const uint8_t *blk = rows[j] + (size_t)b * src;
             uint8_t *wb = dst + (size_t)b * bb;
             memcpy(sc + (size_t)b * HSD_Q8P_ROWS + j, blk, 2);
+            if (mins) memcpy(mn + (size_t)b * HSD_Q8P_ROWS + j, blk + 2, 2);
             for (int k = 0; k < 4; k++) memcpy(wb + 64 * k + 4 * j, blk + qs + 4 * k, 4);
-            if (t != HSD_DT_Q5_0) continue;
+            if (!five) continue;
             uint32_t qh, r = 0;
-            memcpy(&qh, blk + 2, 4);
+            memcpy(&qh, blk + qh_at, 4);
             for (int k = 0; k < 8; k++)
                 for (int e = 0; e < 4; e++) r |= ((qh >> (4 * k + e)) & 1u) << (8 * e + k);
             memcpy(wb + 256 + 4 * j, &r, 4);
@@ -182,7 +192,7 @@ TGT static INL void block_weights(const hsd_dtype t, const uint8_t *wb, __m512i 
         w[k] = _mm512_and_si512(v, m4);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-    if (t != HSD_DT_Q5_0) return;
+    if (t != HSD_DT_Q5_0 && t != HSD_DT_Q5_1) return;
     const __m512i h = _mm512_load_si512((const void *)(wb + 256)), m10 = _mm512_set1_epi8(0x10);
     UNROLL for (int k = 0; k < 8; k++) { /* w | (h shifted & 0x10): ternary-logic table 0xf8 */
         const __m512i s = k < 4 ? _mm512_slli_epi32(h, 4 - k) : k > 4 ? _mm512_srli_epi32(h, k - 4) : h;
@@ -199,12 +209,15 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
     const size_t bb = hsd_q8p_block_bytes(ty);
     __m512 acc[Q8P_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-    const uint16_t *sc = (const uint16_t *)(const void *)(grp + (size_t)nb * bb);
+    const uint16_t *sc = (const uint16_t *)(const void *)(grp + (size_t)nb * bb),
+                   *mn = sc + (size_t)nb * HSD_Q8P_ROWS; /* minima: Q4_1, Q5_1 */
+    const int mins = hsd_q8p_has_min(ty);
+    const float *xs = a->xs + t0;
     const size_t n = (size_t)a->n;
     const int8_t *xq = (const int8_t *)a->xq + (size_t)t0 * 32;
     const float *xd = a->xd + t0;
     const int32_t *xc = a->xc + t0;
-    for (int32_t b = 0; b < nb; b++, xq += 32 * n, xd += n, xc += n) {
+    for (int32_t b = 0; b < nb; b++, xq += 32 * n, xd += n, xc += n, xs += n) {
         const uint8_t *wb = grp + (size_t)b * bb;
         if (pf) { /* the weight stream Q8P_PF_BYTES ahead, past the scales into the next group */
             size_t ahead = (size_t)b * bb + Q8P_PF_BYTES, wend = (size_t)nb * bb;
@@ -212,6 +225,8 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
             UNROLL for (size_t k = 0; k < bb / 64; k++) _mm_prefetch((const char *)(p + 64 * k), _MM_HINT_T0);
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(sc + 16 * (size_t)b)));
+        const __m512 mw = mins ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(mn + 16 * (size_t)b)))
+                               : _mm512_setzero_ps();
         __m512i w[8];
         block_weights(ty, wb, w);
         UNROLL for (int t = 0; t < T; t++) {
@@ -219,6 +234,7 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
             __m512i s = _mm512_set1_epi32(xc[t]);
             UNROLL for (int k = 0; k < 8; k++) dpbusd_bcast(&s, w[k], xp + 4 * k);
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(xd[t])), acc[t]);
+            if (mins) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[t]), acc[t]);
         }
     }
     UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, acc[t]);
@@ -245,10 +261,16 @@ typedef void (*tile_fn)(const uint8_t *, int32_t, size_t, const hsd_mm_acts *, i
 DEFS(q8, HSD_DT_Q8_0)
 DEFS(q5, HSD_DT_Q5_0)
 DEFS(q4, HSD_DT_Q4_0)
-static const tile_fn tiles[3][Q8P_T] = {TILES(q8), TILES(q5), TILES(q4)};
+DEFS(q51, HSD_DT_Q5_1)
+DEFS(q41, HSD_DT_Q4_1)
+static const tile_fn tiles[5][Q8P_T] = {TILES(q8), TILES(q5), TILES(q4), TILES(q51), TILES(q41)};
 /* clang-format on */
 static const tile_fn *type_tiles(hsd_dtype t) {
-    return tiles[t == HSD_DT_Q8_0 ? 0 : t == HSD_DT_Q5_0 ? 1 : 2];
+    return tiles[t == HSD_DT_Q8_0   ? 0
+                 : t == HSD_DT_Q5_0 ? 1
+                 : t == HSD_DT_Q4_0 ? 2
+                 : t == HSD_DT_Q5_1 ? 3
+                                    : 4];
 }
 
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */

@@ -107,25 +107,37 @@ static mat make_mat(hsd_dtype t, int32_t rows, int32_t cols) {
                 break;
             }
             case HSD_DT_Q4_0:
-            case HSD_DT_Q5_0: { /* (q − o)·d, q a nibble (+ a fifth bit in qh), never q = o */
-                const int five = t == HSD_DT_Q5_0, o = five ? 16 : 8;
-                uint8_t *blk = row + (size_t)(i / 32) * (five ? 22 : 18);
+            case HSD_DT_Q5_0:
+            case HSD_DT_Q4_1:
+            case HSD_DT_Q5_1: { /* (q − o)·d, or q·d + m for the _1 types; q a nibble (+ a fifth
+                                 * bit in qh); never q = o (no zero weights) */
+                const int five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1,
+                          mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1,
+                          o = mins ? -1 : five ? 16 : 8;
+                const size_t bb = hsd_dtype_row_bytes(t, 32), qh_at = mins ? 4 : 2;
+                uint8_t *blk = row + (size_t)(i / 32) * bb;
                 if (i % 32 == 0) {
-                    memset(blk, 0, five ? 22 : 18);
+                    memset(blk, 0, bb);
                     uint16_t d = double_to_half(
                         ldexp(1.0 + hsd_rng_uniform(&rng), -7 + (int)(hsd_rng_u32(&rng) % 4)));
                     memcpy(blk, &d, 2);
+                    if (mins) { /* a minimum of either sign, up to ~8 steps of d */
+                        uint16_t m = double_to_half(-ldexp(1.0 + hsd_rng_uniform(&rng), -5 + (int)(hsd_rng_u32(&rng) % 4)) *
+                                                    (hsd_rng_u32(&rng) & 1 ? 1 : -0.25));
+                        memcpy(blk + 2, &m, 2);
+                    }
                 }
                 int q;
                 do q = (int)(hsd_rng_u32(&rng) % (five ? 32u : 16u));
                 while (q == o);
                 const int e = i % 32; /* qs[e % 16]: low nibble for e < 16, high for the rest */
-                uint8_t *qs = blk + (five ? 6 : 2);
+                uint8_t *qs = blk + qh_at + (five ? 4 : 0);
                 qs[e % 16] |= (uint8_t)((q & 15) << (e < 16 ? 0 : 4));
-                if (five && (q & 16)) blk[2 + e / 8] |= (uint8_t)(1u << (e % 8)); /* qh bit e */
-                uint16_t d;
+                if (five && (q & 16)) blk[qh_at + e / 8] |= (uint8_t)(1u << (e % 8)); /* qh bit e */
+                uint16_t d, m = 0;
                 memcpy(&d, blk, 2);
-                *v = half_to_double(d) * (q - o);
+                if (mins) memcpy(&m, blk + 2, 2);
+                *v = mins ? half_to_double(d) * q + half_to_double(m) : half_to_double(d) * (q - o);
                 break;
             }
             default: /* the GGUF block types are the quant tests' (test_gguf_quant) */
@@ -142,14 +154,15 @@ static void free_mat(mat *a) {
 
 /* The activations as the kernel set multiplies them: bf16-rounded for BF16 weights under
  * AVX-512 (vdpbf16ps), int8 per 32-block for Q8_0 weights under AVX-512 (vpdpbusd) and for
- * Q4_0 / Q5_0 weights at every vector level (llama.cpp's vec_dot type for them is Q8_0) with
+ * Q4_0 / Q5_0 / Q4_1 / Q5_1 weights at every vector level (llama.cpp's vec_dot types for them,
+ * Q8_0 and Q8_1, round the same way) with
  * d = fp16(max|x|/127) and q = round-to-even(x · 127/max|x|) (llama.cpp's rule); fp32
  * otherwise. */
 static void effective_x(hsd_mm_isa isa, hsd_dtype t, const float *x, int32_t cols, double *out) {
     if (isa >= HSD_MM_AVX512 && t == HSD_DT_BF16) { /* AMX too (tdpbf16ps) */
         for (int32_t i = 0; i < cols; i++) out[i] = bf16_value(bf16_round(x[i]));
     } else if ((isa >= HSD_MM_AVX512 && t == HSD_DT_Q8_0) || /* AMX too (tdpbsud) */
-               (isa >= HSD_MM_AVX2 && (t == HSD_DT_Q4_0 || t == HSD_DT_Q5_0))) {
+               (isa >= HSD_MM_AVX2 && t != HSD_DT_Q8_0 && hsd_q8p_type(t))) {
         for (int32_t b = 0; b < cols / 32; b++) {
             float amax = 0;
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
@@ -254,15 +267,15 @@ static void test_kernels_vs_float64(void **state) {
     hsd_rng_init(&rng, 21, 1);
     hsd_mm_isa isas[HSD_MM_N_ISA];
     int32_t k = isa_list(isas);
-    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16,
-                                      HSD_DT_Q8_0, HSD_DT_Q5_0, HSD_DT_Q4_0};
+    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16, HSD_DT_Q8_0,
+                                      HSD_DT_Q5_0, HSD_DT_Q4_0, HSD_DT_Q5_1, HSD_DT_Q4_1};
     /* rows not a multiple of the 4-row tile; columns with vector tails (not for the 32-block
      * types, whose rows are whole blocks: an odd block count takes the half-width tail) */
     /* (and 32-column multiples of several 16-row groups: AMX's tiles of 4 groups, a cut one) */
     static const int32_t rows[] = {37, 5, 1, 83}, cols_fp[] = {33, 520, 2048, 96},
                          cols_q8[] = {32, 96, 2048, 160};
     for (int32_t i = 0; i < k; i++)
-        for (int ty = 0; ty < 6; ty++)
+        for (int ty = 0; ty < 8; ty++)
             for (int s = 0; s < 4; s++)
                 check_shape(isas[i], types[ty], rows[s], ty >= 3 ? cols_q8[s] : cols_fp[s]);
 }
@@ -273,8 +286,8 @@ static void test_threads_invariant(void **state) {
     hsd_rng_init(&rng, 22, 1);
     hsd_pool *pool = hsd_pool_create(2);
     assert_non_null(pool);
-    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16,
-                                      HSD_DT_Q8_0, HSD_DT_Q5_0, HSD_DT_Q4_0};
+    static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F16,  HSD_DT_BF16, HSD_DT_Q8_0,
+                                      HSD_DT_Q5_0, HSD_DT_Q4_0, HSD_DT_Q5_1};
     /* an odd column count too: each thread's scratch for packing on the fly must stay
      * 64-byte aligned (the 32-block types' rows are whole blocks) */
     static const int32_t colss[] = {256, 255};
@@ -282,7 +295,7 @@ static void test_threads_invariant(void **state) {
     int32_t ids[NIDS]; /* a row subset, large enough to be split over the threads */
     for (int i = 0; i < NIDS; i++) ids[i] = (7 * i + 3) % ROWS;
     for (int ci = 0; ci < 2; ci++)
-        for (int ty = 0; ty < 6; ty++) {
+        for (int ty = 0; ty < 7; ty++) {
             const int32_t cols = colss[ci];
             if (ty >= 3 && cols % 32) continue;
             mat a = make_mat(types[ty], ROWS, cols);
@@ -750,25 +763,30 @@ static void q8p_layout(const uint8_t *const *rows, int32_t count, int32_t nb, ui
         }
 }
 
-/* The Q4_0 / Q5_0 group as matmul_q8.h states it: per block, nibble vectors k < 4 (lane j:
- * quant bytes 4k..4k+3 of row j), for Q5_0 then one vector whose lane j has bit 8b + k set
- * to the fifth bit of weight 4k + b (qh bit 4k + b); after all blocks the fp16 scales
- * [nb][16]; missing rows and the rest of the group zero. */
+/* The Q4_0 / Q5_0 / Q4_1 / Q5_1 group as matmul_q8.h states it: per block, nibble vectors
+ * k < 4 (lane j: quant bytes 4k..4k+3 of row j), for the 5-bit types then one vector whose
+ * lane j has bit 8b + k set to the fifth bit of weight 4k + b (qh bit 4k + b); after all
+ * blocks the fp16 scales [nb][16], then (_1 types) the fp16 minima [nb][16]; missing rows and
+ * the rest of the group zero. */
 static void nibble_layout(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                           uint8_t *dst) {
-    const int five = t == HSD_DT_Q5_0;
-    const size_t bb = five ? 320 : 256, src = five ? 22 : 18;
+    const int five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1, mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1;
+    const size_t bb = five ? 320 : 256, src = hsd_dtype_row_bytes(t, 32), qh = mins ? 4 : 2,
+                 qs = qh + (five ? 4 : 0);
     memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < count; j++) {
             const uint8_t *blk = rows[j] + (size_t)b * src;
             for (int i = 0; i < 16; i++)
-                dst[(size_t)b * bb + 64 * (i / 4) + 4 * j + i % 4] = blk[(five ? 6 : 2) + i];
+                dst[(size_t)b * bb + 64 * (i / 4) + 4 * j + i % 4] = blk[qs + i];
             for (int e = 0; five && e < 32; e++) {
-                int bit = (blk[2 + e / 8] >> (e % 8)) & 1, k = e / 4, by = e % 4;
+                int bit = (blk[qh + e / 8] >> (e % 8)) & 1, k = e / 4, by = e % 4;
                 dst[(size_t)b * bb + 256 + 4 * j + by] |= (uint8_t)(bit << k);
             }
-            for (int h = 0; h < 2; h++) dst[(size_t)nb * bb + 32 * (size_t)b + 2 * j + h] = blk[h];
+            for (int h = 0; h < 2; h++) {
+                dst[(size_t)nb * bb + 32 * (size_t)b + 2 * j + h] = blk[h];
+                if (mins) dst[(size_t)nb * (bb + 32) + 32 * (size_t)b + 2 * j + h] = blk[2 + h];
+            }
         }
 }
 
@@ -842,11 +860,12 @@ static void test_packers_match_reference(void **state) {
 #ifdef HSD_MM_HAVE_AVX512
     hsd_rng_init(&rng, 41, 1);
     static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K, HSD_DT_Q8_0,
-                                      HSD_DT_BF16, HSD_DT_Q5_0, HSD_DT_Q4_0};
+                                      HSD_DT_BF16, HSD_DT_Q5_0, HSD_DT_Q4_0, HSD_DT_Q5_1,
+                                      HSD_DT_Q4_1};
     static const int32_t cols_kq[] = {256, 768}, cols_q8[] = {32, 96, 2048},
                          cols_bf[] = {32, 37, 64, 2050};
     int groups = 0;
-    for (int ty = 0; ty < 7; ty++) {
+    for (int ty = 0; ty < 9; ty++) {
         const hsd_dtype t = types[ty];
         const bool kq = hsd_quant_is_q8k(t), q8 = hsd_q8p_type(t);
         const int32_t *cl = kq ? cols_kq : q8 ? cols_q8 : cols_bf;
@@ -920,7 +939,7 @@ static void test_packers_match_reference(void **state) {
         free(want), free(data);
     }
     hsd_pool_free(pool);
-    fprintf(stderr, "vector packers == references on %d groups (Q4_K Q5_K Q6_K Q8_0 BF16 Q5_0 Q4_0, 1..16 rows)\n",
+    fprintf(stderr, "vector packers == references on %d groups (Q4_K Q5_K Q6_K Q8_0 BF16 Q5_0 Q4_0 Q5_1 Q4_1, 1..16 rows)\n",
             groups);
 #endif
 }

@@ -58,7 +58,7 @@ best=$(awk '/median/ {for (i = 1; i <= NF; i++) if ($i == "GB/s)") {print $(i - 
 for dt in $dtypes; do
     gguf=$dir/$shape-$dt/model.gguf
     case "$dt" in
-    q4_k_m | q5_k_m | q6_k | q4_k_s | q5_k_s)
+    q4_k_m | q5_k_m | q6_k | q4_k_s | q5_k_s | q4_0 | q4_1 | q5_0 | q5_1)
         src=$dir/$shape-bf16/model.gguf
         [ -f "$src" ] || "$hsd" synth --shape "$shape" --format gguf --dtype bf16 -o "$dir/$shape-bf16"
         [ -x "$build/llama_oracle" ] || { echo "run.sh: $build/llama_oracle not built (re-run cmake after install_llama_cpp.sh)" >&2; exit 1; }
