@@ -528,6 +528,24 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
     hsd_tf_free(tf);
 }
 
+/* The llama2.c model m (tokenizer tok) inflated to `shape` (5 layers) twice as Q4_K_M: by
+ * `hsd inflate --dtype q4_k_m` into p, and by llama.cpp's own quantiser from the f32
+ * inflation into pq. */
+static void inflate_q4_k_m_both(const char *m, const char *tok, const char *shape, const char *p,
+                                const char *pq) {
+    hsd_inflate_params ip = hsd_inflate_default_params();
+    ip.shape = shape, ip.tokenizer = tok, ip.n_layers = 5, ip.type = HSD_FTYPE_Q4_K_M;
+    assert_int_equal(hsd_inflate_file(m, &ip, p, NULL), HSD_OK);
+    ip.type = HSD_FTYPE_F32;
+    const char *pf = tmp("inflated-f32.gguf");
+    assert_int_equal(hsd_inflate_file(m, &ip, pf, NULL), HSD_OK);
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
+    qp.nthread = 2;
+    assert_int_equal(llama_model_quantize(pf, pq, &qp), 0);
+    unlink(pf);
+}
+
 /* hsd inflate --dtype q4_k_m: the trained babyllama inflated to the llama-3.2-1b width (5
  * layers) as a Q4_K_M GGUF that llama.cpp loads unmodified; llama.cpp and hsd on that file
  * agree as on llama.cpp's own Q4_K_M files (cosine >= 0.999, argmax >= 98%), and the
@@ -541,10 +559,10 @@ static void test_inflate_q4_k_m_llama_cpp(void **state) {
                *bt = hsd_test_path("models/babyllama-tok105/tok105.bin");
     HSD_REQUIRE_FILE(bm);
     HSD_REQUIRE_FILE(bt);
-    hsd_inflate_params ip = hsd_inflate_default_params();
-    ip.shape = "llama-3.2-1b", ip.tokenizer = bt, ip.n_layers = 5, ip.type = HSD_FTYPE_Q4_K_M;
-    const char *p = tmp("baby-l1b-q4_k_m.gguf");
-    assert_int_equal(hsd_inflate_file(bm, &ip, p, NULL), HSD_OK);
+    char p[700], pq[700]; /* (tmp's buffer is reused by each call) */
+    snprintf(p, sizeof p, "%s", tmp("baby-l1b-q4_k_m.gguf"));
+    snprintf(pq, sizeof pq, "%s", tmp("baby-l1b-llama-q4_k_m.gguf"));
+    inflate_q4_k_m_both(bm, bt, "llama-3.2-1b", p, pq);
     hsd_transformer *tf, *orig;
     const hsd_model_params kp = kv_params(KV_F32);
     assert_int_equal(hsd_gguf_load(p, &kp, &tf), HSD_OK);
@@ -581,14 +599,6 @@ static void test_inflate_q4_k_m_llama_cpp(void **state) {
     printf("inflated Q4_K_M vs babyllama f32: min cosine %.6f, argmax %d/%d (+%d near-tied)\n",
            q.min_cos, q.agree, NTOK, q.near);
     /* llama.cpp's own Q4_K_M quantiser on the same inflated model (written f32), for scale */
-    ip.type = HSD_FTYPE_F32;
-    const char *pf = tmp("baby-l1b-f32.gguf"), *pq = tmp("baby-l1b-llama-q4_k_m.gguf");
-    assert_int_equal(hsd_inflate_file(bm, &ip, pf, NULL), HSD_OK);
-    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
-    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
-    qp.nthread = 2;
-    assert_int_equal(llama_model_quantize(pf, pq, &qp), 0);
-    unlink(pf);
     hsd_transformer *lq;
     assert_int_equal(hsd_gguf_load(pq, &kp, &lq), HSD_OK);
     float *lg = hsd_logits(lq, tok, NTOK, 0, false);
@@ -621,18 +631,10 @@ static void test_inflate_q4_k_m_narrow_llama_cpp(void **state) {
                *st = hsd_test_path("models/stories260K/tok512.bin");
     HSD_REQUIRE_FILE(sm);
     HSD_REQUIRE_FILE(st);
-    hsd_inflate_params ip = hsd_inflate_default_params();
-    ip.shape = "smollm-135m", ip.tokenizer = st, ip.n_layers = 5, ip.type = HSD_FTYPE_Q4_K_M;
-    const char *p = tmp("stories-smollm-q4_k_m.gguf");
-    assert_int_equal(hsd_inflate_file(sm, &ip, p, NULL), HSD_OK);
-    ip.type = HSD_FTYPE_F32;
-    const char *pf = tmp("stories-smollm-f32.gguf"), *pq = tmp("stories-smollm-llama-q4_k_m.gguf");
-    assert_int_equal(hsd_inflate_file(sm, &ip, pf, NULL), HSD_OK);
-    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
-    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
-    qp.nthread = 2;
-    assert_int_equal(llama_model_quantize(pf, pq, &qp), 0);
-    unlink(pf);
+    char p[700], pq[700];
+    snprintf(p, sizeof p, "%s", tmp("stories-smollm-q4_k_m.gguf"));
+    snprintf(pq, sizeof pq, "%s", tmp("stories-smollm-llama-q4_k_m.gguf"));
+    inflate_q4_k_m_both(sm, st, "smollm-135m", p, pq);
     hsd_transformer *tf, *lq, *orig;
     const hsd_model_params kp = kv_params(KV_F32);
     assert_int_equal(hsd_gguf_load(p, &kp, &tf), HSD_OK);
