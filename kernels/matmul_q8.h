@@ -19,7 +19,7 @@
  * row's block dot is 8 instructions plus the start value −o·Σx, exact in int32, with no
  * horizontal sum; each lane then takes one fp32 scale-and-add per block:
  *     acc = fma((float)isum, d_w · d_x, acc)    [then acc = fma(m_w, d_x·Σq_x, acc): Q4_1, Q5_1]
- * llama.cpp's arithmetic for Q4_0 (kernels/quant_q4_0.c: the same bits as its reference) and
+ * llama.cpp's arithmetic for Q4_0 (kernels/quant_q32.c: the same bits as its reference) and
  * the exact block sums for Q5_0. A (row, token) result is a sequence of per-block steps of its
  * own lane, the same whatever the number of tokens, the group or the lane: batch invariance
  * by construction. A group of a missing row (the last group of a matrix) holds zero weights

@@ -8,8 +8,9 @@
  * hsd_quant_matmul_rows multiplies as llama.cpp's CPU backend does: activations rounded to
  * 8 bits (kernels/quant_act.c); Q4_K/Q5_K/Q6_K rows by integer dot products with Q8_K blocks
  * (reference kernels/quant_q8k_ref.c; AVX2 kernels/quant_x86_q8k.c; AVX-512
- * kernels/quant_x86_q8k_avx512.c; all the same bits), Q4_0 rows by llama.cpp's integer Q8_0
- * arithmetic (kernels/quant_q4_0.c), everything else dequantised to fp32 first.
+ * kernels/quant_x86_q8k_avx512.c; all the same bits), Q4_0 / Q5_0 / Q4_1 / Q5_1 rows by exact
+ * integer sums with Q8_0 blocks (llama.cpp's repacked Q4_0 arithmetic: kernels/quant_q32.c),
+ * everything else dequantised to fp32 first.
  *
  * Layouts (little endian, "h" = IEEE fp16), value of element e of a block:
  *   Q4_0  32/18 B: h d, u8 qs[16]               ((nibble) - 8) * d
@@ -109,7 +110,8 @@ bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, 
                                 int64_t cols, float *dots);
 
 /* llama.cpp's Q8_0 activation block (d = fp16(amax / 127) as a float, q = round-half-even(x *
- * 127 / amax)): what it multiplies Q4_0 weights with. */
+ * 127 / amax)): what it multiplies Q4_0 and Q5_0 weights with (Q4_1 and Q5_1: its Q8_1, the
+ * same quants). */
 typedef struct hsd_q8_0 {
     float d;
     int8_t qs[32];
@@ -117,13 +119,18 @@ typedef struct hsd_q8_0 {
 
 /* Quantises x[0..cols) (cols a multiple of 32) to Q8_0 blocks by hsd_quant_act_round's rule. */
 void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out);
-/* Q4_0 row times Q8_0 activations as llama.cpp's repacked Q4_0 kernels compute it (exact
- * integer sum per block, then acc = fma(sum, d_w * d_x, acc) in block order): the scalar
- * reference, and the AVX2 version for nrows rows rb bytes apart into out[0..nrows) (false when
- * the CPU lacks AVX2/FMA). Equal bit for bit. kernels/quant_q4_0.c. */
-float hsd_quant_dot_q4_0_ref(const void *row, const hsd_q8_0 *x, int64_t cols);
-bool hsd_quant_dot_q4_0_avx2(const void *rows, size_t rb, int32_t nrows, const hsd_q8_0 *x,
-                             int64_t cols, float *out);
+/* Whether t is a 32-element block type with an integer dot here (Q4_0, Q5_0, Q4_1, Q5_1). */
+bool hsd_quant_is_q32(hsd_dtype t);
+/* A row of such a type t times Q8_0 activations as llama.cpp's repacked Q4_0 kernels compute
+ * Q4_0 (exact integer sum per block, then acc = fma(sum, d_w * d_x, acc) in block order; the
+ * _1 types then acc = fma(m_w, d_x * Σq, acc)): the scalar reference, and the AVX2 version for
+ * nrows rows rb bytes apart times n tokens (x: n × cols/32 blocks) into out[t·ld + r] (false
+ * when the CPU lacks AVX2/FMA). Equal bit for bit, and equal to the AVX-512 packed kernel's
+ * products. kernels/quant_q32.c. */
+float hsd_quant_dot_q32_ref(hsd_dtype t, const void *row, const hsd_q8_0 *x, int64_t cols);
+bool hsd_quant_matmul_q32_avx2(hsd_dtype t, const void *rows, size_t rb, int32_t nrows,
+                               const hsd_q8_0 *x, int32_t n, int64_t cols, float *out,
+                               int32_t ld);
 
 /* Whether t is a k-quant whose products take Q8_K activations (Q4_K, Q5_K, Q6_K). */
 bool hsd_quant_is_q8k(hsd_dtype t);

@@ -318,28 +318,22 @@ static bool quant_matmul_q8k(float *out, int32_t ld_out, const float *x, int32_t
     return true;
 }
 
-/* Q4_0 rows: activations to Q8_0 blocks once, then llama.cpp's integer block sums and fused
- * scale (kernels/quant_q4_0.c), each (row, token) on its own. false on allocation failure. */
-static bool quant_matmul_q4_0(float *out, int32_t ld_out, const float *x, int32_t n,
-                              const hsd_mat *w, int32_t row0, int32_t count) {
+/* Q4_0 / Q5_0 / Q4_1 / Q5_1 rows: activations to Q8_0 blocks once, then exact integer block
+ * sums and fused scales (kernels/quant_q32.c), each (row, token) on its own. false on
+ * allocation failure. */
+static bool quant_matmul_q32(float *out, int32_t ld_out, const float *x, int32_t n,
+                             const hsd_mat *w, int32_t row0, int32_t count) {
     int64_t nb = w->cols / 32;
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)row0 * rb;
     hsd_q8_0 *xq = malloc(sizeof *xq * (size_t)(nb * n));
-    float col[8];
     if (!xq) return false;
     for (int32_t t = 0; t < n; t++) hsd_quant_q8_0(x + (size_t)t * w->cols, w->cols, xq + t * nb);
-    for (int32_t r = 0; r < count; r += 8) {
-        int32_t c = count - r < 8 ? count - r : 8;
-        for (int32_t t = 0; t < n; t++) {
-            float *o = &out[(size_t)t * ld_out + r];
-            if (!hsd_quant_dot_q4_0_avx2(base + (size_t)r * rb, rb, c, xq + t * nb, w->cols, col))
-                for (int32_t k = 0; k < c; k++)
-                    col[k] =
-                        hsd_quant_dot_q4_0_ref(base + (size_t)(r + k) * rb, xq + t * nb, w->cols);
-            memcpy(o, col, sizeof(float) * (size_t)c);
-        }
-    }
+    if (!hsd_quant_matmul_q32_avx2(w->type, base, rb, count, xq, n, w->cols, out, ld_out))
+        for (int32_t r = 0; r < count; r++)
+            for (int32_t t = 0; t < n; t++)
+                out[(size_t)t * ld_out + r] =
+                    hsd_quant_dot_q32_ref(w->type, base + (size_t)r * rb, xq + t * nb, w->cols);
     free(xq);
     return true;
 }
@@ -351,7 +345,7 @@ void hsd_quant_matmul_rows(float *out, int32_t ld_out, const float *x, int32_t n
      * so a token's result does not depend on how many are verified with it (batch invariance:
      * greedy speculative output must equal AR's even at near-ties) */
     if (quant_matmul_q8k(out, ld_out, x, n, w, row0, count)) return;
-    if (w->type == HSD_DT_Q4_0 && quant_matmul_q4_0(out, ld_out, x, n, w, row0, count)) return;
+    if (hsd_quant_is_q32(w->type) && quant_matmul_q32(out, ld_out, x, n, w, row0, count)) return;
     /* each thread rounds its own copy: n*cols work against count*n*cols for the rows */
     float *xr = malloc(sizeof(float) * (size_t)n * (size_t)w->cols);
     bool rounded = xr != NULL;

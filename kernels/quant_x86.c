@@ -6,6 +6,7 @@
  * buffer (L1) and accumulates them against x with FMAs. */
 #include "kernels/cpu_features.h"
 #include "kernels/quant.h"
+#include "kernels/quant_x86_q32.h"
 
 #include <string.h>
 
@@ -46,41 +47,22 @@ HSD_AVX2Q static inline void emit32_fma_free(float *y, __m256i q, float d, float
     }
 }
 
-/* 16 bytes of packed nibbles -> 32 bytes: the 16 low nibbles, then the 16 high ones (the
- * element order of Q4_0/Q4_1/Q5_x blocks). */
-HSD_AVX2Q static inline __m256i nibbles32(const uint8_t *qs) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)qs), m = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
-}
-
-/* The 32 bits of qh as 32 bytes: 16 where bit j is set, 0 elsewhere (Q5_0/Q5_1). */
-HSD_AVX2Q static inline __m256i bits32(uint32_t qh) {
-    __m256i v = _mm256_set1_epi32((int)qh);
-    /* byte j takes byte j/8 of qh, then tests bit j%8 */
-    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
-                                         2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    v = _mm256_shuffle_epi8(v, sel); /* lanes hold the same 4 bytes, so in-lane shuffle works */
-    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-    return _mm256_and_si256(v, _mm256_set1_epi8(16));
-}
-
 HSD_AVX2Q static void blocks32(hsd_dtype t, const uint8_t *b, int64_t nb, float *y) {
     const __m256i m8 = _mm256_set1_epi8(8), m16 = _mm256_set1_epi8(16);
     for (int64_t i = 0; i < nb; i++, y += 32) {
         switch (t) {
         case HSD_DT_Q4_0:
-            emit32_mul(y, _mm256_sub_epi8(nibbles32(b + 2), m8), half_at(b));
+            emit32_mul(y, _mm256_sub_epi8(hsd_q32_nibbles(b + 2), m8), half_at(b));
             b += 18;
             break;
         case HSD_DT_Q4_1:
-            emit32_fma_free(y, nibbles32(b + 4), half_at(b), half_at(b + 2), 0);
+            emit32_fma_free(y, hsd_q32_nibbles(b + 4), half_at(b), half_at(b + 2), 0);
             b += 20;
             break;
         case HSD_DT_Q5_0: {
             uint32_t qh;
             memcpy(&qh, b + 2, 4);
-            __m256i q = _mm256_or_si256(nibbles32(b + 6), bits32(qh));
+            __m256i q = _mm256_or_si256(hsd_q32_nibbles(b + 6), hsd_q32_bits(qh));
             emit32_mul(y, _mm256_sub_epi8(q, m16), half_at(b));
             b += 22;
             break;
@@ -88,7 +70,7 @@ HSD_AVX2Q static void blocks32(hsd_dtype t, const uint8_t *b, int64_t nb, float 
         case HSD_DT_Q5_1: {
             uint32_t qh;
             memcpy(&qh, b + 4, 4);
-            __m256i q = _mm256_or_si256(nibbles32(b + 8), bits32(qh));
+            __m256i q = _mm256_or_si256(hsd_q32_nibbles(b + 8), hsd_q32_bits(qh));
             emit32_fma_free(y, q, half_at(b), half_at(b + 2), 0);
             b += 24;
             break;

@@ -273,7 +273,7 @@ static void test_dequant_and_dot(void **state) {
 
 /* hsd_matmul_rows with several rows and tokens against float64 over the dequantised rows and
  * the activations rounded by llama.cpp's rule (Q4_K/Q5_K/Q6_K take the integer Q8_K kernels,
- * Q4_0 the integer Q8_0 one, the other block types the dequantise-then-f32 path). */
+ * the 32-block types the integer Q8_0 ones, Q8_0 and the rest the dequantise-then-f32 path). */
 static void test_matmul_rows(void **state) {
     (void)state;
     const int32_t rows = 7, cols = 512, ns[3] = {1, 3, 5};
@@ -331,10 +331,8 @@ static void test_matmul_batch_invariance(void **state) {
             assert_int_equal(
                 hsd_mm_run(&ws, NULL, 1, alone + k * rows, rows, x + k * cols, 1, &m, NULL, 0),
                 HSD_OK);
-        /* Q4_0's packed kernel under AVX-512 keeps the row kernel's (llama.cpp's) bits */
-        const bool own = hsd_quant_is_q8k(t) || t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1 ||
-                         t == HSD_DT_Q4_1; /* packed kernels of their own under AVX-512 */
-        if (t != HSD_DT_Q8_0 && (hsd_mm_isa_default() < HSD_MM_AVX512 || !own))
+        /* the 32-block types' packed kernel under AVX-512 keeps the row kernel's bits */
+        if (t != HSD_DT_Q8_0 && (hsd_mm_isa_default() < HSD_MM_AVX512 || !hsd_quant_is_q8k(t)))
             assert_memory_equal(alone, one, sizeof(float) * N * rows);
         for (int32_t n = 2; n <= N; n++) {
             hsd_matmul_rows(many, rows, x, n, &m, 0, rows, scratch);
@@ -344,8 +342,8 @@ static void test_matmul_batch_invariance(void **state) {
                              hsd_dtype_name(t), k, n);
             /* the forward's product (kernels/matmul.c: k-quant activations quantised once
              * per product, not per row range) is batch-invariant too. Below AVX-512 it gives
-             * these bits; Q8_0 and, under AVX-512, Q4_K/Q5_K/Q6_K, Q5_0, Q5_1 and Q4_1 have
-             * their own packed kernels there (test_matmul_kernels checks them against their references), so
+             * these bits; Q8_0 and, under AVX-512, Q4_K/Q5_K/Q6_K have their own packed
+             * kernels there (test_matmul_kernels checks them against their references), so
              * each token among n is compared with the same product of it alone. */
             if (t == HSD_DT_Q8_0) continue;
             assert_int_equal(hsd_mm_run(&ws, NULL, 1, many, rows, x, n, &m, NULL, 0), HSD_OK);

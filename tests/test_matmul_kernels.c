@@ -800,12 +800,12 @@ static void bf16p_layout(const uint8_t *const *rows, int32_t count, int32_t cols
 }
 #endif
 
-/* Q4_0 at the AVX-512 and AMX levels (the packed 32-block kernel, matmul_q8.h) gives the bits of
- * the AVX2 level's integer kernel, which kernels/quant_q4_0.c (tested against its scalar
- * reference in test_quant_int_dots) keeps to llama.cpp's repacked Q4_0 arithmetic: exact block
- * sums, then acc = fma(isum, d_w·d_x, acc) in block order. Every n 1..16 and a 37-token
- * prefill, packed and on the fly. */
-static void test_q4_0_levels_bit_identical(void **state) {
+/* The 32-block types (Q4_0, Q5_0, Q4_1, Q5_1) at the AVX-512 and AMX levels (the packed kernel,
+ * matmul_q8.h) give the bits of the AVX2 level's integer kernel, which kernels/quant_q32.c
+ * (tested against its scalar reference in test_quant_int_dots) keeps to exact block sums and
+ * then acc = fma(isum, d_w·d_x, acc) (+ the minimum's fma) in block order: for Q4_0,
+ * llama.cpp's repacked arithmetic. Every n 1..16 and a 37-token prefill, packed and on the fly. */
+static void test_q32_levels_bit_identical(void **state) {
     (void)state;
     if (!hsd_mm_isa_available(HSD_MM_AVX512) || !hsd_mm_isa_available(HSD_MM_AVX2)) {
         fprintf(stderr, "no AVX-512 here (%s): the packed Q4_0 kernel does not run\n",
@@ -814,12 +814,14 @@ static void test_q4_0_levels_bit_identical(void **state) {
     }
     hsd_rng_init(&rng, 26, 1);
     enum { ROWS = 77, COLS = 2048, NALL = 37 };
-    mat a = make_mat(HSD_DT_Q4_0, ROWS, COLS);
+    static const hsd_dtype types[] = {HSD_DT_Q4_0, HSD_DT_Q5_0, HSD_DT_Q4_1, HSD_DT_Q5_1};
     float *x = malloc((size_t)NALL * COLS * sizeof *x), *want = malloc((size_t)NALL * ROWS * sizeof *want),
           *got = malloc((size_t)NALL * ROWS * sizeof *got);
     for (int32_t i = 0; i < NALL * COLS; i++) x[i] = nz() * 3.0f;
     hsd_mm_ws ws = {0};
     int checked = 0;
+    for (int ty = 0; ty < 4; ty++) {
+    mat a = make_mat(types[ty], ROWS, COLS);
     for (int isa = HSD_MM_AVX512; isa < HSD_MM_N_ISA; isa++) {
         if (!hsd_mm_isa_available((hsd_mm_isa)isa)) continue;
         for (int packed = 0; packed < 2; packed++) {
@@ -829,19 +831,21 @@ static void test_q4_0_levels_bit_identical(void **state) {
                 assert_int_equal(hsd_mm_run_isa(&ws, (hsd_mm_isa)isa, got, ROWS, x, n, &a.m, NULL, 0), HSD_OK);
                 for (int32_t i = 0; i < n * ROWS; i++)
                     if (memcmp(&got[i], &want[i], sizeof *got))
-                        fail_msg("Q4_0 %s%s n=%d token %d row %d: %.9g, AVX2 %.9g",
-                                 hsd_mm_isa_name((hsd_mm_isa)isa), packed ? " packed" : "", n,
-                                 i / ROWS, i % ROWS, got[i], want[i]);
+                        fail_msg("%s %s%s n=%d token %d row %d: %.9g, AVX2 %.9g",
+                                 hsd_dtype_name(types[ty]), hsd_mm_isa_name((hsd_mm_isa)isa),
+                                 packed ? " packed" : "", n, i / ROWS, i % ROWS, got[i], want[i]);
                 checked++;
             }
             hsd_mm_unpack(&a.m);
         }
     }
-    fprintf(stderr, "Q4_0: packed 32-block kernel == AVX2 integer kernel bit for bit (%d products)\n",
+    free_mat(&a);
+    }
+    fprintf(stderr, "Q4_0 Q5_0 Q4_1 Q5_1: packed 32-block kernel == AVX2 integer kernel bit for "
+                    "bit (%d products)\n",
             checked);
     hsd_mm_ws_free(&ws);
     free(x), free(want), free(got);
-    free_mat(&a);
 }
 
 /* The AVX-512 packers give the groups of their references byte for byte: the k-quant one the
@@ -1046,7 +1050,7 @@ int main(void) {
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_q8k_quantize_matches_scalar),
         cmocka_unit_test(test_packers_match_reference),
-        cmocka_unit_test(test_q4_0_levels_bit_identical),
+        cmocka_unit_test(test_q32_levels_bit_identical),
         cmocka_unit_test(test_greedy_sd_equals_ar_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

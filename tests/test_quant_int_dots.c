@@ -1,5 +1,5 @@
 /* The integer dot products that reproduce llama.cpp's quantised matmuls (kernels/quant.h):
- * Q4_0 x Q8_0 (kernels/quant_q4_0.c) and Q4_K/Q5_K/Q6_K x Q8_K (kernels/quant_q8k_ref.c, the
+ * Q4_0 / Q5_0 / Q4_1 / Q5_1 x Q8_0 (kernels/quant_q32.c) and Q4_K/Q5_K/Q6_K x Q8_K (kernels/quant_q8k_ref.c, the
  * AVX2 and AVX-512 versions). Each vector version equals its scalar reference bit for bit on
  * random blocks (a difference would break batch invariance or the CPU-independence of the
  * logits), and each reference is within float rounding of a float64 sum over the same
@@ -20,47 +20,66 @@ static void random_row(hsd_dtype t, uint8_t *row, int64_t cols) {
     hsd_test_random_quant_row(t, row, cols, &rng_state);
 }
 
-/* Q4_0 x Q8_0 integer dot (llama.cpp's repacked-kernel arithmetic): the AVX2 version equals
- * the scalar reference bit for bit for every row count 1..8 of a group, and the reference is
- * within float rounding of the float64 sum over blocks of d_w * d_x * (exact integer sum). */
-static void test_q4_0_integer_dot(void **state) {
+/* Q4_0 / Q5_0 / Q4_1 / Q5_1 x Q8_0 integer dots (Q4_0: llama.cpp's repacked-kernel
+ * arithmetic): the AVX2 version equals the scalar reference bit for bit for every row count 1..8
+ * of a group, and the reference is within float rounding of the float64 sum over blocks of
+ * d_w * d_x * (exact integer sum) (+ m_w * d_x * Σq for the _1 types), the weights decoded here
+ * from the block layouts of kernels/quant.h. */
+static void test_q32_integer_dots(void **state) {
     (void)state;
+    static const hsd_dtype types[] = {HSD_DT_Q4_0, HSD_DT_Q5_0, HSD_DT_Q4_1, HSD_DT_Q5_1};
     const int64_t cols = 1024, nb = cols / 32;
-    const size_t rb = hsd_dtype_row_bytes(HSD_DT_Q4_0, cols);
-    uint8_t *rows = malloc(rb * 8);
     float *x = malloc(sizeof(float) * cols), ref[8], vec[8];
     hsd_q8_0 *xq = malloc(sizeof *xq * nb);
     int have = 1;
-    for (int trial = 0; trial < 100; trial++) {
-        for (int r = 0; r < 8; r++) random_row(HSD_DT_Q4_0, rows + r * rb, cols);
-        for (int64_t i = 0; i < cols; i++) x[i] = ((float)(rnd() % 20001) - 10000.0f) * 1e-3f;
-        hsd_quant_q8_0(x, cols, xq);
-        for (int r = 0; r < 8; r++) {
-            ref[r] = hsd_quant_dot_q4_0_ref(rows + r * rb, xq, cols);
-            double s = 0, mag = 0;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *blk = rows + r * rb + b * 18;
-                double dw = hsd_fp16_to_fp32((uint16_t)(blk[0] | blk[1] << 8)), isum = 0;
-                for (int j = 0; j < 32; j++) {
-                    int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
-                    isum += (double)(q - 8) * xq[b].qs[j];
+    for (int ti = 0; ti < 4; ti++) {
+        const hsd_dtype t = types[ti];
+        const int mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1,
+                  five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1;
+        const int qh_at = mins ? 4 : 2, qs_at = qh_at + (five ? 4 : 0),
+                  off = mins ? 0 : five ? 16 : 8;
+        const size_t rb = hsd_dtype_row_bytes(t, cols), bb = hsd_dtype_row_bytes(t, 32);
+        uint8_t *rows = malloc(rb * 8);
+        for (int trial = 0; trial < 50; trial++) {
+            for (int r = 0; r < 8; r++) random_row(t, rows + r * rb, cols);
+            for (int64_t i = 0; i < cols; i++) x[i] = ((float)(rnd() % 20001) - 10000.0f) * 1e-3f;
+            hsd_quant_q8_0(x, cols, xq);
+            for (int r = 0; r < 8; r++) {
+                ref[r] = hsd_quant_dot_q32_ref(t, rows + r * rb, xq, cols);
+                double s = 0, mag = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = rows + r * rb + b * bb;
+                    double dw = hsd_fp16_to_fp32((uint16_t)(blk[0] | blk[1] << 8)), isum = 0, xs = 0;
+                    uint32_t qh = (uint32_t)blk[qh_at] | (uint32_t)blk[qh_at + 1] << 8 |
+                                  (uint32_t)blk[qh_at + 2] << 16 | (uint32_t)blk[qh_at + 3] << 24;
+                    for (int j = 0; j < 32; j++) {
+                        int q = j < 16 ? (blk[qs_at + j] & 15) : (blk[qs_at + j - 16] >> 4);
+                        if (five) q |= (int)((qh >> j) & 1) << 4;
+                        isum += (double)(q - off) * xq[b].qs[j], xs += xq[b].qs[j];
+                    }
+                    double term = dw * xq[b].d * isum;
+                    if (mins) {
+                        double m = hsd_fp16_to_fp32((uint16_t)(blk[2] | blk[3] << 8));
+                        s += m * xq[b].d * xs, mag += fabs(m * xq[b].d * xs);
+                    }
+                    s += term, mag += fabs(term);
                 }
-                s += dw * xq[b].d * isum, mag += fabs(dw * xq[b].d * isum);
+                /* 2 nb + 1 float roundings (scale products, fused adds), each <= 2^-24 of mag */
+                if (fabs(ref[r] - s) > (double)(2 * nb + 1) * 0x1p-24 * mag + 1e-30)
+                    fail_msg("%s integer dot trial %d row %d: %.9g, float64 %.9g",
+                             hsd_dtype_name(t), trial, r, ref[r], s);
             }
-            /* nb + 1 float roundings (scale products, fused adds), each <= 2^-24 of mag */
-            if (fabs(ref[r] - s) > (double)(nb + 1) * 0x1p-24 * mag + 1e-30)
-                fail_msg("Q4_0 integer dot trial %d row %d: %.9g, float64 %.9g", trial, r, ref[r],
-                         s);
+            for (int32_t n = 1; n <= 8 && have; n++) {
+                have = hsd_quant_matmul_q32_avx2(t, rows, rb, n, xq, 1, cols, vec, 8);
+                if (have && memcmp(vec, ref, sizeof(float) * (size_t)n))
+                    fail_msg("%s integer dot trial %d, %d rows: AVX2 differs from the reference",
+                             hsd_dtype_name(t), trial, n);
+            }
         }
-        for (int32_t n = 1; n <= 8 && have; n++) {
-            have = hsd_quant_dot_q4_0_avx2(rows, rb, n, xq, cols, vec);
-            if (have && memcmp(vec, ref, sizeof(float) * (size_t)n))
-                fail_msg("Q4_0 integer dot trial %d, %d rows: AVX2 differs from the reference",
-                         trial, n);
-        }
+        free(rows);
     }
-    if (!have) fprintf(stderr, "Q4_0 AVX2 integer dot not checked: no AVX2+FMA here\n");
-    free(rows), free(x), free(xq);
+    if (!have) fprintf(stderr, "32-block AVX2 integer dots not checked: no AVX2+FMA here\n");
+    free(x), free(xq);
 }
 
 /* The k-quant integer dots: AVX2 and AVX-512 equal the scalar reference bit for bit (random
@@ -131,7 +150,7 @@ static void test_q8k_dots(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q4_0_integer_dot),
+        cmocka_unit_test(test_q32_integer_dots),
         cmocka_unit_test(test_q8k_dots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
