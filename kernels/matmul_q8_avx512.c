@@ -1,7 +1,7 @@
-/* Q8_0, Q5_0, Q4_0, Q5_1 and Q4_1 × int8 activations on AVX-512 VNNI over row-interleaved weights (layout
- * and why: matmul_q8.h). A tile is one group of 16 rows × up to 16 tokens: per 32-column block
- * it loads (the nibble types: unpacks) the group's 8 weight vectors and 16 fp16 scales once, and
- * for each token runs
+/* Q8_0, Q5_0, Q4_0, Q5_1 and Q4_1 × int8 activations on AVX-512 VNNI over row-interleaved
+ * weights (layout and why: matmul_q8.h). A tile is one group of 16 rows × up to 16 tokens: per
+ * 32-column block it loads (the nibble types: unpacks) the group's 8 weight vectors and 16 fp16
+ * scales once, and for each token runs
  *   s = −o·Σq (the u8 offset of the weights, precomputed per activation block)
  *   s += vpdpbusd(w_k, 4 activation bytes broadcast)      k = 0..7  (exact int32)
  *   acc = fma(float(s), d_w · d_x, acc)                     (per lane: one row)
