@@ -39,6 +39,7 @@
 
 #include "kernels/matmul_kern.h"
 #include "kernels/matmul_pack.h"
+#include "kernels/quant.h"
 
 #define HSD_Q8P_ROWS HSD_MM_PACK_ROWS /* rows per group */
 #define HSD_Q8P_BLOCK_BYTES 512 /* Q8_0 weight bytes of one block of a group */
@@ -51,17 +52,16 @@ static inline int hsd_q8p_type(hsd_dtype t) {
 }
 /* Whether the type's blocks carry a minimum (value q·d + m). */
 static inline int hsd_q8p_has_min(hsd_dtype t) {
-    return t == HSD_DT_Q5_1 || t == HSD_DT_Q4_1;
+    return t != HSD_DT_Q8_0 && hsd_q32_form_of(t).mins;
 }
-/* Weight bytes of one block of a group of type t. */
+/* Weight bytes of one block of a group of type t: 8 vectors (Q8_0), 4 of nibbles (+ 1 of
+ * fifth bits). */
 static inline size_t hsd_q8p_block_bytes(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES
-           : t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1 ? 320
-                                                   : 256;
+    return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES : hsd_q32_form_of(t).five ? 320 : 256;
 }
 /* The offset o of the stored u8 weights (q + o): the activations' start value is −o·Σx. */
 static inline int32_t hsd_q8p_offset(hsd_dtype t) {
-    return t == HSD_DT_Q8_0 ? 128 : t == HSD_DT_Q5_0 ? 16 : t == HSD_DT_Q4_0 ? 8 : 0;
+    return t == HSD_DT_Q8_0 ? 128 : hsd_q32_form_of(t).off;
 }
 
 /* Bytes of one group of type t and `cols` columns (cols a multiple of 32). */

@@ -139,21 +139,20 @@ TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t
  * bytes, the scales, and the minima of the _1 types. */
 static void pack_group_nibbles(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                                uint8_t *dst) {
-    const size_t bb = hsd_q8p_block_bytes(t), src = hsd_dtype_row_bytes(t, 32);
-    const int five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1, mins = hsd_q8p_has_min(t);
-    const size_t qh_at = mins ? 4 : 2, qs = qh_at + (five ? 4 : 0); /* after d (and m, qh) */
+    const size_t bb = hsd_q8p_block_bytes(t);
+    const hsd_q32_form f = hsd_q32_form_of(t); /* the file's block layout (kernels/quant.h) */
     memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
     uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * bb), *mn = sc + (size_t)nb * HSD_Q8P_ROWS;
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < count; j++) {
-            const uint8_t *blk = rows[j] + (size_t)b * src;
+            const uint8_t *blk = rows[j] + (size_t)b * f.bytes;
             uint8_t *wb = dst + (size_t)b * bb;
             memcpy(sc + (size_t)b * HSD_Q8P_ROWS + j, blk, 2);
-            if (mins) memcpy(mn + (size_t)b * HSD_Q8P_ROWS + j, blk + 2, 2);
-            for (int k = 0; k < 4; k++) memcpy(wb + 64 * k + 4 * j, blk + qs + 4 * k, 4);
-            if (!five) continue;
+            if (f.mins) memcpy(mn + (size_t)b * HSD_Q8P_ROWS + j, blk + 2, 2);
+            for (int k = 0; k < 4; k++) memcpy(wb + 64 * k + 4 * j, blk + f.qs + 4 * k, 4);
+            if (!f.five) continue;
             uint32_t qh, r = 0;
-            memcpy(&qh, blk + qh_at, 4);
+            memcpy(&qh, blk + f.qh, 4);
             for (int k = 0; k < 8; k++)
                 for (int e = 0; e < 4; e++) r |= ((qh >> (4 * k + e)) & 1u) << (8 * e + k);
             memcpy(wb + 256 + 4 * j, &r, 4);
@@ -192,7 +191,7 @@ TGT static INL void block_weights(const hsd_dtype t, const uint8_t *wb, __m512i 
         w[k] = _mm512_and_si512(v, m4);
         w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-    if (t != HSD_DT_Q5_0 && t != HSD_DT_Q5_1) return;
+    if (!hsd_q32_form_of(t).five) return;
     const __m512i h = _mm512_load_si512((const void *)(wb + 256)), m10 = _mm512_set1_epi8(0x10);
     UNROLL for (int k = 0; k < 8; k++) { /* w | (h shifted & 0x10): ternary-logic table 0xf8 */
         const __m512i s = k < 4 ? _mm512_slli_epi32(h, 4 - k) : k > 4 ? _mm512_srli_epi32(h, k - 4) : h;

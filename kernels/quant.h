@@ -115,12 +115,30 @@ bool hsd_quant_dot_q8k_avx512_n(hsd_dtype t, const void *row, const hsd_q8k *x, 
 typedef struct hsd_q8_0 {
     float d;
     int8_t qs[32];
+    int32_t sum; /* Σ qs: what a Q4_1 / Q5_1 block's minimum multiplies (with d), as Q8_1's s */
 } hsd_q8_0;
 
 /* Quantises x[0..cols) (cols a multiple of 32) to Q8_0 blocks by hsd_quant_act_round's rule. */
 void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out);
 /* Whether t is a 32-element block type with an integer dot here (Q4_0, Q5_0, Q4_1, Q5_1). */
 bool hsd_quant_is_q32(hsd_dtype t);
+/* Where a block of such a type keeps its parts (the layouts above): the minimum at byte 2
+ * (the _1 types), then qh (the 5-bit types), then the 16 bytes of nibbles; `off` is what the
+ * value subtracts from q (the _0 types: 8 or 16). One description for the reference, the
+ * AVX2 dots and the AVX-512 packer. */
+typedef struct hsd_q32_form {
+    int mins, five, qh, qs, bytes, off;
+} hsd_q32_form;
+static inline hsd_q32_form hsd_q32_form_of(hsd_dtype t) {
+    hsd_q32_form f;
+    f.mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1;
+    f.five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1;
+    f.qh = f.mins ? 4 : 2;
+    f.qs = f.qh + (f.five ? 4 : 0);
+    f.bytes = f.qs + 16;
+    f.off = f.mins ? 0 : f.five ? 16 : 8;
+    return f;
+}
 /* A row of such a type t times Q8_0 activations as llama.cpp's repacked Q4_0 kernels compute
  * Q4_0 (exact integer sum per block, then acc = fma(sum, d_w * d_x, acc) in block order; the
  * _1 types then acc = fma(m_w, d_x * Σq, acc)): the scalar reference, and the AVX2 version for

@@ -51,7 +51,11 @@ static void q8_0_block(const float *x, hsd_q8_0 *b) {
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     b->d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++) b->qs[j] = to_i8(rintf(x[j] * id)); /* int8 as ggml */
+    b->sum = 0;
+    for (int j = 0; j < 32; j++) {
+        b->qs[j] = to_i8(rintf(x[j] * id)); /* int8 as ggml */
+        b->sum += b->qs[j];
+    }
 }
 
 void hsd_quant_q8_0(const float *x, int64_t cols, hsd_q8_0 *out) {

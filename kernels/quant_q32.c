@@ -37,37 +37,20 @@ static float half_of(const uint8_t *p) {
     return hsd_fp16_to_fp32(h);
 }
 
-/* Where a block's parts sit: the minimum (the _1 types) at 2, then qh (5-bit types), then qs. */
-typedef struct q32_form {
-    int mins, five, qh, qs, bytes, off; /* off: subtracted from q (the _0 types) */
-} q32_form;
-
-static q32_form form_of(hsd_dtype t) {
-    q32_form f;
-    f.mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1;
-    f.five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1;
-    f.qh = f.mins ? 4 : 2;
-    f.qs = f.qh + (f.five ? 4 : 0);
-    f.bytes = f.qs + 16;
-    f.off = f.mins ? 0 : f.five ? 16 : 8;
-    return f;
-}
-
 float hsd_quant_dot_q32_ref(hsd_dtype t, const void *row, const hsd_q8_0 *x, int64_t cols) {
-    const q32_form f = form_of(t);
+    const hsd_q32_form f = hsd_q32_form_of(t);
     const uint8_t *b = row;
     float acc = 0.0f;
     for (int64_t i = 0; i < cols / 32; i++, b += f.bytes) {
         uint32_t qh = 0;
         if (f.five) memcpy(&qh, b + f.qh, 4);
-        int32_t isum = 0, xsum = 0;
+        int32_t isum = 0;
         for (int j = 0; j < 32; j++) {
             int q = (j < 16 ? b[f.qs + j] & 15 : b[f.qs + j - 16] >> 4) | (int)((qh >> j) & 1) << 4;
             isum += (q - f.off) * x[i].qs[j];
-            xsum += x[i].qs[j];
         }
         acc = fmaf((float)isum, half_of(b) * x[i].d, acc);
-        if (f.mins) acc = fmaf(half_of(b + 2), x[i].d * (float)xsum, acc);
+        if (f.mins) acc = fmaf(half_of(b + 2), x[i].d * (float)x[i].sum, acc);
     }
     return acc;
 }
@@ -76,7 +59,7 @@ float hsd_quant_dot_q32_ref(hsd_dtype t, const void *row, const hsd_q8_0 *x, int
 #define HSD_AVX2Q32 __attribute__((target("avx2,fma,f16c")))
 
 /* The 32 weights of a block as bytes: q - off, signed (the _0 types), or q, unsigned. */
-HSD_AVX2Q32 static inline __m256i weights32(const q32_form *f, const uint8_t *b) {
+HSD_AVX2Q32 static inline __m256i weights32(const hsd_q32_form *f, const uint8_t *b) {
     __m256i q = hsd_q32_nibbles(b + f->qs);
     if (f->five) {
         uint32_t qh;
@@ -101,7 +84,7 @@ HSD_AVX2Q32 static inline __m256i block_products(int sgn, __m256i w, __m256i ws,
 /* out[t·ld + r] for r < nrows (<= 8) rows at rows + r * rb and t < nt (<= Q32_T) tokens of x
  * (nb blocks each): lane r of acc[t] holds row r's chain for token t, the same steps whatever
  * nt (batch invariance). */
-HSD_AVX2Q32 static void dot8(const q32_form *f, const uint8_t *rows, size_t rb, int32_t nrows,
+HSD_AVX2Q32 static void dot8(const hsd_q32_form *f, const uint8_t *rows, size_t rb, int32_t nrows,
                              const hsd_q8_0 *x, int64_t nb, int32_t nt, float *out, int32_t ld) {
     const uint8_t *p[8];
     for (int r = 0; r < 8; r++) p[r] = rows + (size_t)(r < nrows ? r : nrows - 1) * rb;
@@ -132,11 +115,7 @@ HSD_AVX2Q32 static void dot8(const q32_form *f, const uint8_t *rows, size_t rb, 
                                             _mm256_permute2x128_si256(s03, s47, 0x31));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xt->d)),
                                      acc[t]);
-            if (f->mins) {
-                int32_t xsum = 0;
-                for (int j = 0; j < 32; j++) xsum += xt->qs[j];
-                acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xt->d * (float)xsum), acc[t]);
-            }
+            if (f->mins) acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xt->d * (float)xt->sum), acc[t]);
         }
     }
     for (int32_t t = 0; t < nt; t++) {
@@ -150,7 +129,7 @@ bool hsd_quant_matmul_q32_avx2(hsd_dtype t, const void *rows, size_t rb, int32_t
                                const hsd_q8_0 *x, int32_t n, int64_t cols, float *out,
                                int32_t ld) {
     if (hsd_cpu_level_active() < HSD_CPU_AVX2) return false; /* kernels/cpu_features.h */
-    const q32_form f = form_of(t);
+    const hsd_q32_form f = hsd_q32_form_of(t);
     const int64_t nb = cols / 32;
     for (int32_t r = 0; r < nrows; r += 8)
         for (int32_t t0 = 0; t0 < n; t0 += Q32_T)

@@ -1,9 +1,10 @@
 /* Weight quantisers for files hsd writes (hsd inflate --dtype q4_k_m): rows of fp32 to Q4_K,
  * Q6_K and (for widths that are not multiples of 256, as llama.cpp falls back) Q5_0 blocks in
  * GGML's layouts (kernels/quant.h; the decoders, kernels/quant_ref.c, define
- * what the bytes mean). Not llama.cpp's quantisers (which weight the error by importance and
- * iterate): a small search per sub-block for the scale of least squared error, so the files
- * are valid and close, not byte-equal to llama.cpp's. */
+ * what the bytes mean). Q4_K and Q6_K are not llama.cpp's quantisers (which weight the error
+ * by importance and iterate): a small search per sub-block for the scale of least squared
+ * error, so the files are valid and close, not byte-equal to llama.cpp's. Q5_0 follows
+ * llama.cpp's reference rule (it has no search to reproduce). */
 #include <math.h>
 #include <string.h>
 

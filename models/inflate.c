@@ -330,7 +330,7 @@ static hsd_dtype mat_type(const hsd_synth_model *m, hsd_dtype type, hsd_tkind ki
     return t;
 }
 
-/* A zero matrix: 0 is all-zero bytes in F32, F16, BF16, Q8_0, Q4_K and Q6_K (scale 0) alike. */
+/* A zero matrix: 0 is all-zero bytes in F32, F16, BF16, Q8_0, Q5_0, Q4_K and Q6_K (scale 0) alike. */
 static hsd_status push_zero(hsd_synth_model *m, hsd_tkind kind, int32_t layer, hsd_dtype type,
                             int64_t rows, int64_t cols) {
     if (rows > 0) type = mat_type(m, type, kind, layer, cols);

@@ -808,7 +808,7 @@ static void bf16p_layout(const uint8_t *const *rows, int32_t count, int32_t cols
 static void test_q32_levels_bit_identical(void **state) {
     (void)state;
     if (!hsd_mm_isa_available(HSD_MM_AVX512) || !hsd_mm_isa_available(HSD_MM_AVX2)) {
-        fprintf(stderr, "no AVX-512 here (%s): the packed Q4_0 kernel does not run\n",
+        fprintf(stderr, "no AVX-512 here (%s): the packed 32-block kernel does not run\n",
                 hsd_cpu_features_get()->desc);
         skip();
     }
