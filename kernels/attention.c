@@ -22,9 +22,43 @@ size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd) {
     return (size_t)hd * (type == HSD_DT_F32 ? 4 : 2);
 }
 
+/* Q8_0 keys: a query row quantised once per call (attn_q8_query), in pairs of blocks (one
+ * 512-bit vector of quants): np = ceil(nb / 2) pairs, laid out as
+ *   int8 q[64 np]           the quants, a missing last block zero;
+ *   float dq[16 np]         per pair, the first block's d in lanes 0..7, the second's in 8..15;
+ *   int32 corr[16 np]       per pair, -128 * sum q of the first block in lane 0, of the second
+ *                           in lane 8, zeros elsewhere (the AVX-512 kernel's u8 offset, below).
+ * 192 bytes a pair, so every part stays 64-byte aligned. */
+static size_t attn_q8_stride(int32_t hd) {
+    return (size_t)(hd + 2 * HSD_ATTN_Q8_BLOCK - 1) / (2 * HSD_ATTN_Q8_BLOCK) * 192;
+}
+
 size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
-    /* a zero row, a score row per row (the block + 16: whole vectors), max, sum */
-    return (size_t)hd + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows;
+    /* a zero row (a Q8_0 row of hd elements is at most hd + 16 floats), a score row per row
+     * (the block + 16: whole vectors), max, sum, then 64 bytes of alignment and the
+     * quantised query rows of a Q8_0 cache */
+    return (size_t)hd + 16 + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows + 16 +
+           (size_t)n_rows * attn_q8_stride(hd) / sizeof(float);
+}
+
+/* The query row q (hd floats) quantised to Q8_0 by the cache's rule (hsd_quant_q8_0: llama.cpp's
+ * quantize_row_q8_0), into dst (attn_q8_stride(hd) bytes, 64-byte aligned). */
+static void attn_q8_query(const float *q, int32_t hd, uint8_t *dst) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    float *dq = (float *)(void *)(dst + 64 * (size_t)np);
+    int32_t *corr = (int32_t *)(void *)(dst + 128 * (size_t)np);
+    memset(dst, 0, attn_q8_stride(hd));
+    for (int32_t b = 0; b < nb; b++) {
+        float x[HSD_ATTN_Q8_BLOCK] = {0};
+        const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
+        memcpy(x, q + e0, (size_t)ne * sizeof(float));
+        hsd_q8_0 blk;
+        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &blk);
+        memcpy(dst + e0, blk.qs, HSD_ATTN_Q8_BLOCK);
+        const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
+        for (int i = 0; i < 8; i++) dq[lane + i] = blk.d;
+        corr[lane] = -128 * blk.sum;
+    }
 }
 
 /* ---- scalar ---------------------------------------------------------------------------- */
@@ -32,17 +66,42 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
 /* Elements d.. of a cache row as fp32 (the body inlines it with a constant type). Q8_0: value
  * q * d, d the block's fp16 scale (the product of a 7-bit integer and an 11-bit significand
  * is exact in fp32, so every level gets the same bits). */
-static inline __attribute__((always_inline)) float kload_scalar(hsd_dtype t, const uint8_t *row, int32_t d) {
-    if (t == HSD_DT_Q8_0) {
-        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
-        uint16_t h;
-        memcpy(&h, b, 2);
-        return (float)(int8_t)b[2 + d % HSD_ATTN_Q8_BLOCK] * hsd_fp16_to_fp32(h);
-    }
+static inline __attribute__((always_inline)) float kscale_scalar(const uint8_t *row, int32_t b) {
+    uint16_t h;
+    memcpy(&h, row + 2 * (size_t)b, 2);
+    return hsd_fp16_to_fp32(h);
+}
+static inline __attribute__((always_inline)) float kq8_scalar(const uint8_t *row, int32_t hd, int32_t d, float sc) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    return (float)(int8_t)row[2 * nb + d] * sc;
+}
+static inline __attribute__((always_inline)) float kload_scalar(hsd_dtype t, const uint8_t *row, int32_t hd, int32_t d) {
+    if (t == HSD_DT_Q8_0) return kq8_scalar(row, hd, d, kscale_scalar(row, d / HSD_ATTN_Q8_BLOCK));
     if (t == HSD_DT_F32) return ((const float *)(const void *)row)[d];
     uint16_t h;
     memcpy(&h, row + 2 * (size_t)d, 2);
     return t == HSD_DT_F16 ? hsd_fp16_to_fp32(h) : hsd_bf16_to_fp32(h);
+}
+
+/* Q8_0 keys (the query quantised, kernels/attention.h): per block the exact integer dot,
+ * then the fp32 sum over blocks in order. W = 1: one row at a time. */
+static void scores_q8_scalar(int R, const uint8_t *const *qq, const uint8_t *const *kp,
+                             int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    for (int r = 0; r < R; r++) {
+        const int8_t *qs = (const int8_t *)qq[r];
+        const float *dq = (const float *)(const void *)(qq[r] + 64 * (size_t)np);
+        for (int32_t j = j0; j < j1; j++) {
+            const int8_t *ks = (const int8_t *)(kp[j] + 2 * nb);
+            float acc = 0.0f;
+            for (int32_t b = 0; b < nb; b++) {
+                int32_t I = 0;
+                for (int32_t i = 32 * b; i < 32 * b + 32; i++) I += (int32_t)ks[i] * qs[i];
+                acc = fmaf((float)I, kscale_scalar(kp[j], b) * dq[16 * (b / 2) + 8 * (b % 2)], acc);
+            }
+            s[r][j] = acc * scale;
+        }
+    }
 }
 
 #define SFX scalar
@@ -63,6 +122,8 @@ static inline __attribute__((always_inline)) float kload_scalar(hsd_dtype t, con
 #define VREDUCE(a) ((a)[0])
 #define VEXP(v) expf(v)
 #define KLOAD kload_scalar
+#define KSCALE kscale_scalar
+#define KQ8 kq8_scalar
 #include "kernels/attention_body.h"
 
 #ifdef HSD_ATTN_X86
@@ -99,19 +160,75 @@ HSD_AVX2 static inline __m256 attn_reduce8(const __m256 *a) {
                          _mm256_permute2f128_ps(u[0], u[1], 0x31));
 }
 
+/* Q8_0: block b's scale, broadcast; elements d..d+8 (in one block) times it, exact */
+HSD_AVX2 static inline __attribute__((always_inline)) __m256 kscale_avx2(const uint8_t *row, int32_t b) {
+    uint16_t h;
+    memcpy(&h, row + 2 * (size_t)b, 2);
+    return _mm256_set1_ps(_cvtsh_ss(h));
+}
+HSD_AVX2 static inline __attribute__((always_inline)) __m256 kq8_avx2(const uint8_t *row, int32_t hd, int32_t d, __m256 sc) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + 2 * nb + d)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), sc);
+}
 /* F16C: the scalar converter's value for every half */
-HSD_AVX2 static inline __attribute__((always_inline)) __m256 kload_avx2(hsd_dtype t, const uint8_t *row, int32_t d) {
-    if (t == HSD_DT_Q8_0) {
-        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
-        uint16_t h;
-        memcpy(&h, b, 2);
-        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + d % HSD_ATTN_Q8_BLOCK)));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(h)));
-    }
+HSD_AVX2 static inline __attribute__((always_inline)) __m256 kload_avx2(hsd_dtype t, const uint8_t *row, int32_t hd, int32_t d) {
+    if (t == HSD_DT_Q8_0) return kq8_avx2(row, hd, d, kscale_avx2(row, d / HSD_ATTN_Q8_BLOCK));
     if (t == HSD_DT_F32) return _mm256_loadu_ps((const float *)(const void *)row + d);
     const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)d));
     return t == HSD_DT_F16 ? _mm256_cvtph_ps(x)
                            : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16));
+}
+
+/* Q8_0 keys, R rows sharing each key: per block, |k| · sign(q, k) by vpmaddubsw (pairs of
+ * products of at most 127 · 127: no saturation) and vpmaddwd into 8 int32 lanes, converted
+ * and scaled by d_k · d_q (fp32, one FMA per block), P = 8 / R positions at a time, reduced as
+ * scores_t reduces (a score's bits depend only on its row and its key). */
+HSD_AVX2 static inline __attribute__((always_inline)) void
+scores_q8_avx2_t(const int R, const uint8_t *const *qq, const uint8_t *const *kp, int32_t hd,
+                 int32_t j0, int32_t j1, float scale, float *const *s) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    const int P = 8 / R;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (int32_t j = j0; j < j1; j += P) {
+        __m256 a[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+        for (int32_t b = 0; b < nb; b++) {
+#pragma GCC unroll 8
+            for (int p = 0; p < P; p++) {
+                const uint8_t *row = kp[j + p];
+                const __m256i k = _mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * nb + 32 * b));
+                const __m256i ak = _mm256_abs_epi8(k);
+                uint16_t h;
+                memcpy(&h, row + 2 * (size_t)b, 2);
+                const float dk = _cvtsh_ss(h);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    const __m256i q = _mm256_load_si256((const __m256i *)(const void *)(qq[r] + 32 * b));
+                    const __m256i I = _mm256_madd_epi16(_mm256_maddubs_epi16(ak, _mm256_sign_epi8(q, k)), ones);
+                    const float dq = ((const float *)(const void *)(qq[r] + 64 * (size_t)np))[16 * (b / 2) + 8 * (b % 2)];
+                    a[p * R + r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), _mm256_set1_ps(dk * dq), a[p * R + r]);
+                }
+            }
+        }
+        float o[8];
+        _mm256_storeu_ps(o, _mm256_mul_ps(attn_reduce8(a), sc));
+#pragma GCC unroll 8
+        for (int p = 0; p < P; p++)
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
+    }
+}
+HSD_AVX2 static void scores_q8_avx2(int R, const uint8_t *const *qq, const uint8_t *const *kp,
+                                    int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    switch (R) {
+    case 1: scores_q8_avx2_t(1, qq, kp, hd, j0, j1, scale, s); return;
+    case 2: scores_q8_avx2_t(2, qq, kp, hd, j0, j1, scale, s); return;
+    case 4: scores_q8_avx2_t(4, qq, kp, hd, j0, j1, scale, s); return;
+    default: scores_q8_avx2_t(8, qq, kp, hd, j0, j1, scale, s); return;
+    }
 }
 
 #define SFX avx2
@@ -132,6 +249,8 @@ HSD_AVX2 static inline __attribute__((always_inline)) __m256 kload_avx2(hsd_dtyp
 #define VREDUCE(a) attn_reduce8(a)
 #define VEXP(v) hsd_exp8(v)
 #define KLOAD kload_avx2
+#define KSCALE kscale_avx2
+#define KQ8 kq8_avx2
 #include "kernels/attention_body.h"
 
 /* ---- AVX-512 ---------------------------------------------------------------------------- */
@@ -166,18 +285,88 @@ HSD_AVX512 static inline __m512 attn_reduce16(const __m512 *a) {
 }
 
 /* as kload_avx2, 16 lanes */
-HSD_AVX512 static inline __attribute__((always_inline)) __m512 kload_avx512(hsd_dtype t, const uint8_t *row, int32_t d) {
-    if (t == HSD_DT_Q8_0) {
-        const uint8_t *b = row + (size_t)(d / HSD_ATTN_Q8_BLOCK) * HSD_ATTN_Q8_BYTES;
-        uint16_t h;
-        memcpy(&h, b, 2);
-        const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 2 + d % HSD_ATTN_Q8_BLOCK)));
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(h)));
-    }
+HSD_AVX512 static inline __attribute__((always_inline)) __m512 kscale_avx512(const uint8_t *row, int32_t b) {
+    uint16_t h;
+    memcpy(&h, row + 2 * (size_t)b, 2);
+    return _mm512_set1_ps(_cvtsh_ss(h));
+}
+HSD_AVX512 static inline __attribute__((always_inline)) __m512 kq8_avx512(const uint8_t *row, int32_t hd, int32_t d, __m512 sc) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * nb + d)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), sc);
+}
+HSD_AVX512 static inline __attribute__((always_inline)) __m512 kload_avx512(hsd_dtype t, const uint8_t *row, int32_t hd, int32_t d) {
+    if (t == HSD_DT_Q8_0) return kq8_avx512(row, hd, d, kscale_avx512(row, d / HSD_ATTN_Q8_BLOCK));
     if (t == HSD_DT_F32) return _mm512_loadu_ps((const float *)(const void *)row + d);
     const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * (size_t)d));
     return t == HSD_DT_F16 ? _mm512_cvtph_ps(x)
                            : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+}
+
+/* Q8_0 keys on VNNI, R rows sharing each key, a pair of blocks (64 quants) per vector:
+ * vpdpbusd takes unsigned × signed bytes, so the key's quants go in as k + 128 (an xor of the
+ * sign bit) and each row's accumulator starts at its corr lanes, -128 · sum q of each block,
+ * which leaves the exact sum k · q of a block over its 8 lanes. Then the lanes are converted,
+ * scaled by d_k · d_q (lanes 0..7 the first block's, 8..15 the second's) into one fp32 chain
+ * per (position, row), and reduced as scores_t reduces: a score's bits depend only on its row
+ * and its key. A missing second block reads zero quants against zero q lanes. */
+#define HSD_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+scores_q8_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *kp, int32_t hd,
+                   int32_t j0, int32_t j1, float scale, float *const *s) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    const int P = 16 / R;
+    const __m512i sign = _mm512_set1_epi8((char)0x80);
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int32_t j = j0; j < j1; j += P) {
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
+        for (int32_t pb = 0; pb < np; pb++) {
+            const int two = 2 * pb + 1 < nb;
+#pragma GCC unroll 16
+            for (int p = 0; p < P; p++) {
+                const uint8_t *row = kp[j + p];
+                const uint8_t *kq = row + 2 * nb + 64 * (size_t)pb;
+                __m512i k;
+                uint32_t h = 0;
+                if (two) {
+                    k = _mm512_loadu_si512((const void *)kq);
+                    memcpy(&h, row + 4 * (size_t)pb, 4);
+                } else {
+                    k = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)kq));
+                    memcpy(&h, row + 4 * (size_t)pb, 2);
+                }
+                k = _mm512_xor_si512(k, sign);
+                const __m512 dk = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h))));
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) {
+                    const uint8_t *qr = qq[r];
+                    const __m512i I = _mm512_dpbusd_epi32(_mm512_load_si512((const void *)(qr + 128 * (size_t)np + 64 * (size_t)pb)),
+                                                          k, _mm512_load_si512((const void *)(qr + 64 * (size_t)pb)));
+                    const __m512 dq = _mm512_load_ps((const float *)(const void *)(qr + 64 * (size_t)np + 64 * (size_t)pb));
+                    a[p * R + r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), _mm512_mul_ps(dk, dq), a[p * R + r]);
+                }
+            }
+        }
+        float o[16];
+        _mm512_storeu_ps(o, _mm512_mul_ps(attn_reduce16(a), sc));
+#pragma GCC unroll 16
+        for (int p = 0; p < P; p++)
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
+    }
+}
+HSD_AVX512_VNNI static void scores_q8_avx512(int R, const uint8_t *const *qq, const uint8_t *const *kp,
+                                             int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    switch (R) {
+    case 1: scores_q8_avx512_t(1, qq, kp, hd, j0, j1, scale, s); return;
+    case 2: scores_q8_avx512_t(2, qq, kp, hd, j0, j1, scale, s); return;
+    case 4: scores_q8_avx512_t(4, qq, kp, hd, j0, j1, scale, s); return;
+    case 8: scores_q8_avx512_t(8, qq, kp, hd, j0, j1, scale, s); return;
+    default: scores_q8_avx512_t(16, qq, kp, hd, j0, j1, scale, s); return;
+    }
 }
 
 #define SFX avx512
@@ -198,6 +387,8 @@ HSD_AVX512 static inline __attribute__((always_inline)) __m512 kload_avx512(hsd_
 #define VREDUCE(a) attn_reduce16(a)
 #define VEXP(v) hsd_exp16(v)
 #define KLOAD kload_avx512
+#define KSCALE kscale_avx512
+#define KQ8 kq8_avx512
 #include "kernels/attention_body.h"
 
 HSD_AVX2 static void store_f16_avx2(uint16_t *dst, const float *src, int32_t n) {
@@ -231,15 +422,16 @@ void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_ro
  * llama.cpp in tests/test_gguf_quant.c. A short last block is padded with zeros (they
  * change neither amax nor the other quants). */
 static void store_q8_0(uint8_t *dst, const float *src, int32_t n) {
-    for (int32_t e0 = 0; e0 < n; e0 += HSD_ATTN_Q8_BLOCK, dst += HSD_ATTN_Q8_BYTES) {
+    const int32_t nb = (n + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    for (int32_t b = 0; b < nb; b++) {
         float x[HSD_ATTN_Q8_BLOCK] = {0};
-        const int32_t ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
+        const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
         memcpy(x, src + e0, (size_t)ne * sizeof(float));
-        hsd_q8_0 b;
-        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &b);
-        const uint16_t h = hsd_fp32_to_fp16(b.d); /* b.d is an fp16 value: exact */
-        memcpy(dst, &h, 2);
-        memcpy(dst + 2, b.qs, HSD_ATTN_Q8_BLOCK);
+        hsd_q8_0 blk;
+        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &blk);
+        const uint16_t h = hsd_fp32_to_fp16(blk.d); /* blk.d is an fp16 value: exact */
+        memcpy(dst + 2 * (size_t)b, &h, 2);
+        memcpy(dst + 2 * (size_t)nb + (size_t)e0, blk.qs, HSD_ATTN_Q8_BLOCK);
     }
 }
 

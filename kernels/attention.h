@@ -21,9 +21,17 @@
 #include "kernels/cpu_ops.h"
 
 #define HSD_ATTN_BLOCK 32
-/* A Q8_0 cache row: blocks of 32 elements along the head dimension, each an fp16 scale d
- * and 32 int8 quants q (value q * d, llama.cpp's Q8_0 layout); a head dimension that is not
- * a multiple of 32 ends in a block padded with zeros. */
+/* A Q8_0 cache row: blocks of 32 elements along the head dimension, each an fp16 scale d and
+ * 32 int8 quants q (value q * d, llama.cpp's Q8_0 blocks and rounding), the nb scales first
+ * and then the nb * 32 quants, so that a row's quants are one contiguous run (whole vectors
+ * for the integer dots) and its scales one small load. A head dimension that is not a
+ * multiple of 32 ends in a block padded with zeros.
+ *
+ * Scores against a Q8_0 cache take the query quantised to Q8_0 too, per block of 32 by the
+ * same rule (as llama.cpp's CPU flash attention converts Q to the K type's dot type): the
+ * score is scale * sum_b d_k,b * d_q,b * I_b with I_b the exact integer dot of the block's
+ * quants, which the vector levels form with integer instructions (AVX-512 VNNI, AVX2
+ * vpmaddubsw). Values are read as q * d, exactly, as for the other types. */
 #define HSD_ATTN_Q8_BLOCK 32
 #define HSD_ATTN_Q8_BYTES 34
 
@@ -40,7 +48,8 @@ typedef struct hsd_attn_kv {
 } hsd_attn_kv;
 
 /* One query row: out = softmax(softcap(scale q·K[first..last])) V[first..last]
- * (logical positions, inclusive, first <= last). out may not alias q. */
+ * (logical positions, inclusive, first <= last; q as quantised above for a Q8_0 cache). out
+ * may not alias q. */
 typedef struct hsd_attn_row {
     const float *q;
     float *out;
@@ -56,7 +65,7 @@ void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_ro
                    float softcap, float *scratch);
 
 /* Stores n fp32 values as the cache type (round to nearest even; Q8_0: the n values are one
- * row, quantised per block of 32 as llama.cpp does). */
+ * row, quantised per block of 32 as llama.cpp does, laid out as above). */
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n);
 /* Bytes of one cache row of hd elements. */
 size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd);

@@ -7,8 +7,13 @@
  *                 VMUL(a, b), VSUB(a, b), VADD(a, b), VMAX(a, b), VHSUM(v) and VHMAX(v) (to
  *                 float, a fixed reduction tree), VEXP(v)
  *   VREDUCE(a)    a[0..W) to one vector whose lane i is the sum of a[i]'s lanes (a fixed tree)
- *   KLOAD(type, row, d)  elements d..d+W of the cache row at row (bytes) as fp32 (type a
- *                 constant where it is used, so that the loops specialise per cache type)
+ *   KLOAD(type, row, hd, d)  elements d..d+W of the cache row at row (bytes) of hd elements
+ *                 as fp32 (type a constant where it is used, so that the loops specialise per
+ *                 cache type)
+ *   KSCALE(row, b), KQ8(row, hd, d, sc)  a Q8_0 row's block b scale broadcast, and its
+ *                 elements d..d+W (within one block) times sc: KLOAD with the scale hoisted
+ *   scores_q8_SFX(R, qq, kp, hd, j0, j1, scale, s)  scores against Q8_0 keys from the
+ *                 quantised query rows qq (kernels/attention.c)
  * One arithmetic per level: every row goes through the same steps whatever shares its call.
  * The body undefines all of them at its end, ready for the next level. */
 
@@ -43,7 +48,7 @@ CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
         for (int32_t d = 0; d < hd; d += W) {
 #pragma GCC unroll 16
             for (int p = 0; p < P; p++) {
-                const VT k = KLOAD(t, kp[j + p], d);
+                const VT k = KLOAD(t, kp[j + p], hd, d);
 #pragma GCC unroll 16
                 for (int r = 0; r < R; r++) a[p * R + r] = VFMA(VLOAD(q[r] + d), k, a[p * R + r]);
             }
@@ -87,13 +92,30 @@ ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
 #undef SCORES_TYPE
 #undef SCORES_R
 
+/* The S vectors of the value row vrow from vector v0 on, as fp32. v0 is a multiple of 8, so
+ * that for a Q8_0 row v0 · W starts a block where W >= 4 (and with W = 1 the S <= 8 elements
+ * lie in one block): each block's scale is read once. */
+ATTR static inline __attribute__((always_inline)) void
+CAT(vload, SFX)(const hsd_dtype t, const int S, VT *v, const uint8_t *vrow, int32_t hd, int32_t v0) {
+    VT sc = VZERO;
+#pragma GCC unroll 8
+    for (int u = 0; u < S; u++) {
+        if (t == HSD_DT_Q8_0) {
+            if (u == 0 || (W >= 4 && (u * W) % HSD_ATTN_Q8_BLOCK == 0))
+                sc = KSCALE(vrow, (v0 + u) * W / HSD_ATTN_Q8_BLOCK);
+            v[u] = KQ8(vrow, hd, (v0 + u) * W, sc);
+        } else {
+            v[u] = KLOAD(t, vrow, hd, (v0 + u) * W);
+        }
+    }
+}
+
 /* a[r][0..S) += p_r[j] · the S vectors of the value row vrow from vector v0 on */
 ATTR static inline __attribute__((always_inline)) void
 CAT(accum_pos, SFX)(const hsd_dtype t, const int R, const int S, VT (*a)[8], float *const *p,
-                    const uint8_t *vrow, int32_t j, int32_t v0) {
+                    const uint8_t *vrow, int32_t hd, int32_t j, int32_t v0) {
     VT v[8];
-#pragma GCC unroll 8
-    for (int u = 0; u < S; u++) v[u] = KLOAD(t, vrow, (v0 + u) * W);
+    CAT(vload, SFX)(t, S, v, vrow, hd, v0);
 #pragma GCC unroll 2
     for (int r = 0; r < R; r++) {
         const VT pv = VSET1(p[r][j]);
@@ -121,7 +143,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
             for (int u = 0; u < 8; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W);
-        for (int32_t j = j0; j < j1; j++) CAT(accum_pos, SFX)(t, R, 8, a, p, vp[j], j, v0);
+        for (int32_t j = j0; j < j1; j++) CAT(accum_pos, SFX)(t, R, 8, a, p, vp[j], hd, j, v0);
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
@@ -136,8 +158,8 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
         int32_t j = j0;
         for (; j + 1 < j1; j += 2) {
             VT va[4], vb[4];
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) va[u] = KLOAD(t, vp[j], (v0 + u) * W), vb[u] = KLOAD(t, vp[j + 1], (v0 + u) * W);
+            CAT(vload, SFX)(t, 4, va, vp[j], hd, v0);
+            CAT(vload, SFX)(t, 4, vb, vp[j + 1], hd, v0);
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
                 const VT pa = VSET1(p[r][j]), pb = VSET1(p[r][j + 1]);
@@ -148,7 +170,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
                 }
             }
         }
-        if (j < j1) CAT(accum_pos, SFX)(t, R, 4, a, p, vp[j], j, v0);
+        if (j < j1) CAT(accum_pos, SFX)(t, R, 4, a, p, vp[j], hd, j, v0);
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -160,7 +182,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++) a[r] = VLOAD(out[r] + v0 * W);
         for (int32_t j = j0; j < j1; j++) {
-            const VT v = KLOAD(t, vp[j], v0 * W);
+            const VT v = KLOAD(t, vp[j], hd, v0 * W);
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) a[r] = VFMA(VSET1(p[r][j]), v, a[r]);
         }
@@ -183,10 +205,15 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     const int32_t hd = kv->hd, B = HSD_ATTN_BLOCK;
     const size_t rb = hsd_attn_row_bytes(kv->type, hd);
     /* scratch: a zero cache row (the keys of lanes outside a block's range: their scores are
-     * masked, zeros keep them finite), one score row per row */
-    float *zero = scratch, *s0 = zero + hd;
+     * masked, zeros keep them finite), one score row per row, and for a Q8_0 cache the
+     * quantised query rows (kernels/attention.c) */
+    float *zero = scratch, *s0 = zero + hd + 16;
     float *mx = s0 + (size_t)n_rows * (B + 16), *sum = mx + n_rows;
+    uint8_t *qq = (uint8_t *)(((uintptr_t)(sum + n_rows) + 63) & ~(uintptr_t)63);
+    const size_t qstride = attn_q8_stride(hd);
     memset(zero, 0, rb);
+    if (kv->type == HSD_DT_Q8_0)
+        for (int32_t r = 0; r < n_rows; r++) attn_q8_query(rows[r].q, hd, qq + (size_t)r * qstride);
     int32_t lo = rows[0].first, hi = rows[0].last;
     for (int32_t r = 0; r < n_rows; r++) {
         lo = rows[r].first < lo ? rows[r].first : lo;
@@ -228,9 +255,15 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 int R = W;
                 while (R > ge - r) R /= 2;
                 const float *q[W];
+                const uint8_t *qr[W];
                 float *sr[W];
-                for (int i = 0; i < R; i++) q[i] = rows[r + i].q, sr[i] = s0 + (size_t)(r + i) * (B + 16);
-                CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr);
+                for (int i = 0; i < R; i++)
+                    q[i] = rows[r + i].q, qr[i] = qq + (size_t)(r + i) * qstride,
+                    sr[i] = s0 + (size_t)(r + i) * (B + 16);
+                if (kv->type == HSD_DT_Q8_0)
+                    CAT(scores_q8, SFX)(R, qr, kp, hd, g0, g1, scale, sr);
+                else
+                    CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr);
                 r += R;
             }
             for (int32_t r = g; r < ge; r++) {
@@ -297,3 +330,5 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef VEXP
 #undef VREDUCE
 #undef KLOAD
+#undef KSCALE
+#undef KQ8

@@ -2,8 +2,9 @@
  *
  * The reference computes softmax(softcap(scale q·k)) V in double from the same cache values
  * the kernel reads (F16/BF16 rounded or Q8_0 dequantised from the stored bytes, then exact in
- * double), so the only difference is the
- * kernel's fp32 arithmetic and its exp polynomial. Tolerance: |out - ref| <= 2e-6 * (1 + max
+ * double; against a Q8_0 cache, with the query rounded by llama.cpp's Q8_0 rule, restated
+ * here, as kernels/attention.h defines the scores), so the only difference is the kernel's
+ * fp32 arithmetic and its exp polynomial. Tolerance: |out - ref| <= 2e-6 * (1 + max
  * |v|) per element, about 16 fp32 ulps of the value scale: the fp32 sums over up to 4,096
  * positions with scores of magnitude ~5 stay inside it (the largest error seen is printed,
  * ~1.7e-7), and a wrong mask, block or rescale is off by orders of magnitude more.
@@ -13,6 +14,7 @@
  * a soft-cap, and batch invariance (a row's bits alone = with others; a tree row's bits = the
  * same path's as a chain). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +37,29 @@ typedef struct cache {
     float *kf, *vf;
 } cache;
 
-/* A Q8_0 cache row read back from its bytes by the layout alone (fp16 d, then 32 int8 per
- * block; value q * d, exact in double). */
+/* A Q8_0 cache row read back from its bytes by the layout alone (kernels/attention.h: the
+ * nb fp16 scales, then the nb * 32 int8 quants; value q * d, exact in double). */
 static void q8_row_back(const uint8_t *row, int32_t hd, float *out) {
+    const int32_t nb = (hd + 31) / 32;
     for (int32_t e = 0; e < hd; e++) {
-        const uint8_t *b = row + (size_t)(e / 32) * 34;
-        uint16_t h = (uint16_t)(b[0] | b[1] << 8);
-        out[e] = (float)((double)(int8_t)b[2 + e % 32] * hsd_fp16_to_fp32(h));
+        const uint8_t *d = row + 2 * (e / 32);
+        uint16_t h = (uint16_t)(d[0] | d[1] << 8);
+        out[e] = (float)((double)(int8_t)row[2 * nb + e] * hsd_fp16_to_fp32(h));
+    }
+}
+
+/* llama.cpp's Q8_0 rule (ggml-cpu x86 quantize_row_q8_0, restated from its description): per
+ * block of 32, d = fp16(amax / 127), q = round-half-even(x * (127 / amax)), value q * d; a short
+ * last block as if padded with zeros. The scores against a Q8_0 cache use the query quantised
+ * by it (as llama.cpp's flash attention converts Q to the K type's dot type). */
+static void q8_0_round(const float *x, int32_t n, double *out) {
+    for (int32_t b = 0; b < n; b += 32) {
+        const int32_t e = b + 32 < n ? b + 32 : n;
+        float amax = 0.0f;
+        for (int32_t i = b; i < e; i++) amax = fmaxf(amax, fabsf(x[i]));
+        const double d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int32_t i = b; i < e; i++) out[i] = (double)nearbyintf(x[i] * id) * d;
     }
 }
 
@@ -75,14 +93,19 @@ static void cache_free(cache *c) {
     free(c->k), free(c->v), free(c->kf), free(c->vf);
 }
 
-/* float64 attention of q over the physical positions pos[0..n) of c. */
+/* float64 attention of q over the physical positions pos[0..n) of c; quant: q as a Q8_0 cache's
+ * scores take it (q8_0_round) or, for the check of what that rounding costs, exact. */
 static void reference(const cache *c, const float *q, const int32_t *pos, int32_t n, double scale,
-                      double softcap, double *out) {
+                      double softcap, bool quant, double *out) {
     const int32_t hd = c->hd;
-    double *s = malloc((size_t)n * sizeof(double)), mx = -INFINITY, sum = 0;
+    double *s = malloc((size_t)n * sizeof(double)), mx = -INFINITY, sum = 0, qd[512];
+    if (quant)
+        q8_0_round(q, hd, qd);
+    else
+        for (int32_t i = 0; i < hd; i++) qd[i] = q[i];
     for (int32_t j = 0; j < n; j++) {
         double d = 0;
-        for (int32_t i = 0; i < hd; i++) d += (double)q[i] * c->kf[(size_t)pos[j] * hd + i];
+        for (int32_t i = 0; i < hd; i++) d += qd[i] * c->kf[(size_t)pos[j] * hd + i];
         d *= scale;
         if (softcap > 0) d = softcap * tanh(d / softcap);
         s[j] = d, mx = d > mx ? d : mx;
@@ -94,12 +117,12 @@ static void reference(const cache *c, const float *q, const int32_t *pos, int32_
     free(s);
 }
 
-static double max_err_seen;
+static double max_err_seen, max_qerr_seen;
 
 static void check_row(const char *what, const cache *c, const float *q, const float *out,
                       const int32_t *pos, int32_t n, float scale, float softcap) {
     double ref[512], vmax = 0;
-    reference(c, q, pos, n, scale, softcap, ref);
+    reference(c, q, pos, n, scale, softcap, c->type == HSD_DT_Q8_0, ref);
     for (int32_t j = 0; j < n; j++)
         for (int32_t i = 0; i < c->hd; i++) {
             double a = fabs(c->vf[(size_t)pos[j] * c->hd + i]);
@@ -114,6 +137,19 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
                      what, hsd_dtype_name(c->type), hsd_cpu_level_name(hsd_cpu_level_active()),
                      c->hd, n, i, out[i], ref[i], err, tol);
     }
+    if (c->type != HSD_DT_Q8_0) return;
+    /* What quantising the query costs, against the exact query: the scores move by about
+     * |k| · amax(q) / 254 per element, a few tenths of a percent of the output here, not a
+     * wrong row (a mask or block error is off by the value scale). */
+    reference(c, q, pos, n, scale, softcap, false, ref);
+    for (int32_t i = 0; i < c->hd; i++) {
+        double err = fabs(out[i] - ref[i]) / (1.0 + vmax);
+        if (err > max_qerr_seen) max_qerr_seen = err;
+        if (!(err <= 2e-2))
+            fail_msg("%s (Q8_0, level %s, hd %d, %d positions): out[%d] = %.9g, exact query %.9g: "
+                     "|err| %.3g x (1 + max|v|) > 2e-2",
+                     what, hsd_cpu_level_name(hsd_cpu_level_active()), c->hd, n, i, out[i], ref[i], err);
+    }
 }
 
 static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
@@ -127,10 +163,11 @@ static void each_level(void (*body)(void)) {
             continue;
         }
         hsd_cpu_level_limit((hsd_cpu_level)lv);
-        max_err_seen = 0;
+        max_err_seen = max_qerr_seen = 0;
         body();
-        printf("# level %s: largest error %.3g x (1 + max|v|)\n",
-               hsd_cpu_level_name((hsd_cpu_level)lv), max_err_seen);
+        printf("# level %s: largest error %.3g x (1 + max|v|); Q8_0 against the unquantised "
+               "query %.3g\n",
+               hsd_cpu_level_name((hsd_cpu_level)lv), max_err_seen, max_qerr_seen);
     }
     hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
 }
@@ -310,12 +347,13 @@ static void test_store_q8_0(void **state) {
                     amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
                 const uint16_t d = hsd_fp32_to_fp16(amax / 127.0f);
                 const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-                assert_int_equal(row[b * 34] | row[b * 34 + 1] << 8, d);
+                const int32_t nb = (hd + 31) / 32; /* the scales, then the quants */
+                assert_int_equal(row[2 * b] | row[2 * b + 1] << 8, d);
                 for (int32_t i = b * 32; i < b * 32 + 32; i++) {
                     const int q = i < hd ? (int)nearbyintf(x[i] * id) : 0;
-                    if ((int8_t)row[b * 34 + 2 + i % 32] != q)
+                    if ((int8_t)row[2 * nb + i] != q)
                         fail_msg("Q8_0 row of %d, trial %d, element %d: q %d, llama.cpp's rule %d",
-                                 hd, trial, i, (int8_t)row[b * 34 + 2 + i % 32], q);
+                                 hd, trial, i, (int8_t)row[2 * nb + i], q);
                 }
             }
         }

@@ -169,6 +169,10 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
             }
             for (int64_t hh = 0; kv == KV_Q8_0 && hh < nkv; hh++)
                 q8_0_round(kt + hh * hd, hd), q8_0_round(vt + hh * hd, hd);
+            /* the scores against a Q8_0 cache take the query rounded by the same rule, per
+             * head (kernels/attention.h; llama.cpp's flash attention converts Q to the K
+             * type's dot type the same way) */
+            for (int64_t hh = 0; kv == KV_Q8_0 && hh < nh; hh++) q8_0_round(qt + hh * hd, hd);
         }
         for (int32_t t = 0; t < n; t++) {
             double scale = c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)hd);
@@ -301,7 +305,11 @@ static void test_float64_reference(void **state) {
                 printf("%-13s %-15s %-4s KV vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
                        shapes[s], how[mode], kvn[kv], st.min_cos, st.max_rel, st.agree, n);
                 assert_true(st.min_cos > 0.99999);
-                assert_true(st.max_rel < 1e-3);
+                /* Q8_0: the query's quants are rounded from hsd's fp32 q and the reference's
+                 * float64 q, and where the two straddle a rounding boundary one quant moves by a
+                 * step (amax / 127 of its block): up to ~7e-4 of the largest logit on these
+                 * shapes (tiny-qwen3). A wrong block, scale or offset moves whole rows. */
+                assert_true(st.max_rel < (kv == 2 ? 4e-3 : 1e-3));
                 assert_int_equal(st.agree, n);
                 free(lg);
             }
