@@ -122,7 +122,10 @@ static void scores_q8_scalar(int R, const uint8_t *const *qq, const uint8_t *con
 #define VREDUCE(a) ((a)[0])
 #define VEXP(v) expf(v)
 #define KLOAD kload_scalar
-#define KSCALE kscale_scalar
+#define KSCALES(row, b, n, sc)                                                                \
+    do {                                                                                      \
+        for (int i_ = 0; i_ < (n); i_++) (sc)[i_] = kscale_scalar(row, (b) + i_);             \
+    } while (0)
 #define KQ8 kq8_scalar
 #include "kernels/attention_body.h"
 
@@ -249,7 +252,10 @@ HSD_AVX2 static void scores_q8_avx2(int R, const uint8_t *const *qq, const uint8
 #define VREDUCE(a) attn_reduce8(a)
 #define VEXP(v) hsd_exp8(v)
 #define KLOAD kload_avx2
-#define KSCALE kscale_avx2
+#define KSCALES(row, b, n, sc)                                                                \
+    do {                                                                                      \
+        for (int i_ = 0; i_ < (n); i_++) (sc)[i_] = kscale_avx2(row, (b) + i_);               \
+    } while (0)
 #define KQ8 kq8_avx2
 #include "kernels/attention_body.h"
 
@@ -289,6 +295,16 @@ HSD_AVX512 static inline __attribute__((always_inline)) __m512 kscale_avx512(con
     uint16_t h;
     memcpy(&h, row + 2 * (size_t)b, 2);
     return _mm512_set1_ps(_cvtsh_ss(h));
+}
+/* the scales of blocks b..b+n (n <= 4, adjacent in the row) in one load and one conversion,
+ * each then broadcast from memory (a load, no shuffle: the conversions of the values keep the
+ * shuffle port busy) */
+HSD_AVX512 static inline __attribute__((always_inline)) void kscales_avx512(const uint8_t *row, int32_t b, int n, __m512 *sc) {
+    uint64_t h = 0;
+    memcpy(&h, row + 2 * (size_t)b, 2 * (size_t)n);
+    float f[4] __attribute__((aligned(16)));
+    _mm_store_ps(f, _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
+    for (int i = 0; i < n; i++) sc[i] = _mm512_set1_ps(f[i]);
 }
 HSD_AVX512 static inline __attribute__((always_inline)) __m512 kq8_avx512(const uint8_t *row, int32_t hd, int32_t d, __m512 sc) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
@@ -387,7 +403,7 @@ HSD_AVX512_VNNI static void scores_q8_avx512(int R, const uint8_t *const *qq, co
 #define VREDUCE(a) attn_reduce16(a)
 #define VEXP(v) hsd_exp16(v)
 #define KLOAD kload_avx512
-#define KSCALE kscale_avx512
+#define KSCALES kscales_avx512
 #define KQ8 kq8_avx512
 #include "kernels/attention_body.h"
 

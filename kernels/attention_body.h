@@ -10,8 +10,9 @@
  *   KLOAD(type, row, hd, d)  elements d..d+W of the cache row at row (bytes) of hd elements
  *                 as fp32 (type a constant where it is used, so that the loops specialise per
  *                 cache type)
- *   KSCALE(row, b), KQ8(row, hd, d, sc)  a Q8_0 row's block b scale broadcast, and its
- *                 elements d..d+W (within one block) times sc: KLOAD with the scale hoisted
+ *   KSCALES(row, b, n, sc), KQ8(row, hd, d, sc)  the scales of a Q8_0 row's blocks b..b+n
+ *                 (n <= 4) broadcast into sc[0..n), and its elements d..d+W (within one block)
+ *                 times a scale: KLOAD with the scales read once
  *   scores_q8_SFX(R, qq, kp, hd, j0, j1, scale, s)  scores against Q8_0 keys from the
  *                 quantised query rows qq (kernels/attention.c)
  * One arithmetic per level: every row goes through the same steps whatever shares its call.
@@ -97,17 +98,17 @@ ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
  * lie in one block): each block's scale is read once. */
 ATTR static inline __attribute__((always_inline)) void
 CAT(vload, SFX)(const hsd_dtype t, const int S, VT *v, const uint8_t *vrow, int32_t hd, int32_t v0) {
-    VT sc = VZERO;
+    if (t == HSD_DT_Q8_0) {
+        /* the blocks the S vectors cover (at most 4: S <= 8, W <= 16), their scales at once */
+        const int nbk = W >= 4 ? (S * W + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK : 1;
+        VT sc[4];
+        KSCALES(vrow, v0 * W / HSD_ATTN_Q8_BLOCK, nbk, sc);
 #pragma GCC unroll 8
-    for (int u = 0; u < S; u++) {
-        if (t == HSD_DT_Q8_0) {
-            if (u == 0 || (W >= 4 && (u * W) % HSD_ATTN_Q8_BLOCK == 0))
-                sc = KSCALE(vrow, (v0 + u) * W / HSD_ATTN_Q8_BLOCK);
-            v[u] = KQ8(vrow, hd, (v0 + u) * W, sc);
-        } else {
-            v[u] = KLOAD(t, vrow, hd, (v0 + u) * W);
-        }
+        for (int u = 0; u < S; u++) v[u] = KQ8(vrow, hd, (v0 + u) * W, sc[W >= 4 ? u * W / HSD_ATTN_Q8_BLOCK : 0]);
+        return;
     }
+#pragma GCC unroll 8
+    for (int u = 0; u < S; u++) v[u] = KLOAD(t, vrow, hd, (v0 + u) * W);
 }
 
 /* a[r][0..S) += p_r[j] · the S vectors of the value row vrow from vector v0 on */
@@ -330,5 +331,5 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef VEXP
 #undef VREDUCE
 #undef KLOAD
-#undef KSCALE
+#undef KSCALES
 #undef KQ8
