@@ -41,6 +41,15 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
            (size_t)n_rows * attn_q8_stride(hd) / sizeof(float);
 }
 
+/* Block b of an n-value row quantised to Q8_0 by hsd_quant_q8_0 (llama.cpp's rule), a short
+ * last block as if padded with zeros (they change neither amax nor the other quants). */
+static void attn_q8_block(const float *x, int32_t n, int32_t b, hsd_q8_0 *blk) {
+    float buf[HSD_ATTN_Q8_BLOCK] = {0};
+    const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
+    memcpy(buf, x + e0, (size_t)ne * sizeof(float));
+    hsd_quant_q8_0(buf, HSD_ATTN_Q8_BLOCK, blk);
+}
+
 /* The query row q (hd floats) quantised to Q8_0 by the cache's rule (hsd_quant_q8_0: llama.cpp's
  * quantize_row_q8_0), into dst (attn_q8_stride(hd) bytes, 64-byte aligned). */
 static void attn_q8_query(const float *q, int32_t hd, uint8_t *dst) {
@@ -49,16 +58,26 @@ static void attn_q8_query(const float *q, int32_t hd, uint8_t *dst) {
     int32_t *corr = (int32_t *)(void *)(dst + 128 * (size_t)np);
     memset(dst, 0, attn_q8_stride(hd));
     for (int32_t b = 0; b < nb; b++) {
-        float x[HSD_ATTN_Q8_BLOCK] = {0};
-        const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = hd - e0 < HSD_ATTN_Q8_BLOCK ? hd - e0 : HSD_ATTN_Q8_BLOCK;
-        memcpy(x, q + e0, (size_t)ne * sizeof(float));
         hsd_q8_0 blk;
-        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &blk);
-        memcpy(dst + e0, blk.qs, HSD_ATTN_Q8_BLOCK);
+        attn_q8_block(q, hd, b, &blk);
+        memcpy(dst + (size_t)b * HSD_ATTN_Q8_BLOCK, blk.qs, HSD_ATTN_Q8_BLOCK);
         const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
         for (int i = 0; i < 8; i++) dq[lane + i] = blk.d;
         corr[lane] = -128 * blk.sum;
     }
+}
+
+/* A Q8_0 row's quants (after its nb scales: kernels/attention.h). */
+static inline __attribute__((always_inline)) const uint8_t *attn_q8_quants(const uint8_t *row, int32_t hd) {
+    return row + 2 * (size_t)((hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK);
+}
+
+/* Scores o[p * R + r] of P positions from j on and R rows into s[r][j + p] (the vector Q8_0
+ * kernels' reduced slots). */
+static inline __attribute__((always_inline)) void attn_scatter(const float *o, int P, int R,
+                                                               float *const *s, int32_t j) {
+    for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
 }
 
 /* ---- scalar ---------------------------------------------------------------------------- */
@@ -72,8 +91,7 @@ static inline __attribute__((always_inline)) float kscale_scalar(const uint8_t *
     return hsd_fp16_to_fp32(h);
 }
 static inline __attribute__((always_inline)) float kq8_scalar(const uint8_t *row, int32_t hd, int32_t d, float sc) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
-    return (float)(int8_t)row[2 * nb + d] * sc;
+    return (float)(int8_t)attn_q8_quants(row, hd)[d] * sc;
 }
 static inline __attribute__((always_inline)) float kload_scalar(hsd_dtype t, const uint8_t *row, int32_t hd, int32_t d) {
     if (t == HSD_DT_Q8_0) return kq8_scalar(row, hd, d, kscale_scalar(row, d / HSD_ATTN_Q8_BLOCK));
@@ -170,8 +188,7 @@ HSD_AVX2 static inline __attribute__((always_inline)) __m256 kscale_avx2(const u
     return _mm256_set1_ps(_cvtsh_ss(h));
 }
 HSD_AVX2 static inline __attribute__((always_inline)) __m256 kq8_avx2(const uint8_t *row, int32_t hd, int32_t d, __m256 sc) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
-    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + 2 * nb + d)));
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(attn_q8_quants(row, hd) + d)));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(q), sc);
 }
 /* F16C: the scalar converter's value for every half */
@@ -218,20 +235,21 @@ scores_q8_avx2_t(const int R, const uint8_t *const *qq, const uint8_t *const *kp
         }
         float o[8];
         _mm256_storeu_ps(o, _mm256_mul_ps(attn_reduce8(a), sc));
-#pragma GCC unroll 8
-        for (int p = 0; p < P; p++)
-#pragma GCC unroll 8
-            for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
+        attn_scatter(o, P, R, s, j);
     }
 }
+/* the group size R (a power of two up to the width RMAX) as a constant */
+#define ATTN_Q8_BY_R(fn, R, RMAX, ...)                                                        \
+    switch (R) {                                                                              \
+    case 1: fn(1, __VA_ARGS__); return;                                                       \
+    case 2: fn(2, __VA_ARGS__); return;                                                       \
+    case 4: fn(4, __VA_ARGS__); return;                                                       \
+    case 8: fn(8 < (RMAX) ? 8 : (RMAX), __VA_ARGS__); return;                                 \
+    default: fn(RMAX, __VA_ARGS__); return;                                                   \
+    }
 HSD_AVX2 static void scores_q8_avx2(int R, const uint8_t *const *qq, const uint8_t *const *kp,
                                     int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
-    switch (R) {
-    case 1: scores_q8_avx2_t(1, qq, kp, hd, j0, j1, scale, s); return;
-    case 2: scores_q8_avx2_t(2, qq, kp, hd, j0, j1, scale, s); return;
-    case 4: scores_q8_avx2_t(4, qq, kp, hd, j0, j1, scale, s); return;
-    default: scores_q8_avx2_t(8, qq, kp, hd, j0, j1, scale, s); return;
-    }
+    ATTN_Q8_BY_R(scores_q8_avx2_t, R, 8, qq, kp, hd, j0, j1, scale, s)
 }
 
 #define SFX avx2
@@ -307,8 +325,7 @@ HSD_AVX512 static inline __attribute__((always_inline)) void kscales_avx512(cons
     for (int i = 0; i < n; i++) sc[i] = _mm512_set1_ps(f[i]);
 }
 HSD_AVX512 static inline __attribute__((always_inline)) __m512 kq8_avx512(const uint8_t *row, int32_t hd, int32_t d, __m512 sc) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
-    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * nb + d)));
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(attn_q8_quants(row, hd) + d)));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(q), sc);
 }
 HSD_AVX512 static inline __attribute__((always_inline)) __m512 kload_avx512(hsd_dtype t, const uint8_t *row, int32_t hd, int32_t d) {
@@ -368,21 +385,12 @@ scores_q8_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *
         }
         float o[16];
         _mm512_storeu_ps(o, _mm512_mul_ps(attn_reduce16(a), sc));
-#pragma GCC unroll 16
-        for (int p = 0; p < P; p++)
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) s[r][j + p] = o[p * R + r];
+        attn_scatter(o, P, R, s, j);
     }
 }
 HSD_AVX512_VNNI static void scores_q8_avx512(int R, const uint8_t *const *qq, const uint8_t *const *kp,
                                              int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
-    switch (R) {
-    case 1: scores_q8_avx512_t(1, qq, kp, hd, j0, j1, scale, s); return;
-    case 2: scores_q8_avx512_t(2, qq, kp, hd, j0, j1, scale, s); return;
-    case 4: scores_q8_avx512_t(4, qq, kp, hd, j0, j1, scale, s); return;
-    case 8: scores_q8_avx512_t(8, qq, kp, hd, j0, j1, scale, s); return;
-    default: scores_q8_avx512_t(16, qq, kp, hd, j0, j1, scale, s); return;
-    }
+    ATTN_Q8_BY_R(scores_q8_avx512_t, R, 16, qq, kp, hd, j0, j1, scale, s)
 }
 
 #define SFX avx512
@@ -435,19 +443,15 @@ void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_ro
 
 /* llama.cpp's Q8_0 as its CPU backend writes a Q8_0 KV cache (d = fp16(amax / 127),
  * q = round-half-even(x * 127 / amax)): kernels/quant_act.c's block rule, checked against
- * llama.cpp in tests/test_gguf_quant.c. A short last block is padded with zeros (they
- * change neither amax nor the other quants). */
+ * llama.cpp in tests/test_gguf_quant.c; the row laid out as kernels/attention.h says. */
 static void store_q8_0(uint8_t *dst, const float *src, int32_t n) {
     const int32_t nb = (n + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
     for (int32_t b = 0; b < nb; b++) {
-        float x[HSD_ATTN_Q8_BLOCK] = {0};
-        const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
-        memcpy(x, src + e0, (size_t)ne * sizeof(float));
         hsd_q8_0 blk;
-        hsd_quant_q8_0(x, HSD_ATTN_Q8_BLOCK, &blk);
+        attn_q8_block(src, n, b, &blk);
         const uint16_t h = hsd_fp32_to_fp16(blk.d); /* blk.d is an fp16 value: exact */
         memcpy(dst + 2 * (size_t)b, &h, 2);
-        memcpy(dst + 2 * (size_t)nb + (size_t)e0, blk.qs, HSD_ATTN_Q8_BLOCK);
+        memcpy(dst + 2 * (size_t)nb + (size_t)b * HSD_ATTN_Q8_BLOCK, blk.qs, HSD_ATTN_Q8_BLOCK);
     }
 }
 
