@@ -85,10 +85,16 @@ CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
     default: X(HSD_DT_F32); break;                                                            \
     }
 #endif
+/* The float caches only: Q8_0 keys go to scores_q8 (the query quantised, integer dots), so
+ * no Q8_0 copy of these loops is built. */
 ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
                                   const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1,
                                   float scale, float *const *s) {
-    HSD_ATTN_BY_TYPE(t, SCORES_TYPE)
+    switch (t) {
+    case HSD_DT_F16: SCORES_TYPE(HSD_DT_F16); break;
+    case HSD_DT_BF16: SCORES_TYPE(HSD_DT_BF16); break;
+    default: SCORES_TYPE(HSD_DT_F32); break;
+    }
 }
 #undef SCORES_TYPE
 #undef SCORES_R
