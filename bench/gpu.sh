@@ -32,14 +32,14 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 if [ -n "${HSD_GPU_PREBUILT:-}" ]; then
     # binaries built elsewhere by bench/gpu_pack.sh (a device machine with no packages and no
     # network): unpack the libraries they load, find the device's cuBLAS, run from there
-    P=$(cd "$HSD_GPU_PREBUILT" && pwd)
-    log "prebuilt binaries from $P (commit $(cat "$P/commit" 2>/dev/null | tr '\n' ' '))"
-    [ -d "$P/lib" ] || tar xJf "$P/lib.tar.xz" -C "$P"
+    PRE=$(cd "$HSD_GPU_PREBUILT" && pwd)
+    log "prebuilt binaries from $PRE (commit $(cat "$PRE/commit" 2>/dev/null | tr '\n' ' '))"
+    [ -d "$PRE/lib" ] || tar xJf "$PRE/lib.tar.xz" -C "$PRE"
     blasdir=$(dirname "$(find /usr/local /usr/lib /opt -name 'libcublas.so.1[0-9]*' 2>/dev/null | head -1)" 2>/dev/null)
-    export LD_LIBRARY_PATH="$P/lib${blasdir:+:$blasdir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$PRE/lib${blasdir:+:$blasdir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     log "cuBLAS from ${blasdir:-(not found)}"
-    BUILD="$P/bin"
-    [ -d "$P/shared/models" ] && export HSD_SHARED="$P/shared"
+    BUILD="$PRE/bin"
+    [ -d "$PRE/shared/models" ] && export HSD_SHARED="$PRE/shared"
     build_s=0
 else
     for p in libpcre2-8 libutf8proc jansson libxxhash cmocka icu-uc; do
@@ -239,7 +239,7 @@ fi
     echo "### CUDA backend on ${dev:-no device} ($(date -u +%Y-%m-%d), bench/gpu.sh)"
     echo
     if [ -n "${HSD_GPU_PREBUILT:-}" ]; then
-        echo "Commit $(tr '\n' ' ' < "$P/commit" 2>/dev/null || echo '?'); binaries prebuilt by bench/gpu_pack.sh (HSD_CUDA=ON, sm_90)."
+        echo "Commit $(tr '\n' ' ' < "$PRE/commit" 2>/dev/null || echo '?'); binaries prebuilt by bench/gpu_pack.sh (HSD_CUDA=ON, sm_90)."
     else
         echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); build (HSD_CUDA=ON, sm_90, $JOBS jobs): ${build_s} s."
     fi
