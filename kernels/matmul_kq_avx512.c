@@ -80,11 +80,25 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
                                    _mm512_srl_epi16(ld(wp + 2048 + 64 * v), cnt), 4), bit4));
                 }
                 const __m512i scv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
+                if (!five) {
+                    /* Q4_K: a half sub-block's dot fits int16 (16 · 15 · 127 = 30480), so the
+                     * dword lane is it sign-extended and vpdpwssd with the (sc, 0) pairs of
+                     * scv multiplies and adds it exactly, one instruction for vpmulld + add */
+                    UNROLL for (int t = 0; t < T; t++) {
+                        const int8_t *xq = xk[(size_t)t * nb + b].qs + 32 * s;
+                        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+                        UNROLL for (int v = 0; v < 4; v++) dpbusd_bcast(&d0, w[v], xq + 4 * v);
+                        UNROLL for (int v = 4; v < 8; v++) dpbusd_bcast(&d1, w[v], xq + 4 * v);
+                        isum[t] = _mm512_dpwssd_epi32(isum[t], d0, scv);
+                        isum[t] = _mm512_dpwssd_epi32(isum[t], d1, scv);
+                    }
+                } else {
                 UNROLL for (int t = 0; t < T; t++) {
                     const int8_t *xq = xk[(size_t)t * nb + b].qs + 32 * s;
                     __m512i d = _mm512_setzero_si512();
                     UNROLL for (int v = 0; v < 8; v++) dpbusd_bcast(&d, w[v], xq + 4 * v);
                     isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+                }
                 }
             }
         }
