@@ -329,6 +329,13 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
                 _mm512_store_si512((void *)(d + (size_t)c * AMX_T * 64), _mm512_loadu_si512((const void *)(x->qs + 64 * c)));
             xad[(size_t)b * n + t] = x->d;
         }
+    /* the last chunk's rows past n as zeros: a prefill's tail runs as a padded chunk (the
+     * kernels read no other data of those rows and keep none of their results) */
+    for (int32_t t = n; t % AMX_T; t++)
+        for (int32_t b = 0; b < nb; b++) {
+            int8_t *d = xa + (((size_t)(t / AMX_T) * nb + b) * 4 * AMX_T + (size_t)(t % AMX_T)) * 64;
+            UNROLL for (int c = 0; c < 4; c++) _mm512_store_si512((void *)(d + (size_t)c * AMX_T * 64), _mm512_setzero_si512());
+        }
     a->xa = xa;
     a->xad = xad;
 }
@@ -350,7 +357,7 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
  * A token's 64 Q8_K bytes of two sub-blocks are already the K order of a B tile (low nibbles,
  * then high); the A tiles come from the tile-ordered copy of them (hsd_amx_kq_prepare). */
 TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                           int T, int nch, int pf, float *dst, int32_t dld, int five) {
+                           int T, int nch, int last, int pf, float *dst, int32_t dld, int five) {
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16),
@@ -358,7 +365,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     uint8_t stage[8][1024] __attribute__((aligned(64))); /* B tiles: [2c] q·l, [2c+1] q·h */
     int32_t cl[2 * AMX_T * 16] __attribute__((aligned(64))), ch[2 * AMX_T * 16] __attribute__((aligned(64)));
     float accb[HSD_AMX_KQ_MAX_CHUNKS * AMX_T * 16] __attribute__((aligned(64)));
-    const int nt = T * nch;
+    const int nt = T * (nch - 1) + last; /* the tokens kept: the last chunk has `last` */
     for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
         const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 320;
@@ -431,7 +438,8 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
                 _tile_stored(3, ch + 16 * AMX_T, 64);
             }
             float *ak = accb + (size_t)16 * k * T;
-            for (int t = 0; t < (two ? 2 * T : T); t++) {
+            const int kept = nt - k * T < (two ? 2 * T : T) ? nt - k * T : (two ? 2 * T : T);
+            for (int t = 0; t < kept; t++) {
                 /* token tk + t: chunk k's rows, then chunk k + 1's at 16·AMX_T in cl, ch */
                 const int32_t row = t < T ? t : AMX_T + t - T;
                 const int32_t *e = a->xke + ((size_t)(tk + t) * nb + b) * 16;
@@ -463,7 +471,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
  * are the same. The byte product: p = q·|d| by vpmullw (q ≤ 63, |d| ≤ 4: below 256, no carry
  * across bytes), then p − 32|d| for d ≥ 0 and 32|d| − p for d < 0, by byte subtractions. */
 TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                          int T, int nch, int pf, float *dst, int32_t dld) {
+                          int T, int nch, int last, int pf, float *dst, int32_t dld) {
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
@@ -474,7 +482,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
     uint8_t stage[12][1024] __attribute__((aligned(64))); /* [3j + digit] */
     int32_t cc[3][AMX_T * 16] __attribute__((aligned(64)));
     float accb[HSD_AMX_KQ_MAX_CHUNKS * AMX_T * 16] __attribute__((aligned(64)));
-    const int nt = T * nch;
+    const int nt = T * (nch - 1) + last;
     for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
         const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
@@ -534,7 +542,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
             _tile_stored(1, cc[1], 64);
             _tile_stored(2, cc[2], 64);
             float *ak = accb + (size_t)16 * k * T;
-            for (int t = 0; t < T; t++) {
+            for (int t = 0; t < (k == nch - 1 ? last : T); t++) {
                 const __m512i is = _mm512_add_epi32(
                     _mm512_add_epi32(_mm512_load_si512((const void *)(cc[0] + 16 * t)),
                                      _mm512_slli_epi32(_mm512_load_si512((const void *)(cc[1] + 16 * t)), 3)),

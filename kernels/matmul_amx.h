@@ -58,10 +58,12 @@ void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf);
  * prefill's 512 tokens pay for them twice). pf: prefetch ahead in the group's stream. */
 #define HSD_AMX_KQ_MAX_CHUNKS 16 /* 16 KB of accumulators on the stack */
 void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
-                       int nch, int pf, float *dst, int32_t dld, int five);
-/* The same for one Q6_K packed group. */
+                       int nch, int last, int pf, float *dst, int32_t dld, int five);
+/* The same for one Q6_K packed group. In both, the last chunk keeps only its first `last`
+ * (1..T) tokens: a tail shorter than a chunk runs padded with zero rows (the A layout's,
+ * hsd_amx_kq_prepare), behind scaled weights built for the whole chunks anyway. */
 void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
-                      int nch, int pf, float *dst, int32_t dld);
+                      int nch, int last, int pf, float *dst, int32_t dld);
 
 /* Whether the AMX BF16 kernel takes a matrix of `cols` columns. */
 static inline int hsd_amx_bf16_cols_ok(int32_t cols) {

@@ -263,9 +263,15 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n;) {
-        int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1;
-        if (amx->on && whole) /* whole chunks of 16 tokens share the scaled weights */
-            while (T == KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
+        int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1, last = T;
+        if (amx->on && whole && T == KQ_T) {
+            /* whole chunks of 16 tokens share the scaled weights, and so does a shorter tail
+             * after them, padded: on the AVX-512 kernel its tokens would cost their whole
+             * arithmetic again (a 77-token prefill took 163 ms against 80 tokens' 138) */
+            while (nch < HSD_AMX_KQ_MAX_CHUNKS && t0 + (nch + 1) * KQ_T <= a->n) nch++;
+            const int32_t rest = a->n - (t0 + nch * KQ_T);
+            if (rest > 0 && rest < KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS) nch++, last = rest;
+        }
         if (amx->on && (nch > 1 || (T >= HSD_KQP_AMX_MIN_T && type != HSD_DT_Q6_K))) {
             if (amx->cfgT != T) {
                 if (!amx->cfgT) hsd_amx_tiles_save(&amx->prev);
@@ -275,9 +281,9 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
             float *d = whole ? out + (size_t)t0 * ld : part;
             const int32_t dl = whole ? ld : HSD_MM_PACK_ROWS;
             if (type == HSD_DT_Q6_K)
-                hsd_amx_kq6_tile(grp, nb, a, t0, T, nch, pf, d, dl);
+                hsd_amx_kq6_tile(grp, nb, a, t0, T, nch, last, pf, d, dl);
             else
-                hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, pf, d, dl, type == HSD_DT_Q5_K);
+                hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, last, pf, d, dl, type == HSD_DT_Q5_K);
         } else {
             tf[T - 1](grp, nb, a, t0, pf, whole ? out + (size_t)t0 * ld : part,
                       whole ? ld : HSD_MM_PACK_ROWS);
@@ -286,7 +292,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
             for (int32_t t = 0; t < T; t++)
                 memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_MM_PACK_ROWS + lo,
                        (size_t)(hi - lo) * sizeof *part);
-        t0 += T * nch;
+        t0 += T * (nch - 1) + last;
     }
 }
 
