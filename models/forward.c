@@ -48,9 +48,9 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
     if (kb) tf->kbuf = kb;
     float *vb = realloc(tf->vbuf, N * tf->kv_dim * sizeof(float));
     if (vb) tf->vbuf = vb;
-    int32_t *tseg = realloc(tf->tseg, N * sizeof(int32_t));
-    if (tseg) tf->tseg = tseg;
-    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !tseg ||
+    int32_t *spar = realloc(tf->spar, N * sizeof(int32_t));
+    if (spar) tf->spar = spar;
+    if (!x || !xb || !q || !hb || !hb2 || !pos || !off || !kb || !vb || !spar ||
         hsd_mm_ws_reserve(&tf->mm, tf->n_threads, n, tf->max_cols) != HSD_OK)
         return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for %d tokens", n);
     tf->cap_n = n;
@@ -62,12 +62,11 @@ static hsd_status ensure_scratch(hsd_transformer *tf, int32_t n) {
 /* For the tree segments: depth of each new token and the list of its ancestors (itself
  * included, indices within its segment) in increasing index order. anc_off[t] is set for
  * every row (empty lists for chain rows). */
-static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b, int32_t nb,
-                              int32_t N) {
+static hsd_status build_trees(hsd_transformer *tf, int32_t N) {
     int32_t total = 0;
-    for (int32_t s = 0; s < nb; s++) {
-        const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
-        for (int32_t i = 0; parents && i < b[s].n; i++) {
+    for (int32_t s = 0; s < tf->n_segs; s++) {
+        const int32_t *parents = tf->segs[s].par, t0 = tf->segs[s].t0;
+        for (int32_t i = 0; parents && i < tf->segs[s].n; i++) {
             int32_t p = parents[i]; /* checked by hsd_forward_check */
             tf->pos[t0 + i] = p < 0 ? 0 : tf->pos[t0 + p] + 1; /* depth for now */
             total += tf->pos[t0 + i] + 1;
@@ -77,9 +76,9 @@ static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b,
     if (!anc) return hsd_error(HSD_ERR_NOMEM, "forward: out of memory for the token tree");
     tf->anc = anc;
     int32_t off = 0;
-    for (int32_t s = 0; s < nb; s++) {
-        const int32_t *parents = b[s].parents, t0 = tf->segs[s].t0;
-        for (int32_t i = 0; i < b[s].n; i++) {
+    for (int32_t s = 0; s < tf->n_segs; s++) {
+        const int32_t *parents = tf->segs[s].par, t0 = tf->segs[s].t0;
+        for (int32_t i = 0; i < tf->segs[s].n; i++) {
             tf->anc_off[t0 + i] = off;
             if (!parents) continue;
             int32_t d = tf->pos[t0 + i];
@@ -89,6 +88,26 @@ static hsd_status build_trees(hsd_transformer *tf, const hsd_model_batch_seq *b,
     }
     tf->anc_off[N] = off;
     return HSD_OK;
+}
+
+/* How many leading tokens of a tree entry are a plain chain that the rest hangs below: each
+ * of the first c tokens is the previous one's child, and every later token descends from
+ * token c - 1. Those run as a chain segment (tiled causal attention, as a prefill), the rest
+ * as a tree segment whose cache starts c rows later: the same keys at the same positions, so
+ * the same results. A verification that carries a prompt's pending ids (lib/engine/prefill.c)
+ * puts them through the causal path this way. */
+static int32_t chain_prefix(const int32_t *parents, int32_t n) {
+    int32_t c = 0;
+    while (c < n && parents[c] == c - 1) c++;
+    for (bool again = true; again && c > 0;) {
+        again = false;
+        for (int32_t k = c; k < n; k++)
+            if (parents[k] < c - 1) { /* hangs from inside the chain: shorten it */
+                c = parents[k] + 1;
+                again = true;
+            }
+    }
+    return c;
 }
 
 /* Checks one entry before anything is computed (a failed forward changes no cache). */
@@ -132,41 +151,47 @@ static hsd_status forward_segs(hsd_transformer *tf, const hsd_model_batch_seq *b
     hsd_status s = ensure_scratch(tf, N);
     if (s != HSD_OK) return s;
     bool any_tree = false;
+    int32_t ns = 0;
     for (int32_t i = 0, t0 = 0; i < nb; t0 += b[i].n, i++) {
-        tf->segs[i] = (fw_seg){b[i].seq, t0, b[i].n, tf->kv_lens[b[i].seq], b[i].parents == NULL};
-        for (int32_t t = t0; t < t0 + b[i].n; t++) tf->tseg[t] = i;
-        any_tree |= b[i].parents != NULL;
+        const int32_t L = tf->kv_lens[b[i].seq];
+        const int32_t c = b[i].parents ? chain_prefix(b[i].parents, b[i].n) : b[i].n;
+        if (c > 0) tf->segs[ns++] = (fw_seg){b[i].seq, t0, c, L, true, NULL};
+        if (c < b[i].n) { /* the tree, its parents re-based below the chain's last token */
+            int32_t *par = tf->spar + t0 + c;
+            for (int32_t k = c; k < b[i].n; k++) par[k - c] = b[i].parents[k] - c;
+            tf->segs[ns++] = (fw_seg){b[i].seq, t0 + c, b[i].n - c, L + c, false, par};
+            any_tree = true;
+        }
     }
-    if (any_tree && (s = build_trees(tf, b, nb, N)) != HSD_OK) return s;
+    tf->n_segs = ns;
+    if (any_tree && (s = build_trees(tf, N)) != HSD_OK) return s;
     for (int32_t i = 0; i < nb; i++) /* room for the new positions (contents kept) */
-        if ((s = hsd_tf_kv_reserve(tf, b[i].seq, tf->segs[i].L + b[i].n)) != HSD_OK ||
-            (s = hsd_tf_rope_reserve(tf, tf->segs[i].L + b[i].n)) != HSD_OK)
+        if ((s = hsd_tf_kv_reserve(tf, b[i].seq, tf->kv_lens[b[i].seq] + b[i].n)) != HSD_OK ||
+            (s = hsd_tf_rope_reserve(tf, tf->kv_lens[b[i].seq] + b[i].n)) != HSD_OK)
             return s;
-    for (int32_t i = 0; i < nb; i++) {
+    for (int32_t i = 0; i < ns; i++) {
         const fw_seg *sg = &tf->segs[i];
         for (int32_t k = 0; k < sg->n; k++)
             tf->pos[sg->t0 + k] = sg->L + (sg->chain ? k : tf->pos[sg->t0 + k]);
     }
-    for (int32_t i = 0; i < nb; i++)
+    for (int32_t i = 0, t0 = 0; i < nb; t0 += b[i].n, i++)
         for (int32_t k = 0; k < b[i].n; k++)
-            hsd_mat_rows_f32(&tf->tok_emb, b[i].tokens[k], 1,
-                             tf->x + (size_t)(tf->segs[i].t0 + k) * dim);
+            hsd_mat_rows_f32(&tf->tok_emb, b[i].tokens[k], 1, tf->x + (size_t)(t0 + k) * dim);
 
     if (c->emb_scale > 0) /* Gemma */
         for (size_t i = 0; i < (size_t)N * dim; i++) tf->x[i] *= c->emb_scale;
-    tf->n_segs = nb;
     tf->attn_work = 0;
     for (int32_t i = 0; i < nb; i++)
-        tf->attn_work += (int64_t)b[i].n * c->n_heads * (tf->segs[i].L + b[i].n) * hd;
+        tf->attn_work += (int64_t)b[i].n * c->n_heads * (tf->kv_lens[b[i].seq] + b[i].n) * hd;
 
     for (int32_t l = 0; l < c->n_layers; l++) hsd_tf_layer_forward(tf, l, N);
 
-    for (int32_t i = 0; i < nb; i++) tf->kv_lens[tf->segs[i].seq] = tf->segs[i].L + b[i].n;
+    for (int32_t i = 0; i < nb; i++) tf->kv_lens[b[i].seq] += b[i].n;
 
     /* final norm and classifier only for the rows asked for, entry after entry */
-    for (int32_t i = 0, r0 = 0; i < nb; r0 += b[i].n_rows, i++)
+    for (int32_t i = 0, r0 = 0, t0 = 0; i < nb; r0 += b[i].n_rows, t0 += b[i].n, i++)
         for (int32_t r = 0; r < b[i].n_rows; r++) {
-            int32_t t = tf->segs[i].t0 + (b[i].rows ? b[i].rows[r] : r);
+            int32_t t = t0 + (b[i].rows ? b[i].rows[r] : r);
             hsd_rmsnorm(tf->xb + (size_t)(r0 + r) * dim, tf->x + (size_t)t * dim, tf->out_norm, dim,
                         c->norm_eps);
         }

@@ -21,7 +21,7 @@ hsd_status hsd_tf_kv_alloc(hsd_transformer *tf) {
     size_t nb = (size_t)tf->n_seq * tf->cfg.n_layers;
     tf->kv_lens = calloc((size_t)tf->n_seq, sizeof *tf->kv_lens);
     tf->kv_cap = calloc((size_t)tf->n_seq, sizeof *tf->kv_cap);
-    tf->segs = calloc((size_t)tf->n_seq, sizeof *tf->segs);
+    tf->segs = calloc(2 * (size_t)tf->n_seq, sizeof *tf->segs); /* a chain and a tree each */
     tf->kc = calloc(nb, sizeof *tf->kc);
     tf->vc = calloc(nb, sizeof *tf->vc);
     if (!tf->kv_lens || !tf->kv_cap || !tf->segs || !tf->kc || !tf->vc) return HSD_ERR_NOMEM;

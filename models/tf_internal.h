@@ -19,8 +19,9 @@ typedef struct hsd_tf_layer {
 
 /* One slot's new tokens within a forward: rows t0..t0+n of the stacked activations. */
 typedef struct fw_seg {
-    int32_t seq, t0, n, L; /* L: the slot's cached length before this forward */
+    int32_t seq, t0, n, L; /* L: the slot's cached length before this segment's rows */
     bool chain;
+    const int32_t *par; /* a tree segment's parents, indices within the segment (-1: root) */
 } fw_seg;
 
 struct hsd_transformer {
@@ -50,14 +51,14 @@ struct hsd_transformer {
     int32_t rope_n;                     /* positions the tables hold (<= n_ctx) */
     bool swa_rope;                      /* the sliding layers have their own tables */
     float *freq_factors;                /* [head_dim/2] the file's rope factors, or NULL */
-    fw_seg *segs;                       /* [n_seq]: the slots of the forward in progress */
+    fw_seg *segs;                       /* [2 n_seq]: the segments of the forward in progress */
     int32_t n_segs;
 
     /* scratch, grown to the largest n seen */
     int32_t cap_n;
     float *x, *xb, *q, *hb, *hb2;
     float *kbuf, *vbuf; /* the forward's new keys/values (fp32, kv_dim rows) before hsd_tf_kv_commit */
-    int32_t *pos, *anc, *anc_off, *tseg; /* tseg[t]: segment of token row t */
+    int32_t *pos, *anc, *anc_off, *spar; /* spar: tree segments' parents, re-based */
     float *att;      /* [n_threads][att_floats] attention scratch (kernels/attention.h) */
     size_t att_floats;
     hsd_attn_row *att_rows; /* [n_threads][HSD_ATTN_TILE * n_heads / n_kv_heads] */

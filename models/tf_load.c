@@ -388,7 +388,7 @@ void hsd_tf_free(hsd_transformer *tf) {
     hsd_tf_kv_free(tf);
     free(tf->kbuf);
     free(tf->vbuf);
-    free(tf->tseg);
+    free(tf->spar);
     free(tf->rope_cos);
     free(tf->rope_sin);
     free(tf->rope_cos_swa);

@@ -126,6 +126,16 @@ static void test_tree_equals_paths(void **state) {
             random_tokens(&r, toks, n, V);
             for (int i = 0; i < n; i++) /* -1 (a root) or any earlier node */
                 parents[i] = (int32_t)(hsd_rng_u32(&r) % (uint32_t)(i + 1)) - 1;
+            if (trial % 2) {
+                /* a verification carrying pending ids: a chain of c, the rest below its last
+                 * token (the model runs the chain as a causal segment), and in every other
+                 * such tree one node hanging from inside the chain (the chain part shrinks) */
+                int c = 1 + (int)(hsd_rng_u32(&r) % (uint32_t)n);
+                for (int i = 0; i < c; i++) parents[i] = i - 1;
+                for (int i = c; i < n; i++)
+                    parents[i] = c - 1 + (int32_t)(hsd_rng_u32(&r) % (uint32_t)(i - c + 1));
+                if (trial % 4 == 3 && c >= 3 && c < n) parents[c + (int)(hsd_rng_u32(&r) % (uint32_t)(n - c))] = c / 2;
+            }
             float *tree = malloc((size_t)n * V * sizeof(float)), *ref = malloc((size_t)V * sizeof(float));
             assert_int_equal(hsd_model_kv_truncate(f.m, 0), HSD_OK);
             assert_int_equal(hsd_model_forward(f.m, prefix, P, NULL, NULL, 0, NULL), HSD_OK);
