@@ -252,6 +252,7 @@ static void test_proposer_window(void **state) {
 typedef struct call {
     int32_t kv, n, n_rows;
     bool tree;
+    int32_t chain, row0; /* leading ids each the previous one's child (all: no parents); rows[0] */
 } call;
 
 typedef struct rec {
@@ -282,7 +283,10 @@ static hsd_status r_forward(void *x, const int32_t *tokens, int32_t n, const int
         r->cap = r->cap ? 2 * r->cap : 256;
         r->c = realloc(r->c, (size_t)r->cap * sizeof *r->c);
     }
-    r->c[r->n++] = (call){hsd_model_kv_len(r->inner), n, n_rows, parents != NULL};
+    int32_t chain = 0;
+    while (chain < n && (!parents || parents[chain] == chain - 1)) chain++;
+    r->c[r->n++] = (call){hsd_model_kv_len(r->inner), n, n_rows, parents != NULL, chain,
+                          n_rows > 0 ? (rows ? rows[0] : 0) : -1};
     return hsd_model_forward(r->inner, tokens, n, parents, rows, n_rows, logits);
 }
 
@@ -304,11 +308,13 @@ static hsd_model *recorder(rec *r, hsd_model *inner) {
 
 /* The prompt goes through causal forwards (parents NULL) of at most 512 positions that ask
  * for no logits, except that the last chunk may end with the last prompt id and ask for its
- * one row; the first tree forward (SLEM's, SLRS's drafter) comes after it. No prompt id is
- * fed twice: AR's first token comes from the prefill's row (its forwards are the
- * ceil(P / 512) chunks and one per later token, nothing else), a drafting round's target sees
- * the last prompt id either there or as the first id of its verification forward, and the
- * drafter's first draft reads its own prefill's row (its next forward starts past it). */
+ * one row (AR); a drafting round's target prefills only whole chunks of 512 and its first
+ * verification forward carries the rest of the prompt (1..512 ids) ahead of the candidates,
+ * as a causal chain at its start (the parents of a tree: each id the previous one's child;
+ * the model runs them as a chain segment), its first row the last prompt id's. No prompt id
+ * is fed twice: AR's first token comes from the prefill's row (its forwards are the
+ * ceil(P / 512) chunks and one per later token, nothing else), and the drafter's first draft
+ * reads its own prefill's row (its next forward starts past it). */
 static void test_prefill_is_causal(void **state) {
     (void)state;
     REQUIRE_MODELS();
@@ -329,23 +335,29 @@ static void test_prefill_is_causal(void **state) {
         hsd_gen_params p = greedy(algos[a]);
         hsd_gen_result r = HSD_GEN_RESULT_INIT;
         assert_int_equal(hsd_engine_generate(e, prompt, strlen(prompt), &p, &r), HSD_OK);
-        int prefill_fw = 0, last_by_prefill = 0, last_by_verify = 0;
+        int prefill_fw = 0, last_by_prefill = 0, last_by_verify = 0, carried = 0;
+        int32_t next = 0; /* the first prompt position not written yet */
         for (int i = 0; i < rt.n; i++) {
             const call *c = &rt.c[i];
-            if (c->kv < plen - 1) { /* writes prompt positions */
+            if (c->kv >= plen) continue;
+            assert_int_equal(c->kv, next); /* in order, none twice */
+            if (c->kv + c->n < plen) { /* a prefill chunk before the last prompt id */
                 prefill_fw++;
                 assert_false(c->tree);
                 assert_true(c->n <= 512);
-                if (c->n_rows == 0) {
-                    assert_true(c->kv + c->n <= plen - 1);
-                } else { /* the last chunk: the last prompt id, its row only */
-                    assert_int_equal(c->n_rows, 1);
-                    assert_int_equal(c->kv + c->n, plen);
-                    last_by_prefill++;
-                }
-            } else if (c->kv == plen - 1) { /* the last prompt id opens a verification */
+                assert_int_equal(c->n_rows, 0);
+                if (!ar) assert_int_equal(c->n, 512);
+            } else if (!c->tree && c->kv + c->n == plen && c->n_rows == 1 && c->row0 == c->n - 1) {
+                prefill_fw++; /* AR: the last chunk ends with the last prompt id, its row only */
+                last_by_prefill++;
+            } else { /* a verification carrying the prompt's last ids */
+                carried = plen - c->kv;
+                assert_true(carried >= 1 && carried <= 512);
+                assert_true(c->chain >= carried); /* causal at its start */
+                assert_int_equal(c->row0, carried - 1);
                 last_by_verify++;
             }
+            next = c->kv + c->n;
         }
         /* the last prompt position is written once, by one of the two */
         assert_int_equal(last_by_prefill + last_by_verify, 1);
@@ -369,11 +381,10 @@ static void test_prefill_is_causal(void **state) {
                 assert_true(rd.c[i].n_rows <= 1);
             }
         fprintf(stderr,
-                "%-5s: prompt %d target tokens in %d causal forwards (last id's row from the %s), "
-                "%d target and %d drafter forwards in all, %d tokens\n",
-                hsd_algo_name(algos[a]), plen, prefill_fw,
-                last_by_prefill ? "prefill" : "verification", rt.n, rd.n, r.n_ids);
-        assert_true(prefill_fw >= (plen - 1 + 511) / 512);
+                "%-5s: prompt %d target tokens in %d causal forwards and %d carried by the first "
+                "verification, %d target and %d drafter forwards in all, %d tokens\n",
+                hsd_algo_name(algos[a]), plen, prefill_fw, carried, rt.n, rd.n, r.n_ids);
+        assert_int_equal(prefill_fw, ar ? (plen + 511) / 512 : (plen - 1) / 512);
         hsd_gen_result_free(&r);
         hsd_engine_free(e);
         /* the wrappers borrow the real models: free only the wrappers */
