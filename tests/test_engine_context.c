@@ -259,6 +259,7 @@ typedef struct rec {
     hsd_model *inner;
     call *c;
     int n, cap;
+    int32_t batch_rows_max, n_batches; /* forward_batch: the most rows stacked in one call */
 } rec;
 
 static int32_t r_vocab(void *x) {
@@ -290,6 +291,22 @@ static hsd_status r_forward(void *x, const int32_t *tokens, int32_t n, const int
     return hsd_model_forward(r->inner, tokens, n, parents, rows, n_rows, logits);
 }
 
+static int32_t r_n_seq(void *x) {
+    return hsd_model_n_seq(((rec *)x)->inner);
+}
+static hsd_status r_seq_select(void *x, int32_t seq) {
+    return hsd_model_seq_select(((rec *)x)->inner, seq);
+}
+static hsd_status r_forward_batch(void *x, const hsd_model_batch_seq *seqs, int32_t n_seqs,
+                                  float *logits) {
+    rec *r = x;
+    int32_t rows = 0;
+    for (int32_t i = 0; i < n_seqs; i++) rows += HSD_BATCH_SEQ_AT(seqs, i)->n;
+    if (rows > r->batch_rows_max) r->batch_rows_max = rows;
+    r->n_batches++;
+    return hsd_model_forward_batch(r->inner, seqs, n_seqs, logits);
+}
+
 static hsd_model *recorder(rec *r, hsd_model *inner) {
     memset(r, 0, sizeof *r);
     r->inner = inner;
@@ -300,7 +317,10 @@ static hsd_model *recorder(rec *r, hsd_model *inner) {
                          .forward = r_forward,
                          .kv_len = r_kv_len,
                          .kv_truncate = r_truncate,
-                         .kv_keep = r_keep};
+                         .kv_keep = r_keep,
+                         .n_seq = r_n_seq,
+                         .seq_select = r_seq_select,
+                         .forward_batch = r_forward_batch};
     hsd_model *m = NULL;
     assert_int_equal(hsd_model_from_iface(&f, &m), HSD_OK);
     return m;
@@ -393,12 +413,72 @@ static void test_prefill_is_causal(void **state) {
     }
 }
 
+/* A batch's first verification stacks every sequence's carried prompt ids in one forward:
+ * together they stay within about a prefill chunk (the forward's scratch grows with its
+ * rows), and the outputs are still each prompt's AR output. */
+/* The longest start of s that the target tokenizes to at most `want` ids. */
+static char *cut_to_tokens(const char *s, size_t want) {
+    size_t lo = 0, hi = strlen(s);
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2, n = 0;
+        int32_t *ids = NULL;
+        assert_int_equal(hsd_tokenizer_encode_alloc(tt, s, mid, false, &ids, &n), HSD_OK);
+        hsd_free(ids);
+        if (n <= want) lo = mid; else hi = mid - 1;
+    }
+    char *c = malloc(lo + 1);
+    memcpy(c, s, lo);
+    c[lo] = 0;
+    return c;
+}
+
+static void test_batch_carry_is_bounded(void **state) {
+    (void)state;
+    REQUIRE_MODELS();
+    /* prompts of about 500 and 480 ids: one sequence alone would carry all of them */
+    char *p0 = cut_to_tokens(prompt, 500), *p1 = cut_to_tokens(prompt2, 480);
+    const char *ps[2] = {p0, p1};
+    hsd_gen_result a0 = HSD_GEN_RESULT_INIT, a1 = HSD_GEN_RESULT_INIT;
+    {
+        hsd_engine *ea = NULL;
+        assert_int_equal(hsd_engine_init(tm, tt, NULL, NULL, &ea), HSD_OK);
+        hsd_gen_params pa = greedy(HSD_ALGO_AR);
+        assert_int_equal(hsd_engine_generate(ea, p0, strlen(p0), &pa, &a0), HSD_OK);
+        assert_int_equal(hsd_engine_generate(ea, p1, strlen(p1), &pa, &a1), HSD_OK);
+        hsd_engine_free(ea);
+    }
+    const hsd_gen_result *ar[2] = {&a0, &a1};
+    rec rt, rd;
+    hsd_model *t = recorder(&rt, tm), *d = recorder(&rd, dm_char);
+    hsd_engine *e = NULL;
+    assert_int_equal(hsd_engine_init(t, tt, d, dt_char, &e), HSD_OK);
+    hsd_gen_params p = greedy(HSD_ALGO_SLEM);
+    hsd_gen_result r[2];
+    hsd_gen_results_init(r, 2);
+    assert_int_equal(hsd_engine_generate_batch(e, ps, NULL, 2, &p, r), HSD_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_same_ids(&r[i], ar[i], "generate_batch through the recorders");
+        hsd_gen_result_free(&r[i]);
+    }
+    /* 512 carried ids at most in all, plus each sequence's candidates and its last id */
+    fprintf(stderr, "batch of 2: %d target batched forwards, at most %d rows in one\n",
+            rt.n_batches, rt.batch_rows_max);
+    assert_true(rt.n_batches > 0);
+    assert_true(rt.batch_rows_max <= 512 + 2 * (64 + 1));
+    hsd_engine_free(e);
+    hsd_model_free(t), hsd_model_free(d);
+    free(rt.c), free(rd.c);
+    hsd_gen_result_free(&a0), hsd_gen_result_free(&a1);
+    free(p0), free(p1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equals_ar_every_algorithm),
         cmocka_unit_test(test_batch_and_step_equal_ar),
         cmocka_unit_test(test_proposer_window),
         cmocka_unit_test(test_prefill_is_causal),
+        cmocka_unit_test(test_batch_carry_is_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

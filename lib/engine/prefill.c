@@ -9,7 +9,8 @@
  *     it was followed by a forward of that one id (a whole pass over the weights: ~60 ms at
  *     the llama-3.2-1b shape);
  *   - the target, when a sequence has candidates: the last pending ids, up to a chunk, stay
- *     for the verification forward and only whole chunks before them are prefilled. That
+ *     for the verification forward and only whole chunks before them are prefilled (in a
+ *     batch of B sequences, up to chunk / B ids each, else only the last id stays). That
  *     forward runs for the candidates anyway: its pending ids cost their arithmetic but no
  *     second pass over the weights, the last one's row is p for the first candidate (a row
  *     in the prefill would cost a pass over the classifier, the 128k x 2048 matrix at that
@@ -56,7 +57,8 @@ hsd_status hsd_eng_prefill(hsd_model *m, const hsd_ids *ids, int32_t *kv, int32_
 
 /* Where a side's prefill ends and whether it keeps a row (see the top of the file). Returns
  * false when this side has nothing to prefill this round. */
-static bool plan_side(const hsd_eng_seq *g, bool target, bool rows, int32_t *end, bool *row) {
+static bool plan_side(const hsd_eng_seq *g, bool target, bool rows, int32_t carry_max,
+                      int32_t *end, bool *row) {
     if (!g->live) return false;
     if (target) {
         int32_t n = (int32_t)g->T.ids.n, rem = n - g->t_kv;
@@ -65,9 +67,12 @@ static bool plan_side(const hsd_eng_seq *g, bool target, bool rows, int32_t *end
             *end = n;
             return true;
         }
-        /* candidates follow: the last 1..HSD_ENG_PREFILL_CHUNK pending ids stay for their
-         * verification forward, whole chunks go before it */
-        *end = g->t_kv + (rem > 0 ? (rem - 1) / HSD_ENG_PREFILL_CHUNK * HSD_ENG_PREFILL_CHUNK : 0);
+        /* candidates follow: what is left after whole chunks (1..HSD_ENG_PREFILL_CHUNK ids)
+         * stays for their verification forward if it is at most carry_max ids, else only the
+         * last id does */
+        int32_t carry = rem > 0 ? 1 + (rem - 1) % HSD_ENG_PREFILL_CHUNK : 0;
+        if (carry > carry_max) carry = 1;
+        *end = rem > 0 ? n - carry : g->t_kv;
         return g->t_kv < *end;
     }
     /* only a round that drafts; SLRS's own tree reads the carry at its root
@@ -121,7 +126,7 @@ static hsd_status prefill_one(hsd_eng_request *rq, bool target, bool rows) {
     hsd_engine *e = rq->e;
     int32_t end;
     bool row;
-    if (!plan_side(g, target, rows, &end, &row)) return HSD_OK;
+    if (!plan_side(g, target, rows, HSD_ENG_PREFILL_CHUNK, &end, &row)) return HSD_OK;
     hsd_status s = hsd_eng_seq_select(g);
     float *lg = NULL;
     if (!s && row && target && !(s = grow(&rq->tlog, &rq->tlog_cap, (size_t)e->vt))) lg = rq->tlog;
@@ -150,7 +155,9 @@ static hsd_status prefill_batched(hsd_eng_request *rq, bool target, bool rows) {
             hsd_eng_seq *g = &rq->sq[i];
             int32_t end;
             bool row;
-            if (!plan_side(g, target, rows, &end, &row)) continue;
+            /* the verification forward stacks every sequence's carried ids: together at most
+             * about a chunk, as a prefill forward (its scratch grows with the rows) */
+            if (!plan_side(g, target, rows, HSD_ENG_PREFILL_CHUNK / rq->B, &end, &row)) continue;
             const hsd_ids *ids = target ? &g->T.ids : &g->D.ids;
             int32_t *kv = target ? &g->t_kv : &g->d_kv;
             /* the row was taken (a sequence's last chunk came in an earlier forward) */
