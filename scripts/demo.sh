@@ -27,22 +27,30 @@ TARGET_Q4=$DIR/babyllama-llama-3.2-1b-q4_k_m.gguf
 DRAFT_BIG=$DIR/stories260K-smollm-135m-bf16.gguf
 DRAFT_Q4=$DIR/stories260K-smollm-135m-q4_k_m.gguf
 mkdir -p "$DIR"
+inflated=0
 if [ ! -f "$TARGET" ]; then
+    inflated=1
     echo "== first run: inflating babyllama to the llama-3.2-1b shape (1.9 GB in $DIR)"
     "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --tokenizer "$M/babyllama-tok105/tok105.bin" --shape llama-3.2-1b --dtype bf16 -o "$TARGET"
 fi
 if [ ! -f "$TARGET_Q4" ]; then
+    inflated=1
     echo "== first run: inflating babyllama to the llama-3.2-1b shape as Q4_K_M (0.6 GB in $DIR)"
     "$HSD" inflate --model "$M/babyllama-tok105/model5000.bin" --tokenizer "$M/babyllama-tok105/tok105.bin" --shape llama-3.2-1b --dtype q4_k_m -o "$TARGET_Q4"
 fi
 if [ ! -f "$DRAFT_BIG" ]; then
+    inflated=1
     echo "== first run: inflating stories260K to the smollm-135m shape (213 MB in $DIR)"
     "$HSD" inflate --model "$M/stories260K/stories260K.bin" --tokenizer "$M/stories260K/tok512.bin" --shape smollm-135m --dtype bf16 -o "$DRAFT_BIG"
 fi
 if [ ! -f "$DRAFT_Q4" ]; then
+    inflated=1
     echo "== first run: inflating stories260K to the smollm-135m shape as Q4_K_M (74 MB in $DIR)"
     "$HSD" inflate --model "$M/stories260K/stories260K.bin" --tokenizer "$M/stories260K/tok512.bin" --shape smollm-135m --dtype q4_k_m -o "$DRAFT_Q4"
 fi
+# the files just written are still being flushed to disk: finish that before anything is
+# timed, so the kernel's writeback does not run beside the first measurements
+[ "$inflated" = 1 ] && sync
 PROMPT=${PROMPT:-"Once upon a time, there was a little dog named Max. Max liked to"}
 echo
 echo "target: babyllama-tok105 (0.9M trained parameters, character-level vocabulary of 105)"
