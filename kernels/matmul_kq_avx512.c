@@ -4,7 +4,8 @@
  * to u8 per lane) and runs, for each token,
  *   s = 0 (Q6_K: −32·bsum_k)                     s += vpdpbusd(w_v, 4 bytes of x broadcast)
  *   I += s · scale_sub-block                       (vpmulld: per lane, exact int32)
- * and per 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
+ * (Q4_K: s per 16-column half, which fits int16, and I += s · scale by one vpdpwssd) and per
+ * 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
  * per-token int32 sums stay in registers (T ≤ 16, plus ≤ 8 weight vectors); the fp32
  * accumulators live in a small aligned array touched once per token and block. The build
  * targets baseline x86-64; these functions carry their own target attribute and run only
