@@ -307,6 +307,10 @@ bool hsd_eng_slem_heals(const hsd_eng_seq *g);
 
 /* ---- round_slem.c: the pair's drafter vocabulary tables (e->dvocab), for the frees ---- */
 void hsd_eng_slem_release(hsd_engine *e);
+/* The non-special ids among 0..n-1 that have surface bytes, ordered by those bytes
+ * (lexicographic, a prefix before its extensions), then by id: SLEM's table for the drafter
+ * ids that start with a healed root's bytes. ids holds n entries; *n_ids gets the count. */
+hsd_status hsd_eng_ids_by_bytes(const hsd_tokenizer *t, int32_t n, int32_t *ids, int32_t *n_ids);
 
 /* ---- round_slrs.c: the engine's share of SLRS (its first-token rule), for hsd_engine_free ---- */
 void hsd_eng_slrs_release(hsd_engine *e);
