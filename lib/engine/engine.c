@@ -159,6 +159,7 @@ hsd_status hsd_engine_init(hsd_model *target, const hsd_tokenizer *target_tok, h
     if (draft) {
         e->vd = hsd_model_vocab_size(draft);
         s = build_map(e);
+        if (!s) s = hsd_eng_slem_prepare(e); /* pair tables, not per request */
         if (s) {
             hsd_engine_free(e);
             return s;

@@ -307,6 +307,9 @@ bool hsd_eng_slem_heals(const hsd_eng_seq *g);
 
 /* ---- round_slem.c: the pair's drafter vocabulary tables (e->dvocab), for the frees ---- */
 void hsd_eng_slem_release(hsd_engine *e);
+/* Builds those tables once per pair (hsd_engine_init, with the vocabulary map: a 262k
+ * vocabulary's sort is ~30 ms that a request's first SLEM round would otherwise pay). */
+hsd_status hsd_eng_slem_prepare(hsd_engine *e);
 /* The non-special ids among 0..n-1 that have surface bytes, ordered by those bytes
  * (lexicographic, a prefix before its extensions), then by id: SLEM's table for the drafter
  * ids that start with a healed root's bytes. ids holds n entries; *n_ids gets the count. */

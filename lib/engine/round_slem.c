@@ -170,8 +170,8 @@ hsd_status hsd_eng_ids_by_bytes(const hsd_tokenizer *t, int32_t n, int32_t *ids,
     return HSD_OK;
 }
 
-static hsd_status dvocab_build(hsd_engine *e) {
-    if (e->dvocab) return HSD_OK;
+hsd_status hsd_eng_slem_prepare(hsd_engine *e) {
+    if (e->dvocab || !e->dt) return HSD_OK;
     struct hsd_eng_dvocab *v = calloc(1, sizeof *v);
     if (v) {
         v->special = malloc((size_t)e->vd * sizeof *v->special);
@@ -314,7 +314,7 @@ static hsd_status slem_begin(hsd_eng_seq *g) {
     hsd_eng_slem *st = g->slem;
     if (!st->ids && !(st->ids = malloc((size_t)g->e->vd * sizeof *st->ids))) return hsd_eng_oom();
     if (!st->row && !(st->row = malloc((size_t)g->e->vd * sizeof *st->row))) return hsd_eng_oom();
-    hsd_status s = dvocab_build(g->e);
+    hsd_status s = hsd_eng_slem_prepare(g->e);
     if (s) return s;
     st->nd = st->nf = 0;
     st->cur = -1;
