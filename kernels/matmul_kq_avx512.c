@@ -2,9 +2,11 @@
  * arithmetic and why: matmul_kq.h). A tile is one group of 16 rows × up to 16 tokens: per
  * sub-block it unpacks the group's weight vectors once (nibbles, fifth bits or 2-bit highs
  * to u8 per lane) and runs, for each token,
- *   s = 0 (Q6_K: −32·bsum_k)                     s += vpdpbusd(w_v, 4 bytes of x broadcast)
+ *   s = 0 (Q6_K: −32·the sum of x)               s += vpdpbusd(w_v, 4 bytes of x broadcast)
  *   I += s · scale_sub-block                       (vpmulld: per lane, exact int32)
- * (Q4_K: s per 16-column half, which fits int16, and I += s · scale by one vpdpwssd) and per
+ * (Q4_K: s per 16-column half, Q6_K per 8-column half, which fit int16, and I += s · scale by
+ * one vpdpwssd: tests/test_matmul_kernels.c's test_kquant_extremes holds them at the bound)
+ * and per
  * 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
  * per-token int32 sums stay in registers (T ≤ 16, plus ≤ 8 weight vectors); the fp32
  * accumulators live in a small aligned array touched once per token and block. The build
@@ -54,7 +56,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
-    const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS;
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
@@ -109,7 +111,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
         UNROLL for (int t = 0; t < T; t++) {
-            const int32_t *e = xe + ((size_t)t * nb + b) * 16;
+            const int32_t *e = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS;
             __m512i m = _mm512_setzero_si512();
             UNROLL for (int p = 0; p < 4; p++) dpwssd_bcast(&m, mv[p], e + p);
             const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
@@ -130,7 +132,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
-    const int32_t *xe = a->xke + (size_t)t0 * nb * 16;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS;
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
@@ -149,12 +151,20 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     const int k = 8 * h + 4 * hi + kk;
                     __m512i w[4];
                     UNROLL for (int i = 0; i < 4; i++) w[i] = hsd_kq6_quants(ql, qh, hi, kk, i);
-                    const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k)));
+                    /* (sc, 0) int16 pairs: a half sub-block's sum (8 columns) fits int16,
+                     * |.| <= 8 · 32 · 127 = 32512, so as for Q4_K one vpdpwssd scales and adds
+                     * each half exactly, where vpmulld (two uops) + add took three */
+                    const __m512i scv = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k))));
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
-                        __m512i d = _mm512_set1_epi32(xe[((size_t)t * nb + b) * 16 + k]);
-                        UNROLL for (int i = 0; i < 4; i++) dpbusd_bcast(&d, w[i], xq + 4 * i);
-                        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, scv));
+                        const int32_t *off = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS + 2 * k;
+                        __m512i d0 = _mm512_set1_epi32(off[0]), d1 = _mm512_set1_epi32(off[1]);
+                        dpbusd_bcast(&d0, w[0], xq);
+                        dpbusd_bcast(&d0, w[1], xq + 4);
+                        dpbusd_bcast(&d1, w[2], xq + 8);
+                        dpbusd_bcast(&d1, w[3], xq + 12);
+                        isum[t] = _mm512_dpwssd_epi32(isum[t], d0, scv);
+                        isum[t] = _mm512_dpwssd_epi32(isum[t], d1, scv);
                     }
                 }
             }

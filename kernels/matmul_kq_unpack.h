@@ -18,11 +18,13 @@ HSD_KQ_UNPACK_FN __m512i hsd_kq6_quants(const uint8_t *ql, const uint8_t *qh, in
                                         int i) {
     const int f = 2 * hi + kk / 2;
     __m512i l = _mm512_load_si512((const void *)(ql + 64 * (4 * kk + i)));
-    l = _mm512_and_si512(hi ? _mm512_srli_epi16(l, 4) : l, _mm512_set1_epi8(15));
+    if (hi) l = _mm512_srli_epi16(l, 4);
     __m512i q = _mm512_load_si512((const void *)(qh + 64 * (4 * (kk % 2) + i)));
     q = f == 0 ? _mm512_slli_epi16(q, 4) : f == 1 ? _mm512_slli_epi16(q, 2)
       : f == 2 ? q : _mm512_srli_epi16(q, 2);
-    return _mm512_or_si512(l, _mm512_and_si512(q, _mm512_set1_epi8(0x30)));
+    /* bits 0..3 from l, 4..7 from q (one bitwise select, 0xE4: c ? a : b), then bits 6..7
+     * cleared: two instructions where and, and, or took three */
+    return _mm512_and_si512(_mm512_ternarylogic_epi32(l, q, _mm512_set1_epi8(15), 0xE4), _mm512_set1_epi8(0x3F));
 }
 
 #endif

@@ -624,6 +624,94 @@ static void test_kquant_packed_vs_reference(void **state) {
     }
 }
 
+/* The integer sums at their bounds. The VNNI kernel scales each half sub-block by vpdpwssd,
+ * which reads the low 16 bits of the half's int32 sum: exact only while that sum fits int16
+ * (Q4_K: 16 columns · 15 · 127 = 30480; Q6_K: 8 columns · 32 · 127 = 32512). Random blocks
+ * stay far from it, so here every quant and scale is at an extreme (Q4_K/Q5_K: q = 0 or
+ * 15/31 with 6-bit scales and mins 63; Q6_K: q = 0 or 63, scales 127 and -128) against
+ * activations whose Q8_K bytes are all -127 or all +127 (but the first): each kernel level
+ * equals the scalar statement of the arithmetic bit for bit, for n = 1..16 (and 37, past the
+ * AMX chunks), and that within rounding of float64. A 16-column half for Q6_K (65024) would
+ * fail here. */
+static void test_kquant_extremes(void **state) {
+    (void)state;
+    hsd_mm_isa isas[HSD_MM_N_ISA];
+    const int32_t k = isa_list(isas);
+    static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
+    enum { R = 32, C = 512, NT = 37 };
+    int ran = 0;
+    for (int ty = 0; ty < 3; ty++) {
+        const hsd_dtype t = types[ty];
+        const size_t rb = hsd_dtype_row_bytes(t, C), bb = hsd_dtype_block_bytes(t);
+        const int32_t nb = C / HSD_QK_K;
+        uint8_t *data = malloc(rb * R);
+        for (int32_t r = 0; r < R; r++)
+            for (int32_t b = 0; b < nb; b++) {
+                uint8_t *blk = data + rb * r + bb * b;
+                const uint8_t q = (r + b) % 2 ? 0xFF : 0x00; /* every quant its max or 0 */
+                const uint16_t d = double_to_half(ldexp(1.0, -8)), dm = double_to_half(ldexp(1.0, -9));
+                memset(blk, q, bb);
+                if (t == HSD_DT_Q6_K) {
+                    for (int i = 0; i < 16; i++) blk[192 + i] = (uint8_t)((r / 2 + i) % 2 ? 127 : -128);
+                    memcpy(blk + 208, &d, 2);
+                } else {
+                    memcpy(blk, &d, 2), memcpy(blk + 2, &dm, 2);
+                    memset(blk + 4, 0xFF, 12); /* every 6-bit scale and min 63 */
+                }
+            }
+        hsd_mat m = {t, R, C, data, NULL};
+        float *x = malloc((size_t)NT * C * sizeof *x);
+        for (int tk = 0; tk < NT; tk++)
+            for (int i = 0; i < C; i++) /* all -127, or +127 but each block's first -127 */
+                x[(size_t)tk * C + i] = tk % 2 == 0 || i % HSD_QK_K == 0 ? -1.0f - (float)(tk % 3) : 1.0f + (float)(tk % 3);
+        hsd_q8k *xq = malloc((size_t)NT * nb * sizeof *xq);
+        float *ref = malloc((size_t)NT * R * sizeof *ref), *out = malloc((size_t)NT * R * sizeof *out);
+        float wf[C];
+        for (int tk = 0; tk < NT; tk++) {
+            hsd_quant_q8k(x + (size_t)tk * C, C, xq + (size_t)tk * nb);
+            for (int32_t i = 0; i < C; i++) assert_int_equal(abs(xq[(size_t)tk * nb + i / HSD_QK_K].qs[i % HSD_QK_K]), 127);
+        }
+        for (int32_t r = 0; r < R; r++) {
+            hsd_quant_dequant_ref(t, data + rb * r, C, wf);
+            for (int tk = 0; tk < NT; tk++) {
+                const hsd_q8k *xb = xq + (size_t)tk * nb;
+                ref[(size_t)tk * R + r] = hsd_kqp_dot_ref(t, data + rb * r, xb, C);
+                double e = 0, mag = 0;
+                for (int32_t i = 0; i < C; i++) {
+                    const double p = (double)wf[i] * ((double)xb[i / HSD_QK_K].d * xb[i / HSD_QK_K].qs[i % HSD_QK_K]);
+                    e += p, mag += fabs(p);
+                }
+                assert_true(fabs(ref[(size_t)tk * R + r] - e) <= (6.0 * nb + 4.0) * ldexp(mag, -24));
+            }
+        }
+        hsd_mm_ws ws = {0};
+        for (int32_t i = 0; i < k; i++) {
+            if (isas[i] < HSD_MM_AVX512) continue;
+            ran++;
+            for (int packed = 0; packed < 2; packed++) {
+                if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
+                for (int32_t n = 1; n <= NT; n = n == 16 ? NT : n + 1) {
+                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
+                    for (int32_t q = 0; q < n * R; q++)
+                        if (memcmp(&out[q], &ref[q], sizeof *out))
+                            fail_msg("%s %s extremes n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                     hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), n, packed, q / R, q % R,
+                                     out[q], ref[q]);
+                }
+                if (packed) hsd_mm_unpack(&m);
+            }
+        }
+        hsd_mm_ws_free(&ws);
+        free(out), free(ref), free(xq), free(x), free(data);
+    }
+    if (!ran) {
+        fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): the k-quant kernels' bounds not run\n",
+                hsd_cpu_features_get()->desc);
+        skip();
+    }
+    fprintf(stderr, "k-quant sums at their int16 bounds: every vector level == reference, n 1..16 and 37\n");
+}
+
 /* The AVX-512 Q8_K activation quantiser gives hsd_quant_q8k's bytes (the scalar rule of
  * llama.cpp's quantize_row_q8_K_ref): random blocks, ties for the largest magnitude (the
  * first one sets the sign), zero blocks, values rounding to ±127.5, NaN and infinities. */
@@ -1048,6 +1136,7 @@ int main(void) {
         cmocka_unit_test(test_amx_q8_matches_avx512),
         cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
+        cmocka_unit_test(test_kquant_extremes),
         cmocka_unit_test(test_q8k_quantize_matches_scalar),
         cmocka_unit_test(test_packers_match_reference),
         cmocka_unit_test(test_q32_levels_bit_identical),
