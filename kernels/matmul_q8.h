@@ -44,6 +44,9 @@
 #define HSD_Q8P_ROWS HSD_MM_PACK_ROWS /* rows per group */
 #define HSD_Q8P_BLOCK_BYTES 512 /* Q8_0 weight bytes of one block of a group */
 #define HSD_Q8P_SCALE_BYTES 32  /* fp16 scales of one block of a group */
+/* Tokens from which a Q8_0 product at the AMX level runs on AMX-INT8 (matmul_amx.c, the same
+ * bits): with one token the AVX-512 VNNI kernel streams the weights faster. */
+#define HSD_Q8P_AMX_MIN_T 2
 
 /* Whether t is one of the layout's types. */
 static inline int hsd_q8p_type(hsd_dtype t) {
