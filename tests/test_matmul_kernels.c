@@ -624,6 +624,44 @@ static void test_kquant_packed_vs_reference(void **state) {
     }
 }
 
+/* Every level that runs the packed k-quant kernels (AVX-512 VNNI, AMX), with the weights
+ * packed on the fly and packed at load: m times the first n tokens of x equals ref ([token]
+ * [row], the scalar reference) bit for bit, for each n of ns. Returns the levels run. */
+static int kq_levels_equal_ref(hsd_mat *m, const float *x, const int32_t *ns, int nn,
+                               const float *ref, float *out, const char *what) {
+    hsd_mm_isa isas[HSD_MM_N_ISA];
+    const int32_t k = isa_list(isas), R = m->rows;
+    int ran = 0;
+    hsd_mm_ws ws = {0};
+    for (int32_t i = 0; i < k; i++) {
+        if (isas[i] < HSD_MM_AVX512) continue;
+        ran++;
+        for (int packed = 0; packed < 2; packed++) {
+            if (packed) assert_int_equal(hsd_mm_pack(m), HSD_OK);
+            for (int q = 0; q < nn; q++) {
+                const int32_t n = ns[q];
+                assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, m, NULL, 0), HSD_OK);
+                for (int32_t e = 0; e < n * R; e++)
+                    if (memcmp(&out[e], &ref[e], sizeof *out))
+                        fail_msg("%s %s %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                 hsd_mm_isa_name(isas[i]), hsd_dtype_name(m->type), what, n, packed,
+                                 e / R, e % R, out[e], ref[e]);
+            }
+            if (packed) hsd_mm_unpack(m);
+        }
+        fprintf(stderr, "%s %-4s %d x %d %s: == reference\n", hsd_mm_isa_name(isas[i]),
+                hsd_dtype_name(m->type), R, m->cols, what);
+    }
+    hsd_mm_ws_free(&ws);
+    return ran;
+}
+
+static void kq_skip_without_vnni(int ran, const char *what) {
+    if (ran) return;
+    fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): %s not run\n", hsd_cpu_features_get()->desc, what);
+    skip();
+}
+
 /* The integer sums at their bounds. The VNNI kernel scales each half sub-block by vpdpwssd,
  * which reads the low 16 bits of the half's int32 sum: exact only while that sum fits int16
  * (Q4_K: 16 columns · 15 · 127 = 30480; Q6_K: 8 columns · 32 · 127 = 32512). Random blocks
@@ -635,8 +673,6 @@ static void test_kquant_packed_vs_reference(void **state) {
  * fail here. */
 static void test_kquant_extremes(void **state) {
     (void)state;
-    hsd_mm_isa isas[HSD_MM_N_ISA];
-    const int32_t k = isa_list(isas);
     static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
     enum { R = 32, C = 512, NT = 37 };
     int ran = 0;
@@ -684,32 +720,13 @@ static void test_kquant_extremes(void **state) {
                 assert_true(fabs(ref[(size_t)tk * R + r] - e) <= (6.0 * nb + 4.0) * ldexp(mag, -24));
             }
         }
-        hsd_mm_ws ws = {0};
-        for (int32_t i = 0; i < k; i++) {
-            if (isas[i] < HSD_MM_AVX512) continue;
-            ran++;
-            for (int packed = 0; packed < 2; packed++) {
-                if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
-                for (int32_t n = 1; n <= NT; n = n == 16 ? NT : n + 1) {
-                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
-                    for (int32_t q = 0; q < n * R; q++)
-                        if (memcmp(&out[q], &ref[q], sizeof *out))
-                            fail_msg("%s %s extremes n=%d packed=%d token %d row %d: %.9g, reference %.9g",
-                                     hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), n, packed, q / R, q % R,
-                                     out[q], ref[q]);
-                }
-                if (packed) hsd_mm_unpack(&m);
-            }
-        }
-        hsd_mm_ws_free(&ws);
+        int32_t ns[17];
+        for (int i = 0; i < 16; i++) ns[i] = i + 1;
+        ns[16] = NT;
+        ran += kq_levels_equal_ref(&m, x, ns, 17, ref, out, "extremes, n 1..16 and 37");
         free(out), free(ref), free(xq), free(x), free(data);
     }
-    if (!ran) {
-        fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): the k-quant kernels' bounds not run\n",
-                hsd_cpu_features_get()->desc);
-        skip();
-    }
-    fprintf(stderr, "k-quant sums at their int16 bounds: every vector level == reference, n 1..16 and 37\n");
+    kq_skip_without_vnni(ran, "the k-quant kernels' bounds");
 }
 
 /* The AVX-512 Q8_K activation quantiser gives hsd_quant_q8k's bytes (the scalar rule of
@@ -761,12 +778,11 @@ static void test_q8k_quantize_matches_scalar(void **state) {
  * tail below the AMX threshold (the AVX-512 tile), a tail above it (tiles reconfigured). */
 static void test_kquant_many_tokens_vs_reference(void **state) {
     (void)state;
-    hsd_mm_isa isas[HSD_MM_N_ISA];
-    int32_t k = isa_list(isas), ran = 0;
     hsd_rng_init(&rng, 37, 1);
     static const hsd_dtype types[] = {HSD_DT_Q4_K, HSD_DT_Q5_K, HSD_DT_Q6_K};
     static const int32_t ns[] = {48, 53, 61, 16 * 33 + 2};
     const int32_t R = 37, C = 512, nb = C / HSD_QK_K, NMAX = 16 * 33 + 2;
+    int ran = 0;
     for (int ty = 0; ty < 3; ty++) {
         const hsd_dtype t = types[ty];
         void *data = make_kquant(t, R, C);
@@ -780,34 +796,10 @@ static void test_kquant_many_tokens_vs_reference(void **state) {
         for (int tk = 0; tk < NMAX; tk++)
             for (int32_t r = 0; r < R; r++)
                 ref[(size_t)tk * R + r] = hsd_kqp_dot_ref(t, (uint8_t *)data + rb * r, xq + tk * nb, C);
-        hsd_mm_ws ws = {0};
-        for (int32_t i = 0; i < k; i++) {
-            if (isas[i] < HSD_MM_AVX512) continue;
-            ran++;
-            for (int packed = 0; packed < 2; packed++) {
-                if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
-                for (int q = 0; q < 4; q++) {
-                    const int32_t n = ns[q];
-                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
-                    for (int32_t e = 0; e < n * R; e++)
-                        if (memcmp(&out[e], &ref[e], sizeof *out))
-                            fail_msg("%s %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
-                                     hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), n, packed,
-                                     e / R, e % R, out[e], ref[e]);
-                }
-                if (packed) hsd_mm_unpack(&m);
-            }
-            fprintf(stderr, "%s %-4s %d x %d, n 48/53/61/530: == reference\n", hsd_mm_isa_name(isas[i]),
-                    hsd_dtype_name(t), R, C);
-        }
-        hsd_mm_ws_free(&ws);
+        ran += kq_levels_equal_ref(&m, x, ns, 4, ref, out, "n 48/53/61/530");
         free(out), free(ref), free(xq), free(x), free(data);
     }
-    if (!ran) {
-        fprintf(stderr, "no AVX-512 VNNI on this CPU (%s): packed k-quant kernels not run\n",
-                hsd_cpu_features_get()->desc);
-        skip();
-    }
+    kq_skip_without_vnni(ran, "packed k-quant kernels");
 }
 
 /* ---- packers: the vector packers against references, every row count of a group ---------- */
