@@ -442,7 +442,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
             for (int t = 0; t < kept; t++) {
                 /* token tk + t: chunk k's rows, then chunk k + 1's at 16·AMX_T in cl, ch */
                 const int32_t row = t < T ? t : AMX_T + t - T;
-                const int32_t *e = a->xke + ((size_t)(tk + t) * nb + b) * HSD_KQP_EXTRAS;
+                const int32_t *e = a->xke + ((size_t)(tk + t) * nb + b) * HSD_KQP_EXTRAS(HSD_DT_Q4_K);
                 const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cl + 16 * row)),
                                                     _mm512_slli_epi32(_mm512_load_si512((const void *)(ch + 16 * row)), 3));
                 __m512i m = _mm512_setzero_si512();

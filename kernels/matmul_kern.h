@@ -19,7 +19,7 @@ typedef struct hsd_mm_acts {
     const int32_t *xc;  /* matmul_q8_avx512.c: −o·Σq per block (o the weights' offset), [nb][n] */
     const float *xs;    /* matmul_q8_avx512.c: d·Σq per block (the weights' minima), [nb][n] */
     const struct hsd_q8k *xk; /* Q8_K blocks [n][cols/256] (Q4_K/Q5_K/Q6_K weights) */
-    const int32_t *xke;       /* matmul_kq.h: per token and block HSD_KQP_EXTRAS int32 of extras */
+    const int32_t *xke;       /* matmul_kq.h: per token and block HSD_KQP_EXTRAS(type) int32 of extras */
     const uint16_t *xb;       /* bf16 [n][cols] (matmul_amx.c) */
     const int8_t *xa;   /* matmul_amx.c, k-quants: xk's quants as A tiles, [n/16][nb][4][16][64] */
     const float *xad;   /* matmul_amx.c, k-quants: xk's scales, [nb][n] */

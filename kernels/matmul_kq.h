@@ -63,10 +63,12 @@ void hsd_kqp_pack_group_avx512(hsd_dtype t, const uint8_t *const *rows, int32_t 
 /* The packed arithmetic above in scalar C, from a row's GGUF blocks and a token's Q8_K blocks. */
 float hsd_kqp_dot_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t cols);
 
-/* The per-token extras, HSD_KQP_EXTRAS int32 per token and block (sums of 32 activations for
- * Q4_K/Q5_K, -32 x sums of 8 for Q6_K), for n tokens of `cols` columns: their bytes, and
- * hsd_kqp_prepare fills them at buf from a->xk. */
-#define HSD_KQP_EXTRAS 32
+/* The per-token extras, HSD_KQP_EXTRAS(t) int32 per token and block (sums of 32 activations
+ * for Q4_K/Q5_K, -32 x sums of 8 for Q6_K), for n tokens of `cols` columns: their bytes (for
+ * any type: the larger stride), and hsd_kqp_prepare fills them at buf from a->xk. Q4_K/Q5_K
+ * keep the smaller stride: a prefill reads them for every token and block, and at Q6_K's
+ * stride a 512-token Q4_K_M prefill took 2-4% longer. */
+#define HSD_KQP_EXTRAS(t) ((t) == HSD_DT_Q6_K ? 32 : 16)
 size_t hsd_kqp_extra_bytes(int32_t n, int32_t cols);
 void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 

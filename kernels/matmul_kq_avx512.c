@@ -56,7 +56,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
-    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS(HSD_DT_Q4_K);
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
@@ -111,7 +111,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 256)));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tail + 288)));
         UNROLL for (int t = 0; t < T; t++) {
-            const int32_t *e = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS;
+            const int32_t *e = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS(HSD_DT_Q4_K);
             __m512i m = _mm512_setzero_si512();
             UNROLL for (int p = 0; p < 4; p++) dpwssd_bcast(&m, mv[p], e + p);
             const __m512 dx = _mm512_set1_ps(xk[(size_t)t * nb + b].d);
@@ -132,7 +132,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
-    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS;
+    const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS(HSD_DT_Q6_K);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
@@ -157,7 +157,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     const __m512i scv = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k))));
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
-                        const int32_t *off = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS + 2 * k;
+                        const int32_t *off = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS(HSD_DT_Q6_K) + 2 * k;
                         __m512i d0 = _mm512_set1_epi32(off[0]), d1 = _mm512_set1_epi32(off[1]);
                         dpbusd_bcast(&d0, w[0], xq);
                         dpbusd_bcast(&d0, w[1], xq + 4);

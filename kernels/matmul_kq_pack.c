@@ -81,17 +81,17 @@ void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, 
 }
 
 size_t hsd_kqp_extra_bytes(int32_t n, int32_t cols) {
-    return hsd_mm_align64((size_t)n * (size_t)(cols / HSD_QK_K) * HSD_KQP_EXTRAS * sizeof(int32_t));
+    return hsd_mm_align64((size_t)n * (size_t)(cols / HSD_QK_K) * HSD_KQP_EXTRAS(HSD_DT_Q6_K) * sizeof(int32_t));
 }
 
-/* Per token and block, HSD_KQP_EXTRAS int32: Q4_K/Q5_K's first 16 bytes are the int16 sums
+/* Per token and block, HSD_KQP_EXTRAS(t) int32: Q4_K/Q5_K's first 16 bytes are the int16 sums
  * of 32 (bsum_2s + bsum_2s+1, |.| <= 4096) that the mins multiply in pairs; Q6_K's are -32 x
  * the sum of each 8 activations, the start of each half sub-block's integer sum, so that
  * q - 32 costs nothing in the loop (halves: matmul_kq_avx512.c). */
 void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
     const int64_t nb = a->cols / HSD_QK_K;
     int32_t *e = buf;
-    for (int64_t i = 0; i < (int64_t)a->n * nb; i++, e += HSD_KQP_EXTRAS) {
+    for (int64_t i = 0; i < (int64_t)a->n * nb; i++, e += HSD_KQP_EXTRAS(t)) {
         const hsd_q8k *x = a->xk + i;
         if (t == HSD_DT_Q6_K) {
             for (int k = 0; k < 32; k++) {
@@ -102,7 +102,7 @@ void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
         } else {
             int16_t s32[8];
             for (int s = 0; s < 8; s++) s32[s] = (int16_t)(x->bsums[2 * s] + x->bsums[2 * s + 1]);
-            memset(e, 0, HSD_KQP_EXTRAS * sizeof *e);
+            memset(e, 0, HSD_KQP_EXTRAS(t) * sizeof *e);
             memcpy(e, s32, sizeof s32);
         }
     }
