@@ -94,10 +94,11 @@ void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf) {
     for (int64_t i = 0; i < (int64_t)a->n * nb; i++, e += HSD_KQP_EXTRAS(t)) {
         const hsd_q8k *x = a->xk + i;
         if (t == HSD_DT_Q6_K) {
-            for (int k = 0; k < 32; k++) {
+            for (int k = 0; k < 16; k++) { /* the first 8 of each 16; the rest from its bsum */
                 int32_t s = 0;
-                for (int j = 0; j < 8; j++) s += x->qs[8 * k + j];
-                e[k] = -32 * s;
+                for (int j = 0; j < 8; j++) s += x->qs[16 * k + j];
+                e[2 * k] = -32 * s;
+                e[2 * k + 1] = -32 * (x->bsums[k] - s);
             }
         } else {
             int16_t s32[8];
