@@ -201,13 +201,51 @@ static void test_json_huge_numbers(void **state) {
     hsd_tokenizer_free(t);
 }
 
+/* Sixth find (fuzz_tokenizer_json): a tokenizer.json whose strings were not UTF-8 (a Replace
+ * normalizer's content of one byte 0xF7) loaded, and its invalid sequence reached Unigram's
+ * Viterbi, which stepped past the end of its lattice (heap overflow under ASan). JSON is
+ * UTF-8, and HF's loader refuses anything else (it reads the file into a Rust String), so
+ * every such string is refused at load, naming the byte. */
+static void test_json_invalid_utf8(void **state) {
+    (void)state;
+    /* in each, the first byte at or above 0x80 starts the invalid sequence */
+    static const char *docs[] = {
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\xF7\": 0}, \"merges\": []}}",
+        "{\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"\xF7 \"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\xC0\x80\": 0}, \"merges\": []}}",     /* overlong */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\xED\xA0\x80\": 0}, \"merges\": []}}", /* surrogate */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\xE4\xB8\": 0}, \"merges\": []}}",     /* cut */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"x\x80\": 0}, \"merges\": []}}",        /* lone continuation */
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        size_t bad = 0;
+        while ((unsigned char)docs[i][bad] < 0x80) bad++;
+        hsd_tokenizer *t = NULL;
+        hsd_status st = hsd_tokenizer_load_memory(docs[i], strlen(docs[i]), HSD_TOKENIZER_HF_JSON,
+                                                  "bad.json", &t);
+        assert_int_equal(st, HSD_ERR_PARSE);
+        assert_null(t);
+        char want[64];
+        snprintf(want, sizeof want, "invalid UTF-8 in string at byte %zu", bad);
+        if (!strstr(hsd_last_error(), want)) fail_msg("doc %zu: \"%s\" lacks \"%s\"", i, hsd_last_error(), want);
+        assert_non_null(strstr(hsd_last_error(), "bad.json"));
+    }
+    /* valid multi-byte strings, raw and escaped, still load */
+    static const char ok[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"caf\xC3\xA9\": 0, \"\xE4\xB8\xAD\": 1, "
+                             "\"\\u00e9\xF0\x9F\x98\x80\": 2}, \"merges\": []}}";
+    hsd_tokenizer *t = NULL;
+    assert_int_equal(hsd_tokenizer_load_memory(ok, strlen(ok), HSD_TOKENIZER_HF_JSON, "ok", &t), HSD_OK);
+    assert_int_equal(hsd_tokenizer_vocab_size(t), 3);
+    hsd_tokenizer_free(t);
+}
+
 static void test_loader_regressions(void **state) {
     (void)state;
     /* replays every saved loader crash input (tokenizer.bin: empty token strings) */
     int n = replay("fuzz_tokenizer_json", tokenizer_json_one) +
             replay("fuzz_tokenizer_bin", tokenizer_bin_one) + replay("fuzz_gguf_vocab", gguf_vocab_one);
     printf("%d loader regression inputs replayed\n", n);
-    assert_true(n >= 4);
+    assert_true(n >= 5);
     /* and the harnesses themselves work on a real file of each format */
     size_t len;
     char *data = hsd_test_read_file(hsd_test_path("models/stories260K/tok512.bin"), &len);
@@ -237,6 +275,7 @@ int main(void) {
         cmocka_unit_test(test_strmap_empty_keys),
         cmocka_unit_test(test_bpe_unigram_one_thread),
         cmocka_unit_test(test_json_huge_numbers),
+        cmocka_unit_test(test_json_invalid_utf8),
         cmocka_unit_test(test_roundtrip_regressions),
         cmocka_unit_test(test_loader_regressions),
         cmocka_unit_test(test_chat_template_regressions),

@@ -135,6 +135,7 @@ static hsd_status bpe_word(const hsd_tokenizer *t, const bpe *m, bpe_scratch *s,
     int32_t last_unk = 0; /* 1 if the previous symbol is a fusable unk */
     for (size_t i = 0; i < n;) {
         int k = m->byte_level ? 1 : hsd_utf8_len(u[i]);
+        if ((size_t)k > n - i) k = (int)(n - i); /* a cut sequence: never read past the word */
         int32_t id;
         if (!affixes) {
             id = m->byte_level ? m->byte_id[u[i]] : hsd_strmap_get(&m->keys, w + i, (size_t)k);

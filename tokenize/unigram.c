@@ -81,6 +81,7 @@ static hsd_status uni_tokenize(const hsd_tokenizer *t, const char *w, size_t n, 
     for (size_t st = 0; st < n;) {
         double base = best[st].score;
         size_t mblen = (size_t)hsd_utf8_len(u[st]);
+        if (mblen > n - st) mblen = n - st; /* a cut sequence ends the lattice, never past it */
         bool single = false;
         uint64_t node = 0, child;
         for (size_t j = st; j < n; j++) {

@@ -11,6 +11,30 @@
 static inline int hsd_utf8_len(unsigned char c) {
     return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
+/* Length of the valid sequence at s (1..4, len >= 1 bytes available), or -k where k >= 1 is the length of the maximal
+ * invalid prefix to replace by one U+FFFD (Unicode "maximal subpart" practice). */
+static inline int hsd_utf8_seq_check(const unsigned char *s, size_t len) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int need;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c == 0xE0) need = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) need = 2;
+    else if (c == 0xED) need = 2, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF) need = 2;
+    else if (c == 0xF0) need = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) need = 3;
+    else if (c == 0xF4) need = 3, hi = 0x8F;
+    else return -1;
+    for (int i = 1; i <= need; i++) {
+        if ((size_t)i >= len) return -i;
+        unsigned d = s[i];
+        if (i == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return -i;
+    }
+    return need + 1;
+}
+
 /* Decodes one code point from valid UTF-8; *n receives its byte length. */
 static inline uint32_t hsd_utf8_decode(const unsigned char *s, int *n) {
     unsigned c = s[0];
