@@ -148,11 +148,11 @@ static void job_rows(const mm_job *j, const mm_part *p, int32_t r0, int32_t coun
     size_t rb = hsd_dtype_row_bytes(w->type, w->cols);
     const uint8_t *base = w->data;
 #ifdef HSD_MM_HAVE_AVX512
-    /* Q8_0 on AMX from 2 tokens: one token's product (decode) streams the weights faster on
-     * the VNNI kernel, the same bits (a 1-token forward of the 1B Q8_0 file 52.8-54.2 ->
-     * 50.6-51.2 ms; 2 tokens even; from 3 tokens AMX is the faster by 9-20%:
+    /* Q8_0 on AMX (matmul_amx.c) from 2 tokens: one token's product (decode) streams the
+     * weights faster on the VNNI kernel, the same bits (a 1-token forward of the 1B Q8_0 file
+     * 52.8-54.2 -> 50.6-51.2 ms; 2 tokens even; from 3 tokens AMX is the faster by 9-20%:
      * bench/notes/kquant_packed.md) */
-    if (j->isa == HSD_MM_AMX && w->type == HSD_DT_Q8_0 && j->a.n >= HSD_Q8P_AMX_MIN_T) { /* matmul_amx.c */
+    if (j->isa == HSD_MM_AMX && w->type == HSD_DT_Q8_0 && j->a.n >= HSD_Q8P_AMX_MIN_T) {
         hsd_amx_q8_rows(&j->a, w, p->pk, p->ids, r0, count, out, p->ld, (uint8_t *)scratch);
         return;
     }

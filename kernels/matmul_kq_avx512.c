@@ -6,8 +6,7 @@
  *   I += s · scale_sub-block                       (vpmulld: per lane, exact int32)
  * (Q4_K: s per 16-column half, Q6_K per 8-column half, which fit int16, and I += s · scale by
  * one vpdpwssd: tests/test_matmul_kernels.c's test_kquant_extremes holds them at the bound)
- * and per
- * 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
+ * and per 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
  * per-token int32 sums stay in registers (T ≤ 16, plus ≤ 8 weight vectors); the fp32
  * accumulators live in a small aligned array touched once per token and block. The build
  * targets baseline x86-64; these functions carry their own target attribute and run only

@@ -81,7 +81,8 @@ void hsd_kqp_pack_group(hsd_dtype t, const uint8_t *const *rows, int32_t count, 
 }
 
 size_t hsd_kqp_extra_bytes(int32_t n, int32_t cols) {
-    return hsd_mm_align64((size_t)n * (size_t)(cols / HSD_QK_K) * HSD_KQP_EXTRAS(HSD_DT_Q6_K) * sizeof(int32_t));
+    const size_t per = (size_t)HSD_KQP_EXTRAS(HSD_DT_Q6_K) * sizeof(int32_t); /* the larger */
+    return hsd_mm_align64((size_t)n * (size_t)(cols / HSD_QK_K) * per);
 }
 
 /* Per token and block, HSD_KQP_EXTRAS(t) int32: Q4_K/Q5_K's first 16 bytes are the int16 sums

@@ -11,8 +11,9 @@
 static inline int hsd_utf8_len(unsigned char c) {
     return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
-/* Length of the valid sequence at s (1..4, len >= 1 bytes available), or -k where k >= 1 is the length of the maximal
- * invalid prefix to replace by one U+FFFD (Unicode "maximal subpart" practice). */
+/* Length of the valid sequence at s (1..4; len >= 1 bytes available), or -k where k >= 1 is
+ * the length of the maximal invalid prefix to replace by one U+FFFD (Unicode "maximal
+ * subpart" practice). */
 static inline int hsd_utf8_seq_check(const unsigned char *s, size_t len) {
     unsigned c = s[0];
     if (c < 0x80) return 1;
