@@ -25,9 +25,12 @@
 #define UNROLL HSD_MM_UNROLL
 
 #define KQ_T 16 /* tokens per tile */
-/* Software prefetch distance in bytes of the weight stream (the Q8_0 kernel's, 12 KB, which
- * measured best there; groups of a packed copy follow each other). */
-#define KQ_PF_BYTES (12 << 10)
+/* Software prefetch of the weight stream (groups of a packed copy follow each other): 4 KB
+ * ahead into L2. 12 KB ahead into L1, the Q8_0 kernel's first setting, made forward(1) of the
+ * Q4_K_M 1B file 7% and forward(8) 6-9% slower on a Sapphire Rapids VM, and the stream alone
+ * slower too (bench/mem_overlap.c; bench/notes/kquant_packed.md, session 15). */
+#define KQ_PF_BYTES (4 << 10)
+#define KQ_PF_HINT _MM_HINT_T2
 
 /* *s += w (u8) · the 4 signed bytes at x broadcast, the broadcast as the memory operand (GCC
  * 12 emits the intrinsic form as a separate vpbroadcastd: see matmul_q8_avx512.c) */
@@ -68,7 +71,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
             const uint8_t *wq = wp + 512 * c;
             if (pf) {
                 for (int l = 0; l < (five ? 10 : 8); l++)
-                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)c * (W / 4) + 64 * l), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)c * (W / 4) + 64 * l), KQ_PF_HINT);
             }
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
@@ -143,7 +146,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             if (pf) {
                 for (int l = 0; l < 24; l++)
-                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)h * 1536 + 64 * l), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)h * 1536 + 64 * l), KQ_PF_HINT);
             }
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
