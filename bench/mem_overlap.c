@@ -12,19 +12,26 @@
  *   both     K over the big buffer.
  * overlap = (stream + compute - both) / compute: 1 where the arithmetic hides under the
  * stream, 0 where the two add up, below 0 where the arithmetic also slows the stream.
- * The software prefetch 12 KB ahead is the VNNI products' (kernels/matmul_kq_avx512.c).
+ * The big buffer sits on 2 MB pages (MADV_HUGEPAGE), as the packed weights do
+ * (kernels/matmul_pack.c), unless PAGES is 4k. The software prefetch runs PF bytes ahead with
+ * hint HINT; 4096 t2 is the k-quant VNNI products' (kernels/matmul_kq_avx512.c).
  *
- *   cc -O2 -pthread bench/mem_overlap.c -o mem_overlap && ./mem_overlap [MB] [THREADS] [ROUNDS]
- * (bench/notes/kquant_packed.md, session 14, has the numbers). */
+ *   cc -O2 -pthread bench/mem_overlap.c -o mem_overlap
+ *   ./mem_overlap [MB] [THREADS] [ROUNDS] [PF bytes, 0: none] [HINT t0|t1|t2|nta] [PAGES 2m|4k]
+ * (bench/notes/kquant_packed.md, sessions 14 and 15, has the numbers: session 14 ran it with
+ * 4 KB pages and 12 KB t0, which hid far less of the arithmetic). */
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
-#define PF_BYTES (12 << 10)
+
+static size_t pf_bytes = 4096;
+static int pf_hint = 2; /* 0..2: t0..t2, 3: nta */
 
 typedef struct job {
     const char *p;
@@ -48,8 +55,14 @@ VNNI static void *stream(void *arg) {
     for (int pass = 0; pass < j->passes; pass++)
         for (size_t o = 0; o < j->len; o += 256) {
             const char *b = j->p + o;
-            if (j->pf)
-                for (int l = 0; l < 4; l++) _mm_prefetch(b + PF_BYTES + 64 * l, _MM_HINT_T0);
+            if (j->pf && pf_bytes)
+                for (int l = 0; l < 4; l++) {
+                    const char *q = b + pf_bytes + 64 * l;
+                    if (pf_hint == 0) _mm_prefetch(q, _MM_HINT_T0);
+                    else if (pf_hint == 1) _mm_prefetch(q, _MM_HINT_T1);
+                    else if (pf_hint == 2) _mm_prefetch(q, _MM_HINT_T2);
+                    else _mm_prefetch(q, _MM_HINT_NTA);
+                }
             const __m512i w0 = _mm512_load_si512((const void *)b), w1 = _mm512_load_si512((const void *)(b + 64));
             const __m512i w2 = _mm512_load_si512((const void *)(b + 128)), w3 = _mm512_load_si512((const void *)(b + 192));
             if (j->k == 0) s0 = _mm512_xor_si512(s0, _mm512_xor_si512(_mm512_xor_si512(w0, w1), _mm512_xor_si512(w2, w3)));
@@ -81,21 +94,33 @@ int main(int argc, char **argv) {
         printf("mem_overlap: skipped, this CPU has no AVX-512 VNNI\n");
         return 0;
     }
-    if (mb < 16 || nt < 1 || nt > 64 || rounds < 1) {
-        fprintf(stderr, "usage: mem_overlap [MB >= 16] [THREADS 1..64] [ROUNDS >= 1]\n");
+    static const char *hints[] = {"t0", "t1", "t2", "nta"};
+    const long pf = argc > 4 ? atol(argv[4]) : 4096;
+    pf_hint = -1;
+    for (int h = 0; h < 4; h++)
+        if (!strcmp(argc > 5 ? argv[5] : "t2", hints[h])) pf_hint = h;
+    const char *pages = argc > 6 ? argv[6] : "2m";
+    if (mb < 16 || nt < 1 || nt > 64 || rounds < 1 || pf < 0 || pf > (1 << 20) || pf_hint < 0 ||
+        (strcmp(pages, "2m") && strcmp(pages, "4k"))) {
+        fprintf(stderr, "usage: mem_overlap [MB >= 16] [THREADS 1..64] [ROUNDS >= 1] "
+                        "[PF bytes 0..1048576] [HINT t0|t1|t2|nta] [PAGES 2m|4k]\n");
         return 2;
     }
+    pf_bytes = (size_t)pf;
     const size_t big = mb << 20, share = big / (size_t)nt / 256 * 256, small = 1u << 20;
-    char *buf = aligned_alloc(4096, big + (64u << 10));
+    /* the prefetch may run up to 1 MB past a thread's share: the slack keeps it mapped */
+    const size_t huge = 2u << 20, blen = (big + (1u << 20) + huge - 1) / huge * huge;
+    char *buf = aligned_alloc(huge, blen);
     char *l2 = aligned_alloc(4096, (size_t)nt * (small + (64u << 10)));
     if (!buf || !l2) {
         fprintf(stderr, "mem_overlap: out of memory for %zu MB\n", mb);
         return 1;
     }
-    memset(buf, 1, big + (64u << 10));
+    if (!strcmp(pages, "2m")) (void)madvise(buf, blen, MADV_HUGEPAGE); /* before first touch */
+    memset(buf, 1, blen);
     memset(l2, 1, (size_t)nt * (small + (64u << 10)));
-    printf("%zu MB, %d threads, best of %d interleaved rounds; prefetch %d KB ahead (T0)\n", mb,
-           nt, rounds, PF_BYTES >> 10);
+    printf("%zu MB, %d threads, best of %d interleaved rounds; prefetch %zu bytes ahead (%s), "
+           "%s pages\n", mb, nt, rounds, pf_bytes, pf_bytes ? hints[pf_hint] : "none", pages);
     printf("%3s %10s %10s %10s %10s %8s\n", "K", "stream ms", "compute ms", "both ms", "GB/s both",
            "overlap");
     static const int ks[] = {1, 2, 4, 8, 12, 16};
