@@ -108,7 +108,8 @@ int main(int argc, char **argv) {
     }
     pf_bytes = (size_t)pf;
     const size_t big = mb << 20, share = big / (size_t)nt / 256 * 256, small = 1u << 20;
-    /* the prefetch may run up to 1 MB past a thread's share: the slack keeps it mapped */
+    /* the last thread's prefetches run up to PF (<= 1 MB) past its share: a prefetch never
+     * faults, and the slack keeps those on the buffer's own pages */
     const size_t huge = 2u << 20, blen = (big + (1u << 20) + huge - 1) / huge * huge;
     char *buf = aligned_alloc(huge, blen);
     char *l2 = aligned_alloc(4096, (size_t)nt * (small + (64u << 10)));

@@ -27,9 +27,9 @@
  * 512 weight bytes, single-thread CPU time over 258 MB of 1B-shaped matrices at n = 8 (load
  * ~4): none 17.2 ms, 4 blocks 13.3, 8: 12.1, 16: 9.5, 24: 8.8, 32: 9.2, 64: 8.3 (n = 1:
  * 7.4..8.7 for every distance from 16, within the noise). The nibble types keep the distance
- * in bytes. */
+ * in bytes. The lines go to L2: with the L1 hint, forward(1) of the Q8_0 1B file took 3-4%
+ * longer (session 15). */
 #define Q8P_PF_BYTES (24 * 512)
-/* ... into L2: with the L1 hint, forward(1) of the Q8_0 1B file took 3-4% longer (session 15) */
 #define Q8P_PF_HINT _MM_HINT_T2
 
 size_t hsd_q8p_acts_bytes(int32_t n, int32_t cols) {
