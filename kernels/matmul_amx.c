@@ -345,7 +345,7 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
  * each of its four 64-column steps, as the AVX-512 kernel does (matmul_kq_avx512.c). One
  * burst of the whole block's lines 12 KB ahead into L1 at the block's start (the first form)
  * kept the tile build from overlapping the weight stream: one thread, 16 layers of Q4_K from
- * memory, n = 13 took 82–85 ms with the burst, 75–78 spread, and the AVX-512 kernel 80–87
+ * memory, n = 13 took 82 ms with that burst, 76–80 spread, and the AVX-512 kernel 77–87
  * (bench/notes/kquant_packed.md, session 16). */
 #define KQ_AMX_PF_BYTES (4 << 10)
 
