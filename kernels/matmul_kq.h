@@ -74,13 +74,14 @@ void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 
 /* Which token tiles go to the AMX-INT8 kernel (where the CPU has it). It pays a fixed cost per
  * super-block (building the scaled B tiles) that the AVX-512 kernel pays per token, so it
- * wins from about 13 tokens for Q4_K / Q5_K (14 while its prefetch was one burst per
- * super-block: session 16, bench/notes/kquant_packed.md), and for Q6_K (three digit tiles) only where
- * several 16-token chunks share that cost (prefill); bench/notes/kquant_packed.md. Both
+ * wins from about 13 tokens for Q4_K / Q5_K and 14 for Q6_K (three digit tiles). While its
+ * prefetch was one burst per super-block, those were 14 and, for Q6_K, only several 16-token
+ * chunks sharing the cost (prefill): session 16, bench/notes/kquant_packed.md. Both
  * give the same bits, so the choice never changes a result. Below this many tokens in a
  * product no tile uses AMX (chunks share weights only from 32), so matmul.c does not build the
  * AMX activation layout there (decode). */
 #define HSD_KQP_AMX_MIN_T 13
+#define HSD_KQP_AMX_MIN_T_Q6K 14
 
 #ifdef HSD_MM_HAVE_AVX512
 /* hsd_quant_q8k (kernels/quant.h) with AVX-512 F/BW: the same bytes. */

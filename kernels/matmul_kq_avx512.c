@@ -285,7 +285,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
             const int32_t rest = a->n - (t0 + nch * KQ_T);
             if (rest > 0 && rest < KQ_T && nch < HSD_AMX_KQ_MAX_CHUNKS) nch++, last = rest;
         }
-        if (amx->on && (nch > 1 || (T >= HSD_KQP_AMX_MIN_T && type != HSD_DT_Q6_K))) {
+        if (amx->on && (nch > 1 || T >= (type == HSD_DT_Q6_K ? HSD_KQP_AMX_MIN_T_Q6K : HSD_KQP_AMX_MIN_T))) {
             if (amx->cfgT != T) {
                 if (!amx->cfgT) hsd_amx_tiles_save(&amx->prev);
                 hsd_amx_tiles_set(T);
