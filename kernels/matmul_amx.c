@@ -341,14 +341,6 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
     a->xad = xad;
 }
 
-/* The k-quant kernels' weight prefetch: 4 KB ahead into L2, a quarter of a block's lines at
- * each of its four 64-column steps, as the AVX-512 kernel does (matmul_kq_avx512.c). One
- * burst of the whole block's lines 12 KB ahead into L1 at the block's start (the first form)
- * kept the tile build from overlapping the weight stream: one thread, 16 layers of Q4_K from
- * memory, n = 13 took 82 ms with that burst, 76–80 spread, and the AVX-512 kernel 77–87
- * (bench/notes/kquant_packed.md, session 16). */
-#define KQ_AMX_PF_BYTES (4 << 10)
-
 /* ---- Q4_K / Q5_K ----------------------------------------------------------------------- */
 
 /* Why this shape: the AVX-512 k-quant kernel (matmul_kq_avx512.c) spends most of its time on
@@ -382,9 +374,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
-            if (pf) /* a quarter of the block's lines per step: see KQ_AMX_PF_BYTES */
-                for (int l = 0; l < (five ? 10 : 8); l++)
-                    _mm_prefetch((const char *)(wp + KQ_AMX_PF_BYTES + (size_t)c * (W / 4) + 64 * l), _MM_HINT_T2);
+            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), five ? 10 : 8); /* a quarter block */
             __m512i ml[2], mh[2];
             UNROLL for (int hs = 0; hs < 2; hs++) {
                 const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * (2 * c + hs))));
@@ -497,9 +487,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
         const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) { /* 64 columns: sub-blocks 4j..4j+3 */
-            if (pf) /* as the Q4_K kernel's: a quarter of the block's lines per step */
-                for (int l = 0; l < 12; l++)
-                    _mm_prefetch((const char *)(wp + KQ_AMX_PF_BYTES + (size_t)j * (W / 4) + 64 * l), _MM_HINT_T2);
+            if (pf) hsd_kq_prefetch(wp + (size_t)j * (W / 4), 12); /* a quarter block */
             const int h = j >> 1, hi = j & 1;
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             UNROLL for (int kk = 0; kk < 4; kk++) {

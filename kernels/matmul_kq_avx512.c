@@ -25,12 +25,6 @@
 #define UNROLL HSD_MM_UNROLL
 
 #define KQ_T 16 /* tokens per tile */
-/* Software prefetch of the weight stream (groups of a packed copy follow each other): 4 KB
- * ahead into L2. 12 KB ahead into L1, the Q8_0 kernel's first setting, made forward(1) of the
- * Q4_K_M 1B file 7% and forward(8) 6-9% slower on a Sapphire Rapids VM, and the stream alone
- * slower too (bench/mem_overlap.c; bench/notes/kquant_packed.md, session 15). */
-#define KQ_PF_BYTES (4 << 10)
-#define KQ_PF_HINT _MM_HINT_T2
 
 /* *s += w (u8) · the 4 signed bytes at x broadcast, the broadcast as the memory operand (GCC
  * 12 emits the intrinsic form as a separate vpbroadcastd: see matmul_q8_avx512.c) */
@@ -69,10 +63,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
-            if (pf) {
-                for (int l = 0; l < (five ? 10 : 8); l++)
-                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)c * (W / 4) + 64 * l), KQ_PF_HINT);
-            }
+            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), five ? 10 : 8);
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
                 __m512i w[8];
@@ -144,10 +135,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
-            if (pf) {
-                for (int l = 0; l < 24; l++)
-                    _mm_prefetch((const char *)(wp + KQ_PF_BYTES + (size_t)h * 1536 + 64 * l), KQ_PF_HINT);
-            }
+            if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, 24);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;

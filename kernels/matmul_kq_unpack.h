@@ -1,7 +1,8 @@
-/* Unpacking of the packed k-quant groups (layout: matmul_kq.h) shared by the AVX-512 VNNI
- * kernel (matmul_kq_avx512.c) and the AMX one (matmul_amx.c). Kernels-internal; include only
- * where AVX-512 is compiled (HSD_MM_HAVE_AVX512). The functions carry the AVX-512 F/BW target
- * and always inline, so that they inline into either kernel's wider target. */
+/* Unpacking and weight prefetch of the packed k-quant groups (layout: matmul_kq.h), shared by
+ * the AVX-512 VNNI kernel (matmul_kq_avx512.c) and the AMX one (matmul_amx.c).
+ * Kernels-internal; include only where AVX-512 is compiled (HSD_MM_HAVE_AVX512). The functions
+ * carry the AVX-512 F/BW target and always inline, so that they inline into either kernel's
+ * wider target. */
 #ifndef HSD_KERNELS_MATMUL_KQ_UNPACK_H
 #define HSD_KERNELS_MATMUL_KQ_UNPACK_H
 
@@ -9,6 +10,19 @@
 #include <stdint.h>
 
 #define HSD_KQ_UNPACK_FN static inline __attribute__((target("avx512f,avx512bw"), always_inline))
+
+/* The k-quant kernels' weight prefetch, both levels: `lines` cache lines from HSD_KQ_PF_BYTES
+ * past p into L2, issued a quarter (Q4_K/Q5_K, AMX Q6_K) or a half (AVX-512 Q6_K) of a block
+ * at a time between the block's steps (groups of a packed copy follow each other). Measured
+ * on a Sapphire Rapids VM (bench/notes/kquant_packed.md): 12 KB ahead into L1, the Q8_0
+ * kernel's first setting, made forward(1) of the Q4_K_M 1B file 7% and forward(8) 6-9% slower
+ * (session 15); the AMX kernels' burst of a whole block 12 KB ahead at its start kept their
+ * tile build from overlapping the stream (one thread, 16 layers of Q4_K from memory, n = 13:
+ * 82 ms, spread 76-80, session 16). */
+#define HSD_KQ_PF_BYTES (4 << 10)
+HSD_KQ_UNPACK_FN void hsd_kq_prefetch(const uint8_t *p, int lines) {
+    for (int l = 0; l < lines; l++) _mm_prefetch((const char *)(p + HSD_KQ_PF_BYTES + 64 * l), _MM_HINT_T2);
+}
 
 /* Q6_K: the quants (0..63, one byte each, one row per dword lane) of column quad i of
  * sub-block 4·hi + kk of a half-block whose ql and qh planes start at ql, qh: the low or high
