@@ -42,7 +42,8 @@ static void describe(hsd_cpu_features *f) {
              {f->f16c, "f16c"},         {f->avx512, "avx512"},
              {f->avx512_bf16, "avx512_bf16"}, {f->avx512_vnni, "avx512_vnni"},
              {f->amx_tile, "amx_tile"}, {f->amx_bf16, "amx_bf16"},
-             {f->amx_int8, "amx_int8"}, {f->amx_granted, "amx_granted"}};
+             {f->amx_int8, "amx_int8"}, {f->amx_granted, "amx_granted"},
+             {f->amd, "amd"}};
     size_t len = 0;
     f->desc[0] = 0;
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
@@ -64,6 +65,8 @@ static void probe_x86(hsd_cpu_features *f) {
     f->best = HSD_CPU_SCALAR;
 #ifdef HSD_CPU_X86
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    f->amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163; /* "Auth" "enti" "cAMD" */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     const bool osxsave = c >> 27 & 1, avx = c >> 28 & 1;
     f->fma = c >> 12 & 1;

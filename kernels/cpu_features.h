@@ -25,6 +25,7 @@ typedef struct hsd_cpu_features {
     bool avx512_bf16, avx512_vnni;
     bool amx_tile, amx_bf16, amx_int8; /* CPUID and XCR0 */
     bool amx_granted;                  /* arch_prctl(ARCH_REQ_XCOMP_PERM) succeeded */
+    bool amd;                          /* vendor AuthenticAMD: kernels tuned per vendor */
     hsd_cpu_level best;                /* the best level all of the above allow */
     char desc[160];                    /* the features found, space-separated */
 } hsd_cpu_features;

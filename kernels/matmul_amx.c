@@ -374,7 +374,7 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
-            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), five ? 10 : 8); /* a quarter block */
+            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8); /* a quarter block */
             __m512i ml[2], mh[2];
             UNROLL for (int hs = 0; hs < 2; hs++) {
                 const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * (2 * c + hs))));
@@ -487,7 +487,7 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
         const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) { /* 64 columns: sub-blocks 4j..4j+3 */
-            if (pf) hsd_kq_prefetch(wp + (size_t)j * (W / 4), 12); /* a quarter block */
+            if (pf) hsd_kq_prefetch(wp + (size_t)j * (W / 4), pf, 12); /* a quarter block */
             const int h = j >> 1, hi = j & 1;
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             UNROLL for (int kk = 0; kk < 4; kk++) {

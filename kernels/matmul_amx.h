@@ -55,7 +55,8 @@ void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf);
  * chunks of the T tokens the tiles are configured for, tokens t0 .. t0 + nch·T − 1, on
  * AMX-INT8: lane j of token t0 + i goes to dst[i·dld + j], bit for bit the AVX-512 kernel's
  * result (see the file). Each block's scaled weights are built once for all the chunks (a
- * prefill's 512 tokens pay for them twice). pf: prefetch ahead in the group's stream. */
+ * prefill's 512 tokens pay for them twice). pf: prefetch this many bytes ahead in the group's
+ * stream (hsd_kq_prefetch), 0 none. */
 #define HSD_AMX_KQ_MAX_CHUNKS 16 /* 16 KB of accumulators on the stack */
 void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0, int T,
                        int nch, int last, int pf, float *dst, int32_t dld, int five);

@@ -46,9 +46,11 @@ TGT static INL __m512i ld(const uint8_t *p) {
 
 /* clang-format off */
 /* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
- * token t goes to dst[t·dld + j]. */
+ * token t goes to dst[t·dld + j]. mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's
+ * (the same exact int32 values, so the same bits). pf: prefetch distance (bytes, 0 none). */
 TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                           int pf, float *dst, int32_t dld, const int T, const int five) {
+                           int pf, float *dst, int32_t dld, const int T, const int five,
+                           const int mul) {
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -63,20 +65,22 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
-            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), five ? 10 : 8);
+            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
                 __m512i w[8];
                 UNROLL for (int v = 0; v < 8; v++)
                     w[v] = _mm512_and_si512(hs ? _mm512_srli_epi16(ld(wq + 64 * v), 4) : ld(wq + 64 * v), low);
                 if (five) {
-                    const __m128i cnt = _mm_cvtsi32_si128(s);
+                    /* bit s of each qh byte to bit 4: a dword rotation by 4 - s (mod 32) moves
+                     * bit 8i + s to 8i + 4 for every byte i, and one vpternlogd (w | (r & bit4))
+                     * merges it, where shift, shift, and, or took four */
+                    const __m512i rot = _mm512_set1_epi32((4 - s) & 31);
                     UNROLL for (int v = 0; v < 8; v++)
-                        w[v] = _mm512_or_si512(w[v], _mm512_and_si512(_mm512_slli_epi16(
-                                   _mm512_srl_epi16(ld(wp + 2048 + 64 * v), cnt), 4), bit4));
+                        w[v] = _mm512_ternarylogic_epi32(w[v], _mm512_rolv_epi32(ld(wp + 2048 + 64 * v), rot), bit4, 0xF8);
                 }
                 const __m512i scv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * s)));
-                if (!five) {
+                if (!five && !mul) {
                     /* Q4_K: a half sub-block's dot fits int16 (16 · 15 · 127 = 30480), so the
                      * dword lane is it sign-extended and vpdpwssd with the (sc, 0) pairs of
                      * scv multiplies and adds it exactly, one instruction for vpmulld + add */
@@ -88,7 +92,9 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
                         isum[t] = _mm512_dpwssd_epi32(isum[t], d0, scv);
                         isum[t] = _mm512_dpwssd_epi32(isum[t], d1, scv);
                     }
-                } else { /* Q5_K: q up to 31 overflows int16 over 16 columns */
+                } else { /* Q5_K: q up to 31 overflows int16 over 16 columns; Q4_K where
+                          * vpmulld is one instruction (AMD): 9 VNNI-port ops where the form
+                          * above takes 10 */
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 32 * s;
                         __m512i d = _mm512_setzero_si512();
@@ -135,7 +141,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
-            if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, 24);
+            if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;
@@ -176,11 +182,15 @@ typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, 
 #define DEF(T)                                                                                     \
     TGT static void q4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
                            float *dst, int32_t dld) {                                              \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 0);                                                  \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 0);                                               \
+    }                                                                                              \
+    TGT static void q4m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 1);                                               \
     }                                                                                              \
     TGT static void q5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
                            float *dst, int32_t dld) {                                              \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 1);                                                  \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 1, 0);                                               \
     }                                                                                              \
     TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
                            float *dst, int32_t dld) {                                              \
@@ -207,7 +217,7 @@ DEF(16)
         p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
             p##_13, p##_14, p##_15, p##_16                                                         \
     }
-static const tile_fn tiles[3][KQ_T] = {ROW(q4), ROW(q5), ROW(q6)};
+static const tile_fn tiles[4][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q6)};
 
 /* Q8_K activations (hsd_quant_q8k's rule, kernels/quant_act.c) with AVX-512, the same bytes:
  * the prepare step runs on the calling thread before the product's threads start, and the
@@ -250,16 +260,21 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
 }
 
 
-/* The AMX state of one hsd_kqp_rows call: tiles configured for cfgT token rows (0: not yet). */
+/* The state of one hsd_kqp_rows call: AMX tiles configured for cfgT token rows (0: not yet),
+ * and the per-vendor choices (kernels/cpu_features.h): the prefetch distance and Q4_K's
+ * scaling form. */
 typedef struct kq_amx {
     int on, cfgT;
     hsd_amx_cfg prev;
+    int pf_bytes, q4_mul;
 } kq_amx;
 
-/* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */
+/* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. pf: whether to
+ * prefetch ahead (groups that follow each other in a packed copy). */
 static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, int pf,
                       int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
-    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? 0 : type == HSD_DT_Q5_K ? 1 : 2];
+    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->q4_mul : type == HSD_DT_Q5_K ? 2 : 3];
+    if (pf) pf = amx->pf_bytes;
     const int32_t nb = a->cols / HSD_QK_K;
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
@@ -301,7 +316,10 @@ void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
                   const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                   uint8_t *scratch, bool amx) {
     const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
-    kq_amx st = {.on = amx, .cfgT = 0};
+    /* AMD (Zen 4): prefetch 32 KB ahead, and Q4_K scaled by vpmulld, one instruction there
+     * (two on Intel): in cache, 8 tokens -6% (session 17, bench/notes/kquant_packed.md) */
+    const bool amd = hsd_kqp_tuning_amd();
+    kq_amx st = {.on = amx, .cfgT = 0, .pf_bytes = amd ? HSD_KQ_PF_BYTES_AMD : HSD_KQ_PF_BYTES_INTEL, .q4_mul = amd};
     if (pk && !ids) {
         hsd_mm_span sp[3];
         int ns = hsd_mm_group_spans(r0, count, sp);

@@ -3,6 +3,7 @@
  * runs once per matrix at load time (or per group for row subsets), on AVX-512 with the
  * vector packer of matmul_pack_avx512.c, which gives these bytes. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/cpu_features.h"
@@ -159,4 +160,15 @@ float hsd_kqp_dot_ref(hsd_dtype t, const void *row, const hsd_q8k *x, int64_t co
         acc = fmaf(-(x->d * half_of(g + 2)), (float)M, acc);
     }
     return acc;
+}
+
+static atomic_int tuning = -1;
+
+void hsd_kqp_tuning_set(int amd) {
+    atomic_store_explicit(&tuning, amd < 0 ? -1 : amd > 0, memory_order_relaxed);
+}
+
+bool hsd_kqp_tuning_amd(void) {
+    const int t = atomic_load_explicit(&tuning, memory_order_relaxed);
+    return t < 0 ? hsd_cpu_features_get()->amd : t > 0;
 }

@@ -11,17 +11,22 @@
 
 #define HSD_KQ_UNPACK_FN static inline __attribute__((target("avx512f,avx512bw"), always_inline))
 
-/* The k-quant kernels' weight prefetch, both levels: `lines` cache lines from HSD_KQ_PF_BYTES
- * past p into L2, issued a quarter (Q4_K/Q5_K, AMX Q6_K) or a half (AVX-512 Q6_K) of a block
- * at a time between the block's steps (groups of a packed copy follow each other). Measured
- * on a Sapphire Rapids VM (bench/notes/kquant_packed.md): 12 KB ahead into L1, the Q8_0
- * kernel's first setting, made forward(1) of the Q4_K_M 1B file 7% and forward(8) 6-9% slower
- * (session 15); the AMX kernels' burst of a whole block 12 KB ahead at its start kept their
- * tile build from overlapping the stream (one thread, 16 layers of Q4_K from memory, n = 13:
- * 82 ms, spread 76-80, session 16). */
-#define HSD_KQ_PF_BYTES (4 << 10)
-HSD_KQ_UNPACK_FN void hsd_kq_prefetch(const uint8_t *p, int lines) {
-    for (int l = 0; l < lines; l++) _mm_prefetch((const char *)(p + HSD_KQ_PF_BYTES + 64 * l), _MM_HINT_T2);
+/* The k-quant kernels' weight prefetch, both levels: `lines` cache lines from `dist` bytes past
+ * p into L2, issued a quarter (Q4_K/Q5_K, AMX Q6_K) or a half (AVX-512 Q6_K) of a block at a
+ * time between the block's steps (groups of a packed copy follow each other). The distance
+ * depends on the vendor (hsd_kq_prefetch_bytes):
+ * - Intel, measured on a Sapphire Rapids VM (bench/notes/kquant_packed.md): 12 KB ahead into
+ *   L1, the Q8_0 kernel's first setting, made forward(1) of the Q4_K_M 1B file 7% and
+ *   forward(8) 6-9% slower than 4 KB into L2 (session 15); the AMX kernels' burst of a whole
+ *   block 12 KB ahead at its start kept their tile build from overlapping the stream (one
+ *   thread, 16 layers of Q4_K from memory, n = 13: 82 ms, spread 76-80, session 16).
+ * - AMD, measured on a Zen 4 EPYC VM (session 17): 4 KB ahead left forward(1) of the 1B
+ *   Q5_K_M / Q6_K files 20-30% behind llama.cpp; 32 KB ahead took 8-12% off forward(1) of
+ *   the Q4_K_M, Q5_K_M and Q6_K files (64 KB and 128 KB no better, into L1 worse). */
+#define HSD_KQ_PF_BYTES_INTEL (4 << 10)
+#define HSD_KQ_PF_BYTES_AMD (32 << 10)
+HSD_KQ_UNPACK_FN void hsd_kq_prefetch(const uint8_t *p, int dist, int lines) {
+    for (int l = 0; l < lines; l++) _mm_prefetch((const char *)(p + dist + 64 * l), _MM_HINT_T2);
 }
 
 /* Q6_K: the quants (0..63, one byte each, one row per dword lane) of column quad i of

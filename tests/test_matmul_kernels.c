@@ -590,15 +590,17 @@ static void test_kquant_packed_vs_reference(void **state) {
             for (int32_t i = 0; i < k; i++) {
                 if (isas[i] < HSD_MM_AVX512) continue;
                 ran++, levels++;
-                for (int packed = 0; packed < 2; packed++) {
+                for (int pv = 0; pv < 4; pv++) { /* packed or not × Intel's or AMD's tuning */
+                    const int packed = pv & 1;
+                    hsd_kqp_tuning_set(pv >> 1);
                     if (packed) assert_int_equal(hsd_mm_pack(&m), HSD_OK);
                     for (int32_t n = 1; n <= 16; n++) {
                         assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, &m, NULL, 0), HSD_OK);
                         for (int32_t q = 0; q < n * R; q++)
                             if (memcmp(&out[q], &ref[q], sizeof *out))
-                                fail_msg("%s %s %dx%d n=%d packed=%d token %d row %d: %.9g, reference %.9g",
-                                         hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), R, C, n, packed,
-                                         q / R, q % R, out[q], ref[q]);
+                                fail_msg("%s %s %dx%d tuning %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                         hsd_mm_isa_name(isas[i]), hsd_dtype_name(t), R, C,
+                                         pv >> 1 ? "amd" : "intel", n, packed, q / R, q % R, out[q], ref[q]);
                     }
                     /* a row subset (packed on the fly, runs and jumps) */
                     int32_t ids[8];
@@ -610,9 +612,10 @@ static void test_kquant_packed_vs_reference(void **state) {
                             assert_memory_equal(&sub[tk * 8 + j], &ref[tk * R + ids[j]], sizeof(float));
                     if (packed) hsd_mm_unpack(&m);
                 }
+                hsd_kqp_tuning_set(-1);
             }
             fprintf(stderr, "%-4s %3d x %-4d reference vs float64 %5.2f ulp-steps of the magnitude; "
-                    "packed kernels == reference on %d levels, n 1..16\n",
+                    "packed kernels == reference on %d levels (Intel and AMD tunings), n 1..16\n",
                     hsd_dtype_name(t), R, C, worst, levels);
             hsd_mm_ws_free(&ws);
             free(out), free(ref), free(xq), free(x), free(wf), free(data);
@@ -636,21 +639,26 @@ static int kq_levels_equal_ref(hsd_mat *m, const float *x, const int32_t *ns, in
     for (int32_t i = 0; i < k; i++) {
         if (isas[i] < HSD_MM_AVX512) continue;
         ran++;
-        for (int packed = 0; packed < 2; packed++) {
-            if (packed) assert_int_equal(hsd_mm_pack(m), HSD_OK);
-            for (int q = 0; q < nn; q++) {
-                const int32_t n = ns[q];
-                assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, m, NULL, 0), HSD_OK);
-                for (int32_t e = 0; e < n * R; e++)
-                    if (memcmp(&out[e], &ref[e], sizeof *out))
-                        fail_msg("%s %s %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
-                                 hsd_mm_isa_name(isas[i]), hsd_dtype_name(m->type), what, n, packed,
-                                 e / R, e % R, out[e], ref[e]);
+        /* both vendors' tunings (Q4_K's scaling form, the prefetch distance) on any CPU */
+        for (int amd = 0; amd < 2; amd++) {
+            hsd_kqp_tuning_set(amd);
+            for (int packed = 0; packed < 2; packed++) {
+                if (packed) assert_int_equal(hsd_mm_pack(m), HSD_OK);
+                for (int q = 0; q < nn; q++) {
+                    const int32_t n = ns[q];
+                    assert_int_equal(hsd_mm_run_isa(&ws, isas[i], out, R, x, n, m, NULL, 0), HSD_OK);
+                    for (int32_t e = 0; e < n * R; e++)
+                        if (memcmp(&out[e], &ref[e], sizeof *out))
+                            fail_msg("%s %s %s tuning %s n=%d packed=%d token %d row %d: %.9g, reference %.9g",
+                                     hsd_mm_isa_name(isas[i]), hsd_dtype_name(m->type), what,
+                                     amd ? "amd" : "intel", n, packed, e / R, e % R, out[e], ref[e]);
+                }
+                if (packed) hsd_mm_unpack(m);
             }
-            if (packed) hsd_mm_unpack(m);
         }
-        fprintf(stderr, "%s %-4s %d x %d %s: == reference\n", hsd_mm_isa_name(isas[i]),
-                hsd_dtype_name(m->type), R, m->cols, what);
+        hsd_kqp_tuning_set(-1);
+        fprintf(stderr, "%s %-4s %d x %d %s, Intel and AMD tunings: == reference\n",
+                hsd_mm_isa_name(isas[i]), hsd_dtype_name(m->type), R, m->cols, what);
     }
     hsd_mm_ws_free(&ws);
     return ran;
