@@ -4,8 +4,10 @@
  * to u8 per lane) and runs, for each token,
  *   s = 0 (Q6_K: −32·the sum of x)               s += vpdpbusd(w_v, 4 bytes of x broadcast)
  *   I += s · scale_sub-block                       (vpmulld: per lane, exact int32)
- * (Q4_K: s per 16-column half, Q6_K per 8-column half, which fit int16, and I += s · scale by
- * one vpdpwssd: tests/test_matmul_kernels.c's test_kquant_extremes holds them at the bound)
+ * (on Intel, where vpmulld is two instructions, Q4_K sums s per 16-column half and Q6_K per
+ * 8-column half, which fit int16, and I += s · scale by one vpdpwssd:
+ * tests/test_matmul_kernels.c's test_kquant_extremes holds them at the bound; on AMD vpmulld
+ * is one instruction and Q4_K / Q6_K take the vpmulld form, as Q5_K everywhere)
  * and per 256-block the fp32 steps of matmul_kq.h (mins by vpdpwssd on int16 pairs). The
  * per-token int32 sums stay in registers (T ≤ 16, plus ≤ 8 weight vectors); the fp32
  * accumulators live in a small aligned array touched once per token and block. The build
@@ -25,6 +27,7 @@
 #define UNROLL HSD_MM_UNROLL
 
 #define KQ_T 16 /* tokens per tile */
+
 
 /* *s += w (u8) · the 4 signed bytes at x broadcast, the broadcast as the memory operand (GCC
  * 12 emits the intrinsic form as a separate vpbroadcastd: see matmul_q8_avx512.c) */
@@ -127,7 +130,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
  * its 4 column quads i are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field
  * 2·hi + kk/2 of qh dword 8h + 4(kk % 2) + i. */
 TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                          int pf, float *dst, int32_t dld, const int T) {
+                          int pf, float *dst, int32_t dld, const int T, const int mul) {
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -150,7 +153,19 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     /* (sc, 0) int16 pairs: a half sub-block's sum (8 columns) fits int16,
                      * |.| <= 8 · 32 · 127 = 32512, so as for Q4_K one vpdpwssd scales and adds
                      * each half exactly, where vpmulld (two uops) + add took three */
-                    const __m512i scv = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k))));
+                    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k));
+                    if (mul) { /* AMD: vpmulld one instruction, the halves summed first */
+                        const __m512i sc32 = _mm512_cvtepi8_epi32(sc8);
+                        UNROLL for (int t = 0; t < T; t++) {
+                            const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
+                            const int32_t *off = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS(HSD_DT_Q6_K) + 2 * k;
+                            __m512i d = _mm512_add_epi32(_mm512_set1_epi32(off[0]), _mm512_set1_epi32(off[1]));
+                            UNROLL for (int i = 0; i < 4; i++) dpbusd_bcast(&d, w[i], xq + 4 * i);
+                            isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, sc32));
+                        }
+                        continue;
+                    }
+                    const __m512i scv = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(sc8));
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
                         const int32_t *off = xe + ((size_t)t * nb + b) * HSD_KQP_EXTRAS(HSD_DT_Q6_K) + 2 * k;
@@ -194,7 +209,11 @@ typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, 
     }                                                                                              \
     TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
                            float *dst, int32_t dld) {                                              \
-        tile6(g, nb, a, t0, pf, dst, dld, T);                                                      \
+        tile6(g, nb, a, t0, pf, dst, dld, T, 0);                                                   \
+    }                                                                                              \
+    TGT static void q6m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile6(g, nb, a, t0, pf, dst, dld, T, 1);                                                   \
     }
 DEF(1)
 DEF(2)
@@ -217,7 +236,7 @@ DEF(16)
         p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
             p##_13, p##_14, p##_15, p##_16                                                         \
     }
-static const tile_fn tiles[4][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q6)};
+static const tile_fn tiles[5][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q6), ROW(q6m)};
 
 /* Q8_K activations (hsd_quant_q8k's rule, kernels/quant_act.c) with AVX-512, the same bytes:
  * the prepare step runs on the calling thread before the product's threads start, and the
@@ -261,19 +280,19 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
 
 
 /* The state of one hsd_kqp_rows call: AMX tiles configured for cfgT token rows (0: not yet),
- * and the per-vendor choices (kernels/cpu_features.h): the prefetch distance and Q4_K's
- * scaling form. */
+ * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance and whether Q4_K
+ * and Q6_K scale their sub-block sums by vpmulld. */
 typedef struct kq_amx {
     int on, cfgT;
     hsd_amx_cfg prev;
-    int pf_bytes, q4_mul;
+    int pf_bytes, mul;
 } kq_amx;
 
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. pf: whether to
  * prefetch ahead (groups that follow each other in a packed copy). */
 static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, int pf,
                       int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
-    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->q4_mul : type == HSD_DT_Q5_K ? 2 : 3];
+    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->mul : type == HSD_DT_Q5_K ? 2 : 3 + amx->mul];
     if (pf) pf = amx->pf_bytes;
     const int32_t nb = a->cols / HSD_QK_K;
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
@@ -316,10 +335,11 @@ void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
                   const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                   uint8_t *scratch, bool amx) {
     const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
-    /* AMD (Zen 4): prefetch 32 KB ahead, and Q4_K scaled by vpmulld, one instruction there
-     * (two on Intel): in cache, 8 tokens -6% (session 17, bench/notes/kquant_packed.md) */
+    /* AMD (Zen 4): prefetch 32 KB ahead, and Q4_K / Q6_K scaled by vpmulld, one instruction
+     * there (two on Intel): in cache, 8 tokens -6% (Q4_K, Q6_K), 16 tokens -10% (Q6_K)
+     * (session 17, bench/notes/kquant_packed.md) */
     const bool amd = hsd_kqp_tuning_amd();
-    kq_amx st = {.on = amx, .cfgT = 0, .pf_bytes = amd ? HSD_KQ_PF_BYTES_AMD : HSD_KQ_PF_BYTES_INTEL, .q4_mul = amd};
+    kq_amx st = {.on = amx, .cfgT = 0, .pf_bytes = amd ? HSD_KQ_PF_BYTES_AMD : HSD_KQ_PF_BYTES_INTEL, .mul = amd};
     if (pk && !ids) {
         hsd_mm_span sp[3];
         int ns = hsd_mm_group_spans(r0, count, sp);
