@@ -49,11 +49,17 @@ TGT static INL __m512i ld(const uint8_t *p) {
 
 /* clang-format off */
 /* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
- * token t goes to dst[t·dld + j]. mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's
- * (the same exact int32 values, so the same bits). pf: prefetch distance (bytes, 0 none). */
+ * token t goes to dst[t·dld + j]. pf: prefetch distance (bytes, 0 none). amd: AMD's tuning —
+ * Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the same exact int32 values, so
+ * the same bits), and the block's tail (scales, mins, d) prefetched too, in its own stream at
+ * the same lead in time (pf · 320 / W bytes): the weights' prefetch, relative to them, never
+ * reaches the tails at the group's end (on Zen 4, one thread from memory, n = 1: Q6_K 5-10%
+ * faster with it in two interleaved runs, Q4_K / Q5_K even; prefetching every second or fourth
+ * line only, for the hardware to fill in, took 1.5-2x as long: session 17). */
 TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                            int pf, float *dst, int32_t dld, const int T, const int five,
-                           const int mul) {
+                           const int amd) {
+    const int mul = amd;
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -69,6 +75,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
             if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
+            if (pf && amd && c == 0) hsd_kq_prefetch(tail, (int)(pf * 320 / W), 5);
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
                 __m512i w[8];
@@ -126,11 +133,12 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
 
-/* Q6_K, as tile45. Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles):
+/* Q6_K, as tile45 (amd: vpmulld scaling, the halves summed first, and the tail prefetch). Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles):
  * its 4 column quads i are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field
  * 2·hi + kk/2 of qh dword 8h + 4(kk % 2) + i. */
 TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                          int pf, float *dst, int32_t dld, const int T, const int mul) {
+                          int pf, float *dst, int32_t dld, const int T, const int amd) {
+    const int mul = amd;
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -145,6 +153,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
+            if (pf && amd && h == 0) hsd_kq_prefetch(tail, pf * 288 / 3072, 5);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;
@@ -207,6 +216,10 @@ typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, 
                            float *dst, int32_t dld) {                                              \
         tile45(g, nb, a, t0, pf, dst, dld, T, 1, 0);                                               \
     }                                                                                              \
+    TGT static void q5m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 1, 1);                                               \
+    }                                                                                              \
     TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
                            float *dst, int32_t dld) {                                              \
         tile6(g, nb, a, t0, pf, dst, dld, T, 0);                                                   \
@@ -236,7 +249,8 @@ DEF(16)
         p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
             p##_13, p##_14, p##_15, p##_16                                                         \
     }
-static const tile_fn tiles[5][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q6), ROW(q6m)};
+/* per type, Intel's tuning then AMD's */
+static const tile_fn tiles[6][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q5m), ROW(q6), ROW(q6m)};
 
 /* Q8_K activations (hsd_quant_q8k's rule, kernels/quant_act.c) with AVX-512, the same bytes:
  * the prepare step runs on the calling thread before the product's threads start, and the
@@ -280,19 +294,19 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
 
 
 /* The state of one hsd_kqp_rows call: AMX tiles configured for cfgT token rows (0: not yet),
- * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance and whether Q4_K
- * and Q6_K scale their sub-block sums by vpmulld. */
+ * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance, and amd: the
+ * tiles' AMD form (tile45, tile6). */
 typedef struct kq_amx {
     int on, cfgT;
     hsd_amx_cfg prev;
-    int pf_bytes, mul;
+    int pf_bytes, amd;
 } kq_amx;
 
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. pf: whether to
  * prefetch ahead (groups that follow each other in a packed copy). */
 static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, int pf,
                       int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
-    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->mul : type == HSD_DT_Q5_K ? 2 : 3 + amx->mul];
+    const tile_fn *tf = tiles[(type == HSD_DT_Q4_K ? 0 : type == HSD_DT_Q5_K ? 2 : 4) + amx->amd];
     if (pf) pf = amx->pf_bytes;
     const int32_t nb = a->cols / HSD_QK_K;
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
@@ -335,11 +349,11 @@ void hsd_kqp_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
                   const int32_t *ids, int32_t r0, int32_t count, float *out, int32_t ld,
                   uint8_t *scratch, bool amx) {
     const size_t gb = hsd_kqp_group_bytes(w->type, a->cols);
-    /* AMD (Zen 4): prefetch 32 KB ahead, and Q4_K / Q6_K scaled by vpmulld, one instruction
-     * there (two on Intel): in cache, 8 tokens -6% (Q4_K, Q6_K), 16 tokens -10% (Q6_K)
-     * (session 17, bench/notes/kquant_packed.md) */
+    /* AMD (Zen 4): prefetch 32 KB ahead and the tails too, and Q4_K / Q6_K scaled by vpmulld,
+     * one instruction there (two on Intel): in cache, 8 tokens -6% (Q4_K, Q6_K), 16 tokens
+     * -10% (Q6_K) (session 17, bench/notes/kquant_packed.md) */
     const bool amd = hsd_kqp_tuning_amd();
-    kq_amx st = {.on = amx, .cfgT = 0, .pf_bytes = amd ? HSD_KQ_PF_BYTES_AMD : HSD_KQ_PF_BYTES_INTEL, .mul = amd};
+    kq_amx st = {.on = amx, .cfgT = 0, .pf_bytes = amd ? HSD_KQ_PF_BYTES_AMD : HSD_KQ_PF_BYTES_INTEL, .amd = amd};
     if (pk && !ids) {
         hsd_mm_span sp[3];
         int ns = hsd_mm_group_spans(r0, count, sp);
