@@ -28,7 +28,6 @@
 
 #define KQ_T 16 /* tokens per tile */
 
-
 /* *s += w (u8) · the 4 signed bytes at x broadcast, the broadcast as the memory operand (GCC
  * 12 emits the intrinsic form as a separate vpbroadcastd: see matmul_q8_avx512.c) */
 TGT static INL void dpbusd_bcast(__m512i *s, __m512i w, const void *x) {
@@ -133,9 +132,10 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
 
-/* Q6_K, as tile45 (amd: vpmulld scaling, the halves summed first, and the tail prefetch). Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles):
- * its 4 column quads i are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field
- * 2·hi + kk/2 of qh dword 8h + 4(kk % 2) + i. */
+/* Q6_K, as tile45 (amd: vpmulld scaling, the two halves summed first, and the tail prefetch).
+ * Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles): its 4 column quads i
+ * are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field 2·hi + kk/2 of qh dword
+ * 8h + 4(kk % 2) + i. */
 TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                           int pf, float *dst, int32_t dld, const int T, const int amd) {
     const int mul = amd;
@@ -159,9 +159,6 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                     const int k = 8 * h + 4 * hi + kk;
                     __m512i w[4];
                     UNROLL for (int i = 0; i < 4; i++) w[i] = hsd_kq6_quants(ql, qh, hi, kk, i);
-                    /* (sc, 0) int16 pairs: a half sub-block's sum (8 columns) fits int16,
-                     * |.| <= 8 · 32 · 127 = 32512, so as for Q4_K one vpdpwssd scales and adds
-                     * each half exactly, where vpmulld (two uops) + add took three */
                     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k));
                     if (mul) { /* AMD: vpmulld one instruction, the halves summed first */
                         const __m512i sc32 = _mm512_cvtepi8_epi32(sc8);
@@ -174,6 +171,9 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
                         }
                         continue;
                     }
+                    /* Intel: (sc, 0) int16 pairs: a half sub-block's sum (8 columns) fits
+                     * int16, |.| <= 8 · 32 · 127 = 32512, so as for Q4_K one vpdpwssd scales and
+                     * adds each half exactly, where vpmulld (two uops there) + add took three */
                     const __m512i scv = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(sc8));
                     UNROLL for (int t = 0; t < T; t++) {
                         const int8_t *xq = xk[(size_t)t * nb + b].qs + 16 * k;
