@@ -627,6 +627,47 @@ static void test_kquant_packed_vs_reference(void **state) {
     }
 }
 
+/* The probe against the kernel's own reading of the CPU (/proc/cpuinfo, Linux): the vendor
+ * that picks the k-quant kernels' tuning (vendor_id), and each feature the probe reports is one
+ * the kernel lists in flags (the probe may report fewer: it also needs the OS state). */
+static void test_cpu_probe_matches_proc(void **state) {
+    (void)state;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) {
+        fprintf(stderr, "no /proc/cpuinfo here: the probe is not checked against it\n");
+        skip();
+    }
+    char line[8192], vendor[64] = "", flags[8192] = "";
+    while (fgets(line, sizeof line, f) && (!vendor[0] || !flags[0])) {
+        if (!vendor[0] && !strncmp(line, "vendor_id", 9) && strchr(line, ':'))
+            sscanf(strchr(line, ':') + 1, "%63s", vendor);
+        if (!flags[0] && !strncmp(line, "flags", 5) && strchr(line, ':'))
+            snprintf(flags, sizeof flags, "%s ", strchr(line, ':') + 1);
+    }
+    fclose(f);
+    if (!vendor[0] || !flags[0]) {
+        fprintf(stderr, "/proc/cpuinfo names no x86 vendor_id / flags: not checked\n");
+        skip();
+    }
+    for (char *c = flags; *c; c++)
+        if (*c == '\n') *c = ' ';
+    const hsd_cpu_features *cf = hsd_cpu_features_get();
+    assert_int_equal(cf->amd, strcmp(vendor, "AuthenticAMD") == 0);
+    const struct {
+        bool on;
+        const char *flag;
+    } k[] = {{cf->avx2, " avx2 "},          {cf->fma, " fma "},
+             {cf->f16c, " f16c "},          {cf->avx512, " avx512bw "},
+             {cf->avx512_vnni, " avx512_vnni "}, {cf->avx512_bf16, " avx512_bf16 "},
+             {cf->amx_tile, " amx_tile "},  {cf->amx_int8, " amx_int8 "}};
+    char padded[8200];
+    snprintf(padded, sizeof padded, " %s", flags);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i].on && !strstr(padded, k[i].flag))
+            fail_msg("the probe reports%sbut /proc/cpuinfo's flags do not list it", k[i].flag);
+    fprintf(stderr, "probe (%s) agrees with /proc/cpuinfo (vendor %s)\n", cf->desc, vendor);
+}
+
 /* Every level that runs the packed k-quant kernels (AVX-512 VNNI, AMX), with the weights
  * packed on the fly and packed at load: m times the first n tokens of x equals ref ([token]
  * [row], the scalar reference) bit for bit, for each n of ns. Returns the levels run. */
@@ -639,7 +680,7 @@ static int kq_levels_equal_ref(hsd_mat *m, const float *x, const int32_t *ns, in
     for (int32_t i = 0; i < k; i++) {
         if (isas[i] < HSD_MM_AVX512) continue;
         ran++;
-        /* both vendors' tunings (Q4_K's scaling form, the prefetch distance) on any CPU */
+        /* both vendors' tunings (Q4_K / Q6_K's scaling form, the prefetch) on any CPU */
         for (int amd = 0; amd < 2; amd++) {
             hsd_kqp_tuning_set(amd);
             for (int packed = 0; packed < 2; packed++) {
@@ -1137,6 +1178,7 @@ int main(void) {
         cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_kquant_extremes),
+        cmocka_unit_test(test_cpu_probe_matches_proc),
         cmocka_unit_test(test_q8k_quantize_matches_scalar),
         cmocka_unit_test(test_packers_match_reference),
         cmocka_unit_test(test_q32_levels_bit_identical),
