@@ -84,8 +84,9 @@ void hsd_kqp_prepare(hsd_mm_acts *a, hsd_dtype t, void *buf);
 #define HSD_KQP_AMX_MIN_T_Q6K 14
 
 /* The per-vendor tuning of the k-quant kernels (the prefetch distance, the tails' prefetch, and
- * Q4_K / Q6_K's scaling instruction; the same bits either way): -1 the CPU's vendor (the default), 0 Intel's, 1 AMD's.
- * Process-wide; set by tests, which run both on any CPU. hsd_kqp_tuning_amd: the one in force. */
+ * Q4_K / Q6_K's scaling instruction; the same bits either way): -1 the CPU's vendor (the
+ * default), 0 Intel's, 1 AMD's. Process-wide; set by tests, which run both on any CPU.
+ * hsd_kqp_tuning_amd: the one in force. */
 void hsd_kqp_tuning_set(int amd);
 bool hsd_kqp_tuning_amd(void);
 

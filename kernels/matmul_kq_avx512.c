@@ -48,17 +48,12 @@ TGT static INL __m512i ld(const uint8_t *p) {
 
 /* clang-format off */
 /* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
- * token t goes to dst[t·dld + j]. pf: prefetch distance (bytes, 0 none). amd: AMD's tuning —
- * Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the same exact int32 values, so
- * the same bits), and the block's tail (scales, mins, d) prefetched too, in its own stream at
- * the same lead in time (pf · 320 / W bytes): the weights' prefetch, relative to them, never
- * reaches the tails at the group's end (on Zen 4, one thread from memory, n = 1: Q6_K 5-10%
- * faster with it in two interleaved runs, Q4_K / Q5_K even; prefetching every second or fourth
- * line only, for the hardware to fill in, took 1.5-2x as long: session 17). */
+ * token t goes to dst[t·dld + j]. pf: the weights' prefetch distance (bytes, 0 none); pft:
+ * the tails' (run_group). mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the
+ * same exact int32 values, so the same bits): AMD's form. */
 TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                           int pf, float *dst, int32_t dld, const int T, const int five,
-                           const int amd) {
-    const int mul = amd;
+                           int pf, int pft, float *dst, int32_t dld, const int T, const int five,
+                           const int mul) {
     const size_t W = five ? 2560 : 2048;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -74,7 +69,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
             if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
-            if (pf && amd && c == 0) hsd_kq_prefetch(tail, (int)(pf * 320 / W), 5);
+            if (pft && c == 0) hsd_kq_prefetch(tail, pft, 5);
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
                 __m512i w[8];
@@ -132,13 +127,12 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(dst + (size_t)t * dld, _mm512_load_ps(accb + 16 * t));
 }
 
-/* Q6_K, as tile45 (amd: vpmulld scaling, the two halves summed first, and the tail prefetch).
+/* Q6_K, as tile45 (mul: vpmulld scaling, the two halves summed first).
  * Sub-block k = 8h + 4·hi + kk (h: half of the block, hi: high nibbles): its 4 column quads i
  * are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field 2·hi + kk/2 of qh dword
  * 8h + 4(kk % 2) + i. */
 TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                          int pf, float *dst, int32_t dld, const int T, const int amd) {
-    const int mul = amd;
+                          int pf, int pft, float *dst, int32_t dld, const int T, const int mul) {
     const size_t W = 3072;
     const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
@@ -153,7 +147,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
-            if (pf && amd && h == 0) hsd_kq_prefetch(tail, pf * 288 / 3072, 5);
+            if (pft && h == 0) hsd_kq_prefetch(tail, pft, 5);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;
@@ -201,32 +195,28 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
 }
 /* clang-format on */
 
-typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, float *,
+typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, int, float *,
                         int32_t);
 #define DEF(T)                                                                                     \
-    TGT static void q4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
-                           float *dst, int32_t dld) {                                              \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 0);                                               \
+    TGT static void q4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
+                            int pf, int pft, float *dst, int32_t dld) {                            \
+        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 0, 0);                                          \
     }                                                                                              \
-    TGT static void q4m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
-                            int pf, float *dst, int32_t dld) {                                     \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 1);                                               \
+    TGT static void q4m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,        \
+                            int pf, int pft, float *dst, int32_t dld) {                            \
+        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 0, 1);                                          \
     }                                                                                              \
-    TGT static void q5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
-                           float *dst, int32_t dld) {                                              \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 1, 0);                                               \
+    TGT static void q5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
+                            int pf, int pft, float *dst, int32_t dld) {                            \
+        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 1, 0);                                          \
     }                                                                                              \
-    TGT static void q5m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
-                            int pf, float *dst, int32_t dld) {                                     \
-        tile45(g, nb, a, t0, pf, dst, dld, T, 1, 1);                                               \
+    TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
+                            int pf, int pft, float *dst, int32_t dld) {                            \
+        tile6(g, nb, a, t0, pf, pft, dst, dld, T, 0);                                              \
     }                                                                                              \
-    TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0, int pf, \
-                           float *dst, int32_t dld) {                                              \
-        tile6(g, nb, a, t0, pf, dst, dld, T, 0);                                                   \
-    }                                                                                              \
-    TGT static void q6m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,       \
-                            int pf, float *dst, int32_t dld) {                                     \
-        tile6(g, nb, a, t0, pf, dst, dld, T, 1);                                                   \
+    TGT static void q6m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,        \
+                            int pf, int pft, float *dst, int32_t dld) {                            \
+        tile6(g, nb, a, t0, pf, pft, dst, dld, T, 1);                                              \
     }
 DEF(1)
 DEF(2)
@@ -249,8 +239,8 @@ DEF(16)
         p##_1, p##_2, p##_3, p##_4, p##_5, p##_6, p##_7, p##_8, p##_9, p##_10, p##_11, p##_12,    \
             p##_13, p##_14, p##_15, p##_16                                                         \
     }
-/* per type, Intel's tuning then AMD's */
-static const tile_fn tiles[6][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q5m), ROW(q6), ROW(q6m)};
+/* Q4_K, Q4_K by vpmulld, Q5_K, Q6_K, Q6_K by vpmulld */
+static const tile_fn tiles[5][KQ_T] = {ROW(q4), ROW(q4m), ROW(q5), ROW(q6), ROW(q6m)};
 
 /* Q8_K activations (hsd_quant_q8k's rule, kernels/quant_act.c) with AVX-512, the same bytes:
  * the prepare step runs on the calling thread before the product's threads start, and the
@@ -294,8 +284,8 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
 
 
 /* The state of one hsd_kqp_rows call: AMX tiles configured for cfgT token rows (0: not yet),
- * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance, and amd: the
- * tiles' AMD form (tile45, tile6). */
+ * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance, and amd: Q4_K /
+ * Q6_K tiles scaled by vpmulld and the tails prefetched (run_group). */
 typedef struct kq_amx {
     int on, cfgT;
     hsd_amx_cfg prev;
@@ -306,8 +296,16 @@ typedef struct kq_amx {
  * prefetch ahead (groups that follow each other in a packed copy). */
 static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, int pf,
                       int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
-    const tile_fn *tf = tiles[(type == HSD_DT_Q4_K ? 0 : type == HSD_DT_Q5_K ? 2 : 4) + amx->amd];
+    const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->amd : type == HSD_DT_Q5_K ? 2 : 3 + amx->amd];
     if (pf) pf = amx->pf_bytes;
+    /* AMD: each block's tail (scales, mins, d) prefetched too, in its own stream at the same
+     * lead in time: the weights' prefetch, relative to them, never reaches the tails at the
+     * group's end (on Zen 4, one thread from memory, n = 1: Q6_K 5-10% faster with it in two
+     * interleaved runs, Q4_K / Q5_K even; prefetching every second or fourth line only, for
+     * the hardware to fill in, took 1.5-2x as long: session 17) */
+    const int tail_b = type == HSD_DT_Q6_K ? 288 : 320,
+              w_b = type == HSD_DT_Q6_K ? 3072 : type == HSD_DT_Q5_K ? 2560 : 2048;
+    const int pft = pf && amx->amd ? pf * tail_b / w_b : 0;
     const int32_t nb = a->cols / HSD_QK_K;
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
@@ -334,7 +332,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
             else
                 hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, last, pf, d, dl, type == HSD_DT_Q5_K);
         } else {
-            tf[T - 1](grp, nb, a, t0, pf, whole ? out + (size_t)t0 * ld : part,
+            tf[T - 1](grp, nb, a, t0, pf, pft, whole ? out + (size_t)t0 * ld : part,
                       whole ? ld : HSD_MM_PACK_ROWS);
         }
         if (!whole)
