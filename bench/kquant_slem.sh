@@ -7,7 +7,8 @@
 #   usage: bench/kquant_slem.sh [BUILD_DIR]   (env: N (64), K (6), THREADS (2), DIR, KERNELS
 #          "amx" — HSD_MATMUL for hsd, TARGETS "bf16 q4_k_m q4_k_m_llama", DRAFT_DTYPE bf16: the
 #          drafter's inflated weight type — a quantised target is cheap enough that a BF16
-#          drafter's k forwards dominate the round)
+#          drafter's k forwards dominate the round), FLAGS: more `hsd generate` flags for SLEM
+#          (e.g. --cost-k: K is then the first round's k)
 set -euo pipefail
 build=${1:-build}
 hsd=$build/hsd
@@ -35,8 +36,8 @@ D=$DIR/stories-smollm-$DRAFT_DTYPE.gguf
 prompts=("The old man walked to the river and" "Tom had a red ball. One day he" \
          "It was a cold morning. Sara looked out of the window and saw")
 echo "# $(date -u '+%F %T UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# N $N, k $K, threads $THREADS, HSD_MATMUL=${KERNELS:-default}, drafter $D"
-printf "%-13s %-5s %-3s %9s %9s %7s %6s %s\n" target temp p "AR tpot" "SLEM tpot" speedup tau text
+echo "# N $N, k $K, threads $THREADS, HSD_MATMUL=${KERNELS:-default}, flags ${FLAGS:-none}, drafter $D"
+printf "%-13s %-5s %-3s %9s %9s %7s %6s %6s %s\n" target temp p "AR tpot" "SLEM tpot" speedup tau "mean k" text
 field() { sed -e "s/.*\"$1\":\([^,}]*\).*/\1/" "$2"; }
 for tg in $TARGETS; do
     T=$DIR/baby-l1b-$tg.gguf
@@ -44,17 +45,17 @@ for tg in $TARGETS; do
         for i in "${!prompts[@]}"; do
             for algo in ar slem; do
                 HSD_MATMUL=${KERNELS:-} "$hsd" generate --json --target "$T" --target-tokenizer "$BT" \
-                    --draft "$D" --draft-tokenizer "$S/tok512.bin" --algo "$algo" -k "$K" \
+                    --draft "$D" --draft-tokenizer "$S/tok512.bin" --algo "$algo" -k "$K" ${FLAGS:-} \
                     --threads "$THREADS" --temp "$temp" --seed 1 -p "${prompts[$i]}" -n "$N" > "$DIR/$algo.json"
             done
-            a=$(field tpot_ms "$DIR/ar.json") s=$(field tpot_ms "$DIR/slem.json") tau=$(field tau "$DIR/slem.json")
+            a=$(field tpot_ms "$DIR/ar.json") s=$(field tpot_ms "$DIR/slem.json") tau=$(field tau "$DIR/slem.json") km=$(field k_mean "$DIR/slem.json")
             same=-
             if [ "$temp" = 0 ]; then
                 same=same
                 [ "$(field text "$DIR/ar.json")" = "$(field text "$DIR/slem.json")" ] || same=DIFFERENT
             fi
-            printf "%-13s %-5s %-3s %9.1f %9.1f %7.2f %6.2f %s\n" "$tg" "$temp" "$i" "$a" "$s" \
-                "$(awk -v a="$a" -v s="$s" 'BEGIN { print (s > 0 ? a / s : 0) }')" "$tau" "$same"
+            printf "%-13s %-5s %-3s %9.1f %9.1f %7.2f %6.2f %6.2f %s\n" "$tg" "$temp" "$i" "$a" "$s" \
+                "$(awk -v a="$a" -v s="$s" 'BEGIN { print (s > 0 ? a / s : 0) }')" "$tau" "$km" "$same"
             [ "$temp" = 0 ] && echo "    text: $(field text "$DIR/ar.json")"
         done
     done

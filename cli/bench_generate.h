@@ -98,7 +98,7 @@ typedef struct hsd_bench {
     int max_prompts, both, json;
     int32_t k, n_gen, threads, clip;
     int32_t slrs_k, slrs_top_k, slrs_nodes;
-    int slrs_rule, slrs_one, adaptive_k;
+    int slrs_rule, slrs_one, adaptive_k, cost_k;
     uint64_t seed;
     /* derived */
     int n_sets, n_algos, n_temps, n_dirs;

@@ -39,6 +39,7 @@ static int run_one(hsd_bench *b, hsd_bench_dir *d, int algo, float temp, const c
     gp.slrs_lookahead = b->slrs_rule;
     gp.slrs_single_forward = b->slrs_one != 0;
     gp.adaptive_k = b->adaptive_k != 0;
+    gp.cost_k = b->cost_k != 0;
     if (algo == HSD_ALGO_SLRS) gp.n_draft = b->slrs_k; /* the tree's depth limit */
     hsd_gen_result r = HSD_GEN_RESULT_INIT;
     hsd_bench_counted *dc = algo == HSD_ALGO_SD ? &d->cs : &d->cd;

@@ -38,6 +38,8 @@ static const hsd_opt bgen_table[] = {
      "instead: groups of B prompts batched vs one by one (B <= 64)", 1, 64},
     {"adaptive-k", 0, HSD_OPT_FLAG, O(adaptive_k), NULL,
      "adapt each run's draft length to its acceptance (up to 16)", 0, 0},
+    {"cost-k", 0, HSD_OPT_FLAG, O(cost_k), NULL,
+     "choose each round's draft length by measured costs and acceptance (up to 16)", 0, 0},
     {"slrs-k", 0, HSD_OPT_INT, O(slrs_k), "K", "slrs: the tree's depth limit (8)", 1, 63},
     {"slrs-top-k", 0, HSD_OPT_INT, O(slrs_top_k), "K", "slrs: children per node (2)", 0, 0},
     {"slrs-nodes", 0, HSD_OPT_INT, O(slrs_nodes), "N", "slrs: scored nodes per round (16)", 1, 1e6},

@@ -19,7 +19,7 @@ typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
     const char *system, *messages;
-    int algo, backend, kv_type, lookahead, json, adaptive_k, no_bos, slrs_one, no_stream, chat, print_prompt,
+    int algo, backend, kv_type, lookahead, json, adaptive_k, cost_k, no_bos, slrs_one, no_stream, chat, print_prompt,
         ignore_eos;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx, draft_ctx;
     float temp, top_p, slrs_top_p;
@@ -53,7 +53,9 @@ static const hsd_opt gen_table[] = {
     {"", 'k', HSD_OPT_INT, O(k), "K", "draft length per round; slrs: the tree's depth limit (4)", 1,
      63},
     {"adaptive-k", 0, HSD_OPT_FLAG, O(adaptive_k), NULL, "adapt k to the running acceptance", 0, 0},
-    {"k-max", 0, HSD_OPT_INT, O(k_max), "K", "adaptive k's upper bound (16)", 1, 63},
+    {"cost-k", 0, HSD_OPT_FLAG, O(cost_k), NULL,
+     "choose k each round for the most tokens per second (measured costs, running acceptance)", 0, 0},
+    {"k-max", 0, HSD_OPT_INT, O(k_max), "K", "adaptive and cost-aware k's upper bound (16)", 1, 63},
     {"temp", 0, HSD_OPT_FLOAT, O(temp), "X", "temperature; <= 0 greedy (default 0)", 0, 0},
     {"top-k", 0, HSD_OPT_INT, O(top_k), "K", "sample from the K most likely (<= 0: off)", 0, 0},
     {"top-p", 0, HSD_OPT_FLOAT, O(top_p), "P", "nucleus sampling (>= 1: off)", 0, 0},
@@ -195,6 +197,7 @@ static json_t *result_json(const hsd_gen_result *r) {
     json_object_set_new(o, "verify_ms", json_real(r->verify_ms));
     json_object_set_new(o, "bridge_ms", json_real(r->bridge_ms));
     json_object_set_new(o, "first_accept_rate", json_real(r->first_accept_rate));
+    json_object_set_new(o, "k_mean", json_real(r->k_mean));
     json_object_set_new(o, "stop_reason", json_string(hsd_stop_reason_name(r->stop_reason)));
     if (r->algo == HSD_ALGO_SLRS && r->slrs) {
         json_object_set_new(o, "psi_ms", json_real(r->slrs->psi_ms));
@@ -303,6 +306,7 @@ int hsd_cmd_generate(int argc, char **argv) {
     hsd_log_set(print_notice, &notices);
     gp.algo = o.algo >= 0 ? (hsd_algo)o.algo : o.draft ? HSD_ALGO_AUTO : HSD_ALGO_AR;
     gp.max_new_tokens = o.n, gp.n_draft = o.k, gp.k_max = o.k_max, gp.adaptive_k = o.adaptive_k;
+    gp.cost_k = o.cost_k;
     gp.temp = o.temp, gp.top_k = o.top_k, gp.top_p = o.top_p, gp.seed = o.seed;
     gp.stop = o.stop.v, gp.n_stop = o.stop.n, gp.add_bos = !o.no_bos;
     gp.stop_at_eos = !o.ignore_eos;

@@ -523,6 +523,14 @@ typedef struct hsd_gen_params {
     int32_t n_ctx;
     hsd_stream_fn on_text; /* streaming callback (NULL: none) */
     void *user_data;       /* passed to on_text */
+    /* Cost-aware k (default false; takes precedence over adaptive_k): before each round, the
+     * k in [1, k_max] with the most expected tokens per second, from the measured times of
+     * both models' forwards (the target's by token count, kept by the engine across
+     * requests) and the running acceptance. The best k differs by CPU, model file and
+     * drafter (bench/notes/k_cost.md). The choices follow timings, which vary between runs:
+     * SLEM's and AR's output does not depend on k, but the sampled output of SD, union, TLI
+     * and SLRS for a given seed then may. SLRS keeps its fixed depth (n_draft). */
+    bool cost_k;
 } hsd_gen_params;
 
 /* SLRS per round, averaged over the rounds: psi time (tree bookkeeping and sums; drafter
@@ -558,6 +566,8 @@ typedef struct hsd_gen_result {
     /* SLRS's own statistics (hsd_slrs_stats), NULL for the other algorithms; owned by the
      * result, released by hsd_gen_result_free */
     hsd_slrs_stats *slrs;
+    double k_mean; /* the mean draft length over the rounds that drafted (n_draft unless
+                    * adaptive_k or cost_k moved it; 0: no round drafted) */
 } hsd_gen_result;
 /* An empty result with its size set: hsd_gen_result r = HSD_GEN_RESULT_INIT; */
 #define HSD_GEN_RESULT_INIT {.size = sizeof(hsd_gen_result)}

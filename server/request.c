@@ -137,9 +137,9 @@ static int get_stop(json_t *v, srv_parsed *p, srv_error *e) {
     return 0;
 }
 
-/* The "hsd" extension object: {"algo", "k", "adaptive_k", "k_max"}. */
+/* The "hsd" extension object: {"algo", "k", "adaptive_k", "cost_k", "k_max"}. */
 static int get_hsd(json_t *v, const srv_defaults *d, srv_parsed *p, srv_error *e) {
-    if (!json_is_object(v)) return bad(e, "hsd", "'hsd' must be an object {algo, k, adaptive_k}");
+    if (!json_is_object(v)) return bad(e, "hsd", "'hsd' must be an object {algo, k, adaptive_k, cost_k}");
     const char *key;
     json_t *x;
     json_object_foreach(v, key, x) {
@@ -162,8 +162,10 @@ static int get_hsd(json_t *v, const srv_defaults *d, srv_parsed *p, srv_error *e
             p->gen.k_max = (int32_t)i;
         } else if (!strcmp(key, "adaptive_k")) {
             if (get_bool(x, "hsd.adaptive_k", &p->gen.adaptive_k, e)) return -1;
+        } else if (!strcmp(key, "cost_k")) {
+            if (get_bool(x, "hsd.cost_k", &p->gen.cost_k, e)) return -1;
         } else {
-            return bad(e, "hsd", "unknown field 'hsd.%.40s' (known: algo, k, k_max, adaptive_k)",
+            return bad(e, "hsd", "unknown field 'hsd.%.40s' (known: algo, k, k_max, adaptive_k, cost_k)",
                        key);
         }
     }
@@ -347,6 +349,7 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, const srv_def
     p->gen.algo = d->algo;
     p->gen.n_draft = d->k;
     p->gen.adaptive_k = d->adaptive_k;
+    p->gen.cost_k = d->cost_k;
     if (d->k_max > 0) p->gen.k_max = d->k_max;
     p->gen.max_new_tokens = d->max_tokens;
     p->gen.n_ctx = d->n_ctx;

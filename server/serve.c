@@ -25,7 +25,7 @@
 typedef struct serve_opts {
     const char *target, *target_tok, *draft, *draft_tok, *host, *api_key, *chat_template;
     const char *cors, *alias;
-    int algo, adaptive_k, backend, kv_type;
+    int algo, adaptive_k, cost_k, backend, kv_type;
     int32_t k, k_max, port, parallel, ctx, threads, n_predict, queue, timeout, max_body_kb;
 } serve_opts;
 
@@ -41,7 +41,9 @@ static const hsd_opt serve_table[] = {
      "default algorithm (auto with a drafter, else ar); requests may choose their own", 0, 0},
     {"", 'k', HSD_OPT_INT, O(k), "K", "default draft length per round (4)", 1, 63},
     {"adaptive-k", 0, HSD_OPT_FLAG, O(adaptive_k), NULL, "adapt k to the running acceptance", 0, 0},
-    {"k-max", 0, HSD_OPT_INT, O(k_max), "K", "adaptive k's upper bound (16)", 1, 63},
+    {"cost-k", 0, HSD_OPT_FLAG, O(cost_k), NULL,
+     "choose k each round for the most tokens per second (measured costs, running acceptance)", 0, 0},
+    {"k-max", 0, HSD_OPT_INT, O(k_max), "K", "adaptive and cost-aware k's upper bound (16)", 1, 63},
     {"host", 0, HSD_OPT_STRING, O(host), "ADDR", "IPv4 address to bind (127.0.0.1)", 0, 0},
     {"port", 0, HSD_OPT_INT, O(port), "PORT", "TCP port (8080; 0: any free port, printed)", 0,
      65535},
@@ -82,7 +84,7 @@ const hsd_cli_spec hsd_spec_serve = {
     "  /v1/chat/completions (stream or not), /tokenize, /detokenize; GET /v1/models, /health,\n"
     "  /metrics. Requests share one running batch (continuous batching): each request's output\n"
     "  equals `hsd generate` with the same parameters. Binds 127.0.0.1 unless --host says\n"
-    "  otherwise. A request's \"hsd\": {\"algo\", \"k\", \"adaptive_k\"} overrides the defaults.\n"
+    "  otherwise. A request's \"hsd\": {\"algo\", \"k\", \"adaptive_k\", \"cost_k\"} overrides the defaults.\n"
     "  SIGINT/SIGTERM ends in-flight streams with a final error event and exits 0.\n"
     "  Needs libmicrohttpd at build time (Debian: libmicrohttpd-dev); docs/SERVER.md.\n",
     NULL,
@@ -147,6 +149,7 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
     sv.def.k = o->k;
     sv.def.k_max = o->k_max;
     sv.def.adaptive_k = o->adaptive_k;
+    sv.def.cost_k = o->cost_k;
     sv.def.has_draft = o->draft != NULL;
     sv.def.max_tokens = o->n_predict > 0 ? o->n_predict : 1 << 24;
     sv.def.vocab = hsd_model_vocab_size(x.target);

@@ -25,7 +25,7 @@ typedef enum srv_kind { SRV_COMPLETION = 0, SRV_CHAT = 1 } srv_kind;
 typedef struct srv_defaults {
     hsd_algo algo;
     int32_t k, k_max;
-    bool adaptive_k;
+    bool adaptive_k, cost_k;
     bool has_draft;      /* algorithms other than ar need the drafter */
     int32_t max_tokens;  /* budget when the request names none */
     int32_t vocab;       /* target vocabulary, for prompt ids (0: unchecked) */

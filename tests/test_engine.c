@@ -75,12 +75,15 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void gen(hsd_engine *e, const char *prompt, hsd_algo algo, int k, bool adaptive, float temp,
+/* kmode: 0 a fixed k, 1 adaptive_k, 2 cost_k (k then moves with measured times: the output
+ * must not move with it) */
+static void gen(hsd_engine *e, const char *prompt, hsd_algo algo, int k, int kmode, float temp,
                 uint64_t seed, int n, hsd_gen_result *r) {
     hsd_gen_params p = hsd_gen_default_params();
     p.algo = algo;
     p.n_draft = k;
-    p.adaptive_k = adaptive;
+    p.adaptive_k = kmode == 1;
+    p.cost_k = kmode == 2;
     p.k_max = 12;
     p.temp = temp;
     p.seed = seed;
@@ -101,14 +104,14 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label, int step
     int checked = 0;
     for (int i = 0; i < n_prompts; i += step) {
         hsd_gen_result ar = HSD_GEN_RESULT_INIT;
-        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 40, &ar);
+        gen(e, prompts[i], HSD_ALGO_AR, 1, 0, 0, 0, 40, &ar);
         for (size_t a = 0; a < 4; a++) {
             bool self = target->t != draft->t &&
                         !strcmp(hsd_model_desc(target->m), hsd_model_desc(draft->m));
             if (algos[a] == HSD_ALGO_SD && !self) continue;
-            for (int adaptive = 0; adaptive < 2; adaptive++) {
+            for (int kmode = 0; kmode < 3; kmode++) {
                 hsd_gen_result r = HSD_GEN_RESULT_INIT;
-                gen(e, prompts[i], algos[a], 5, adaptive, 0, 0, 40, &r);
+                gen(e, prompts[i], algos[a], 5, kmode, 0, 0, 40, &r);
                 if (!same_ids(&ar, &r))
                     fprintf(stderr, "%s %s prompt %d differs:\n AR:   %s\n algo: %s\n", label,
                             hsd_algo_name(algos[a]), i, ar.text, r.text);
@@ -151,10 +154,10 @@ static void check_sampled_pair(lm *target, lm *draft, const char *label) {
     int checked = 0, long_rounds = 0;
     for (int i = 0; i < n_prompts; i += 3) {
         hsd_gen_result ar = HSD_GEN_RESULT_INIT;
-        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 1.0f, 77 + (uint64_t)i, 40, &ar);
-        for (int adaptive = 0; adaptive < 2; adaptive++) {
+        gen(e, prompts[i], HSD_ALGO_AR, 1, 0, 1.0f, 77 + (uint64_t)i, 40, &ar);
+        for (int kmode = 0; kmode < 3; kmode++) {
             hsd_gen_result r = HSD_GEN_RESULT_INIT;
-            gen(e, prompts[i], HSD_ALGO_SLEM, 4, adaptive, 1.0f, 77 + (uint64_t)i, 40, &r);
+            gen(e, prompts[i], HSD_ALGO_SLEM, 4, kmode, 1.0f, 77 + (uint64_t)i, 40, &r);
             if (!same_ids(&ar, &r))
                 fprintf(stderr, "%s sampled slem prompt %d differs:\n AR:   %s\n slem: %s\n",
                         label, i, ar.text, r.text);
@@ -210,9 +213,9 @@ static void test_noninjective_drafter(void **state) {
     int checked = 0;
     for (int i = 0; i < n_prompts; i += 3) {
         hsd_gen_result ar = HSD_GEN_RESULT_INIT, r1 = HSD_GEN_RESULT_INIT, r2 = HSD_GEN_RESULT_INIT;
-        gen(e, prompts[i], HSD_ALGO_AR, 1, false, 0, 0, 60, &ar);
-        gen(e, prompts[i], HSD_ALGO_SLEM, 4, false, 0, 0, 60, &r1);
-        gen(e, prompts[i], HSD_ALGO_TLI, 4, false, 0, 0, 60, &r2);
+        gen(e, prompts[i], HSD_ALGO_AR, 1, 0, 0, 0, 60, &ar);
+        gen(e, prompts[i], HSD_ALGO_SLEM, 4, 0, 0, 0, 60, &r1);
+        gen(e, prompts[i], HSD_ALGO_TLI, 4, 0, 0, 0, 60, &r2);
         assert_true(same_ids(&ar, &r1));
         assert_true(same_ids(&ar, &r2));
         checked += 2;
@@ -241,7 +244,7 @@ static void check_chi2(lm *target, lm *draft, const char *label) {
         memset(count, 0, (size_t)V * sizeof *count);
         for (long s = 0; s < N; s++) {
             hsd_gen_result r = HSD_GEN_RESULT_INIT;
-            gen(e, prompt, algos[a], 2, false, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1,
+            gen(e, prompt, algos[a], 2, 0, 1.0f, 1000 + (uint64_t)s + 1000000 * (uint64_t)a, 1,
                 &r);
             assert_int_equal(r.n_ids, 1);
             count[r.ids[0]]++;

@@ -53,7 +53,7 @@ static hsd_status forward(const request *rq, hsd_model *m, const hsd_model_batch
 hsd_status hsd_eng_check_params(hsd_engine *e, const char *fn, const hsd_gen_params *p,
                                 hsd_algo *algo, char *reason, size_t cap) {
     if (p->max_new_tokens < 0 || p->n_draft < 1 || p->n_draft > HSD_ENG_MAX_K ||
-        (p->adaptive_k && (p->k_max < 1 || p->k_max > HSD_ENG_MAX_K)))
+        ((p->adaptive_k || p->cost_k) && (p->k_max < 1 || p->k_max > HSD_ENG_MAX_K)))
         return hsd_error(
             HSD_ERR_INVALID_ARG,
             "%s: need max_new_tokens >= 0 and 1 <= n_draft, k_max <= %d (got %d, %d, %d)", fn,
@@ -227,6 +227,7 @@ hsd_status hsd_eng_draft_all(request *rq) {
         }
     }
     double t1 = hsd_timer_ms();
+    int32_t drafts = 0; /* the lockstep's length: its longest chain */
     for (int32_t i = 0; i < rq->B; i++) {
         hsd_eng_seq *g = &rq->sq[i];
         if (!g->live) continue;
@@ -234,8 +235,11 @@ hsd_status hsd_eng_draft_all(request *rq) {
         if (g->cur->draft_take) {
             g->rd.kd = g->dj;
             g->t_draft += t1 - t0; /* the lockstep drafting, shared */
+            if (g->dj > drafts) drafts = g->dj;
         }
     }
+    rq->draft_ms = t1 - t0;
+    if (!s && chain) hsd_kcost_draft(&e->kc, drafts, t1 - t0);
     return s;
 }
 
@@ -267,9 +271,18 @@ hsd_status hsd_eng_verify_all(request *rq) {
         rq->idx[nb++] = i;
         rows += (size_t)g->m + 1;
     }
+    rq->fwd_ms = 0, rq->fwd_toks = 0, rq->fwd_clean = false;
     if (!s && nb > 0) {
         if (grow(&rq->tlog, &rq->tlog_cap, rows * (size_t)e->vt)) return hsd_eng_oom();
+        int32_t pend = 0; /* ids before the candidates: one per sequence, unless a prompt
+                           * rides along (a first round), which is no verification's cost */
+        for (int32_t b = 0; b < nb; b++)
+            rq->fwd_toks += rq->ent[b].n, pend += rq->ent[b].n - rq->sq[rq->idx[b]].m;
+        double t0 = hsd_timer_ms();
         s = forward(rq, e->tm, rq->ent, nb, rq->tlog);
+        rq->fwd_ms = hsd_timer_ms() - t0;
+        rq->fwd_clean = pend <= 2 * nb;
+        if (!s && rq->fwd_clean) hsd_kcost_target(&e->kc, rq->fwd_toks, rq->fwd_ms);
     }
     size_t off = 0;
     for (int32_t b = 0; b < nb && !s; b++) {
@@ -296,9 +309,17 @@ hsd_status hsd_eng_after_round(request *rq) {
         if (!g->live) continue;
         const hsd_gen_params *p = g->prm; /* a running batch mixes requests' parameters */
         if (g->before == 0 && g->out.n > 0) g->t_first = t;
+        if (g->cur->drafts) g->k_sum += g->kk, g->k_rounds++;
         /* a tree's rate is accepted over its depth (its nodes are alternatives) */
         int32_t den = g->rd.depth > 0 ? g->rd.depth : g->drafted - g->drafted_before;
-        if (p->adaptive_k && den > 0) {
+        if (p->cost_k && g->cur->drafts && g->cur->draft_take && rq->fwd_toks > 0 && !g->rd.served) {
+            /* the round's work outside the two forwards (bridge, sampling, the drafter's
+             * catch-up feed), then the text's acceptance, then the next k (k_cost.c) */
+            if (rq->fwd_clean) hsd_kcost_over(&rq->e->kc, (t - g->t0) - rq->draft_ms - rq->fwd_ms);
+            hsd_kcost_round(&g->kc, g->kk, g->m, den, g->accepted - g->acc_before);
+            g->k = hsd_kcost_choose(&rq->e->kc, &g->kc, g->kk, p->k_max,
+                                    rq->fwd_toks - g->rd.n_toks);
+        } else if (p->adaptive_k && den > 0) {
             double a = (double)(g->accepted - g->acc_before) / den;
             g->acc_ema = 0.8 * g->acc_ema + 0.2 * a;
             if (g->acc_ema > 0.8 && g->k < p->k_max)
@@ -343,6 +364,7 @@ hsd_status hsd_eng_fill_result(hsd_engine *e, hsd_eng_seq *g, const char *reason
     res->n_rounds = g->rounds;
     res->n_drafted = g->drafted;
     res->n_accepted = g->accepted;
+    res->k_mean = g->k_rounds ? (double)g->k_sum / g->k_rounds : 0;
     res->acceptance_rate = g->drafted ? (double)g->accepted / g->drafted : 0;
     res->first_accept_rate = g->first_tried ? (double)g->first_acc / g->first_tried : 0;
     res->tau = g->rounds ? (double)res->n_ids / g->rounds : 0;

@@ -4,6 +4,7 @@
  *   driver.c     THE decoding loop: arguments checked once, a request of B prompts (a single
  *                request is a batch of one), per round: plan, draft, one target forward,
  *                finish; adaptive k, stop reasons, streaming, results;
+ *   k_cost.c     the cost-aware draft length (measured forward costs, running acceptance);
  *   seq.c        one sequence's state and the steps every round shares (prompt encoding,
  *                the target request, emit with EOS/stop strings/budget, drafter resync);
  *   prefill.c    the ids a cache lacks before a round, through the causal path in chunks,
@@ -33,6 +34,7 @@
 #include "hsd.h"
 #include "lib/base/buf.h"
 #include "lib/engine/bridge.h"
+#include "lib/engine/k_cost.h"
 #include "lib/engine/sample.h"
 #include "lib/base/rng.h"
 
@@ -66,6 +68,7 @@ struct hsd_engine {
     int32_t *d_mapped, n_d_mapped; /* drafter ids with d2t >= 0, increasing */
     float *d_mask;                 /* 1 where d2t >= 0, else 0 (vd entries) */
     struct hsd_eng_dvocab *dvocab; /* SLEM: drafter specials and ids sorted by their bytes */
+    hsd_kcost_machine kc;          /* cost_k: what the forwards cost here (k_cost.h) */
 };
 
 typedef struct hsd_eng_seq hsd_eng_seq;
@@ -167,6 +170,9 @@ struct hsd_eng_seq {
     const hsd_eng_round *cur; /* this round's (AR when the drafter's context is full) */
     int32_t k, kk, dj, width, m;
     double acc_ema, t0, t_first, t_end;
+    hsd_kcost_seq kc; /* cost_k: the text's acceptance (k_cost.h) */
+    int64_t k_sum;    /* planned draft lengths summed over the drafting rounds, */
+    int32_t k_rounds; /* and those rounds (the result's k_mean) */
     int32_t before, drafted_before, acc_before;
     /* streaming: generated ids and decoded bytes already handed to the callback */
     int32_t streamed_ids;
@@ -268,6 +274,10 @@ typedef struct hsd_eng_request {
     int32_t *idx, *last_row;
     float *dlog, *tlog;
     size_t dlog_cap, tlog_cap;
+    double draft_ms;  /* the round's drafting phase (all sequences' lockstep) */
+    double fwd_ms;    /* the round's target verification forward: its time, */
+    int32_t fwd_toks; /* and the tokens it carried (0: none this round); */
+    bool fwd_clean;   /* false when a prompt rode along (a first round): not a round's cost */
 } hsd_eng_request;
 
 /* The parameter checks of hsd_engine_generate; resolves AUTO into *algo with the reason. */

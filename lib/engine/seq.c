@@ -359,7 +359,7 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->T.seg = (int32_t)g->T.ids.n;
     g->T.seg_off = g->text.n;
     if ((s = reuse_cache(e->tm, &e->t_cached, &g->T.ids, &g->t_kv))) return s;
-    int32_t k = p->adaptive_k ? p->k_max : p->n_draft;
+    int32_t k = p->adaptive_k || p->cost_k ? p->k_max : p->n_draft;
     int32_t maxrows = (k > HSD_ENG_MAX_CAND ? k : HSD_ENG_MAX_CAND) + 1;
     if (g->algo != HSD_ALGO_AR) {
         g->D.tok = e->dt;

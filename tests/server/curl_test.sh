@@ -49,6 +49,7 @@ error_case "id outside the vocabulary" /v1/completions '{"prompt": [1, 99999]}' 
 error_case "unknown hsd field" /v1/completions '{"prompt": "x", "hsd": {"speed": 1}}' 400 hsd
 error_case "unknown algorithm" /v1/completions '{"prompt": "x", "hsd": {"algo": "magic"}}' 400 hsd.algo
 error_case "k out of range" /v1/completions '{"prompt": "x", "hsd": {"k": 99}}' 400 hsd.k
+error_case "cost_k not a boolean" /v1/completions '{"prompt": "x", "hsd": {"cost_k": 1}}' 400 hsd.cost_k
 error_case "stream_options without stream" /v1/completions '{"prompt": "x", "stream_options": {"include_usage": true}}' 400 stream_options
 error_case "chat without messages" /v1/chat/completions '{"max_tokens": 2}' 400 messages
 error_case "chat bad role" /v1/chat/completions '{"messages": [{"role": "wizard", "content": "x"}]}' 400 messages

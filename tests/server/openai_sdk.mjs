@@ -129,8 +129,10 @@ for (const p of prompts) {
     eq('stop as one string', one.choices[0].text, g.text.slice(0, g.text.indexOf('.')));
 }
 
-// 5. four overlapping streams, different algorithms, started at different times; one samples
-// with a seed. Each equals its own `hsd generate` run.
+// 5. overlapping streams, different algorithms, started at different times; some sample with
+// a seed. Each equals its own `hsd generate` run. The last asks for the cost-aware k
+// (hsd.cost_k): its k follows the server's measured times, and SLEM's sampled text does not
+// depend on k, so it still equals the fixed-k run.
 {
     const jobs = [
         { prompt: prompts[0], algo: 'slem', k: 4, temp: 0, n: 200 },
@@ -138,12 +140,14 @@ for (const p of prompts) {
         { prompt: prompts[2], algo: 'ar', k: 4, temp: 0.8, seed: 1234, n: 160 },
         { prompt: 'One day, a bird', algo: 'slrs', k: 3, temp: 0, n: 150 },
         { prompt: prompts[0], algo: 'union', k: 2, temp: 1.0, seed: 7, n: 170 },
+        { prompt: prompts[1], algo: 'slem', k: 4, temp: 1.0, seed: 99, n: 160, costK: true },
     ];
     const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
     const runs = jobs.map(async (j, i) => {
         await sleep(4 * i);
         const s = await client.completions.create({ prompt: j.prompt, max_tokens: j.n,
-            temperature: j.temp, seed: j.seed, stream: true, hsd: { algo: j.algo, k: j.k } });
+            temperature: j.temp, seed: j.seed, stream: true,
+            hsd: { algo: j.algo, k: j.k, ...(j.costK ? { cost_k: true } : {}) } });
         return collect(s);
     });
     const got = await Promise.all(runs);

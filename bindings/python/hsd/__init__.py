@@ -372,14 +372,14 @@ class Result:
     The statistics carry the names of `hsd generate --json` (an interface: names are only
     added, never renamed): n_generated, rounds, drafted, accepted, acceptance_rate, tau,
     ttft_ms, tpot_ms, tokens_per_s, total_ms, draft_ms, verify_ms, bridge_ms,
-    first_accept_rate, stop_reason, and for SLRS psi_ms, tree_nodes, tree_forwards,
+    first_accept_rate, k_mean, stop_reason, and for SLRS psi_ms, tree_nodes, tree_forwards,
     expected_accept, expected_accept_em (None for the other algorithms).
     n_rounds, n_drafted and n_accepted are DEPRECATED aliases of rounds, drafted and accepted
     (the C struct's names), kept for existing callers."""
 
     STATS = ("n_generated", "rounds", "drafted", "accepted", "acceptance_rate", "tau", "ttft_ms",
              "tpot_ms", "tokens_per_s", "total_ms", "draft_ms", "verify_ms", "bridge_ms",
-             "first_accept_rate")
+             "first_accept_rate", "k_mean")
     SLRS_STATS = ("psi_ms", "tree_nodes", "tree_forwards", "expected_accept",
                   "expected_accept_em")
     DEPRECATED = {"n_rounds": "rounds", "n_drafted": "drafted", "n_accepted": "accepted"}
@@ -453,7 +453,7 @@ class Engine(_Handle):
 
     @staticmethod
     def _params(algo, max_new_tokens, n_draft, adaptive_k, k_max, temp, top_k, top_p, seed,
-                stop_at_eos, stop, add_bos, n_ctx):
+                stop_at_eos, stop, add_bos, n_ctx, cost_k=False):
         """hsd_gen_params and the objects that must live as long as the call."""
         if algo not in ALGORITHMS:
             raise ValueError("algo must be one of %s" % ", ".join(ALGORITHMS))
@@ -462,7 +462,7 @@ class Engine(_Handle):
         p.max_new_tokens, p.n_draft, p.adaptive_k, p.k_max = max_new_tokens, n_draft, \
             adaptive_k, k_max
         p.temp, p.top_k, p.top_p, p.seed = temp, top_k, top_p, seed
-        p.stop_at_eos, p.add_bos, p.n_ctx = stop_at_eos, add_bos, n_ctx
+        p.stop_at_eos, p.add_bos, p.n_ctx, p.cost_k = stop_at_eos, add_bos, n_ctx, cost_k
         stops = [_utf8(s) for s in stop]
         arr = (ctypes.c_char_p * max(len(stops), 1))(*stops)
         p.stop, p.n_stop = (arr if stops else None), len(stops)
@@ -480,14 +480,15 @@ class Engine(_Handle):
 
     def generate(self, prompt, algo="auto", max_new_tokens=128, n_draft=4, adaptive_k=False,
                  k_max=16, temp=0.0, top_k=0, top_p=1.0, seed=0, stop_at_eos=True, stop=(),
-                 add_bos=True, n_ctx=0, on_text=None):
+                 add_bos=True, n_ctx=0, on_text=None, cost_k=False):
         """Generates a continuation of prompt (str or UTF-8 bytes). algo: one of ALGORITHMS.
         Greedy (temp <= 0) output is identical for every algorithm. n_ctx: positions the
         target may use (0: its trained context). on_text(piece: bytes) -> bool, optional: called
         with each piece of text as it becomes final; return False to stop (the result's
-        stop_reason is then "callback")."""
+        stop_reason is then "callback"). cost_k: choose k each round for the most tokens per
+        second (measured costs and the running acceptance; hsd_gen_params.cost_k)."""
         p, keep = self._params(algo, max_new_tokens, n_draft, adaptive_k, k_max, temp, top_k,
-                               top_p, seed, stop_at_eos, stop, add_bos, n_ctx)
+                               top_p, seed, stop_at_eos, stop, add_bos, n_ctx, cost_k)
         errors = []
         if on_text is not None:
             def tramp(user, seq, text, n, ids, n_ids):

@@ -80,7 +80,7 @@ class GenParams(ctypes.Structure):
                 ("slrs_top_k", ctypes.c_int32), ("slrs_top_p", ctypes.c_float),
                 ("slrs_max_nodes", ctypes.c_int32), ("slrs_lookahead", ctypes.c_int32),
                 ("slrs_single_forward", ctypes.c_bool), ("n_ctx", ctypes.c_int32),
-                ("on_text", STREAM_FN), ("user_data", ctypes.c_void_p)]
+                ("on_text", STREAM_FN), ("user_data", ctypes.c_void_p), ("cost_k", ctypes.c_bool)]
 
 
 class SlrsStats(ctypes.Structure):
@@ -101,7 +101,8 @@ class GenResult(ctypes.Structure):
                 ("tokens_per_s", ctypes.c_double), ("total_ms", ctypes.c_double),
                 ("draft_ms", ctypes.c_double), ("verify_ms", ctypes.c_double),
                 ("bridge_ms", ctypes.c_double), ("first_accept_rate", ctypes.c_double),
-                ("stop_reason", ctypes.c_int), ("slrs", ctypes.POINTER(SlrsStats))]
+                ("stop_reason", ctypes.c_int), ("slrs", ctypes.POINTER(SlrsStats)),
+                ("k_mean", ctypes.c_double)]
 
 
 VOCAB_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)

@@ -97,6 +97,10 @@ class TestPair(unittest.TestCase):
                 if algo == "auto":
                     self.assertEqual(r.algo, self.engine.auto_algo()[0])
                     self.assertIn("T∩D", r.reason)
+        # the cost-aware k moves k with measured times; the text stays AR's
+        r = self.engine.generate(PROMPT, algo="slem", max_new_tokens=80, cost_k=True, k_max=8)
+        self.assertEqual(r.ids, ar.ids)
+        self.assertTrue(1 <= r.k_mean <= 8, r.k_mean)
 
     def test_result_follows_cli_json(self):
         """Result's statistics carry `hsd generate --json`'s names (the CLI is the oracle:
@@ -121,7 +125,7 @@ class TestPair(unittest.TestCase):
                 self.assertEqual(r.reason, j["reason"])
                 self.assertEqual(r.stop_reason, j["stop_reason"])
                 for k in ("n_generated", "rounds", "drafted", "accepted", "acceptance_rate",
-                          "tau", "first_accept_rate", "tree_nodes", "tree_forwards",
+                          "tau", "first_accept_rate", "k_mean", "tree_nodes", "tree_forwards",
                           "expected_accept", "expected_accept_em"):
                     if k in j:  # SLRS's fields only for SLRS
                         self.assertEqual(getattr(r, k), j[k], k)
