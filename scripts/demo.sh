@@ -69,7 +69,7 @@ run() { # name, drafter model, drafter tokenizer, algo, extra args...
     local t0 t1
     t0=$(date +%s.%N)
     "$HSD" generate --target "${TGT:-$TARGET}" --target-tokenizer "$M/babyllama-tok105/tok105.bin" \
-        --draft "$dm" --draft-tokenizer "$dtok" --algo "$algo" -k "${K:-6}" -p "$PROMPT" -n "$N" "$@" \
+        --draft "$dm" --draft-tokenizer "$dtok" --algo "$algo" -k "${K:-6}" ${FLAGS:-} -p "$PROMPT" -n "$N" "$@" \
         > "$tmp/$name.out"
     t1=$(date +%s.%N)
     echo "$t0 $t1" | awk '{ printf "%.2f\n", $2 - $1 }' > "$tmp/$name.wall"

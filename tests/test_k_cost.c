@@ -128,8 +128,11 @@ static void test_target_reading(void **state) {
     memset(&m, 0, sizeof m);
     hsd_kcost_target(&m, 5, 27.0);
     assert_true(hsd_kcost_target_ms(&m, 9) < 0);
-    int32_t k = hsd_kcost_choose(&m, &(hsd_kcost_seq){0}, 4, 16, 0);
-    assert_int_equal(k, 2); /* a second size is measured */
+    hsd_kcost_seq s = {0};
+    hsd_kcost_round(&s, 4, 4, 4, 2);
+    assert_int_equal(hsd_kcost_choose(&m, &s, 4, 16, 0), 2); /* a second size is measured, */
+    hsd_kcost_round(&s, 4, 4, 4, 4);
+    assert_int_equal(hsd_kcost_choose(&m, &s, 4, 16, 0), 6); /* upwards after a full round */
     hsd_kcost_target(&m, 9, 35.0); /* 17 + 2 n */
     for (double n = 3; n <= 30; n += 0.5) assert_true(fabs(hsd_kcost_target_ms(&m, n) - (17 + 2 * n)) < 1e-9);
     /* a convex cost: between seen sizes the line between them, past them the last secant */

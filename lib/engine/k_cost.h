@@ -4,6 +4,7 @@
 #ifndef HSD_LIB_ENGINE_K_COST_H
 #define HSD_LIB_ENGINE_K_COST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define HSD_KCOST_SIZES 256 /* target forward sizes (tokens) the cost table keeps */
@@ -30,6 +31,7 @@ typedef struct hsd_kcost_seq {
     double acc[HSD_KCOST_K], rk[HSD_KCOST_K];
     double lam, mu;
     int32_t rounds;
+    bool last_all; /* the last round accepted every level it verified */
 } hsd_kcost_seq;
 
 /* A target forward of n tokens took ms. */
