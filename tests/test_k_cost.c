@@ -121,7 +121,8 @@ static void test_choices_follow_the_machine(void **state) {
 }
 
 /* The target's cost read between and past the sizes seen: a line seen at two sizes is that
- * line everywhere (interpolation and the secant are exact on it); one size is not enough. */
+ * line between and above them (interpolation and the secant are exact on it); one size is not
+ * enough. */
 static void test_target_reading(void **state) {
     (void)state;
     hsd_kcost_machine m;
@@ -134,7 +135,9 @@ static void test_target_reading(void **state) {
     hsd_kcost_round(&s, 4, 4, 4, 4);
     assert_int_equal(hsd_kcost_choose(&m, &s, 4, 16, 0), 6); /* upwards after a full round */
     hsd_kcost_target(&m, 9, 35.0); /* 17 + 2 n */
-    for (double n = 3; n <= 30; n += 0.5) assert_true(fabs(hsd_kcost_target_ms(&m, n) - (17 + 2 * n)) < 1e-9);
+    for (double n = 5; n <= 30; n += 0.5) assert_true(fabs(hsd_kcost_target_ms(&m, n) - (17 + 2 * n)) < 1e-9);
+    /* below the smallest size, half the secant's slope (the cost is flat there or convex) */
+    assert_true(fabs(hsd_kcost_target_ms(&m, 3) - (27 - 2)) < 1e-9);
     /* a convex cost: between seen sizes the line between them, past them the last secant */
     hsd_kcost_target(&m, 13, 51.0);
     assert_true(fabs(hsd_kcost_target_ms(&m, 11) - 43.0) < 1e-9);

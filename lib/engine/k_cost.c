@@ -16,10 +16,10 @@
  * - target(n): the target forward's time at n tokens, a decayed mean per size over the
  *   engine's verification forwards (a property of the model and the CPU, kept across
  *   requests), read between sizes by linear interpolation and past the sizes seen by the
- *   secant of the two nearest sizes at least two apart. The cost is convex in n (flat while
- *   the weights' stream bounds it, then linear in the arithmetic), so the secant is
- *   optimistic outside: a size predicted cheap gets tried and measured (upwards by at most
- *   half again the largest size seen). Until two sizes two tokens apart were seen, the next
+ *   secant of the two nearest sizes at least two apart (below them, half its slope). The
+ *   cost is convex in n (flat while the weights' stream bounds it, then linear in the
+ *   arithmetic), so the secant is optimistic outside: a size predicted cheap gets tried and
+ *   measured (upwards by at most half again the largest size seen). Until two sizes two tokens apart were seen, the next
  *   round measures another, two drafts away.
  * - h_j: the acceptance of verification level j given every level before it accepted,
  *   counted per level over decayed rounds (it follows the text). Levels are not alike: the
@@ -115,8 +115,9 @@ double hsd_kcost_target_ms(const hsd_kcost_machine *m, double n) {
         if (m->w[i] > 0) hi = i, lo = lo ? lo : i;
     if (!lo || hi - lo < KC_SPREAD) return -1;
     if (n >= hi) return size_ms(m, hi) + secant(m, hi, -1) * (n - hi);
-    if (n <= lo) {
-        const double t = size_ms(m, lo) - secant(m, lo, +1) * (lo - n);
+    if (n <= lo) { /* half the secant's slope: between it (too cheap below, the cost being
+                    * convex) and flat (what a memory-bound forward is) */
+        const double t = size_ms(m, lo) - 0.5 * secant(m, lo, +1) * (lo - n);
         return t > 0.5 * size_ms(m, lo) ? t : 0.5 * size_ms(m, lo);
     }
     int32_t a = (int32_t)n, b = a + 1; /* seen sizes around n, then a line between them */
