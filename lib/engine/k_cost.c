@@ -19,8 +19,8 @@
  *   secant of the two nearest sizes at least two apart (below them, half its slope). The
  *   cost is convex in n (flat while the weights' stream bounds it, then linear in the
  *   arithmetic), so the secant is optimistic outside: a size predicted cheap gets tried and
- *   measured (upwards by at most half again the largest size seen). Until two sizes two tokens apart were seen, the next
- *   round measures another, two drafts away.
+ *   measured (upwards by at most half again the largest size seen). Until two sizes two
+ *   tokens apart were seen, the next round measures another, two drafts away.
  * - h_j: the acceptance of verification level j given every level before it accepted,
  *   counted per level over decayed rounds (it follows the text). Levels are not alike: the
  *   first is the hardest (the drafter has just been corrected), deeper ones run at the
@@ -42,15 +42,17 @@
 #include <math.h>
 #include <stdbool.h>
 
+/* The constants (each may be set with -D when the simulation of tests/test_k_cost.c is
+ * rerun with other values: bench/notes/k_cost.md) */
 enum { KC_SPREAD = 2 }; /* tokens between two sizes for a slope */
 #ifndef KC_SIZE_DECAY
-#define KC_SIZE_DECAY 0.9  /* per forward of that size */
+#define KC_SIZE_DECAY 0.9 /* per forward of that size */
 #endif
 #ifndef KC_TEXT_DECAY
 #define KC_TEXT_DECAY 0.85 /* per round: acceptance follows the text */
 #endif
 #ifndef KC_EMA
-#define KC_EMA 0.3         /* weight of a new sample in the running averages */
+#define KC_EMA 0.3 /* the weight of a new sample in the running averages */
 #endif
 #ifndef KC_BLEND
 #define KC_BLEND 2.0 /* the model counts as this many rounds beside a k's own */
@@ -59,7 +61,7 @@ enum { KC_SPREAD = 2 }; /* tokens between two sizes for a slope */
 #define KC_EXPLORE 0.1 /* the optimism for a k with no rounds of its own */
 #endif
 #ifndef KC_PRIOR
-#define KC_PRIOR 0.8       /* a level's acceptance before any count (weight 1) */
+#define KC_PRIOR 0.8 /* a level's acceptance before any count (weight 1) */
 #endif
 
 static void ema(double *v, double x) { *v = *v > 0 ? (1 - KC_EMA) * *v + KC_EMA * x : x; }
