@@ -528,8 +528,8 @@ typedef struct hsd_gen_params {
      * both models' forwards (the target's by token count, kept by the engine across
      * requests) and the running acceptance. The best k differs by CPU, model file and
      * drafter (bench/notes/k_cost.md). The choices follow timings, which vary between runs:
-     * SLEM's and AR's output does not depend on k, but the sampled output of SD, union, TLI
-     * and SLRS for a given seed then may. SLRS keeps its fixed depth (n_draft). */
+     * SLEM's and AR's output does not depend on k, but the sampled output of SD, union and
+     * TLI for a given seed then may. SLRS keeps its fixed depth (n_draft). */
     bool cost_k;
 } hsd_gen_params;
 
