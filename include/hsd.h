@@ -529,7 +529,9 @@ typedef struct hsd_gen_params {
      * requests) and the running acceptance. The best k differs by CPU, model file and
      * drafter (bench/notes/k_cost.md). The choices follow timings, which vary between runs:
      * SLEM's and AR's output does not depend on k, but the sampled output of SD, union and
-     * TLI for a given seed then may. SLRS keeps its fixed depth (n_draft). */
+     * TLI for a given seed then may. SLRS keeps its fixed depth (n_draft). With adaptive_k
+     * or cost_k, k starts at min(n_draft, k_max). Target forwards of more than 256 tokens
+     * (large running batches) are not measured. */
     bool cost_k;
 } hsd_gen_params;
 
@@ -566,8 +568,9 @@ typedef struct hsd_gen_result {
     /* SLRS's own statistics (hsd_slrs_stats), NULL for the other algorithms; owned by the
      * result, released by hsd_gen_result_free */
     hsd_slrs_stats *slrs;
-    double k_mean; /* the mean draft length over the rounds that drafted (n_draft unless
-                    * adaptive_k or cost_k moved it; 0: no round drafted) */
+    double k_mean; /* the mean planned draft length over the rounds with a drafter (n_draft
+                    * unless adaptive_k or cost_k moved it or the context's end cut it; 0: no
+                    * such round) */
 } hsd_gen_result;
 /* An empty result with its size set: hsd_gen_result r = HSD_GEN_RESULT_INIT; */
 #define HSD_GEN_RESULT_INIT {.size = sizeof(hsd_gen_result)}

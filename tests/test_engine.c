@@ -128,6 +128,30 @@ static void check_greedy_pair(lm *target, lm *draft, const char *label, int step
     hsd_engine_free(e);
 }
 
+/* An adaptive or cost-aware k starts within k_max even when n_draft is larger: the first
+ * round drafts at most k_max (sampled TLI and union write a q row per draft, sized for
+ * k_max + 1 rows before this bound existed: a heap overflow under ASan). */
+static void test_k_bound(void **state) {
+    (void)state;
+    hsd_engine *e;
+    assert_int_equal(hsd_engine_init(baby.m, baby.t, small.m, small.t, &e), HSD_OK);
+    const hsd_algo algos[] = {HSD_ALGO_TLI, HSD_ALGO_UNION};
+    for (int a = 0; a < 2; a++)
+        for (int kmode = 1; kmode <= 2; kmode++) {
+            hsd_gen_params p = hsd_gen_default_params();
+            p.algo = algos[a], p.n_draft = 12, p.k_max = 4, p.temp = 1.0f, p.seed = 5;
+            p.adaptive_k = kmode == 1, p.cost_k = kmode == 2;
+            p.max_new_tokens = 2; /* one or two rounds: the first one's k weighs in the mean */
+            hsd_gen_result r = HSD_GEN_RESULT_INIT;
+            assert_int_equal(hsd_engine_generate(e, prompts[0], strlen(prompts[0]), &p, &r), HSD_OK);
+            printf("%s, %s k, n_draft 12, k_max 4: mean k %.2f over %d rounds\n", hsd_algo_name(algos[a]),
+                   kmode == 1 ? "adaptive" : "cost-aware", r.k_mean, r.n_rounds);
+            assert_true(r.k_mean >= 1 && r.k_mean <= 4);
+            hsd_gen_result_free(&r);
+        }
+    hsd_engine_free(e);
+}
+
 static void test_greedy_identical_to_ar(void **state) {
     (void)state;
     assert_true(n_prompts >= 90);
@@ -320,6 +344,7 @@ static void test_api_contract(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_contract),
+        cmocka_unit_test(test_k_bound),
         cmocka_unit_test(test_greedy_identical_to_ar),
         cmocka_unit_test(test_greedy_q8_0_kv_identical_to_ar),
         cmocka_unit_test(test_sampled_slem_equals_ar),

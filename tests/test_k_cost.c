@@ -142,11 +142,35 @@ static void test_target_reading(void **state) {
     hsd_kcost_target(&m, 13, 51.0);
     assert_true(fabs(hsd_kcost_target_ms(&m, 11) - 43.0) < 1e-9);
     assert_true(fabs(hsd_kcost_target_ms(&m, 17) - 67.0) < 1e-9);
+    assert_true(hsd_kcost_target_ms(&m, NAN) < 0);
+}
+
+/* k_max = 2: a chain's forwards are then 2 and 3 tokens, one apart. With every draft accepted
+ * and a flat cost the controller must still find k = 2 (not stay at 1 for want of a second
+ * size two apart). */
+static void test_narrow_range(void **state) {
+    (void)state;
+    hsd_kcost_machine m;
+    hsd_kcost_seq s;
+    memset(&m, 0, sizeof m), memset(&s, 0, sizeof s);
+    int32_t k = 1, at2 = 0;
+    for (int r = 0; r < 20; r++) {
+        hsd_kcost_draft(&m, k, 0.5 * k);
+        hsd_kcost_target(&m, 1 + k, 10.0 + 0.1 * k);
+        hsd_kcost_over(&m, 0.5);
+        hsd_kcost_round(&s, k, k, k, k);
+        k = hsd_kcost_choose(&m, &s, k, 2, 0);
+        assert_true(k >= 1 && k <= 2);
+        at2 += r >= 5 && k == 2;
+    }
+    printf("k_max 2, every draft accepted: k = 2 in %d of the last 15 rounds\n", at2);
+    assert_int_equal(at2, 15);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_reading),
+        cmocka_unit_test(test_narrow_range),
         cmocka_unit_test(test_cpu_machine),
         cmocka_unit_test(test_gpu_machine),
         cmocka_unit_test(test_choices_follow_the_machine),

@@ -319,7 +319,7 @@ hsd_status hsd_eng_after_round(request *rq) {
             hsd_kcost_round(&g->kc, g->kk, g->m, den, g->accepted - g->acc_before);
             g->k = hsd_kcost_choose(&rq->e->kc, &g->kc, g->kk, p->k_max,
                                     rq->fwd_toks - g->rd.n_toks);
-        } else if (p->adaptive_k && den > 0) {
+        } else if (p->adaptive_k && !p->cost_k && den > 0) {
             double a = (double)(g->accepted - g->acc_before) / den;
             g->acc_ema = 0.8 * g->acc_ema + 0.2 * a;
             if (g->acc_ema > 0.8 && g->k < p->k_max)

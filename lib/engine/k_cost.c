@@ -16,11 +16,11 @@
  * - target(n): the target forward's time at n tokens, a decayed mean per size over the
  *   engine's verification forwards (a property of the model and the CPU, kept across
  *   requests), read between sizes by linear interpolation and past the sizes seen by the
- *   secant of the two nearest sizes at least two apart (below them, half its slope). The
+ *   secant to the nearest size at least two apart (below them, half its slope). The
  *   cost is convex in n (flat while the weights' stream bounds it, then linear in the
  *   arithmetic), so the secant is optimistic outside: a size predicted cheap gets tried and
- *   measured (upwards by at most half again the largest size seen). Until two sizes two
- *   tokens apart were seen, the next round measures another, two drafts away.
+ *   measured (upwards by at most half again the largest size seen). Until two sizes were
+ *   seen, the next round measures another, two drafts away (one where k_max allows no more).
  * - h_j: the acceptance of verification level j given every level before it accepted,
  *   counted per level over decayed rounds (it follows the text). Levels are not alike: the
  *   first is the hardest (the drafter has just been corrected), deeper ones run at the
@@ -101,21 +101,24 @@ void hsd_kcost_round(hsd_kcost_seq *s, int32_t k, int32_t m, int32_t depth, int3
 static double size_ms(const hsd_kcost_machine *m, int32_t n) { return m->w[n] > 0 ? m->ms[n] / m->w[n] : -1; }
 
 /* the secant slope from size a to the nearest seen size at least KC_SPREAD away in
- * direction dir (+1, -1); -1: none */
+ * direction dir (+1, -1), else the nearest one (k_max 2 gives a chain only sizes 2 and 3);
+ * -1: none */
 static double secant(const hsd_kcost_machine *m, int32_t a, int dir) {
-    for (int32_t b = a + dir * KC_SPREAD; b >= 1 && b <= HSD_KCOST_SIZES; b += dir)
-        if (m->w[b] > 0) {
-            const double s = (size_ms(m, b) - size_ms(m, a)) / (b - a);
-            return s > 0 ? s : 0; /* noise: a forward never gets cheaper with more tokens */
-        }
+    for (int32_t spread = KC_SPREAD; spread >= 1; spread--)
+        for (int32_t b = a + dir * spread; b >= 1 && b <= HSD_KCOST_SIZES; b += dir)
+            if (m->w[b] > 0) {
+                const double s = (size_ms(m, b) - size_ms(m, a)) / (b - a);
+                return s > 0 ? s : 0; /* noise: a forward never gets cheaper with more tokens */
+            }
     return -1;
 }
 
 double hsd_kcost_target_ms(const hsd_kcost_machine *m, double n) {
+    if (isnan(n)) return -1;
     int32_t lo = 0, hi = 0; /* the smallest and largest sizes seen */
     for (int32_t i = 1; i <= HSD_KCOST_SIZES; i++)
         if (m->w[i] > 0) hi = i, lo = lo ? lo : i;
-    if (!lo || hi - lo < KC_SPREAD) return -1;
+    if (!lo || hi == lo) return -1; /* two sizes at least */
     if (n >= hi) return size_ms(m, hi) + secant(m, hi, -1) * (n - hi);
     if (n <= lo) { /* half the secant's slope: between it (too cheap below, the cost being
                     * convex) and flat (what a memory-bound forward is) */
@@ -159,10 +162,10 @@ int32_t hsd_kcost_choose(const hsd_kcost_machine *m, const hsd_kcost_seq *s, int
         for (int32_t i = 1; i <= HSD_KCOST_SIZES && !seen; i++) seen = m->w[i] > 0;
         if (!seen) return k; /* nothing measured yet */
         /* one size seen: measure another two drafts away, up when the round accepted every
-         * level it verified (longer drafts may pay), else down */
+         * level it verified (longer drafts may pay), else down; within [1, k_max] */
         const bool all = s->rounds > 0 && s->last_all;
         int32_t x = (all || k <= 2) ? k + 2 : k - 2;
-        if (x > k_max) x = k > 2 ? k - 2 : (k > 1 ? k - 1 : k);
+        if (x > k_max) x = k > 2 ? k - 2 : (k > 1 ? k - 1 : (k_max > 1 ? 2 : 1));
         return x;
     }
     const double mu = s->mu > 0 ? s->mu : 1.0;

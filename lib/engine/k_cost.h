@@ -43,7 +43,7 @@ void hsd_kcost_over(hsd_kcost_machine *m, double ms);
 /* A round of k drafts verified m candidates down to `depth` levels and accepted acc. */
 void hsd_kcost_round(hsd_kcost_seq *s, int32_t k, int32_t m, int32_t depth, int32_t acc);
 /* The predicted time of a target forward of n tokens; < 0 while fewer than two sizes were
- * seen. */
+ * seen (or n is NaN). */
 double hsd_kcost_target_ms(const hsd_kcost_machine *m, double n);
 /* The expected tokens a round of k drafts emits (1 + the expected accepted levels). */
 double hsd_kcost_tokens(const hsd_kcost_seq *s, int32_t k);

@@ -338,7 +338,8 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->greedy = p->temp <= 0;
     hsd_rng_init(&g->rng_draft, p->seed, 1);
     hsd_rng_init(&g->rng_verify, p->seed, 2);
-    g->k = p->n_draft;
+    /* an adaptive k starts within its bound (the q rows below are sized for both) */
+    g->k = (p->adaptive_k || p->cost_k) && p->n_draft > p->k_max ? p->k_max : p->n_draft;
     g->acc_ema = 0.7;
     g->T.tok = e->tt;
     g->T.specials_silent = true;
@@ -359,7 +360,7 @@ hsd_status hsd_eng_seq_setup(hsd_eng_seq *g, const char *prompt, size_t len) {
     g->T.seg = (int32_t)g->T.ids.n;
     g->T.seg_off = g->text.n;
     if ((s = reuse_cache(e->tm, &e->t_cached, &g->T.ids, &g->t_kv))) return s;
-    int32_t k = p->adaptive_k || p->cost_k ? p->k_max : p->n_draft;
+    int32_t k = (p->adaptive_k || p->cost_k) && p->k_max > p->n_draft ? p->k_max : p->n_draft;
     int32_t maxrows = (k > HSD_ENG_MAX_CAND ? k : HSD_ENG_MAX_CAND) + 1;
     if (g->algo != HSD_ALGO_AR) {
         g->D.tok = e->dt;
