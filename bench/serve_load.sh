@@ -5,7 +5,7 @@
 # server is started on a free loopback port and killed at exit; the client has a timeout.
 #   usage: bench/serve_load.sh [HSD]     env: PAIR=small|inflated (small), R (8 requests),
 #          N (max_tokens, 32), LEVELS (1,2,4,8), ALGO (server default), K, KV (--kv-type), THREADS (2),
-#          CLIP (prompt characters, 200), OUT
+#          CLIP (prompt characters, 200), FLAGS (more `hsd serve` flags, e.g. --cost-k), OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HSD=${1:-build/hsd}
@@ -35,7 +35,7 @@ esac
 maxc=$(echo "$LEVELS" | tr ',' '\n' | sort -n | tail -1)
 log=$OUT/server_$PAIR.log
 "$HSD" serve "${ARGS[@]}" --port 0 --parallel "$maxc" --threads "$THREADS" ${ALGO:+--algo $ALGO} \
-    ${K:+-k $K} ${KV:+--kv-type $KV} --queue 64 --timeout 900 >"$log" 2>&1 &
+    ${K:+-k $K} ${KV:+--kv-type $KV} ${FLAGS:-} --queue 64 --timeout 900 >"$log" 2>&1 &
 spid=$!
 trap 'kill -9 $spid 2>/dev/null || true' EXIT
 port=""
