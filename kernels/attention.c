@@ -37,8 +37,11 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
     /* a zero row (a Q8_0 row of hd elements is at most hd + 16 floats), a score row per row
      * (the block + 16: whole vectors), max, sum, then 64 bytes of alignment and the
      * quantised query rows of a Q8_0 cache */
+    /* a zero row, score rows, max, sum, alignment, the quantised query rows, and a block's
+     * keys copied out of a tiled cache (rows, or two tiles: the same bytes) */
     return (size_t)hd + 16 + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows + 16 +
-           (size_t)n_rows * attn_q8_stride(hd) / sizeof(float);
+           (size_t)n_rows * attn_q8_stride(hd) / sizeof(float) +
+           HSD_ATTN_BLOCK * hsd_attn_row_bytes(HSD_DT_Q8_0, hd) / sizeof(float);
 }
 
 /* Block b of an n-value row quantised to Q8_0 by hsd_quant_q8_0 (llama.cpp's rule), a short
@@ -70,6 +73,58 @@ static void attn_q8_query(const float *q, int32_t hd, uint8_t *dst) {
 /* A Q8_0 row's quants (after its nb scales: kernels/attention.h). */
 static inline __attribute__((always_inline)) const uint8_t *attn_q8_quants(const uint8_t *row, int32_t hd) {
     return row + 2 * (size_t)((hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK);
+}
+
+/* ---- tiled Q8_0 keys (kernels/attention.h) ------------------------------------------------ */
+
+/* The tile holding position p of the key buffer k (rows of rb bytes). */
+static inline const uint8_t *attn_tile_of(const void *k, int32_t p, size_t rb) {
+    return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KTILE) * HSD_ATTN_KTILE * rb;
+}
+
+/* One position's key from lane sl of tile src to lane dl of tile dst. */
+static void attn_tile_lane_copy(uint8_t *dst, int dl, const uint8_t *src, int sl, int32_t hd) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    for (int32_t b = 0; b < nb; b++) memcpy(dst + 32 * (size_t)b + 2 * dl, src + 32 * (size_t)b + 2 * sl, 2);
+    const size_t q0 = 32 * (size_t)nb;
+    for (int32_t g = 0; g < 8 * nb; g++) memcpy(dst + q0 + 64 * (size_t)g + 4 * dl, src + q0 + 64 * (size_t)g + 4 * sl, 4);
+}
+
+/* A Q8_0 row (the row layout) into lane l of a tile, and back. */
+static void attn_tile_put(uint8_t *tile, int l, const uint8_t *row, int32_t hd) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    for (int32_t b = 0; b < nb; b++) memcpy(tile + 32 * (size_t)b + 2 * l, row + 2 * (size_t)b, 2);
+    const uint8_t *q = row + 2 * (size_t)nb;
+    uint8_t *tq = tile + 32 * (size_t)nb;
+    for (int32_t i = 0; i < 32 * nb; i++) tq[64 * (size_t)(i / 4) + 4 * l + i % 4] = q[i] ^ 0x80;
+}
+static void attn_tile_get(const uint8_t *tile, int l, int32_t hd, uint8_t *row) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    for (int32_t b = 0; b < nb; b++) memcpy(row + 2 * (size_t)b, tile + 32 * (size_t)b + 2 * l, 2);
+    uint8_t *q = row + 2 * (size_t)nb;
+    const uint8_t *tq = tile + 32 * (size_t)nb;
+    for (int32_t i = 0; i < 32 * nb; i++) q[i] = tq[64 * (size_t)(i / 4) + 4 * l + i % 4] ^ 0x80;
+}
+
+/* The tile of logical positions P0..P0+15 (P0 a multiple of 16) that a block reads, where the
+ * call needs positions [lo, hi) of it: in place where they are physical (below L, or a
+ * chain), every line asked for; otherwise gathered into buf through the position map, the
+ * lanes not needed zero (scale 0: a finite score, masked after). */
+static const uint8_t *attn_block_tile(const hsd_attn_kv *kv, size_t rb, int32_t P0, int32_t lo,
+                                      int32_t hi, uint8_t *buf) {
+    if (lo < P0) lo = P0;
+    if (hi > P0 + HSD_ATTN_KTILE) hi = P0 + HSD_ATTN_KTILE;
+    if (lo < hi && (!kv->map || hi <= kv->L)) {
+        const uint8_t *t = attn_tile_of(kv->k, P0, rb);
+        for (size_t o = 0; o < HSD_ATTN_KTILE * rb; o += 64) __builtin_prefetch(t + o, 0, 3);
+        return t;
+    }
+    memset(buf, 0, HSD_ATTN_KTILE * rb);
+    for (int32_t p = lo; p < hi; p++) {
+        const int32_t phys = p >= kv->L ? kv->L + kv->map[p - kv->L] : p;
+        attn_tile_lane_copy(buf, p - P0, attn_tile_of(kv->k, phys, rb), phys % HSD_ATTN_KTILE, kv->hd);
+    }
+    return buf;
 }
 
 /* Scores o[p * R + r] of P positions from j on and R rows into s[r][j + p] (the vector Q8_0
@@ -393,6 +448,59 @@ HSD_AVX512_VNNI static void scores_q8_avx512(int R, const uint8_t *const *qq, co
     ATTN_Q8_BY_R(scores_q8_avx512_t, R, 16, qq, kp, hd, j0, j1, scale, s)
 }
 
+/* *s += w (u8) · the 4 signed bytes at x broadcast to every lane, the broadcast as the
+ * instruction's memory operand ({1to16}): GCC emits the intrinsic's broadcast as a separate
+ * instruction per use (kernels/matmul_q8_avx512.c measured what that costs) */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void attn_dpbusd_bcast(__m512i *s, __m512i w, const uint8_t *x) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*s) : "v"(w), "m"(*(const int32_t *)(const void *)x));
+}
+
+/* Scores of R rows against the 16 positions of one key tile (kernels/attention.h), lane i for
+ * position j + i: per block the exact integer dot in each lane (the tile's k + 128 times the
+ * query's bytes, started at -128 · sum q), then acc = fma(I, d_k · d_q, acc) over the blocks
+ * in order and acc · scale: scores_q8_scalar's arithmetic, so the bits are the scalar
+ * level's and depend only on the row and the key. */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *tp, int32_t hd,
+                    int32_t j0, int32_t j1, float scale, float *const *s) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int32_t j = j0; j < j1; j += HSD_ATTN_KTILE) {
+        const uint8_t *tile = tp[j / HSD_ATTN_KTILE];
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+        for (int32_t b = 0; b < nb; b++) {
+            const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tile + 32 * (size_t)b)));
+            const uint8_t *kq = tile + 32 * (size_t)nb + 512 * (size_t)b;
+            __m512i k[8];
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) k[g] = _mm512_loadu_si512((const void *)(kq + 64 * g));
+            const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                const uint8_t *qr = qq[r];
+                /* four independent chains (a vpdpbusd's latency is several cycles); integer
+                 * sums, so the split changes no bit */
+                __m512i I[4] = {_mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane]),
+                                _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&I[g % 4], k[g], qr + 32 * (size_t)b + 4 * g);
+                const __m512i Is = _mm512_add_epi32(_mm512_add_epi32(I[0], I[1]), _mm512_add_epi32(I[2], I[3]));
+                const float dq = ((const float *)(const void *)(qr + 64 * (size_t)np))[lane];
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Is), _mm512_mul_ps(dk, _mm512_set1_ps(dq)), acc[r]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) _mm512_storeu_ps(s[r] + j, _mm512_mul_ps(acc[r], sc));
+    }
+}
+HSD_AVX512_VNNI static void scores_q8t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
+                                              int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, qq, tp, hd, j0, j1, scale, s)
+}
+#define SCORES_Q8_TILES scores_q8t_avx512
+
 #define SFX avx512
 #define ATTR HSD_AVX512
 #define W 16
@@ -473,4 +581,36 @@ void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n) {
     } else {
         for (int32_t i = 0; i < n; i++) h[i] = hsd_fp32_to_bf16(src[i]);
     }
+}
+
+bool hsd_attn_keys_tiled(hsd_dtype type, int32_t hd) {
+#ifdef HSD_ATTN_X86
+    return type == HSD_DT_Q8_0 && hd % 16 == 0 && hsd_cpu_level_active() >= HSD_CPU_AVX512;
+#else
+    (void)type, (void)hd;
+    return false;
+#endif
+}
+
+void hsd_attn_store_key(hsd_dtype type, bool tiled, void *k, int32_t p, const float *src, int32_t hd) {
+    const size_t rb = hsd_attn_row_bytes(type, hd);
+    if (!tiled || type != HSD_DT_Q8_0) {
+        hsd_attn_store(type, (char *)k + (size_t)p * rb, src, hd);
+        return;
+    }
+    uint8_t row[HSD_ATTN_Q8_BYTES * 128]; /* hd <= 4,096 (models/tf_load.c) */
+    if (rb > sizeof row) return;
+    store_q8_0(row, src, hd);
+    attn_tile_put((uint8_t *)(uintptr_t)attn_tile_of(k, p, rb), p % HSD_ATTN_KTILE, row, hd);
+}
+
+void hsd_attn_copy_key(hsd_dtype type, bool tiled, void *k, int32_t dst, int32_t src, int32_t hd) {
+    const size_t rb = hsd_attn_row_bytes(type, hd);
+    if (dst == src) return;
+    if (!tiled || type != HSD_DT_Q8_0) {
+        memcpy((char *)k + (size_t)dst * rb, (const char *)k + (size_t)src * rb, rb);
+        return;
+    }
+    attn_tile_lane_copy((uint8_t *)(uintptr_t)attn_tile_of(k, dst, rb), dst % HSD_ATTN_KTILE,
+                        attn_tile_of(k, src, rb), src % HSD_ATTN_KTILE, hd);
 }

@@ -218,6 +218,12 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     float *mx = s0 + (size_t)n_rows * (B + 16), *sum = mx + n_rows;
     uint8_t *qq = (uint8_t *)(((uintptr_t)(sum + n_rows) + 63) & ~(uintptr_t)63);
     const size_t qstride = attn_q8_stride(hd);
+    /* a tiled cache's keys of the block, copied out (rows, or gathered tiles) */
+    uint8_t *kcopy = qq + (size_t)n_rows * qstride;
+    const bool tiled = kv->k_tiled && kv->type == HSD_DT_Q8_0;
+#ifdef SCORES_Q8_TILES
+    const uint8_t *tp[HSD_ATTN_BLOCK / HSD_ATTN_KTILE];
+#endif
     memset(zero, 0, rb);
     if (kv->type == HSD_DT_Q8_0)
         for (int32_t r = 0; r < n_rows; r++) attn_q8_query(rows[r].q, hd, qq + (size_t)r * qstride);
@@ -245,10 +251,25 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 continue;
             }
             const size_t phys = (kv->map && p >= kv->L) ? (size_t)kv->L + kv->map[p - kv->L] : (size_t)p;
-            kp[j] = kb + phys * rb, vp[j] = vb + phys * rb;
-            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(kp[j] + o, 0, 3), __builtin_prefetch(vp[j] + o, 0, 3);
-            __builtin_prefetch(kp[j] + rb - 1, 0, 3), __builtin_prefetch(vp[j] + rb - 1, 0, 3);
+            vp[j] = vb + phys * rb;
+            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(vp[j] + o, 0, 3);
+            __builtin_prefetch(vp[j] + rb - 1, 0, 3);
+            if (tiled) { /* the tile kernel reads the tiles; other levels read rows */
+#ifndef SCORES_Q8_TILES
+                kp[j] = kcopy + (size_t)j * rb;
+                attn_tile_get(attn_tile_of(kb, (int32_t)phys, rb), (int)(phys % HSD_ATTN_KTILE), hd, kcopy + (size_t)j * rb);
+#endif
+                continue;
+            }
+            kp[j] = kb + phys * rb;
+            for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(kp[j] + o, 0, 3);
+            __builtin_prefetch(kp[j] + rb - 1, 0, 3);
         }
+#ifdef SCORES_Q8_TILES
+        if (tiled)
+            for (int32_t u = 0; u < B / HSD_ATTN_KTILE; u++)
+                tp[u] = attn_block_tile(kv, rb, b0 + u * HSD_ATTN_KTILE, bs, be, kcopy + (size_t)u * HSD_ATTN_KTILE * rb);
+#endif
         /* groups of consecutive rows with the same range (a token's query heads under GQA)
          * share their key loads: power-of-two parts of at most W rows */
         for (int32_t g = 0, ge; g < n_rows; g = ge) {
@@ -267,6 +288,11 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 for (int i = 0; i < R; i++)
                     q[i] = rows[r + i].q, qr[i] = qq + (size_t)(r + i) * qstride,
                     sr[i] = s0 + (size_t)(r + i) * (B + 16);
+#ifdef SCORES_Q8_TILES
+                if (tiled)
+                    SCORES_Q8_TILES(R, qr, tp, hd, g0, g1, scale, sr);
+                else
+#endif
                 if (kv->type == HSD_DT_Q8_0)
                     CAT(scores_q8, SFX)(R, qr, kp, hd, g0, g1, scale, sr);
                 else
@@ -339,3 +365,4 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef KLOAD
 #undef KSCALES
 #undef KQ8
+#undef SCORES_Q8_TILES

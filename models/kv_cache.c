@@ -45,6 +45,11 @@ void hsd_tf_kv_free(hsd_transformer *tf) {
  * before it moved). */
 static void relayout(void *buf, int32_t n_heads, size_t row, int32_t from, int32_t to,
                      int32_t len) {
+    /* whole key tiles (a tile's positions are interleaved across its bytes); capacities are
+     * multiples of the tile */
+    len = (len + HSD_ATTN_KTILE - 1) / HSD_ATTN_KTILE * HSD_ATTN_KTILE;
+    if (len > from) len = from;
+    if (len > to) len = to;
     for (int32_t i = 1; i < n_heads && len > 0; i++) {
         int32_t h = to > from ? n_heads - i : i;
         memmove((char *)buf + (size_t)h * to * row, (char *)buf + (size_t)h * from * row,
@@ -70,7 +75,10 @@ hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need) {
     int64_t c64 = (int64_t)old + old / 2;
     if (c64 < need) c64 = need;
     c64 = (c64 + 63) / 64 * 64;
-    const int32_t cap = c64 > tf->n_ctx ? tf->n_ctx : (int32_t)c64;
+    /* n_ctx rounded up to whole key tiles (kernels/attention.h), so that every head's
+     * keys start a tile and the last tile is whole */
+    const int64_t top = ((int64_t)tf->n_ctx + HSD_ATTN_KTILE - 1) / HSD_ATTN_KTILE * HSD_ATTN_KTILE;
+    const int32_t cap = c64 > top ? (int32_t)top : (int32_t)c64;
     const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     for (size_t b = 0; b < 2 * (size_t)tf->cfg.n_layers; b++) {
         void **buf = b % 2 ? &tf->vc[slot(tf, seq, (int32_t)(b / 2))] : &tf->kc[slot(tf, seq, (int32_t)(b / 2))];
@@ -130,7 +138,7 @@ void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const floa
             for (int32_t t = 0; t < sg->n; t++) {
                 size_t src = (size_t)(sg->t0 + t) * tf->kv_dim + (size_t)h * hd;
                 size_t dst = (size_t)(sg->L + t) * rb;
-                hsd_attn_store(tf->kv_type, (char *)kh + dst, k + src, hd);
+                hsd_attn_store_key(tf->kv_type, tf->k_tiled, (void *)(uintptr_t)kh, sg->L + t, k + src, hd);
                 hsd_attn_store(tf->kv_type, (char *)vh + dst, v + src, hd);
             }
         }
@@ -164,7 +172,8 @@ hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep
             for (int32_t j = 0; j < n_keep; j++) {
                 if (keep[j] == j) continue;
                 size_t dst = (size_t)(base + j) * row, src = (size_t)(base + keep[j]) * row;
-                memcpy((char *)kh + dst, (const char *)kh + src, row);
+                hsd_attn_copy_key(tf->kv_type, tf->k_tiled, (void *)(uintptr_t)kh, base + j, base + keep[j],
+                                  tf->cfg.head_dim);
                 memcpy((char *)vh + dst, (const char *)vh + src, row);
             }
         }

@@ -17,6 +17,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/matmul_pack.h"
+#include "kernels/attention.h"
 #include "lib/base/error.h"
 #include "lib/base/file_map.h"
 #include "lib/base/log.h"
@@ -304,6 +305,8 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
                   : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16
                   : p.kv_type == HSD_KV_Q8_0 ? HSD_DT_Q8_0
                                              : HSD_DT_F16;
+    /* Q8_0 keys in tiles where the kernel level reads them so (kernels/attention.h) */
+    tf->k_tiled = hsd_attn_keys_tiled(tf->kv_type, cfg->head_dim);
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);

@@ -32,9 +32,11 @@ static float urand(void) { /* uniform in [-1, 1) */
 /* A KV head of n positions in `type`, and the same values read back as float. */
 typedef struct cache {
     hsd_dtype type;
+    bool tiled; /* Q8_0 keys in tiles (kernels/attention.h) */
     int32_t n, hd;
     void *k, *v;
     float *kf, *vf;
+    float *kraw; /* the keys before rounding */
 } cache;
 
 /* A Q8_0 cache row read back from its bytes by the layout alone (kernels/attention.h: the
@@ -63,22 +65,40 @@ static void q8_0_round(const float *x, int32_t n, double *out) {
     }
 }
 
-static void cache_fill(cache *c, hsd_dtype type, int32_t n, int32_t hd) {
+/* Positions a cache of n holds: a tiled one whole tiles, the last tile's other lanes filled
+ * with NaN-making bytes (0xff: an fp16 NaN scale), which the kernel must mask, as it meets
+ * them in a cache that grows. */
+static int32_t cache_cap(int32_t n) {
+    return (n + HSD_ATTN_KTILE - 1) / HSD_ATTN_KTILE * HSD_ATTN_KTILE;
+}
+
+static void cache_fill_t(cache *c, hsd_dtype type, bool tiled, int32_t n, int32_t hd) {
     size_t cnt = (size_t)n * hd, rb = hsd_attn_row_bytes(type, hd);
-    c->type = type, c->n = n, c->hd = hd;
-    c->k = malloc((size_t)n * rb), c->v = malloc((size_t)n * rb);
+    c->type = type, c->tiled = tiled, c->n = n, c->hd = hd;
+    c->k = malloc((size_t)cache_cap(n) * rb), c->v = malloc((size_t)n * rb);
+    memset(c->k, 0xff, (size_t)cache_cap(n) * rb);
     c->kf = malloc(cnt * sizeof(float)), c->vf = malloc(cnt * sizeof(float));
+    c->kraw = malloc(cnt * sizeof(float));
     float *tmp = malloc(cnt * sizeof(float));
+    uint8_t *row = malloc(rb);
     for (int pass = 0; pass < 2; pass++) {
         /* keys scaled so that scores reach a few units: the softmax is neither flat nor
          * one-hot */
         for (size_t i = 0; i < cnt; i++) tmp[i] = urand() * (pass == 0 ? 2.0f : 1.0f);
+        if (pass == 0) memcpy(c->kraw, tmp, cnt * sizeof(float));
         void *dst = pass == 0 ? c->k : c->v;
         float *back = pass == 0 ? c->kf : c->vf;
         for (int32_t p = 0; p < n; p++) /* row by row: a Q8_0 row's blocks restart per row */
-            hsd_attn_store(type, (char *)dst + (size_t)p * rb, tmp + (size_t)p * hd, hd);
-        for (int32_t p = 0; type == HSD_DT_Q8_0 && p < n; p++)
-            q8_row_back((const uint8_t *)dst + (size_t)p * rb, hd, back + (size_t)p * hd);
+            if (pass == 0)
+                hsd_attn_store_key(type, tiled, dst, p, tmp + (size_t)p * hd, hd);
+            else
+                hsd_attn_store(type, (char *)dst + (size_t)p * rb, tmp + (size_t)p * hd, hd);
+        for (int32_t p = 0; type == HSD_DT_Q8_0 && p < n; p++) {
+            /* the values a row of the row layout holds (a tiled key: the same rounding) */
+            const uint8_t *r = (const uint8_t *)dst + (size_t)p * rb;
+            if (pass == 0 && tiled) hsd_attn_store(type, row, tmp + (size_t)p * hd, hd), r = row;
+            q8_row_back(r, hd, back + (size_t)p * hd);
+        }
         for (size_t i = 0; type != HSD_DT_Q8_0 && i < cnt; i++) {
             const uint16_t *h = dst;
             back[i] = type == HSD_DT_F32 ? ((float *)dst)[i]
@@ -86,11 +106,11 @@ static void cache_fill(cache *c, hsd_dtype type, int32_t n, int32_t hd) {
                                            : hsd_bf16_to_fp32(h[i]);
         }
     }
-    free(tmp);
+    free(tmp), free(row);
 }
 
 static void cache_free(cache *c) {
-    free(c->k), free(c->v), free(c->kf), free(c->vf);
+    free(c->k), free(c->v), free(c->kf), free(c->vf), free(c->kraw);
 }
 
 /* float64 attention of q over the physical positions pos[0..n) of c; quant: q as a Q8_0 cache's
@@ -132,9 +152,9 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
         double err = fabs(out[i] - ref[i]), tol = 2e-6 * (1.0 + vmax);
         if (err / (1.0 + vmax) > max_err_seen) max_err_seen = err / (1.0 + vmax);
         if (!(err <= tol))
-            fail_msg("%s (%s, level %s, hd %d, %d positions): out[%d] = %.9g, float64 %.9g "
+            fail_msg("%s (%s%s, level %s, hd %d, %d positions): out[%d] = %.9g, float64 %.9g "
                      "(|err| %.3g > %.3g)",
-                     what, hsd_dtype_name(c->type), hsd_cpu_level_name(hsd_cpu_level_active()),
+                     what, hsd_dtype_name(c->type), c->tiled ? " tiled" : "", hsd_cpu_level_name(hsd_cpu_level_active()),
                      c->hd, n, i, out[i], ref[i], err, tol);
     }
     if (c->type != HSD_DT_Q8_0) return;
@@ -152,7 +172,9 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
     }
 }
 
-static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0};
+/* the cache types, the last one twice: Q8_0 keys in rows, then in tiles */
+static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q8_0};
+static const bool tiles[] = {false, false, false, false, true};
 #define N_TYPES (sizeof types / sizeof types[0])
 
 /* Runs body() at every level the CPU has. */
@@ -188,7 +210,7 @@ static void chain_body(void) {
                 const int32_t depth = depths[di], hd = hds[hi], T = depth < 4 ? depth : 4;
                 if (hd > 64 && depth > 1000) continue; /* the time goes to the reference */
                 cache c;
-                cache_fill(&c, types[ti], depth, hd);
+                cache_fill_t(&c, types[ti], tiles[ti], depth, hd);
                 int32_t *pos = malloc((size_t)depth * sizeof(int32_t));
                 for (int32_t j = 0; j < depth; j++) pos[j] = j;
                 for (size_t ri = 0; ri < sizeof ratios / sizeof ratios[0]; ri++) {
@@ -205,7 +227,7 @@ static void chain_body(void) {
                             rows[t * R + h] = (hsd_attn_row){q + (size_t)(t * R + h) * hd,
                                                              out + (size_t)(t * R + h) * hd, first, last};
                         }
-                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, depth, NULL};
+                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, depth, NULL, tiles[ti]};
                     hsd_attn_rows(&kv, rows, nr, scale, softcap, scratch);
                     for (int32_t r = 0; r < nr; r++) {
                         char what[96];
@@ -240,7 +262,7 @@ static void tree_body(void) {
         for (size_t pi = 0; pi < sizeof prefixes / sizeof prefixes[0]; pi++) {
             const int32_t L = prefixes[pi];
             cache c, ch;
-            cache_fill(&c, types[ti], L + n, hd);
+            cache_fill_t(&c, types[ti], tiles[ti], L + n, hd);
             const size_t rowb = hsd_attn_row_bytes(types[ti], hd);
             for (int32_t i = 0; i < n; i++) {
                 int32_t anc[16], d = 0, pos[1024];
@@ -249,10 +271,14 @@ static void tree_body(void) {
                 for (int32_t j = 0; j < L; j++) pos[j] = j;
                 for (int32_t j = 0; j < d; j++) pos[L + j] = L + anc[j];
                 /* the same path as a chain: prefix, then the ancestors' rows in order */
-                ch.type = c.type, ch.n = L + d, ch.hd = hd;
-                ch.k = malloc((size_t)(L + d) * rowb), ch.v = malloc((size_t)(L + d) * rowb);
+                ch.type = c.type, ch.tiled = c.tiled, ch.n = L + d, ch.hd = hd;
+                ch.k = malloc((size_t)cache_cap(L + d) * rowb), ch.v = malloc((size_t)(L + d) * rowb);
+                memset(ch.k, 0xff, (size_t)cache_cap(L + d) * rowb);
                 for (int32_t j = 0; j < L + d; j++) {
-                    memcpy((char *)ch.k + (size_t)j * rowb, (char *)c.k + (size_t)pos[j] * rowb, rowb);
+                    if (c.tiled) /* the same key stored again: the same bytes, its own lane */
+                        hsd_attn_store_key(c.type, true, ch.k, j, c.kraw + (size_t)pos[j] * hd, hd);
+                    else
+                        memcpy((char *)ch.k + (size_t)j * rowb, (char *)c.k + (size_t)pos[j] * rowb, rowb);
                     memcpy((char *)ch.v + (size_t)j * rowb, (char *)c.v + (size_t)pos[j] * rowb, rowb);
                 }
                 float q[4 * 64], out[4 * 64], outc[4 * 64];
@@ -265,8 +291,8 @@ static void tree_body(void) {
                         rows[h] = (hsd_attn_row){q + h * hd, out + h * hd, first, last};
                         rowsc[h] = (hsd_attn_row){q + h * hd, outc + h * hd, first, last};
                     }
-                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, L, anc};
-                    hsd_attn_kv kvc = {types[ti], ch.k, ch.v, hd, L + d, NULL};
+                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, L, anc, tiles[ti]};
+                    hsd_attn_kv kvc = {types[ti], ch.k, ch.v, hd, L + d, NULL, tiles[ti]};
                     const float scale = 0.125f;
                     hsd_attn_rows(&kv, rows, R, scale, 0.0f, scratch);
                     hsd_attn_rows(&kvc, rowsc, R, scale, 0.0f, scratch);
@@ -361,12 +387,62 @@ static void test_store_q8_0(void **state) {
         }
 }
 
+/* A tiled cache rolled back as the engine keeps a tree path (models/kv_cache.c: keys moved
+ * by hsd_attn_copy_key, positions increasing, across tiles and within one): attention over
+ * the result equals, bit for bit, attention over a cache that stored the kept keys directly,
+ * and equals float64 over them. At every level (the tile kernel, and the levels that copy
+ * tiles back into rows). */
+static void copy_body(void) {
+    const int32_t base = 29, n = 20, hd = 128, R = 2;
+    static const int32_t keep[] = {0, 3, 4, 9, 17, 19}; /* into 29, 30, ...: crosses a tile */
+    const int32_t nk = (int32_t)(sizeof keep / sizeof keep[0]), len = base + nk;
+    float *scratch = malloc(hsd_attn_scratch_floats(hd, R) * sizeof(float));
+    cache c, d;
+    cache_fill_t(&c, HSD_DT_Q8_0, true, base + n, hd);
+    for (int32_t j = 0; j < nk; j++) hsd_attn_copy_key(HSD_DT_Q8_0, true, c.k, base + j, base + keep[j], hd);
+    const size_t rb = hsd_attn_row_bytes(HSD_DT_Q8_0, hd);
+    for (int32_t j = 0; j < nk; j++) /* the values as the engine moves them: rows */
+        memmove((char *)c.v + (size_t)(base + j) * rb, (char *)c.v + (size_t)(base + keep[j]) * rb, rb);
+    d = c; /* the same values; keys stored directly at their new positions */
+    d.k = malloc((size_t)cache_cap(len) * rb);
+    memset(d.k, 0xff, (size_t)cache_cap(len) * rb);
+    int32_t pos[64];
+    for (int32_t j = 0; j < len; j++) {
+        pos[j] = j < base ? j : base + keep[j - base];
+        hsd_attn_store_key(HSD_DT_Q8_0, true, d.k, j, c.kraw + (size_t)pos[j] * hd, hd);
+    }
+    float q[2 * 128], out[2 * 128], outd[2 * 128];
+    for (int32_t i = 0; i < R * hd; i++) q[i] = urand();
+    hsd_attn_row rows[2], rowsd[2];
+    for (int32_t h = 0; h < R; h++) {
+        rows[h] = (hsd_attn_row){q + h * hd, out + h * hd, 0, len - 1};
+        rowsd[h] = (hsd_attn_row){q + h * hd, outd + h * hd, 0, len - 1};
+    }
+    hsd_attn_kv kv = {HSD_DT_Q8_0, c.k, c.v, hd, len, NULL, true};
+    hsd_attn_kv kvd = {HSD_DT_Q8_0, d.k, c.v, hd, len, NULL, true};
+    hsd_attn_rows(&kv, rows, R, 0.1f, 0.0f, scratch);
+    hsd_attn_rows(&kvd, rowsd, R, 0.1f, 0.0f, scratch);
+    if (memcmp(out, outd, sizeof out)) fail_msg("tiled keys moved by hsd_attn_copy_key differ from keys stored there");
+    /* float64 over the kept positions: key and value of position j are pos[j]'s */
+    for (int32_t h = 0; h < R; h++)
+        check_row("tiled keys after copy_key", &c, q + h * hd, out + h * hd, pos, len, 0.1f, 0.0f);
+    free(d.k);
+    cache_free(&c);
+    free(scratch);
+}
+
+static void test_copy_key(void **state) {
+    (void)state;
+    each_level(copy_body);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store),
         cmocka_unit_test(test_store_q8_0),
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_copy_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
