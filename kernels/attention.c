@@ -38,10 +38,10 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
      * (the block + 16: whole vectors), max, sum, then 64 bytes of alignment and the
      * quantised query rows of a Q8_0 cache */
     /* a zero row, score rows, max, sum, alignment, the quantised query rows, and a block's
-     * keys copied out of a tiled cache (rows, or two tiles: the same bytes) */
+     * keys and values copied out of a tiled cache (rows, or two tiles: the same bytes) */
     return (size_t)hd + 16 + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows + 16 +
            (size_t)n_rows * attn_q8_stride(hd) / sizeof(float) +
-           HSD_ATTN_BLOCK * hsd_attn_row_bytes(HSD_DT_Q8_0, hd) / sizeof(float);
+           2 * HSD_ATTN_BLOCK * hsd_attn_row_bytes(HSD_DT_Q8_0, hd) / sizeof(float);
 }
 
 /* Block b of an n-value row quantised to Q8_0 by hsd_quant_q8_0 (llama.cpp's rule), a short
@@ -79,50 +79,65 @@ static inline __attribute__((always_inline)) const uint8_t *attn_q8_quants(const
 
 /* The tile holding position p of the key buffer k (rows of rb bytes). */
 static inline const uint8_t *attn_tile_of(const void *k, int32_t p, size_t rb) {
-    return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KTILE) * HSD_ATTN_KTILE * rb;
+    return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KVTILE) * HSD_ATTN_KVTILE * rb;
 }
 
-/* One position's key from lane sl of tile src to lane dl of tile dst. */
-static void attn_tile_lane_copy(uint8_t *dst, int dl, const uint8_t *src, int sl, int32_t hd) {
+/* Where element i of lane l sits in a tile (after the 32 nb bytes of scales), and the bias
+ * its byte carries: keys in groups of four elements per lane, as k + 128; values in pairs of
+ * positions, 16 elements a chunk, signed. */
+static inline size_t attn_tile_at(bool value, int32_t nb, int l, int32_t i) {
+    if (value) return 32 * (size_t)nb + ((size_t)(l / 2) * 2 * (size_t)nb + (size_t)(i / 16)) * 32 + 2 * (size_t)(i % 16) + (size_t)(l % 2);
+    return 32 * (size_t)nb + 64 * (size_t)(i / 4) + 4 * (size_t)l + (size_t)(i % 4);
+}
+
+/* One position from lane sl of tile src to lane dl of tile dst. */
+static void attn_tile_lane_copy(bool value, uint8_t *dst, int dl, const uint8_t *src, int sl, int32_t hd) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
     for (int32_t b = 0; b < nb; b++) memcpy(dst + 32 * (size_t)b + 2 * dl, src + 32 * (size_t)b + 2 * sl, 2);
-    const size_t q0 = 32 * (size_t)nb;
-    for (int32_t g = 0; g < 8 * nb; g++) memcpy(dst + q0 + 64 * (size_t)g + 4 * dl, src + q0 + 64 * (size_t)g + 4 * sl, 4);
+    if (!value) { /* four elements at a time */
+        for (int32_t i = 0; i < 32 * nb; i += 4) memcpy(dst + attn_tile_at(false, nb, dl, i), src + attn_tile_at(false, nb, sl, i), 4);
+        return;
+    }
+    for (int32_t i = 0; i < 32 * nb; i++) dst[attn_tile_at(true, nb, dl, i)] = src[attn_tile_at(true, nb, sl, i)];
 }
 
 /* A Q8_0 row (the row layout) into lane l of a tile, and back. */
-static void attn_tile_put(uint8_t *tile, int l, const uint8_t *row, int32_t hd) {
+static void attn_tile_put(bool value, uint8_t *tile, int l, const uint8_t *row, int32_t hd) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    const uint8_t bias = value ? 0 : 0x80;
     for (int32_t b = 0; b < nb; b++) memcpy(tile + 32 * (size_t)b + 2 * l, row + 2 * (size_t)b, 2);
     const uint8_t *q = row + 2 * (size_t)nb;
-    uint8_t *tq = tile + 32 * (size_t)nb;
-    for (int32_t i = 0; i < 32 * nb; i++) tq[64 * (size_t)(i / 4) + 4 * l + i % 4] = q[i] ^ 0x80;
+    for (int32_t i = 0; i < 32 * nb; i++) tile[attn_tile_at(value, nb, l, i)] = q[i] ^ bias;
 }
-static void attn_tile_get(const uint8_t *tile, int l, int32_t hd, uint8_t *row) {
+static void attn_tile_get(bool value, const uint8_t *tile, int l, int32_t hd, uint8_t *row) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    const uint8_t bias = value ? 0 : 0x80;
     for (int32_t b = 0; b < nb; b++) memcpy(row + 2 * (size_t)b, tile + 32 * (size_t)b + 2 * l, 2);
     uint8_t *q = row + 2 * (size_t)nb;
-    const uint8_t *tq = tile + 32 * (size_t)nb;
-    for (int32_t i = 0; i < 32 * nb; i++) q[i] = tq[64 * (size_t)(i / 4) + 4 * l + i % 4] ^ 0x80;
+    for (int32_t i = 0; i < 32 * nb; i++) q[i] = tile[attn_tile_at(value, nb, l, i)] ^ bias;
 }
 
 /* The tile of logical positions P0..P0+15 (P0 a multiple of 16) that a block reads, where the
  * call needs positions [lo, hi) of it: in place where they are physical (below L, or a
  * chain), every line asked for; otherwise gathered into buf through the position map, the
  * lanes not needed zero (scale 0: a finite score, masked after). */
-static const uint8_t *attn_block_tile(const hsd_attn_kv *kv, size_t rb, int32_t P0, int32_t lo,
-                                      int32_t hi, uint8_t *buf) {
+static const uint8_t *attn_block_tile(const hsd_attn_kv *kv, bool value, size_t rb, int32_t P0,
+                                      int32_t lo, int32_t hi, uint8_t *buf) {
+    const void *base = value ? kv->v : kv->k;
     if (lo < P0) lo = P0;
-    if (hi > P0 + HSD_ATTN_KTILE) hi = P0 + HSD_ATTN_KTILE;
+    if (hi > P0 + HSD_ATTN_KVTILE) hi = P0 + HSD_ATTN_KVTILE;
     if (lo < hi && (!kv->map || hi <= kv->L)) {
-        const uint8_t *t = attn_tile_of(kv->k, P0, rb);
-        for (size_t o = 0; o < HSD_ATTN_KTILE * rb; o += 64) __builtin_prefetch(t + o, 0, 3);
+        const uint8_t *t = attn_tile_of(base, P0, rb);
+        /* into L2 (T1): the tile kernels read each line a few times and soon, and with the L1
+         * hint on AMD Zen 4 decode attention at depth 2,048 (qwen3-0.6b shape, one thread,
+         * from memory) took 11.4-12.0 ms instead of 9.4-10.1 (bench/notes/attention.md) */
+        for (size_t o = 0; o < HSD_ATTN_KVTILE * rb; o += 64) __builtin_prefetch(t + o, 0, 2);
         return t;
     }
-    memset(buf, 0, HSD_ATTN_KTILE * rb);
+    memset(buf, 0, HSD_ATTN_KVTILE * rb);
     for (int32_t p = lo; p < hi; p++) {
         const int32_t phys = p >= kv->L ? kv->L + kv->map[p - kv->L] : p;
-        attn_tile_lane_copy(buf, p - P0, attn_tile_of(kv->k, phys, rb), phys % HSD_ATTN_KTILE, kv->hd);
+        attn_tile_lane_copy(value, buf, p - P0, attn_tile_of(base, phys, rb), phys % HSD_ATTN_KVTILE, kv->hd);
     }
     return buf;
 }
@@ -465,8 +480,8 @@ scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const 
                     int32_t j0, int32_t j1, float scale, float *const *s) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
     const __m512 sc = _mm512_set1_ps(scale);
-    for (int32_t j = j0; j < j1; j += HSD_ATTN_KTILE) {
-        const uint8_t *tile = tp[j / HSD_ATTN_KTILE];
+    for (int32_t j = j0; j < j1; j += HSD_ATTN_KVTILE) {
+        const uint8_t *tile = tp[j / HSD_ATTN_KVTILE];
         __m512 acc[16];
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
@@ -500,6 +515,90 @@ HSD_AVX512_VNNI static void scores_q8t_avx512(int R, const uint8_t *const *qq, c
     ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, qq, tp, hd, j0, j1, scale, s)
 }
 #define SCORES_Q8_TILES scores_q8t_avx512
+
+/* *s += w (int16 pairs) · the pair of int16 weights at x broadcast to every lane (memory
+ * operand {1to16}, as attn_dpbusd_bcast) */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void attn_dpwssd_bcast(__m512i *s, __m512i w, const int32_t *x) {
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(*s) : "v"(w), "m"(*x));
+}
+
+/* out_r += the block's values weighted by p_r over lanes [j0, j1) of two value tiles
+ * (kernels/attention.h): per block b of the head dimension, the weights u_j = p_r,j · d_j,b,
+ * rounded to int16 as w_j = round(u_j · 32767 / S) with S their largest; per pair of
+ * positions and 16 elements one vpdpwssd (exact int32: at most 32 · 32767 · 127), then
+ * out += float(sum) · (S / 32767). CG chunks of 16 elements from chunk c0, R rows, each
+ * chunk's sum a chain over the pairs in order: a row's bits depend on its own weights and
+ * the values only. */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+accum_q8t_chunks(const int R, const int CG, float *const *out, const int32_t (*wq)[8][16],
+                 const float (*sc)[8], const uint8_t *const *vtp, int32_t nb, int32_t c0, int32_t i0,
+                 int32_t i1) {
+    __m512i acc[2][8];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CG; c++) acc[r][c] = _mm512_setzero_si512();
+    for (int32_t i = i0; i < i1; i++) {
+        const uint8_t *pr = vtp[i / 8] + 32 * (size_t)nb + (size_t)(i % 8) * 64 * (size_t)nb + 32 * (size_t)c0;
+#pragma GCC unroll 8
+        for (int c = 0; c < CG; c++) {
+            const __m512i x = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pr + 32 * c)));
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) attn_dpwssd_bcast(&acc[r][c], x, &wq[r][(c0 + c) / 2][i]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CG; c++) {
+            float *o = out[r] + 16 * (size_t)(c0 + c);
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][c]), _mm512_set1_ps(sc[r][(c0 + c) / 2]),
+                                                _mm512_loadu_ps(o)));
+        }
+}
+
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+accum_q8t_avx512_t(const int R, float *const *out, float *const *p, const uint8_t *const *vtp,
+                   int32_t hd, int32_t j0, int32_t j1) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, nc = hd / 16;
+    int32_t wq[2][8][16] __attribute__((aligned(64))); /* [row][block][pair]: two int16 weights */
+    float sc[2][8];
+    /* the lanes of the row's range */
+    const uint64_t m = (j1 >= 64 ? ~0ull : (1ull << j1) - 1) & ~((1ull << j0) - 1);
+    const __mmask16 m0 = (__mmask16)(m & 0xffff), m1 = (__mmask16)((m >> 16) & 0xffff);
+    for (int32_t b = 0; b < nb; b++) {
+        const __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(vtp[0] + 32 * (size_t)b)));
+        const __m512 d1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(vtp[1] + 32 * (size_t)b)));
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            const __m512 u0 = _mm512_maskz_mul_ps(m0, _mm512_loadu_ps(p[r]), d0);
+            const __m512 u1 = _mm512_maskz_mul_ps(m1, _mm512_loadu_ps(p[r] + 16), d1);
+            const float S = _mm512_reduce_max_ps(_mm512_max_ps(u0, u1));
+            if (!(S > 0.0f)) { /* nothing visible, or all weights 0 */
+                memset(wq[r][b], 0, sizeof wq[r][b]);
+                sc[r][b] = 0.0f;
+                continue;
+            }
+            const __m512 inv = _mm512_set1_ps(32767.0f / S);
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][0], _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(u0, inv))));
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][8], _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(u1, inv))));
+            sc[r][b] = S / 32767.0f;
+        }
+    }
+    const int32_t i0 = j0 / 2, i1 = (j1 + 1) / 2; /* the pairs that hold the range */
+    int32_t c0 = 0;
+    for (; c0 + 8 <= nc; c0 += 8) accum_q8t_chunks(R, 8, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
+    for (; c0 + 4 <= nc; c0 += 4) accum_q8t_chunks(R, 4, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
+    for (; c0 < nc; c0++) accum_q8t_chunks(R, 1, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
+}
+HSD_AVX512_VNNI static void accum_q8t_avx512(int R, float *const *out, float *const *p, const uint8_t *const *vtp,
+                                             int32_t hd, int32_t j0, int32_t j1) {
+    if (R == 2)
+        accum_q8t_avx512_t(2, out, p, vtp, hd, j0, j1);
+    else
+        accum_q8t_avx512_t(1, out, p, vtp, hd, j0, j1);
+}
+#define ACCUM_Q8_TILES accum_q8t_avx512
 
 #define SFX avx512
 #define ATTR HSD_AVX512
@@ -583,34 +682,36 @@ void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n) {
     }
 }
 
-bool hsd_attn_keys_tiled(hsd_dtype type, int32_t hd) {
+bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd) {
 #ifdef HSD_ATTN_X86
-    return type == HSD_DT_Q8_0 && hd % 16 == 0 && hsd_cpu_level_active() >= HSD_CPU_AVX512;
+    return type == HSD_DT_Q8_0 && hd % 16 == 0 && hd <= 256 && hsd_cpu_level_active() >= HSD_CPU_AVX512;
 #else
     (void)type, (void)hd;
     return false;
 #endif
 }
 
-void hsd_attn_store_key(hsd_dtype type, bool tiled, void *k, int32_t p, const float *src, int32_t hd) {
+void hsd_attn_store_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t p, const float *src,
+                       int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
     if (!tiled || type != HSD_DT_Q8_0) {
-        hsd_attn_store(type, (char *)k + (size_t)p * rb, src, hd);
+        hsd_attn_store(type, (char *)buf + (size_t)p * rb, src, hd);
         return;
     }
     uint8_t row[HSD_ATTN_Q8_BYTES * 128]; /* hd <= 4,096 (models/tf_load.c) */
     if (rb > sizeof row) return;
     store_q8_0(row, src, hd);
-    attn_tile_put((uint8_t *)(uintptr_t)attn_tile_of(k, p, rb), p % HSD_ATTN_KTILE, row, hd);
+    attn_tile_put(value, (uint8_t *)(uintptr_t)attn_tile_of(buf, p, rb), p % HSD_ATTN_KVTILE, row, hd);
 }
 
-void hsd_attn_copy_key(hsd_dtype type, bool tiled, void *k, int32_t dst, int32_t src, int32_t hd) {
+void hsd_attn_copy_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t dst, int32_t src,
+                      int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
     if (dst == src) return;
     if (!tiled || type != HSD_DT_Q8_0) {
-        memcpy((char *)k + (size_t)dst * rb, (const char *)k + (size_t)src * rb, rb);
+        memcpy((char *)buf + (size_t)dst * rb, (const char *)buf + (size_t)src * rb, rb);
         return;
     }
-    attn_tile_lane_copy((uint8_t *)(uintptr_t)attn_tile_of(k, dst, rb), dst % HSD_ATTN_KTILE,
-                        attn_tile_of(k, src, rb), src % HSD_ATTN_KTILE, hd);
+    attn_tile_lane_copy(value, (uint8_t *)(uintptr_t)attn_tile_of(buf, dst, rb), dst % HSD_ATTN_KVTILE,
+                        attn_tile_of(buf, src, rb), src % HSD_ATTN_KVTILE, hd);
 }

@@ -46,27 +46,36 @@ typedef struct hsd_attn_kv {
     int32_t hd; /* head dimension, even */
     int32_t L;
     const int32_t *map;
-    bool k_tiled; /* the keys in tiles (below; Q8_0 only) instead of rows */
+    bool tiled; /* keys and values in tiles (below; Q8_0 only) instead of rows */
 } hsd_attn_kv;
 
-/* Q8_0 keys in tiles. Positions go in groups of HSD_ATTN_KTILE: group t (positions 16t..16t+15)
- * takes the bytes of its 16 rows (16 rb at k + 16 t rb) laid out as
- *   uint16 d[nb][16]         block b's fp16 scale, one lane per position;
- *   uint8  q[8 nb][16][4]    elements 4g..4g+3 of each position, as k + 128 (u8);
- * so that one 64-byte vector holds the same four elements of 16 positions. The AVX-512 VNNI
+/* A Q8_0 cache in tiles. Positions go in groups of HSD_ATTN_KVTILE: group t (positions
+ * 16t..16t+15) takes the bytes of its 16 rows (16 rb at 16 t rb) laid out as
+ *   uint16 d[nb][16]              block b's fp16 scale, one lane per position (keys and values);
+ *   keys:   uint8 q[8 nb][16][4]  elements 4g..4g+3 of each position, as k + 128 (u8);
+ *   values: int8  q[8][2 nb][16][2]  positions 2i and 2i + 1 (pair i), elements 16c..16c+15,
+ *                                 interleaved.
+ * So one 64-byte vector holds the same four key elements of 16 positions: the AVX-512 VNNI
  * kernel multiplies it by four query bytes broadcast (vpdpbusd) and has 16 positions' partial
- * dots in 16 lanes: no horizontal sums, which cost more than the dots in the row layout. A
- * cache so laid out holds whole groups (its capacity a multiple of 16 positions). Other levels
- * read a tiled cache by copying the block's positions back into rows. */
-#define HSD_ATTN_KTILE 16
-/* Whether a new cache of this type should tile its keys: Q8_0 where the active kernel level
- * (kernels/cpu_features.h) has the tile kernel (AVX-512 VNNI) and hd is a multiple of 16. */
-bool hsd_attn_keys_tiled(hsd_dtype type, int32_t hd);
-/* Stores position p's key (hd fp32 values, rounded as hsd_attn_store does) into the key
- * buffer k, rows or tiles. */
-void hsd_attn_store_key(hsd_dtype type, bool tiled, void *k, int32_t p, const float *src, int32_t hd);
-/* Copies position src's key to position dst within the key buffer k. */
-void hsd_attn_copy_key(hsd_dtype type, bool tiled, void *k, int32_t dst, int32_t src, int32_t hd);
+ * dots in 16 lanes, with no horizontal sums (they cost more than the dots in the row layout).
+ * And 32 value bytes widen to 16 lanes of a position pair's two int16 elements, which
+ * vpdpwssd multiplies by the pair's two weights: the weights are p · d of the block, rounded
+ * to 15 bits of the largest weight of the 32 positions (exact integer sums, then one fp32
+ * multiply by that scale; relative error about 2^-16 of the block's largest term, far below
+ * the Q8_0 values' own rounding, 2^-8). A cache so laid out holds whole groups (its
+ * capacity a multiple of 16 positions). Other levels read a tiled cache by copying the
+ * block's positions back into rows. */
+#define HSD_ATTN_KVTILE 16
+/* Whether a new cache of this type should be tiled: Q8_0 where the active kernel level
+ * (kernels/cpu_features.h) has the tile kernels (AVX-512 VNNI) and hd is a multiple of 16. */
+bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd);
+/* Stores position p's key (value: its value) of hd fp32 values, rounded as hsd_attn_store
+ * does, into the buffer buf (rows, or tiles when tiled). */
+void hsd_attn_store_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t p, const float *src,
+                       int32_t hd);
+/* Copies position src's key (value: value) to position dst within the buffer buf. */
+void hsd_attn_copy_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t dst, int32_t src,
+                      int32_t hd);
 
 /* One query row: out = softmax(softcap(scale q·K[first..last])) V[first..last]
  * (logical positions, inclusive, first <= last; q as quantised above for a Q8_0 cache). out

@@ -218,11 +218,16 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     float *mx = s0 + (size_t)n_rows * (B + 16), *sum = mx + n_rows;
     uint8_t *qq = (uint8_t *)(((uintptr_t)(sum + n_rows) + 63) & ~(uintptr_t)63);
     const size_t qstride = attn_q8_stride(hd);
-    /* a tiled cache's keys of the block, copied out (rows, or gathered tiles) */
-    uint8_t *kcopy = qq + (size_t)n_rows * qstride;
-    const bool tiled = kv->k_tiled && kv->type == HSD_DT_Q8_0;
+    /* a tiled cache's keys and values of the block, copied out (rows, or gathered tiles) */
+    uint8_t *kcopy = qq + (size_t)n_rows * qstride, *vcopy = kcopy + (size_t)B * rb;
+    const bool tiled = kv->tiled && kv->type == HSD_DT_Q8_0;
 #ifdef SCORES_Q8_TILES
-    const uint8_t *tp[HSD_ATTN_BLOCK / HSD_ATTN_KTILE];
+    /* the tile kernels read the tiles; otherwise (another level, a head dimension they do not
+     * take) the block's positions are copied back into rows */
+    const bool fast = tiled && hd <= 256;
+    const uint8_t *tp[HSD_ATTN_BLOCK / HSD_ATTN_KVTILE], *vtp[HSD_ATTN_BLOCK / HSD_ATTN_KVTILE];
+#else
+    const bool fast = false;
 #endif
     memset(zero, 0, rb);
     if (kv->type == HSD_DT_Q8_0)
@@ -251,24 +256,29 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 continue;
             }
             const size_t phys = (kv->map && p >= kv->L) ? (size_t)kv->L + kv->map[p - kv->L] : (size_t)p;
+            if (tiled) {
+                if (!fast) {
+                    const int lane = (int)(phys % HSD_ATTN_KVTILE);
+                    kp[j] = kcopy + (size_t)j * rb, vp[j] = vcopy + (size_t)j * rb;
+                    attn_tile_get(false, attn_tile_of(kb, (int32_t)phys, rb), lane, hd, kcopy + (size_t)j * rb);
+                    attn_tile_get(true, attn_tile_of(vb, (int32_t)phys, rb), lane, hd, vcopy + (size_t)j * rb);
+                }
+                continue;
+            }
             vp[j] = vb + phys * rb;
             for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(vp[j] + o, 0, 3);
             __builtin_prefetch(vp[j] + rb - 1, 0, 3);
-            if (tiled) { /* the tile kernel reads the tiles; other levels read rows */
-#ifndef SCORES_Q8_TILES
-                kp[j] = kcopy + (size_t)j * rb;
-                attn_tile_get(attn_tile_of(kb, (int32_t)phys, rb), (int)(phys % HSD_ATTN_KTILE), hd, kcopy + (size_t)j * rb);
-#endif
-                continue;
-            }
             kp[j] = kb + phys * rb;
             for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(kp[j] + o, 0, 3);
             __builtin_prefetch(kp[j] + rb - 1, 0, 3);
         }
 #ifdef SCORES_Q8_TILES
-        if (tiled)
-            for (int32_t u = 0; u < B / HSD_ATTN_KTILE; u++)
-                tp[u] = attn_block_tile(kv, rb, b0 + u * HSD_ATTN_KTILE, bs, be, kcopy + (size_t)u * HSD_ATTN_KTILE * rb);
+        if (fast)
+            for (int32_t u = 0; u < B / HSD_ATTN_KVTILE; u++) {
+                const int32_t P0 = b0 + u * HSD_ATTN_KVTILE;
+                tp[u] = attn_block_tile(kv, false, rb, P0, bs, be, kcopy + (size_t)u * HSD_ATTN_KVTILE * rb);
+                vtp[u] = attn_block_tile(kv, true, rb, P0, bs, be, vcopy + (size_t)u * HSD_ATTN_KVTILE * rb);
+            }
 #endif
         /* groups of consecutive rows with the same range (a token's query heads under GQA)
          * share their key loads: power-of-two parts of at most W rows */
@@ -289,7 +299,7 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                     q[i] = rows[r + i].q, qr[i] = qq + (size_t)(r + i) * qstride,
                     sr[i] = s0 + (size_t)(r + i) * (B + 16);
 #ifdef SCORES_Q8_TILES
-                if (tiled)
+                if (fast)
                     SCORES_Q8_TILES(R, qr, tp, hd, g0, g1, scale, sr);
                 else
 #endif
@@ -333,7 +343,12 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 const int R = ge - r >= 2 ? 2 : 1;
                 float *o[2] = {rows[r].out, R == 2 ? rows[r + 1].out : NULL};
                 float *pr[2] = {s0 + (size_t)r * (B + 16), R == 2 ? s0 + (size_t)(r + 1) * (B + 16) : NULL};
-                CAT(accum, SFX)(kv->type, R, o, pr, vp, hd, j0, j1);
+#ifdef ACCUM_Q8_TILES
+                if (fast)
+                    ACCUM_Q8_TILES(R, o, pr, vtp, hd, j0, j1);
+                else
+#endif
+                    CAT(accum, SFX)(kv->type, R, o, pr, vp, hd, j0, j1);
             }
         }
     }
@@ -366,3 +381,4 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef KSCALES
 #undef KQ8
 #undef SCORES_Q8_TILES
+#undef ACCUM_Q8_TILES

@@ -47,7 +47,7 @@ static void relayout(void *buf, int32_t n_heads, size_t row, int32_t from, int32
                      int32_t len) {
     /* whole key tiles (a tile's positions are interleaved across its bytes); capacities are
      * multiples of the tile */
-    len = (len + HSD_ATTN_KTILE - 1) / HSD_ATTN_KTILE * HSD_ATTN_KTILE;
+    len = (len + HSD_ATTN_KVTILE - 1) / HSD_ATTN_KVTILE * HSD_ATTN_KVTILE;
     if (len > from) len = from;
     if (len > to) len = to;
     for (int32_t i = 1; i < n_heads && len > 0; i++) {
@@ -77,7 +77,7 @@ hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need) {
     c64 = (c64 + 63) / 64 * 64;
     /* n_ctx rounded up to whole key tiles (kernels/attention.h), so that every head's
      * keys start a tile and the last tile is whole */
-    const int64_t top = ((int64_t)tf->n_ctx + HSD_ATTN_KTILE - 1) / HSD_ATTN_KTILE * HSD_ATTN_KTILE;
+    const int64_t top = ((int64_t)tf->n_ctx + HSD_ATTN_KVTILE - 1) / HSD_ATTN_KVTILE * HSD_ATTN_KVTILE;
     const int32_t cap = c64 > top ? (int32_t)top : (int32_t)c64;
     const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     for (size_t b = 0; b < 2 * (size_t)tf->cfg.n_layers; b++) {
@@ -129,7 +129,6 @@ hsd_status hsd_tf_seq_select(hsd_transformer *tf, int32_t seq) {
  * to their slots at positions L + i, split by head and converted to the cache type. */
 void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const float *v) {
     const int32_t hd = tf->cfg.head_dim;
-    const size_t rb = hsd_attn_row_bytes(tf->kv_type, hd);
     for (int32_t i = 0; i < tf->n_segs; i++) {
         const fw_seg *sg = &tf->segs[i];
         for (int32_t h = 0; h < tf->cfg.n_kv_heads; h++) {
@@ -137,9 +136,8 @@ void hsd_tf_kv_commit(hsd_transformer *tf, int32_t l, const float *k, const floa
             hsd_tf_kv_head(tf, sg->seq, l, h, &kh, &vh);
             for (int32_t t = 0; t < sg->n; t++) {
                 size_t src = (size_t)(sg->t0 + t) * tf->kv_dim + (size_t)h * hd;
-                size_t dst = (size_t)(sg->L + t) * rb;
-                hsd_attn_store_key(tf->kv_type, tf->k_tiled, (void *)(uintptr_t)kh, sg->L + t, k + src, hd);
-                hsd_attn_store(tf->kv_type, (char *)vh + dst, v + src, hd);
+                hsd_attn_store_at(tf->kv_type, tf->kv_tiled, false, (void *)(uintptr_t)kh, sg->L + t, k + src, hd);
+                hsd_attn_store_at(tf->kv_type, tf->kv_tiled, true, (void *)(uintptr_t)vh, sg->L + t, v + src, hd);
             }
         }
     }
@@ -164,17 +162,16 @@ hsd_status hsd_tf_kv_keep(hsd_transformer *tf, int32_t base, const int32_t *keep
             return hsd_error(HSD_ERR_OUT_OF_RANGE,
                              "kv_keep: keep[%d] = %d (must increase and stay below %d)", j, keep[j],
                              *kv_len - base);
-    const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);
     for (int32_t l = 0; l < tf->cfg.n_layers; l++)
         for (int32_t h = 0; h < tf->cfg.n_kv_heads; h++) {
             const void *kh, *vh;
             hsd_tf_kv_head(tf, tf->cur, l, h, &kh, &vh);
             for (int32_t j = 0; j < n_keep; j++) {
                 if (keep[j] == j) continue;
-                size_t dst = (size_t)(base + j) * row, src = (size_t)(base + keep[j]) * row;
-                hsd_attn_copy_key(tf->kv_type, tf->k_tiled, (void *)(uintptr_t)kh, base + j, base + keep[j],
-                                  tf->cfg.head_dim);
-                memcpy((char *)vh + dst, (const char *)vh + src, row);
+                hsd_attn_copy_at(tf->kv_type, tf->kv_tiled, false, (void *)(uintptr_t)kh, base + j, base + keep[j],
+                                 tf->cfg.head_dim);
+                hsd_attn_copy_at(tf->kv_type, tf->kv_tiled, true, (void *)(uintptr_t)vh, base + j, base + keep[j],
+                                 tf->cfg.head_dim);
             }
         }
     *kv_len = base + n_keep;

@@ -108,7 +108,7 @@ static void attn_unit(hsd_transformer *tf, int32_t layer, const fw_seg *sg, int3
     const hsd_tf_config *c = &tf->cfg;
     const int32_t hd = c->head_dim, kv_mul = c->n_heads / c->n_kv_heads;
     const float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
-    hsd_attn_kv kv = {tf->kv_type, NULL, NULL, hd, sg->L, NULL, tf->k_tiled};
+    hsd_attn_kv kv = {tf->kv_type, NULL, NULL, hd, sg->L, NULL, tf->kv_tiled};
     hsd_tf_kv_head(tf, sg->seq, layer, h, &kv.k, &kv.v);
     if (!sg->chain) kv.map = tf->anc + tf->anc_off[t0];
     int32_t nr = 0;

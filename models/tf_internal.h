@@ -44,7 +44,7 @@ struct hsd_transformer {
      * of kv_type (head-major: attention reads one head's positions in one sequential sweep),
      * cap = kv_cap[seq] positions, grown on demand up to n_ctx */
     hsd_dtype kv_type;                  /* HSD_DT_F16 (default), HSD_DT_BF16, HSD_DT_F32, HSD_DT_Q8_0 */
-    bool k_tiled;                       /* Q8_0 keys in tiles (hsd_attn_keys_tiled) */
+    bool kv_tiled;                      /* Q8_0 keys and values in tiles (hsd_attn_kv_tiled) */
     int32_t *kv_cap;                    /* [n_seq] */
     void **kc, **vc;                    /* [seq * n_layers + layer] */
     float *rope_cos, *rope_sin;         /* [rope_n][head_dim/2], grown with the caches */

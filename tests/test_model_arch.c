@@ -310,7 +310,14 @@ static void test_float64_reference(void **state) {
                  * step (amax / 127 of its block): up to ~7e-4 of the largest logit on these
                  * shapes (tiny-qwen3). A wrong block, scale or offset moves whole rows. */
                 assert_true(st.max_rel < (kv == 2 ? 4e-3 : 1e-3));
-                assert_int_equal(st.agree, n);
+                /* Q8_0: that error may flip a near tie, and only a near tie: a flip is
+                 * allowed where the reference's top two are closer than the row's largest
+                 * difference (the tiled cache's int16 value weights add ~1e-5 of the values'
+                 * scale to it: kernels/attention.h) */
+                if (kv == 2 && st.agree < n)
+                    printf("%-13s %-15s Q8_0: %d of %d argmax flips are near ties\n", shapes[s], how[mode],
+                           st.near, n - st.agree);
+                assert_int_equal(st.agree + (kv == 2 ? st.near : 0), n);
                 free(lg);
             }
         hsd_tf_free(tf16), hsd_tf_free(tf8);
