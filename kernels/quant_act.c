@@ -48,7 +48,13 @@ static void round_q8_k(const float *x, float *out) {
  * stored as fp16, q = round-half-even(x * 127/amax), value q * fp16(d). */
 static void q8_0_block(const float *x, hsd_q8_0 *b) {
     float amax = 0.0f;
-    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    /* a comparison, not fmaxf: the same result (a NaN is skipped either way), but GCC calls
+     * libm's fmaxf for every element (a Q8_0 KV cache quantises two rows per head and token,
+     * and its queries too) */
+    for (int j = 0; j < 32; j++) {
+        const float a = fabsf(x[j]);
+        if (a > amax) amax = a;
+    }
     b->d = hsd_fp16_to_fp32(hsd_fp32_to_fp16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     b->sum = 0;
