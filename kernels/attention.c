@@ -35,10 +35,9 @@ static size_t attn_q8_stride(int32_t hd) {
 
 size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {
     /* a zero row (a Q8_0 row of hd elements is at most hd + 16 floats), a score row per row
-     * (the block + 16: whole vectors), max, sum, then 64 bytes of alignment and the
-     * quantised query rows of a Q8_0 cache */
-    /* a zero row, score rows, max, sum, alignment, the quantised query rows, and a block's
-     * keys and values copied out of a tiled cache (rows, or two tiles: the same bytes) */
+     * (the block + 16: whole vectors), max, sum, then 64 bytes of alignment, the quantised
+     * query rows of a Q8_0 cache, and a block's keys and values copied out of a tiled cache
+     * (rows, or two tiles: the same bytes) */
     return (size_t)hd + 16 + (size_t)n_rows * (HSD_ATTN_BLOCK + 16) + 2 * (size_t)n_rows + 16 +
            (size_t)n_rows * attn_q8_stride(hd) / sizeof(float) +
            2 * HSD_ATTN_BLOCK * hsd_attn_row_bytes(HSD_DT_Q8_0, hd) / sizeof(float);
@@ -75,16 +74,16 @@ static inline __attribute__((always_inline)) const uint8_t *attn_q8_quants(const
     return row + 2 * (size_t)((hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK);
 }
 
-/* ---- tiled Q8_0 keys (kernels/attention.h) ------------------------------------------------ */
+/* ---- the tiled Q8_0 cache (kernels/attention.h) ------------------------------------------ */
 
-/* The tile holding position p of the key buffer k (rows of rb bytes). */
+/* The tile holding position p of a key or value buffer k (rows of rb bytes). */
 static inline const uint8_t *attn_tile_of(const void *k, int32_t p, size_t rb) {
     return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KVTILE) * HSD_ATTN_KVTILE * rb;
 }
 
-/* Where element i of lane l sits in a tile (after the 32 nb bytes of scales), and the bias
- * its byte carries: keys in groups of four elements per lane, as k + 128; values in pairs of
- * positions, 16 elements a chunk, signed. */
+/* Where element i of lane l sits in a tile (after the 32 nb bytes of scales): keys in groups
+ * of four elements per lane (stored as k + 128), values in pairs of positions, 16 elements a
+ * chunk (signed). */
 static inline size_t attn_tile_at(bool value, int32_t nb, int l, int32_t i) {
     if (value) return 32 * (size_t)nb + ((size_t)(l / 2) * 2 * (size_t)nb + (size_t)(i / 16)) * 32 + 2 * (size_t)(i % 16) + (size_t)(l % 2);
     return 32 * (size_t)nb + 64 * (size_t)(i / 4) + 4 * (size_t)l + (size_t)(i % 4);
@@ -495,13 +494,9 @@ scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const 
 #pragma GCC unroll 16
             for (int r = 0; r < R; r++) {
                 const uint8_t *qr = qq[r];
-                /* four independent chains (a vpdpbusd's latency is several cycles); integer
-                 * sums, so the split changes no bit */
-                __m512i I[4] = {_mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane]),
-                                _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+                __m512i Is = _mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane]);
 #pragma GCC unroll 8
-                for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&I[g % 4], k[g], qr + 32 * (size_t)b + 4 * g);
-                const __m512i Is = _mm512_add_epi32(_mm512_add_epi32(I[0], I[1]), _mm512_add_epi32(I[2], I[3]));
+                for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&Is, k[g], qr + 32 * (size_t)b + 4 * g);
                 const float dq = ((const float *)(const void *)(qr + 64 * (size_t)np))[lane];
                 acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Is), _mm512_mul_ps(dk, _mm512_set1_ps(dq)), acc[r]);
             }
@@ -579,10 +574,15 @@ accum_q8t_avx512_t(const int R, float *const *out, float *const *p, const uint8_
                 sc[r][b] = 0.0f;
                 continue;
             }
-            const __m512 inv = _mm512_set1_ps(32767.0f / S);
-            _mm256_store_si256((__m256i *)(void *)&wq[r][b][0], _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(u0, inv))));
-            _mm256_store_si256((__m256i *)(void *)&wq[r][b][8], _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(u1, inv))));
-            sc[r][b] = S / 32767.0f;
+            /* 32767 / S overflows below S ~ 1e-34 (tiny values far from the running max):
+             * there the weights are scaled by 2^100 first, exactly */
+            const float big = S < 0x1p-100f ? 0x1p100f : 1.0f;
+            const __m512 inv = _mm512_set1_ps(32767.0f / (S * big)), bv = _mm512_set1_ps(big);
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][0],
+                               _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u0, bv), inv))));
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][8],
+                               _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u1, bv), inv))));
+            sc[r][b] = S * big / 32767.0f / big;
         }
     }
     const int32_t i0 = j0 / 2, i1 = (j1 + 1) / 2; /* the pairs that hold the range */
