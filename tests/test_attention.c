@@ -111,12 +111,13 @@ static void cache_free(cache *c) {
     free(c->k), free(c->v), free(c->kf), free(c->vf), free(c->kraw), free(c->vraw);
 }
 
-/* float64 attention of q over the physical positions pos[0..n) of c; quant: q as a Q8_0 cache's
- * scores take it (q8_0_round) or, for the check of what that rounding costs, exact. */
-static void reference(const cache *c, const float *q, const int32_t *pos, int32_t n, double scale,
-                      double softcap, bool quant, double *out) {
+/* The float64 softmax weights exp(s_j - max) of q over the physical positions pos[0..n) of c
+ * into p, their sum returned; quant: q as a Q8_0 cache's scores take it (q8_0_round) or, for
+ * the check of what that rounding costs, exact. */
+static double ref_weights(const cache *c, const float *q, const int32_t *pos, int32_t n, double scale,
+                          double softcap, bool quant, double *p) {
     const int32_t hd = c->hd;
-    double *s = malloc((size_t)n * sizeof(double)), mx = -INFINITY, sum = 0, qd[512];
+    double mx = -INFINITY, sum = 0, qd[512];
     if (quant)
         q8_0_round(q, hd, qd);
     else
@@ -126,12 +127,20 @@ static void reference(const cache *c, const float *q, const int32_t *pos, int32_
         for (int32_t i = 0; i < hd; i++) d += qd[i] * c->kf[(size_t)pos[j] * hd + i];
         d *= scale;
         if (softcap > 0) d = softcap * tanh(d / softcap);
-        s[j] = d, mx = d > mx ? d : mx;
+        p[j] = d, mx = d > mx ? d : mx;
     }
-    for (int32_t j = 0; j < n; j++) sum += s[j] = exp(s[j] - mx);
-    for (int32_t i = 0; i < hd; i++) out[i] = 0;
+    for (int32_t j = 0; j < n; j++) sum += p[j] = exp(p[j] - mx);
+    return sum;
+}
+
+/* float64 attention of q over the physical positions pos[0..n) of c (quant: as ref_weights) */
+static void reference(const cache *c, const float *q, const int32_t *pos, int32_t n, double scale,
+                      double softcap, bool quant, double *out) {
+    double *s = malloc((size_t)n * sizeof(double));
+    const double sum = ref_weights(c, q, pos, n, scale, softcap, quant, s);
+    for (int32_t i = 0; i < c->hd; i++) out[i] = 0;
     for (int32_t j = 0; j < n; j++)
-        for (int32_t i = 0; i < hd; i++) out[i] += s[j] / sum * c->vf[(size_t)pos[j] * hd + i];
+        for (int32_t i = 0; i < c->hd; i++) out[i] += s[j] / sum * c->vf[(size_t)pos[j] * c->hd + i];
     free(s);
 }
 
@@ -147,16 +156,8 @@ static double max_err_seen, max_qerr_seen, max_werr_seen;
 static void weight_bound(const cache *c, const float *q, const int32_t *pos, int32_t n,
                          double scale, double softcap, double *bound) {
     const int32_t hd = c->hd, nb = (hd + 31) / 32;
-    double *p = malloc((size_t)n * sizeof(double)), qd[512], mx = -INFINITY, sum = 0;
-    q8_0_round(q, hd, qd);
-    for (int32_t j = 0; j < n; j++) {
-        double d = 0;
-        for (int32_t i = 0; i < hd; i++) d += qd[i] * c->kf[(size_t)pos[j] * hd + i];
-        d *= scale;
-        if (softcap > 0) d = softcap * tanh(d / softcap);
-        p[j] = d, mx = d > mx ? d : mx;
-    }
-    for (int32_t j = 0; j < n; j++) sum += p[j] = exp(p[j] - mx);
+    double *p = malloc((size_t)n * sizeof(double));
+    const double sum = ref_weights(c, q, pos, n, scale, softcap, true, p);
     for (int32_t b = 0; b < nb; b++) {
         double S = 0, qs[32] = {0};
         for (int32_t j = 0; j < n; j++) {
