@@ -3,7 +3,8 @@
  *   old   the per-position loop this replaces (kernels/cpu_ops.c hsd_attn_scores +
  *         hsd_softmax + hsd_attn_accum per query head, F32 cache [pos][kv_dim]),
  *   f32 / f16 / bf16 / q8_0   kernels/attention.c over a head-major cache of that type, the
- *         query heads of a KV head in one call (GQA).
+ *         query heads of a KV head in one call (GQA); q8_0 in tiles where the model would tile
+ *         it (hsd_attn_kv_tiled: AVX-512 VNNI).
  * One thread; thread CPU ms per token (all layers: a shared machine descheduling the process
  * makes wall time meaningless), median of repetitions. Shapes: llama-3.2-1b
  * (16 layers, 32/8 heads of 64), qwen3-0.6b (28 layers, 16/8 heads of 128).
@@ -12,6 +13,7 @@
  *      -lpthread -o attn_depth && ./attn_depth [REPS]
  * (bench/notes/attention.md has the numbers). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,9 +72,12 @@ int main(int argc, char **argv) {
                 /* the head-major caches of this type: [layer][kv_head][pos][hd] */
                 void *kt = kind == 1 ? (void *)kc : kh, *vt = kind == 1 ? (void *)vc : vh;
                 const size_t rb = hsd_attn_row_bytes(t, s->hd); /* Q8_0: 34 B per 32 */
+                /* a Q8_0 cache in tiles where the model would tile it (kernels/attention.h) */
+                const bool tiled = hsd_attn_kv_tiled(t, s->hd);
                 for (size_t row = 0; kind >= 2 && row < per * s->layers / s->hd; row++) {
-                    hsd_attn_store(t, (char *)kh + row * rb, kc + row * s->hd, s->hd);
-                    hsd_attn_store(t, (char *)vh + row * rb, vc + row * s->hd, s->hd);
+                    const size_t head = row / dmax * dmax * rb; /* each head's positions from 0 */
+                    hsd_attn_store_at(t, tiled, false, (char *)kh + head, (int32_t)(row % dmax), kc + row * s->hd, s->hd);
+                    hsd_attn_store_at(t, tiled, true, (char *)vh + head, (int32_t)(row % dmax), vc + row * s->hd, s->hd);
                 }
                 double *ts = malloc((size_t)reps * sizeof *ts);
                 for (int r = 0; r < reps; r++) {
@@ -90,7 +95,7 @@ int main(int argc, char **argv) {
                         } else {
                             for (int h = 0; h < s->kv_heads; h++) {
                                 size_t off = ((size_t)l * s->kv_heads + h) * dmax * rb;
-                                hsd_attn_kv kv = {t, (char *)kt + off, (char *)vt + off, s->hd, d, NULL};
+                                hsd_attn_kv kv = {t, (char *)kt + off, (char *)vt + off, s->hd, d, NULL, tiled};
                                 hsd_attn_row rows[16];
                                 for (int k = 0; k < g; k++)
                                     rows[k] = (hsd_attn_row){q + (h * g + k) * s->hd,

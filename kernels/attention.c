@@ -133,6 +133,9 @@ static const uint8_t *attn_block_tile(const hsd_attn_kv *kv, bool value, size_t 
         for (size_t o = 0; o < HSD_ATTN_KVTILE * rb; o += 64) __builtin_prefetch(t + o, 0, 2);
         return t;
     }
+    /* a tile no row of the call reads (the last block's, a window's first): zeros */
+    static const uint8_t zero_tile[HSD_ATTN_KVTILE * HSD_ATTN_Q8_BYTES * 8]; /* hd <= 256 */
+    if (lo >= hi && HSD_ATTN_KVTILE * rb <= sizeof zero_tile) return zero_tile;
     memset(buf, 0, HSD_ATTN_KVTILE * rb);
     for (int32_t p = lo; p < hi; p++) {
         const int32_t phys = p >= kv->L ? kv->L + kv->map[p - kv->L] : p;

@@ -239,9 +239,9 @@ static void chain_body(void) {
     /* 3: a group split into parts of 2 and 1 rows; 16: one position per step at 16 lanes */
     static const int32_t ratios[] = {1, 4, 8, 3, 16};
     /* 96: an odd number of Q8_0 blocks (the AVX-512 kernel's half pair); 40: a Q8_0 row whose
-     * last block is padded, and a dimension of 5 vectors at AVX2 */
-    static const int32_t hds[] = {64, 128, 8, 96, 40};
-    float *scratch = malloc(hsd_attn_scratch_floats(128, 64) * sizeof(float));
+     * last block is padded, and a dimension of 5 vectors at AVX2; 80: a tiled cache's last
+     * block half padding (an odd number of 16-element chunks); 256: the tile kernels' largest */
+    static const int32_t hds[] = {64, 128, 8, 96, 40, 80, 256};
     for (size_t ti = 0; ti < N_TYPES; ti++)
         for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
             for (size_t di = 0; di < sizeof depths / sizeof depths[0]; di++) {
@@ -256,7 +256,9 @@ static void chain_body(void) {
                     const int32_t window = (di % 2) && depth > 8 ? depth / 3 : 0; /* sliding */
                     const float softcap = ri == 1 ? 3.0f : 0.0f, scale = 1.0f / sqrtf((float)hd);
                     float *q = malloc((size_t)nr * hd * sizeof(float));
-                    float *out = malloc((size_t)nr * hd * sizeof(float)), alone[128];
+                    float *out = malloc((size_t)nr * hd * sizeof(float)), alone[256];
+                    /* the scratch this call needs, no more: an undersized formula shows */
+                    float *scratch = malloc(hsd_attn_scratch_floats(hd, nr) * sizeof(float));
                     for (int32_t i = 0; i < nr * hd; i++) q[i] = urand();
                     hsd_attn_row rows[64];
                     for (int32_t t = 0; t < T; t++)
@@ -280,12 +282,11 @@ static void chain_body(void) {
                             fail_msg("%s: the row alone differs from the row among %d (batch "
                                      "invariance)", what, nr);
                     }
-                    free(q), free(out);
+                    free(q), free(out), free(scratch);
                 }
                 free(pos);
                 cache_free(&c);
             }
-    free(scratch);
 }
 
 /* Token trees: a prefix of L positions, then n tree tokens at L..L+n; token i sees the
