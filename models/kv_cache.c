@@ -45,7 +45,7 @@ void hsd_tf_kv_free(hsd_transformer *tf) {
  * before it moved). */
 static void relayout(void *buf, int32_t n_heads, size_t row, int32_t from, int32_t to,
                      int32_t len) {
-    /* whole key tiles (a tile's positions are interleaved across its bytes); capacities are
+    /* whole tiles (a tile's positions are interleaved across its bytes); capacities are
      * multiples of the tile */
     len = (len + HSD_ATTN_KVTILE - 1) / HSD_ATTN_KVTILE * HSD_ATTN_KVTILE;
     if (len > from) len = from;
@@ -75,8 +75,8 @@ hsd_status hsd_tf_kv_reserve(hsd_transformer *tf, int32_t seq, int32_t need) {
     int64_t c64 = (int64_t)old + old / 2;
     if (c64 < need) c64 = need;
     c64 = (c64 + 63) / 64 * 64;
-    /* n_ctx rounded up to whole key tiles (kernels/attention.h), so that every head's
-     * keys start a tile and the last tile is whole */
+    /* n_ctx rounded up to whole tiles (kernels/attention.h), so that every head's
+     * keys and values start a tile and the last tile is whole */
     const int64_t top = ((int64_t)tf->n_ctx + HSD_ATTN_KVTILE - 1) / HSD_ATTN_KVTILE * HSD_ATTN_KVTILE;
     const int32_t cap = c64 > top ? (int32_t)top : (int32_t)c64;
     const size_t row = hsd_attn_row_bytes(tf->kv_type, tf->cfg.head_dim);

@@ -305,7 +305,7 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
                   : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16
                   : p.kv_type == HSD_KV_Q8_0 ? HSD_DT_Q8_0
                                              : HSD_DT_F16;
-    /* Q8_0 keys in tiles where the kernel level reads them so (kernels/attention.h) */
+    /* a Q8_0 cache in tiles where the kernel level reads them (kernels/attention.h) */
     tf->kv_tiled = hsd_attn_kv_tiled(tf->kv_type, cfg->head_dim);
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
