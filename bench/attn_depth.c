@@ -2,9 +2,9 @@
  * attention over every layer of a model shape at depths d, timed for
  *   old   the per-position loop this replaces (kernels/cpu_ops.c hsd_attn_scores +
  *         hsd_softmax + hsd_attn_accum per query head, F32 cache [pos][kv_dim]),
- *   f32 / f16 / bf16 / q8_0   kernels/attention.c over a head-major cache of that type, the
- *         query heads of a KV head in one call (GQA); q8_0 in tiles where the model would tile
- *         it (hsd_attn_kv_tiled: AVX-512 VNNI).
+ *   f32 / f16 / bf16 / q8_0 / q4_0   kernels/attention.c over a head-major cache of that type,
+ *         the query heads of a KV head in one call (GQA); q8_0 in tiles where the model would
+ *         tile it (hsd_attn_kv_tiled: AVX-512 VNNI), q4_0 always in tiles.
  * One thread; thread CPU ms per token (all layers: a shared machine descheduling the process
  * makes wall time meaningless), median of repetitions. Shapes: llama-3.2-1b
  * (16 layers, 32/8 heads of 64), qwen3-0.6b (28 layers, 16/8 heads of 128).
@@ -45,8 +45,8 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 15;
     printf("cpu kernels: %s; 1 thread, median of %d\n",
            hsd_cpu_level_name(hsd_cpu_level_active()), reps);
-    printf("%-14s %6s %10s %10s %10s %10s %10s\n", "shape", "depth", "old ms", "f32 ms", "f16 ms",
-           "bf16 ms", "q8_0 ms");
+    printf("%-14s %6s %10s %10s %10s %10s %10s %10s\n", "shape", "depth", "old ms", "f32 ms", "f16 ms",
+           "bf16 ms", "q8_0 ms", "q4_0 ms");
     for (size_t si = 0; si < 2; si++) {
         const shape *s = &shapes[si];
         const int kvd = s->kv_heads * s->hd, qd = s->heads * s->hd, g = s->heads / s->kv_heads;
@@ -66,9 +66,9 @@ int main(int argc, char **argv) {
         const float scale = 1.0f / sqrtf((float)s->hd);
         for (size_t di = 0; di < 3; di++) {
             const int d = depths[di];
-            double med[5];
-            for (int kind = 0; kind < 5; kind++) {
-                hsd_dtype t = kind == 1 ? HSD_DT_F32 : kind == 2 ? HSD_DT_F16 : kind == 3 ? HSD_DT_BF16 : HSD_DT_Q8_0;
+            double med[6];
+            for (int kind = 0; kind < 6; kind++) {
+                hsd_dtype t = kind == 1 ? HSD_DT_F32 : kind == 2 ? HSD_DT_F16 : kind == 3 ? HSD_DT_BF16 : kind == 4 ? HSD_DT_Q8_0 : HSD_DT_Q4_0;
                 /* the head-major caches of this type: [layer][kv_head][pos][hd] */
                 void *kt = kind == 1 ? (void *)kc : kh, *vt = kind == 1 ? (void *)vc : vh;
                 const size_t rb = hsd_attn_row_bytes(t, s->hd); /* Q8_0: 34 B per 32 */
@@ -110,8 +110,8 @@ int main(int argc, char **argv) {
                 med[kind] = ts[reps / 2];
                 free(ts);
             }
-            printf("%-14s %6d %10.3f %10.3f %10.3f %10.3f %10.3f\n", s->name, d, med[0], med[1],
-                   med[2], med[3], med[4]);
+            printf("%-14s %6d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", s->name, d, med[0], med[1],
+                   med[2], med[3], med[4], med[5]);
             fflush(stdout);
         }
         free(kc), free(vc), free(kh), free(vh), free(q), free(o), free(att), free(scratch);

@@ -72,7 +72,7 @@ typedef struct fwd_opts {
     const char *model;
     hsd_opt_ints n, batch, prefix;
     int32_t reps, threads;
-    int backend, cpu, kv_type;
+    int backend, cpu, kv_type, kv_no_rotate;
 } fwd_opts;
 
 #define O(f) offsetof(fwd_opts, f)
@@ -86,8 +86,10 @@ static const hsd_opt fwd_table[] = {
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
     HSD_OPT_ROW_THREADS(fwd_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
-    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0",
-     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's)", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0|q4_0",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's; q4_0: a quarter)", 0, 0},
+    {"kv-no-rotate", 0, HSD_OPT_FLAG, O(kv_no_rotate), NULL,
+     "q8_0 / q4_0: no Hadamard rotation of q, k, v (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)", 0, 0},
     {"batch", 0, HSD_OPT_INTS, O(batch), "1,2,4,8",
      "instead: B sequences x n tokens, B forwards vs one batched forward (B <= 64)", 1, 64},
     {"cpu-time", 0, HSD_OPT_FLAG, O(cpu), NULL,
@@ -133,6 +135,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
     if (o.kv_type >= 0) mp.kv_type = (hsd_kv_type)o.kv_type;
+    mp.kv_no_rotate = o.kv_no_rotate;
     hsd_model *m;
     double tl = cli_timer_ms();
     if (hsd_model_load(model_path, &mp, &m) != HSD_OK) {

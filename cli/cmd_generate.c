@@ -19,7 +19,7 @@ typedef struct gen_opts {
     const char *target, *target_tok, *draft, *draft_tok, *prompt, *batch_file;
     const char *head, *head_calib, *head_save;
     const char *system, *messages;
-    int algo, backend, kv_type, lookahead, json, adaptive_k, cost_k, no_bos, slrs_one, no_stream, chat, print_prompt,
+    int algo, backend, kv_type, kv_no_rotate, lookahead, json, adaptive_k, cost_k, no_bos, slrs_one, no_stream, chat, print_prompt,
         ignore_eos;
     int32_t n, k, k_max, top_k, threads, calib_tokens, slrs_top_k, slrs_nodes, ctx, draft_ctx;
     float temp, top_p, slrs_top_p;
@@ -75,8 +75,10 @@ static const hsd_opt gen_table[] = {
      1, 1 << 28},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one); prints the notices", 0, 0},
-    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0",
-     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's)", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0|q4_0",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's; q4_0: a quarter)", 0, 0},
+    {"kv-no-rotate", 0, HSD_OPT_FLAG, O(kv_no_rotate), NULL,
+     "q8_0 / q4_0: no Hadamard rotation of q, k, v (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)", 0, 0},
     {"json", 0, HSD_OPT_FLAG, O(json), NULL, "one JSON object (per prompt) instead of text", 0, 0},
     {"no-stream", 0, HSD_OPT_FLAG, O(no_stream), NULL,
      "print the text when generation ends instead of as it becomes final", 0, 0},
@@ -173,6 +175,7 @@ static hsd_model_params model_params(const gen_opts *o, int32_t n_ctx, int32_t n
     if (o->threads > 0) prm.n_threads = o->threads;
     if (o->backend >= 0) prm.backend = (hsd_backend)o->backend;
     if (o->kv_type >= 0) prm.kv_type = (hsd_kv_type)o->kv_type;
+    prm.kv_no_rotate = o->kv_no_rotate;
     return prm;
 }
 

@@ -251,7 +251,7 @@ typedef struct hsd_cuda_options {
     int32_t mma_variant; /* 1..4: a fixed BF16 tensor-core block shape; 0: chosen per device */
 } hsd_cuda_options;
 /* KV cache element types (hsd_model_params.kv_type). */
-typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32, HSD_KV_Q8_0 } hsd_kv_type;
+typedef enum hsd_kv_type { HSD_KV_F16 = 0, HSD_KV_BF16, HSD_KV_F32, HSD_KV_Q8_0, HSD_KV_Q4_0 } hsd_kv_type;
 
 typedef struct hsd_model_params {
     size_t size;       /* sizeof(hsd_model_params), set by hsd_model_default_params() */
@@ -279,11 +279,18 @@ typedef struct hsd_model_params {
      * environment; the CLI maps HSD_CUDA_* onto these (docs/CLI.md). */
     hsd_cuda_options cuda;
     /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16, F32 (exact
-     * keys and values, twice the memory and the attention's reads) or Q8_0 (llama.cpp's
+     * keys and values, twice the memory and the attention's reads), Q8_0 (llama.cpp's
      * q8_0 cache: per 32 elements an fp16 scale and 32 int8, about half F16's memory and
-     * reads). The CUDA backend keeps its own F32 cache whatever this says. The CLI:
-     * --kv-type. */
+     * reads) or Q4_0 (llama.cpp's q4_0 cache: an fp16 scale and 32 4-bit quants, about a
+     * quarter; keys and values to 4 bits, so outputs move more than with Q8_0). The CUDA
+     * backend keeps its own F32 cache whatever this says. The CLI: --kv-type. */
     hsd_kv_type kv_type;
+    /* Q8_0 and Q4_0 caches, head_dim a multiple of 64: queries, keys and values are rotated by
+     * an orthonormal Hadamard transform before the cache and the attention's output rotated
+     * back, as llama.cpp does by default since April 2026 (the same scores in exact
+     * arithmetic; the 8- or 4-bit rounding sees outliers spread over 64-128 elements). true
+     * turns that off (llama.cpp: LLAMA_ATTN_ROT_DISABLE=1). The CLI: --kv-no-rotate. */
+    bool kv_no_rotate;
 } hsd_model_params;
 
 /* One sequence's part of a batched forward: the same fields as hsd_model_forward's, for the

@@ -19,6 +19,7 @@
 
 size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd) {
     if (type == HSD_DT_Q8_0) return (size_t)(hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK * HSD_ATTN_Q8_BYTES;
+    if (type == HSD_DT_Q4_0) return (size_t)(hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK * HSD_ATTN_Q4_BYTES;
     return (size_t)hd * (type == HSD_DT_F32 ? 4 : 2);
 }
 
@@ -81,39 +82,53 @@ static inline const uint8_t *attn_tile_of(const void *k, int32_t p, size_t rb) {
     return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KVTILE) * HSD_ATTN_KVTILE * rb;
 }
 
-/* Where element i of lane l sits in a tile (after the 32 nb bytes of scales): keys in groups
- * of four elements per lane (stored as k + 128), values in pairs of positions, 16 elements a
- * chunk (signed). */
-static inline size_t attn_tile_at(bool value, int32_t nb, int l, int32_t i) {
-    if (value) return 32 * (size_t)nb + ((size_t)(l / 2) * 2 * (size_t)nb + (size_t)(i / 16)) * 32 + 2 * (size_t)(i % 16) + (size_t)(l % 2);
-    return 32 * (size_t)nb + 64 * (size_t)(i / 4) + 4 * (size_t)l + (size_t)(i % 4);
+/* Where byte j of lane l's quants sits in a tile (after the 32 nb bytes of scales), lb the
+ * lane's quant bytes (Q8_0: 32 nb, element j as k + 128 for keys; Q4_0: 16 nb, qs byte j):
+ * keys in groups of four bytes per lane, values in pairs of positions, 16 bytes a chunk. */
+static inline size_t attn_tile_at(bool value, int32_t nb, int32_t lb, int l, int32_t j) {
+    if (value) return 32 * (size_t)nb + ((size_t)(l / 2) * (size_t)(lb / 16) + (size_t)(j / 16)) * 32 + 2 * (size_t)(j % 16) + (size_t)(l % 2);
+    return 32 * (size_t)nb + 64 * (size_t)(j / 4) + 4 * (size_t)l + (size_t)(j % 4);
+}
+static inline int32_t attn_lane_bytes(hsd_dtype type, int32_t nb) {
+    return (type == HSD_DT_Q4_0 ? 16 : 32) * nb;
 }
 
 /* One position from lane sl of tile src to lane dl of tile dst. */
-static void attn_tile_lane_copy(bool value, uint8_t *dst, int dl, const uint8_t *src, int sl, int32_t hd) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+static void attn_tile_lane_copy(hsd_dtype type, bool value, uint8_t *dst, int dl, const uint8_t *src, int sl, int32_t hd) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, lb = attn_lane_bytes(type, nb);
     for (int32_t b = 0; b < nb; b++) memcpy(dst + 32 * (size_t)b + 2 * dl, src + 32 * (size_t)b + 2 * sl, 2);
-    if (!value) { /* four elements at a time */
-        for (int32_t i = 0; i < 32 * nb; i += 4) memcpy(dst + attn_tile_at(false, nb, dl, i), src + attn_tile_at(false, nb, sl, i), 4);
+    if (!value) { /* four bytes at a time */
+        for (int32_t j = 0; j < lb; j += 4) memcpy(dst + attn_tile_at(false, nb, lb, dl, j), src + attn_tile_at(false, nb, lb, sl, j), 4);
         return;
     }
-    for (int32_t i = 0; i < 32 * nb; i++) dst[attn_tile_at(true, nb, dl, i)] = src[attn_tile_at(true, nb, sl, i)];
+    for (int32_t j = 0; j < lb; j++) dst[attn_tile_at(true, nb, lb, dl, j)] = src[attn_tile_at(true, nb, lb, sl, j)];
 }
 
-/* A Q8_0 row (the row layout) into lane l of a tile, and back. */
-static void attn_tile_put(bool value, uint8_t *tile, int l, const uint8_t *row, int32_t hd) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
-    const uint8_t bias = value ? 0 : 0x80;
+/* A row of the cache type (Q8_0 or Q4_0, kernels/attention.h) into lane l of a tile. */
+static void attn_tile_put(hsd_dtype type, bool value, uint8_t *tile, int l, const uint8_t *row, int32_t hd) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, lb = attn_lane_bytes(type, nb);
+    const uint8_t bias = value || type == HSD_DT_Q4_0 ? 0 : 0x80;
     for (int32_t b = 0; b < nb; b++) memcpy(tile + 32 * (size_t)b + 2 * l, row + 2 * (size_t)b, 2);
     const uint8_t *q = row + 2 * (size_t)nb;
-    for (int32_t i = 0; i < 32 * nb; i++) tile[attn_tile_at(value, nb, l, i)] = q[i] ^ bias;
+    for (int32_t j = 0; j < lb; j++) tile[attn_tile_at(value, nb, lb, l, j)] = q[j] ^ bias;
 }
-static void attn_tile_get(bool value, const uint8_t *tile, int l, int32_t hd, uint8_t *row) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
-    const uint8_t bias = value ? 0 : 0x80;
+/* Lane l of a tile back as a Q8_0 row (a Q4_0 lane's nibbles n as q = n - 8: the same values
+ * and, read as a Q8_0 row, the same integer dots): what the levels without the tile kernels
+ * read. */
+static void attn_tile_get(hsd_dtype type, bool value, const uint8_t *tile, int l, int32_t hd, uint8_t *row) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, lb = attn_lane_bytes(type, nb);
     for (int32_t b = 0; b < nb; b++) memcpy(row + 2 * (size_t)b, tile + 32 * (size_t)b + 2 * l, 2);
     uint8_t *q = row + 2 * (size_t)nb;
-    for (int32_t i = 0; i < 32 * nb; i++) q[i] = tile[attn_tile_at(value, nb, l, i)] ^ bias;
+    if (type == HSD_DT_Q4_0) {
+        for (int32_t j = 0; j < lb; j++) {
+            const uint8_t x = tile[attn_tile_at(value, nb, lb, l, j)];
+            q[32 * (j / 16) + j % 16] = (uint8_t)((x & 15) - 8);
+            q[32 * (j / 16) + j % 16 + 16] = (uint8_t)((x >> 4) - 8);
+        }
+        return;
+    }
+    const uint8_t bias = value ? 0 : 0x80;
+    for (int32_t j = 0; j < lb; j++) q[j] = tile[attn_tile_at(value, nb, lb, l, j)] ^ bias;
 }
 
 /* The tile of logical positions P0..P0+15 (P0 a multiple of 16) that a block reads, where the
@@ -139,7 +154,7 @@ static const uint8_t *attn_block_tile(const hsd_attn_kv *kv, bool value, size_t 
     memset(buf, 0, HSD_ATTN_KVTILE * rb);
     for (int32_t p = lo; p < hi; p++) {
         const int32_t phys = p >= kv->L ? kv->L + kv->map[p - kv->L] : p;
-        attn_tile_lane_copy(value, buf, p - P0, attn_tile_of(base, phys, rb), phys % HSD_ATTN_KVTILE, kv->hd);
+        attn_tile_lane_copy(kv->type, value, buf, p - P0, attn_tile_of(base, phys, rb), phys % HSD_ATTN_KVTILE, kv->hd);
     }
     return buf;
 }
@@ -555,12 +570,55 @@ accum_q8t_chunks(const int R, const int CG, float *const *out, const int32_t (*w
         }
 }
 
+/* accum_q8t_chunks for a Q4_0 value tile: BG blocks from b0, each 32 bytes per pair of
+ * positions widened to int16 (low nibbles: the block's first 16 elements, high: the next 16),
+ * each sum started at the row's offset for the block (-8 · the sum of its weights, so that
+ * the nibbles n count as n - 8), then as accum_q8t_chunks. nc: the head dimension's chunks of
+ * 16 (a last block may hold only one). */
 HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
-accum_q8t_avx512_t(const int R, float *const *out, float *const *p, const uint8_t *const *vtp,
+accum_q4t_blocks(const int R, const int BG, float *const *out, const int32_t (*wq)[8][16],
+                 const float (*sc)[8], const int32_t (*off)[8], const uint8_t *const *vtp, int32_t nb,
+                 int32_t nc, int32_t b0, int32_t i0, int32_t i1) {
+    __m512i acc[2][8];
+    const __m512i low = _mm512_set1_epi16(15);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int bb = 0; bb < BG; bb++) acc[r][2 * bb] = acc[r][2 * bb + 1] = _mm512_set1_epi32(off[r][b0 + bb]);
+    for (int32_t i = i0; i < i1; i++) {
+        const uint8_t *pr = vtp[i / 8] + 32 * (size_t)nb + ((size_t)(i % 8) * (size_t)nb + (size_t)b0) * 32;
+#pragma GCC unroll 4
+        for (int bb = 0; bb < BG; bb++) {
+            const __m512i x = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pr + 32 * bb)));
+            const __m512i lo = _mm512_and_si512(x, low), hi = _mm512_srli_epi16(x, 4);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                attn_dpwssd_bcast(&acc[r][2 * bb], lo, &wq[r][b0 + bb][i]);
+                attn_dpwssd_bcast(&acc[r][2 * bb + 1], hi, &wq[r][b0 + bb][i]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < 2 * BG; c++) {
+            if (2 * b0 + c >= nc) break;
+            float *o = out[r] + 16 * (size_t)(2 * b0 + c);
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][c]), _mm512_set1_ps(sc[r][b0 + c / 2]),
+                                                _mm512_loadu_ps(o)));
+        }
+}
+/* The values of a Q8_0 (q4: Q4_0) tile pair: the int16 weights per row and block, then the
+ * integer sums (accum_q8t_chunks, accum_q4t_blocks). A Q4_0 scale may be negative (llama.cpp's
+ * d = max / -8), so S is the largest |weight| there. */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+accum_q8t_avx512_t(const int R, const int q4, float *const *out, float *const *p, const uint8_t *const *vtp,
                    int32_t hd, int32_t j0, int32_t j1) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, nc = hd / 16;
     int32_t wq[2][8][16] __attribute__((aligned(64))); /* [row][block][pair]: two int16 weights */
     float sc[2][8];
+    int32_t off[2][8]; /* Q4_0: -8 · the sum of the block's weights */
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     /* the lanes of the row's range */
     const uint64_t m = (j1 >= 64 ? ~0ull : (1ull << j1) - 1) & ~((1ull << j0) - 1);
     const __mmask16 m0 = (__mmask16)(m & 0xffff), m1 = (__mmask16)((m >> 16) & 0xffff);
@@ -571,24 +629,33 @@ accum_q8t_avx512_t(const int R, float *const *out, float *const *p, const uint8_
         for (int r = 0; r < R; r++) {
             const __m512 u0 = _mm512_maskz_mul_ps(m0, _mm512_loadu_ps(p[r]), d0);
             const __m512 u1 = _mm512_maskz_mul_ps(m1, _mm512_loadu_ps(p[r] + 16), d1);
-            const float S = _mm512_reduce_max_ps(_mm512_max_ps(u0, u1));
+            const float S = q4 ? _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(u0, absmask), _mm512_and_ps(u1, absmask)))
+                               : _mm512_reduce_max_ps(_mm512_max_ps(u0, u1));
             if (!(S > 0.0f)) { /* nothing visible, or all weights 0 */
                 memset(wq[r][b], 0, sizeof wq[r][b]);
-                sc[r][b] = 0.0f;
+                sc[r][b] = 0.0f, off[r][b] = 0;
                 continue;
             }
             /* 32767 / S overflows below S ~ 1e-34 (tiny values far from the running max):
              * there the weights are scaled by 2^100 first, exactly */
             const float big = S < 0x1p-100f ? 0x1p100f : 1.0f;
             const __m512 inv = _mm512_set1_ps(32767.0f / (S * big)), bv = _mm512_set1_ps(big);
-            _mm256_store_si256((__m256i *)(void *)&wq[r][b][0],
-                               _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u0, bv), inv))));
-            _mm256_store_si256((__m256i *)(void *)&wq[r][b][8],
-                               _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u1, bv), inv))));
+            const __m512i w0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u0, bv), inv));
+            const __m512i w1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(u1, bv), inv));
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][0], _mm512_cvtepi32_epi16(w0));
+            _mm256_store_si256((__m256i *)(void *)&wq[r][b][8], _mm512_cvtepi32_epi16(w1));
+            if (q4) off[r][b] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(w0, w1));
             sc[r][b] = S * big / 32767.0f / big;
         }
     }
     const int32_t i0 = j0 / 2, i1 = (j1 + 1) / 2; /* the pairs that hold the range */
+    if (q4) {
+        int32_t b0 = 0;
+        for (; b0 + 4 <= nb; b0 += 4) accum_q4t_blocks(R, 4, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, (const int32_t (*)[8])off, vtp, nb, nc, b0, i0, i1);
+        for (; b0 + 2 <= nb; b0 += 2) accum_q4t_blocks(R, 2, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, (const int32_t (*)[8])off, vtp, nb, nc, b0, i0, i1);
+        for (; b0 < nb; b0++) accum_q4t_blocks(R, 1, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, (const int32_t (*)[8])off, vtp, nb, nc, b0, i0, i1);
+        return;
+    }
     int32_t c0 = 0;
     for (; c0 + 8 <= nc; c0 += 8) accum_q8t_chunks(R, 8, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
     for (; c0 + 4 <= nc; c0 += 4) accum_q8t_chunks(R, 4, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
@@ -597,11 +664,66 @@ accum_q8t_avx512_t(const int R, float *const *out, float *const *p, const uint8_
 HSD_AVX512_VNNI static void accum_q8t_avx512(int R, float *const *out, float *const *p, const uint8_t *const *vtp,
                                              int32_t hd, int32_t j0, int32_t j1) {
     if (R == 2)
-        accum_q8t_avx512_t(2, out, p, vtp, hd, j0, j1);
+        accum_q8t_avx512_t(2, 0, out, p, vtp, hd, j0, j1);
     else
-        accum_q8t_avx512_t(1, out, p, vtp, hd, j0, j1);
+        accum_q8t_avx512_t(1, 0, out, p, vtp, hd, j0, j1);
 }
 #define ACCUM_Q8_TILES accum_q8t_avx512
+
+/* Scores against a Q4_0 key tile (kernels/attention.h): as scores_q8t_avx512_t, each of the
+ * block's four vectors giving two (its low nibbles: elements 4g.., its high ones: 16 + 4g..),
+ * the sums started at -8 · sum q (the query's -128 · sum q, shifted: exact). The integer dots
+ * and the fp32 steps are those of the Q8_0 blocks q = n - 8, the other levels' arithmetic. */
+HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
+scores_q4t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *tp, int32_t hd,
+                    int32_t j0, int32_t j1, float scale, float *const *s) {
+    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
+    const __m512 sc = _mm512_set1_ps(scale);
+    const __m512i low = _mm512_set1_epi8(15);
+    for (int32_t j = j0; j < j1; j += HSD_ATTN_KVTILE) {
+        const uint8_t *tile = tp[j / HSD_ATTN_KVTILE];
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+        for (int32_t b = 0; b < nb; b++) {
+            const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tile + 32 * (size_t)b)));
+            const uint8_t *kq = tile + 32 * (size_t)nb + 256 * (size_t)b;
+            __m512i k[8];
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; g++) {
+                const __m512i x = _mm512_loadu_si512((const void *)(kq + 64 * g));
+                k[g] = _mm512_and_si512(x, low);
+                k[g + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+            }
+            const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                const uint8_t *qr = qq[r];
+                __m512i Is = _mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane] / 16);
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&Is, k[g], qr + 32 * (size_t)b + 4 * g);
+                const float dq = ((const float *)(const void *)(qr + 64 * (size_t)np))[lane];
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Is), _mm512_mul_ps(dk, _mm512_set1_ps(dq)), acc[r]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) _mm512_storeu_ps(s[r] + j, _mm512_mul_ps(acc[r], sc));
+    }
+}
+HSD_AVX512_VNNI static void scores_q4t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
+                                              int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    ATTN_Q8_BY_R(scores_q4t_avx512_t, R, 16, qq, tp, hd, j0, j1, scale, s)
+}
+#define SCORES_Q4_TILES scores_q4t_avx512
+
+HSD_AVX512_VNNI static void accum_q4t_avx512(int R, float *const *out, float *const *p, const uint8_t *const *vtp,
+                                             int32_t hd, int32_t j0, int32_t j1) {
+    if (R == 2)
+        accum_q8t_avx512_t(2, 1, out, p, vtp, hd, j0, j1);
+    else
+        accum_q8t_avx512_t(1, 1, out, p, vtp, hd, j0, j1);
+}
+#define ACCUM_Q4_TILES accum_q4t_avx512
 
 #define SFX avx512
 #define ATTR HSD_AVX512
@@ -665,10 +787,37 @@ static void store_q8_0(uint8_t *dst, const float *src, int32_t n) {
     }
 }
 
+/* llama.cpp's Q4_0 as its CPU backend writes a q4_0 KV cache (quantize_row_q4_0_ref, restated
+ * from its description: max = the element of largest |x| (the first such), d = max / -8,
+ * n = min(15, trunc(x / d + 8.5)), d stored as fp16; the quotient by the unrounded d), a short
+ * last block as if padded with zeros; the row laid out as kernels/attention.h says. A NaN
+ * element stores n = 8 (value 0), where llama.cpp's conversion is undefined. */
+static void store_q4_0(uint8_t *dst, const float *src, int32_t n) {
+    const int32_t nb = (n + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK;
+    for (int32_t b = 0; b < nb; b++) {
+        float x[HSD_ATTN_Q8_BLOCK] = {0}, amax = 0.0f, max = 0.0f;
+        const int32_t e0 = b * HSD_ATTN_Q8_BLOCK, ne = n - e0 < HSD_ATTN_Q8_BLOCK ? n - e0 : HSD_ATTN_Q8_BLOCK;
+        memcpy(x, src + e0, (size_t)ne * sizeof(float));
+        for (int i = 0; i < HSD_ATTN_Q8_BLOCK; i++)
+            if (amax < fabsf(x[i])) amax = fabsf(x[i]), max = x[i];
+        const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t h = hsd_fp32_to_fp16(d);
+        memcpy(dst + 2 * (size_t)b, &h, 2);
+        uint8_t nib[HSD_ATTN_Q8_BLOCK];
+        for (int i = 0; i < HSD_ATTN_Q8_BLOCK; i++) {
+            const float t = x[i] * id + 8.5f; /* in [0.5, 16.5] for finite x */
+            nib[i] = t >= 15.0f ? 15 : t >= 0.0f ? (uint8_t)t : 8;
+        }
+        for (int i = 0; i < 16; i++) dst[2 * (size_t)nb + 16 * (size_t)b + i] = (uint8_t)(nib[i] | nib[i + 16] << 4);
+    }
+}
+
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n) {
     uint16_t *h = dst;
     if (type == HSD_DT_Q8_0) {
         store_q8_0(dst, src, n);
+    } else if (type == HSD_DT_Q4_0) {
+        store_q4_0(dst, src, n);
     } else if (type == HSD_DT_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
     } else if (type == HSD_DT_F16) {
@@ -686,6 +835,7 @@ void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n) {
 }
 
 bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd) {
+    if (type == HSD_DT_Q4_0) return true;
 #ifdef HSD_ATTN_X86
     return type == HSD_DT_Q8_0 && hd % 16 == 0 && hd <= 256 && hsd_cpu_level_active() >= HSD_CPU_AVX512;
 #else
@@ -697,24 +847,24 @@ bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd) {
 void hsd_attn_store_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t p, const float *src,
                        int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
-    if (!tiled || type != HSD_DT_Q8_0) {
+    if (type != HSD_DT_Q4_0 && (!tiled || type != HSD_DT_Q8_0)) {
         hsd_attn_store(type, (char *)buf + (size_t)p * rb, src, hd);
         return;
     }
     uint8_t row[HSD_ATTN_Q8_BYTES * 128]; /* hd <= 4,096 (models/tf_load.c) */
     if (rb > sizeof row) return;
-    store_q8_0(row, src, hd);
-    attn_tile_put(value, (uint8_t *)(uintptr_t)attn_tile_of(buf, p, rb), p % HSD_ATTN_KVTILE, row, hd);
+    hsd_attn_store(type, row, src, hd);
+    attn_tile_put(type, value, (uint8_t *)(uintptr_t)attn_tile_of(buf, p, rb), p % HSD_ATTN_KVTILE, row, hd);
 }
 
 void hsd_attn_copy_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t dst, int32_t src,
                       int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
     if (dst == src) return;
-    if (!tiled || type != HSD_DT_Q8_0) {
+    if (type != HSD_DT_Q4_0 && (!tiled || type != HSD_DT_Q8_0)) {
         memcpy((char *)buf + (size_t)dst * rb, (const char *)buf + (size_t)src * rb, rb);
         return;
     }
-    attn_tile_lane_copy(value, (uint8_t *)(uintptr_t)attn_tile_of(buf, dst, rb), dst % HSD_ATTN_KVTILE,
+    attn_tile_lane_copy(type, value, (uint8_t *)(uintptr_t)attn_tile_of(buf, dst, rb), dst % HSD_ATTN_KVTILE,
                         attn_tile_of(buf, src, rb), src % HSD_ATTN_KVTILE, hd);
 }

@@ -35,18 +35,26 @@
  * vpmaddubsw). Values are read as q * d, exactly, as for the other types. */
 #define HSD_ATTN_Q8_BLOCK 32
 #define HSD_ATTN_Q8_BYTES 34
+/* A Q4_0 cache (llama.cpp's q4_0 cache type: per 32 elements an fp16 scale d and 32 4-bit
+ * quants n, value (n - 8) * d, quantised by llama.cpp's rule) is always in tiles (below): a
+ * row of it, as hsd_attn_store writes one, is the nb scales and then the nb GGML qs[16] (byte
+ * j of a block: element j in its low nibble, element j + 16 in its high one), 18 bytes per 32
+ * elements. Its blocks are Q8_0 blocks with q = n - 8 (same scale), and that is how it is
+ * read: the query quantised to Q8_0, the same integer dots and the same fp32 steps. */
+#define HSD_ATTN_Q4_BYTES 18
 
 /* One KV head's keys and values: position p at k + p * hsd_attn_row_bytes(type, hd) bytes (head-major: a head's
  * positions are contiguous, so a block is one sequential read). Logical positions below L
  * are physical; logical position L + i is physical L + map[i] (a token tree's ancestor list)
  * unless map is NULL (a chain: identity). */
 typedef struct hsd_attn_kv {
-    hsd_dtype type; /* HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16 or HSD_DT_Q8_0 */
+    hsd_dtype type; /* HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0 or HSD_DT_Q4_0 */
     const void *k, *v;
     int32_t hd; /* head dimension, even */
     int32_t L;
     const int32_t *map;
-    bool tiled; /* keys and values in tiles (below; Q8_0 only) instead of rows */
+    bool tiled; /* keys and values in tiles (below) instead of rows: Q8_0 where chosen, Q4_0
+                 * always (the flag is not read for it) */
 } hsd_attn_kv;
 
 /* A Q8_0 cache in tiles. Positions go in groups of HSD_ATTN_KVTILE: group t (positions
@@ -64,10 +72,23 @@ typedef struct hsd_attn_kv {
  * multiply by that scale; relative error about 2^-16 of the block's largest term, far below
  * the Q8_0 values' own rounding, 2^-8). A cache so laid out holds whole groups (its
  * capacity a multiple of 16 positions). Other levels read a tiled cache by copying the
- * block's positions back into rows. */
+ * block's positions back into rows.
+ *
+ * A Q4_0 tile: the same scales, then a lane's 16 nb bytes of qs (byte j = 16 b + i of the
+ * lane: block b's qs[i]) placed as a Q8_0 tile places 16 nb quants:
+ *   keys:   uint8 qs[4 nb][16][4]       bytes 4g..4g+3 of each position: one 64-byte vector
+ *                                       holds elements 4g'..4g'+3 (g' = g mod 4 of its block)
+ *                                       in its low nibbles and 4g'+16.. in its high ones;
+ *   values: uint8 qs[8][nb][16][2]      positions 2i, 2i + 1 interleaved per block: 32 bytes
+ *                                       widened to int16 pairs give elements 32b..32b+15
+ *                                       (low nibbles) and 32b+16.. (high: one shift).
+ * The nibbles n = q + 8 are the unsigned bytes vpdpbusd takes (the sums start at -8 · sum q
+ * where a Q8_0 tile's start at -128 · sum q), and the values' offset is one integer per row
+ * and block, -8 times the sum of its int16 weights. Half a Q8_0 cache's bytes. */
 #define HSD_ATTN_KVTILE 16
 /* Whether a new cache of this type should be tiled: Q8_0 where the active kernel level
- * (kernels/cpu_features.h) has the tile kernels (AVX-512 VNNI) and hd is a multiple of 16. */
+ * (kernels/cpu_features.h) has the tile kernels (AVX-512 VNNI) and hd is a multiple of 16;
+ * Q4_0 always (other levels copy its blocks back into Q8_0 rows). */
 bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd);
 /* Stores position p's key (value: its value) of hd fp32 values, rounded as hsd_attn_store
  * does, into the buffer buf (rows, or tiles when tiled). */
@@ -94,8 +115,8 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows);
 void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_rows, float scale,
                    float softcap, float *scratch);
 
-/* Stores n fp32 values as the cache type (round to nearest even; Q8_0: the n values are one
- * row, quantised per block of 32 as llama.cpp does, laid out as above). */
+/* Stores n fp32 values as the cache type (round to nearest even; Q8_0 and Q4_0: the n values
+ * are one row, quantised per block of 32 as llama.cpp does, laid out as above). */
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n);
 /* Bytes of one cache row of hd elements. */
 size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd);

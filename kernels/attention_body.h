@@ -211,6 +211,11 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                                      int32_t n_rows, float scale, float softcap, float *scratch) {
     const int32_t hd = kv->hd, B = HSD_ATTN_BLOCK;
     const size_t rb = hsd_attn_row_bytes(kv->type, hd);
+    /* a Q4_0 cache is read as the Q8_0 blocks it equals (kernels/attention.h): rt is the type
+     * of the rows the row kernels read, cb their bytes */
+    const bool q4 = kv->type == HSD_DT_Q4_0;
+    const hsd_dtype rt = q4 ? HSD_DT_Q8_0 : kv->type;
+    const size_t cb = hsd_attn_row_bytes(rt, hd);
     /* scratch: a zero cache row (the keys of lanes outside a block's range: their scores are
      * masked, zeros keep them finite), one score row per row, and for a Q8_0 cache the
      * quantised query rows (kernels/attention.c) */
@@ -219,8 +224,8 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     uint8_t *qq = (uint8_t *)(((uintptr_t)(sum + n_rows) + 63) & ~(uintptr_t)63);
     const size_t qstride = attn_q8_stride(hd);
     /* a tiled cache's keys and values of the block, copied out (rows, or gathered tiles) */
-    uint8_t *kcopy = qq + (size_t)n_rows * qstride, *vcopy = kcopy + (size_t)B * rb;
-    const bool tiled = kv->tiled && kv->type == HSD_DT_Q8_0;
+    uint8_t *kcopy = qq + (size_t)n_rows * qstride, *vcopy = kcopy + (size_t)B * cb;
+    const bool tiled = (kv->tiled && kv->type == HSD_DT_Q8_0) || q4;
 #ifdef SCORES_Q8_TILES
     /* the tile kernels read the tiles; otherwise (another level, a head dimension they do not
      * take) the block's positions are copied back into rows */
@@ -229,8 +234,8 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #else
     const bool fast = false;
 #endif
-    memset(zero, 0, rb);
-    if (kv->type == HSD_DT_Q8_0)
+    memset(zero, 0, cb);
+    if (rt == HSD_DT_Q8_0)
         for (int32_t r = 0; r < n_rows; r++) attn_q8_query(rows[r].q, hd, qq + (size_t)r * qstride);
     int32_t lo = rows[0].first, hi = rows[0].last;
     for (int32_t r = 0; r < n_rows; r++) {
@@ -259,9 +264,9 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
             if (tiled) {
                 if (!fast) {
                     const int lane = (int)(phys % HSD_ATTN_KVTILE);
-                    kp[j] = kcopy + (size_t)j * rb, vp[j] = vcopy + (size_t)j * rb;
-                    attn_tile_get(false, attn_tile_of(kb, (int32_t)phys, rb), lane, hd, kcopy + (size_t)j * rb);
-                    attn_tile_get(true, attn_tile_of(vb, (int32_t)phys, rb), lane, hd, vcopy + (size_t)j * rb);
+                    kp[j] = kcopy + (size_t)j * cb, vp[j] = vcopy + (size_t)j * cb;
+                    attn_tile_get(kv->type, false, attn_tile_of(kb, (int32_t)phys, rb), lane, hd, kcopy + (size_t)j * cb);
+                    attn_tile_get(kv->type, true, attn_tile_of(vb, (int32_t)phys, rb), lane, hd, vcopy + (size_t)j * cb);
                 }
                 continue;
             }
@@ -299,11 +304,13 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                     q[i] = rows[r + i].q, qr[i] = qq + (size_t)(r + i) * qstride,
                     sr[i] = s0 + (size_t)(r + i) * (B + 16);
 #ifdef SCORES_Q8_TILES
-                if (fast)
+                if (fast && q4)
+                    SCORES_Q4_TILES(R, qr, tp, hd, g0, g1, scale, sr);
+                else if (fast)
                     SCORES_Q8_TILES(R, qr, tp, hd, g0, g1, scale, sr);
                 else
 #endif
-                if (kv->type == HSD_DT_Q8_0)
+                if (rt == HSD_DT_Q8_0)
                     CAT(scores_q8, SFX)(R, qr, kp, hd, g0, g1, scale, sr);
                 else
                     CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr);
@@ -344,11 +351,13 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 float *o[2] = {rows[r].out, R == 2 ? rows[r + 1].out : NULL};
                 float *pr[2] = {s0 + (size_t)r * (B + 16), R == 2 ? s0 + (size_t)(r + 1) * (B + 16) : NULL};
 #ifdef ACCUM_Q8_TILES
-                if (fast)
+                if (fast && q4)
+                    ACCUM_Q4_TILES(R, o, pr, vtp, hd, j0, j1);
+                else if (fast)
                     ACCUM_Q8_TILES(R, o, pr, vtp, hd, j0, j1);
                 else
 #endif
-                    CAT(accum, SFX)(kv->type, R, o, pr, vp, hd, j0, j1);
+                    CAT(accum, SFX)(rt, R, o, pr, vp, hd, j0, j1);
             }
         }
     }
@@ -382,3 +391,5 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
 #undef KQ8
 #undef SCORES_Q8_TILES
 #undef ACCUM_Q8_TILES
+#undef SCORES_Q4_TILES
+#undef ACCUM_Q4_TILES

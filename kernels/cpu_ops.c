@@ -457,6 +457,20 @@ void hsd_add(float *x, const float *y, int32_t n) {
     for (int32_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+void hsd_hadamard(float *x, int64_t n, int32_t block) {
+    const float norm = 1.0f / sqrtf((float)block);
+    for (int64_t b0 = 0; b0 + block <= n; b0 += block) {
+        float *y = x + b0;
+        for (int32_t h = 1; h < block; h *= 2) /* pairs h apart: (a, b) -> (a + b, a - b) */
+            for (int32_t i = 0; i < block; i += 2 * h)
+                for (int32_t j = i; j < i + h; j++) {
+                    const float a = y[j], b = y[j + h];
+                    y[j] = a + b, y[j + h] = a - b;
+                }
+        for (int32_t i = 0; i < block; i++) y[i] *= norm;
+    }
+}
+
 void hsd_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t,
               const float *sin_t, int interleaved) {
     int32_t half = head_dim / 2;

@@ -71,6 +71,12 @@ void hsd_add(float *x, const float *y, int32_t n);
 void hsd_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t,
               const float *sin_t, int interleaved);
 
+/* x[0..n) in blocks of `block` elements (a power of two dividing n), each replaced by its
+ * orthonormal Walsh-Hadamard transform H x / sqrt(block) (H Sylvester's, natural order:
+ * H_2s = [[H_s, H_s], [H_s, -H_s]]), by the fast transform's butterflies. H / sqrt(block) is
+ * symmetric and its own inverse. */
+void hsd_hadamard(float *x, int64_t n, int32_t block);
+
 /* Attention of one query head: att[i] = scale * q·k[slot_i] and out = sum_i att[i] v[slot_i],
  * with k/v rows `stride` floats apart and slot_i = slots ? slots[i] : i. */
 void hsd_attn_scores(float *att, const float *q, const float *k, size_t stride,

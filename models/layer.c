@@ -181,11 +181,18 @@ void hsd_tf_layer_forward(hsd_transformer *tf, int32_t l, int32_t N) {
         hsd_rope(qt, c->n_heads, hd, cs, sn, c->rope_interleaved);
         hsd_rope(kt, c->n_kv_heads, hd, cs, sn, c->rope_interleaved);
     }
+    if (tf->kv_rot_k) { /* a quantised cache's rotations (tf_internal.h) */
+        hsd_hadamard(tf->q, (int64_t)N * tf->q_dim, tf->kv_rot_k);
+        hsd_hadamard(k, (int64_t)N * tf->kv_dim, tf->kv_rot_k);
+        hsd_hadamard(v, (int64_t)N * tf->kv_dim, tf->kv_rot_v);
+    }
     hsd_tf_kv_commit(tf, l, k, v); /* the new keys and values join their slots' caches */
 
     /* 4. attention of every token and head, into xb (q_dim wide) */
     attn_job aj = {tf, l};
     hsd_pool_run(tf->pool, attn_task, &aj, tf->attn_work >= HSD_PAR_MIN_WORK ? tf->n_threads : 1);
+
+    if (tf->kv_rot_v) hsd_hadamard(tf->xb, (int64_t)N * tf->q_dim, tf->kv_rot_v); /* rotated back */
 
     /* 5. output projection (hb as the temporary), Gemma's post-attention norm, residual */
     hsd_tf_matmul(tf, tf->hb, dim, tf->xb, N, &Ly->wo);

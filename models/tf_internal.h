@@ -43,8 +43,15 @@ struct hsd_transformer {
     /* the caches (kv_cache.c): per slot and layer, keys and values [n_kv_heads][cap][head_dim]
      * of kv_type (head-major: attention reads one head's positions in one sequential sweep),
      * cap = kv_cap[seq] positions, grown on demand up to n_ctx */
-    hsd_dtype kv_type;                  /* HSD_DT_F16 (default), HSD_DT_BF16, HSD_DT_F32, HSD_DT_Q8_0 */
-    bool kv_tiled;                      /* Q8_0 keys and values in tiles (hsd_attn_kv_tiled) */
+    hsd_dtype kv_type;                  /* HSD_DT_F16 (default), HSD_DT_BF16, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_Q4_0 */
+    bool kv_tiled;                      /* keys and values in tiles (hsd_attn_kv_tiled: Q8_0, Q4_0) */
+    /* A quantised cache's rotations (llama.cpp's since April 2026, its PR 21038): q and k in
+     * blocks of kv_rot_k, v and the attention's output in blocks of kv_rot_v, by the
+     * orthonormal Hadamard transform (hsd_hadamard), after RoPE and before the cache; 0: none.
+     * Scores are unchanged in exact arithmetic (H is orthonormal) and the output is rotated
+     * back (H is its own inverse), while the rounding to 8 or 4 bits sees the outliers of a
+     * head spread over its block. */
+    int32_t kv_rot_k, kv_rot_v;
     int32_t *kv_cap;                    /* [n_seq] */
     void **kc, **vc;                    /* [seq * n_layers + layer] */
     float *rope_cos, *rope_sin;         /* [rope_n][head_dim/2], grown with the caches */

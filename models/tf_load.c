@@ -295,18 +295,28 @@ hsd_status hsd_tf_create(const hsd_tf_config *cfg, hsd_tensor_lookup_fn lookup, 
     tf->kv_dim = c->n_kv_heads * c->head_dim;
     tf->n_ctx = p.n_ctx > 0 ? p.n_ctx : (c->seq_len < HSD_DEFAULT_CTX_CAP ? c->seq_len : HSD_DEFAULT_CTX_CAP);
     tf->n_threads = p.n_threads > 0 ? p.n_threads : 2;
-    if ((unsigned)p.kv_type > HSD_KV_Q8_0) {
+    if ((unsigned)p.kv_type > HSD_KV_Q4_0) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG,
-                         "%s: kv_type %d is not f16 (0), bf16 (1), f32 (2) or q8_0 (3)", src,
-                         (int)p.kv_type);
+                         "%s: kv_type %d is not f16 (0), bf16 (1), f32 (2), q8_0 (3) or q4_0 (4)",
+                         src, (int)p.kv_type);
     }
     tf->kv_type = p.kv_type == HSD_KV_F32    ? HSD_DT_F32
                   : p.kv_type == HSD_KV_BF16 ? HSD_DT_BF16
                   : p.kv_type == HSD_KV_Q8_0 ? HSD_DT_Q8_0
+                  : p.kv_type == HSD_KV_Q4_0 ? HSD_DT_Q4_0
                                              : HSD_DT_F16;
-    /* a Q8_0 cache in tiles where the kernel level reads them (kernels/attention.h) */
+    /* a Q8_0 cache in tiles where the kernel level reads them, a Q4_0 one always
+     * (kernels/attention.h) */
     tf->kv_tiled = hsd_attn_kv_tiled(tf->kv_type, cfg->head_dim);
+    /* where llama.cpp rotates a quantised cache (head_dim a multiple of 64): keys and queries
+     * in blocks of the largest power of two dividing head_dim, values in blocks of 64 (its
+     * authors measured smaller blocks better for V) */
+    if ((tf->kv_type == HSD_DT_Q8_0 || tf->kv_type == HSD_DT_Q4_0) && !p.kv_no_rotate && cfg->head_dim % 64 == 0) {
+        tf->kv_rot_k = 64;
+        while (cfg->head_dim % (2 * tf->kv_rot_k) == 0) tf->kv_rot_k *= 2;
+        tf->kv_rot_v = 64;
+    }
     if (p.n_seq < 0 || p.n_seq > 4096) {
         free(tf);
         return hsd_error(HSD_ERR_INVALID_ARG, "%s: n_seq %d outside 0..4096", src, p.n_seq);

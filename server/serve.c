@@ -25,7 +25,7 @@
 typedef struct serve_opts {
     const char *target, *target_tok, *draft, *draft_tok, *host, *api_key, *chat_template;
     const char *cors, *alias;
-    int algo, adaptive_k, cost_k, backend, kv_type;
+    int algo, adaptive_k, cost_k, backend, kv_type, kv_no_rotate;
     int32_t k, k_max, port, parallel, ctx, threads, n_predict, queue, timeout, max_body_kb;
 } serve_opts;
 
@@ -72,8 +72,10 @@ static const hsd_opt serve_table[] = {
      1, 1 << 21},
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda",
      "where the models run (auto: a CUDA device if there is one)", 0, 0},
-    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0",
-     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's)", 0, 0},
+    {"kv-type", 0, HSD_OPT_CHOICE, O(kv_type), "f16|bf16|f32|q8_0|q4_0",
+     "KV cache element type (default f16, as llama.cpp's; f32: exact, twice the memory; q8_0: about half f16's; q4_0: a quarter)", 0, 0},
+    {"kv-no-rotate", 0, HSD_OPT_FLAG, O(kv_no_rotate), NULL,
+     "q8_0 / q4_0: no Hadamard rotation of q, k, v (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)", 0, 0},
 };
 #undef O
 
@@ -140,6 +142,7 @@ static int run(const serve_opts *o, const hsd_cli_spec *spec) {
     if (o->threads > 0) mp.n_threads = o->threads;
     if (o->backend >= 0) mp.backend = (hsd_backend)o->backend;
     if (o->kv_type >= 0) mp.kv_type = (hsd_kv_type)o->kv_type;
+    mp.kv_no_rotate = o->kv_no_rotate;
     hsd_cli_engine x;
     int rc = 1;
     if (hsd_cli_engine_load("serve", &x, o->target, tt, &mp, o->draft, dt, &mp)) goto out;

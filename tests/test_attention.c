@@ -1,16 +1,17 @@
 /* The streaming attention kernel (kernels/attention.c) against a float64 reference.
  *
  * The reference computes softmax(softcap(scale q·k)) V in double from the same cache values
- * the kernel reads (F16/BF16 rounded or Q8_0 dequantised from the stored bytes, then exact in
- * double; against a Q8_0 cache, with the query rounded by llama.cpp's Q8_0 rule, restated
- * here, as kernels/attention.h defines the scores), so the only difference is the kernel's
+ * the kernel reads (F16/BF16 rounded or Q8_0 dequantised from the stored bytes, Q4_0 rounded
+ * by llama.cpp's rule restated here, then exact in double; against a Q8_0 or Q4_0 cache, with
+ * the query rounded by llama.cpp's Q8_0 rule, restated here, as kernels/attention.h defines
+ * the scores), so the only difference is the kernel's
  * fp32 arithmetic and its exp polynomial. Tolerance: |out - ref| <= 2e-6 * (1 + max
  * |v|) per element, about 16 fp32 ulps of the value scale: the fp32 sums over up to 4,096
  * positions with scores of magnitude ~5 stay inside it (the largest error seen is printed,
  * ~1.7e-7), and a wrong mask, block or rescale is off by orders of magnitude more.
  *
  * Run at every CPU kernel level the machine has (scalar, AVX2, AVX-512): depths 1..4,096,
- * GQA ratios 1, 3, 4, 8 and 16, F32/F16/BF16/Q8_0 caches, chains (causal), token trees, sliding windows,
+ * GQA ratios 1, 3, 4, 8 and 16, F32/F16/BF16/Q8_0/Q4_0 caches, chains (causal), token trees, sliding windows,
  * a soft-cap, and batch invariance (a row's bits alone = with others; a tree row's bits = the
  * same path's as a chain). */
 #include <math.h>
@@ -65,6 +66,32 @@ static void q8_0_round(const float *x, int32_t n, double *out) {
     }
 }
 
+/* llama.cpp's Q4_0 rule (ggml quantize_row_q4_0_ref, restated from its description): per block
+ * of 32, max = the first element of largest |x|, d = max / -8, n = min(15, trunc(x / d + 8.5))
+ * with the quotient by the unrounded d, the scale stored as fp16: value (n - 8) * fp16(d). A
+ * short last block as if padded with zeros. The nibbles into nib, the scale's bits into dh. */
+static void q4_0_block(const float *x32, uint16_t *dh, int nib[32]) {
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < 32; i++)
+        if (fabsf(x32[i]) > amax) amax = fabsf(x32[i]), max = x32[i];
+    const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *dh = hsd_fp32_to_fp16(d);
+    for (int i = 0; i < 32; i++) {
+        const int t = (int)(int8_t)(x32[i] * id + 8.5f);
+        nib[i] = t < 15 ? t : 15;
+    }
+}
+static void q4_0_round(const float *x, int32_t n, float *out) {
+    for (int32_t b = 0; b < n; b += 32) {
+        float blk[32] = {0};
+        uint16_t dh;
+        int nib[32];
+        for (int32_t i = b; i < n && i < b + 32; i++) blk[i - b] = x[i];
+        q4_0_block(blk, &dh, nib);
+        for (int32_t i = b; i < n && i < b + 32; i++) out[i] = (float)((nib[i - b] - 8) * (double)hsd_fp16_to_fp32(dh));
+    }
+}
+
 /* Positions a cache of n holds: a tiled one whole tiles, the last tile's other lanes filled
  * with NaN-making bytes (0xff: an fp16 NaN scale), which the kernel must mask, as it meets
  * them in a cache that grows. */
@@ -91,13 +118,15 @@ static void cache_fill_t(cache *c, hsd_dtype type, bool tiled, int32_t n, int32_
         float *back = pass == 0 ? c->kf : c->vf;
         for (int32_t p = 0; p < n; p++) /* row by row: a Q8_0 row's blocks restart per row */
             hsd_attn_store_at(type, tiled, pass == 1, dst, p, tmp + (size_t)p * hd, hd);
+        for (int32_t p = 0; type == HSD_DT_Q4_0 && p < n; p++)
+            q4_0_round(tmp + (size_t)p * hd, hd, back + (size_t)p * hd);
         for (int32_t p = 0; type == HSD_DT_Q8_0 && p < n; p++) {
             /* the values a row of the row layout holds (tiled: the same rounding) */
             const uint8_t *r = (const uint8_t *)dst + (size_t)p * rb;
             if (tiled) hsd_attn_store(type, row, tmp + (size_t)p * hd, hd), r = row;
             q8_row_back(r, hd, back + (size_t)p * hd);
         }
-        for (size_t i = 0; type != HSD_DT_Q8_0 && i < cnt; i++) {
+        for (size_t i = 0; type != HSD_DT_Q8_0 && type != HSD_DT_Q4_0 && i < cnt; i++) {
             const uint16_t *h = dst;
             back[i] = type == HSD_DT_F32 ? ((float *)dst)[i]
                       : type == HSD_DT_F16 ? hsd_fp16_to_fp32(h[i])
@@ -151,8 +180,9 @@ static double max_err_seen, max_qerr_seen, max_werr_seen;
  * most S / 65534, and the integer sums are exact. Bounded here over the whole row, with S the
  * row's largest weight (no smaller than any block's), in float64 from the reference's own
  * probabilities: bound[i] = S_b · sum_j |q_j,i| / 65534 / sum_j p_j, q_j,i = v_j,i / d_j,b and
- * d_j,b = the block's largest |v| / 127 (its largest quant is ±127). Only where that kernel
- * runs: a tiled cache at the AVX-512 level, hd a multiple of 16 up to 256. */
+ * d_j,b = the block's largest |v| / 127 (its largest quant is ±127; Q4_0: / 8, its largest
+ * value is -8 d). Only where that kernel runs: a tiled cache at the AVX-512 level, hd a
+ * multiple of 16 up to 256. */
 static void weight_bound(const cache *c, const float *q, const int32_t *pos, int32_t n,
                          double scale, double softcap, double *bound) {
     const int32_t hd = c->hd, nb = (hd + 31) / 32;
@@ -164,7 +194,7 @@ static void weight_bound(const cache *c, const float *q, const int32_t *pos, int
             const float *v = c->vf + (size_t)pos[j] * hd;
             double dmax = 0;
             for (int32_t i = 32 * b; i < hd && i < 32 * b + 32; i++) dmax = fabs(v[i]) > dmax ? fabs(v[i]) : dmax;
-            const double d = dmax / 127.0;
+            const double d = dmax / (c->type == HSD_DT_Q4_0 ? 8.0 : 127.0);
             if (p[j] * d > S) S = p[j] * d;
             for (int32_t i = 32 * b; d > 0 && i < hd && i < 32 * b + 32; i++) qs[i - 32 * b] += fabs(v[i]) / d;
         }
@@ -176,7 +206,8 @@ static void weight_bound(const cache *c, const float *q, const int32_t *pos, int
 static void check_row(const char *what, const cache *c, const float *q, const float *out,
                       const int32_t *pos, int32_t n, float scale, float softcap) {
     double ref[512], vmax = 0;
-    reference(c, q, pos, n, scale, softcap, c->type == HSD_DT_Q8_0, ref);
+    const bool quant = c->type == HSD_DT_Q8_0 || c->type == HSD_DT_Q4_0;
+    reference(c, q, pos, n, scale, softcap, quant, ref);
     for (int32_t j = 0; j < n; j++)
         for (int32_t i = 0; i < c->hd; i++) {
             double a = fabs(c->vf[(size_t)pos[j] * c->hd + i]);
@@ -195,7 +226,7 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
                      what, hsd_dtype_name(c->type), c->tiled ? " tiled" : "", hsd_cpu_level_name(hsd_cpu_level_active()),
                      c->hd, n, i, out[i], ref[i], err, tol, wb[i]);
     }
-    if (c->type != HSD_DT_Q8_0) return;
+    if (!quant) return;
     /* What quantising the query costs, against the exact query: the scores move by about
      * |k| · amax(q) / 254 per element, a few tenths of a percent of the output here, not a
      * wrong row (a mask or block error is off by the value scale). */
@@ -204,15 +235,15 @@ static void check_row(const char *what, const cache *c, const float *q, const fl
         double err = fabs(out[i] - ref[i]) / (1.0 + vmax);
         if (err > max_qerr_seen) max_qerr_seen = err;
         if (!(err <= 2e-2))
-            fail_msg("%s (Q8_0, level %s, hd %d, %d positions): out[%d] = %.9g, exact query %.9g: "
+            fail_msg("%s (%s, level %s, hd %d, %d positions): out[%d] = %.9g, exact query %.9g: "
                      "|err| %.3g x (1 + max|v|) > 2e-2",
-                     what, hsd_cpu_level_name(hsd_cpu_level_active()), c->hd, n, i, out[i], ref[i], err);
+                     what, hsd_dtype_name(c->type), hsd_cpu_level_name(hsd_cpu_level_active()), c->hd, n, i, out[i], ref[i], err);
     }
 }
 
-/* the cache types, the last one twice: Q8_0 keys in rows, then in tiles */
-static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q8_0};
-static const bool tiles[] = {false, false, false, false, true};
+/* the cache types, Q8_0 twice: in rows, then in tiles; Q4_0 (always tiles) */
+static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F16, HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q8_0, HSD_DT_Q4_0};
+static const bool tiles[] = {false, false, false, false, true, true};
 #define N_TYPES (sizeof types / sizeof types[0])
 
 /* Runs body() at every level the CPU has. */
@@ -225,8 +256,8 @@ static void each_level(void (*body)(void)) {
         hsd_cpu_level_limit((hsd_cpu_level)lv);
         max_err_seen = max_qerr_seen = max_werr_seen = 0;
         body();
-        printf("# level %s: largest error %.3g x (1 + max|v|); tiled Q8_0 (int16 weights) %.3g; "
-               "Q8_0 against the unquantised query %.3g\n",
+        printf("# level %s: largest error %.3g x (1 + max|v|); tiled Q8_0 / Q4_0 (int16 weights) %.3g; "
+               "Q8_0 / Q4_0 against the unquantised query %.3g\n",
                hsd_cpu_level_name((hsd_cpu_level)lv), max_err_seen, max_werr_seen, max_qerr_seen);
     }
     hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
@@ -429,23 +460,59 @@ static void test_store_q8_0(void **state) {
         }
 }
 
+/* Q4_0 rows (kernels/attention.h) as llama.cpp's CPU backend quantises a q4_0 KV cache
+ * (q4_0_block above): the scales' bits and every nibble. Rows of 128 and 40 (a short block),
+ * random values, values on the rounding edges (multiples of max / 16), an all-zero block. */
+static void test_store_q4_0(void **state) {
+    (void)state;
+    static const int32_t hds[] = {128, 40};
+    for (size_t hi = 0; hi < 2; hi++)
+        for (int trial = 0; trial < 40; trial++) {
+            const int32_t hd = hds[hi], nb = (hd + 31) / 32;
+            float x[128];
+            uint8_t row[4 * 18];
+            for (int32_t i = 0; i < hd; i++)
+                x[i] = trial % 4 == 1 ? (float)((int)(urand() * 16.0f)) * 0.25f /* edges */
+                                      : urand() * (float)(1 + trial);
+            if (trial % 4 == 2)
+                for (int32_t i = 0; i < 32; i++) x[i] = 0.0f;
+            assert_int_equal(hsd_attn_row_bytes(HSD_DT_Q4_0, hd), (size_t)nb * 18);
+            hsd_attn_store(HSD_DT_Q4_0, row, x, hd);
+            for (int32_t b = 0; b < nb; b++) {
+                float blk[32] = {0};
+                uint16_t dh;
+                int nib[32];
+                for (int32_t i = b * 32; i < hd && i < b * 32 + 32; i++) blk[i - b * 32] = x[i];
+                q4_0_block(blk, &dh, nib);
+                assert_int_equal(row[2 * b] | row[2 * b + 1] << 8, dh);
+                for (int i = 0; i < 32; i++) { /* byte i % 16: element i in its low nibble, i + 16 high */
+                    const uint8_t byte = row[2 * nb + 16 * b + i % 16];
+                    const int got = i < 16 ? byte & 15 : byte >> 4;
+                    if (got != nib[i])
+                        fail_msg("Q4_0 row of %d, trial %d, element %d: n %d, llama.cpp's rule %d", hd, trial,
+                                 32 * b + i, got, nib[i]);
+                }
+            }
+        }
+}
+
 /* A tiled cache rolled back as the engine keeps a tree path (models/kv_cache.c: keys moved
  * by hsd_attn_copy_at, positions increasing, across tiles and within one): attention over
  * the result equals, bit for bit, attention over a cache that stored the kept keys directly,
  * and equals float64 over them. At every level (the tile kernel, and the levels that copy
  * tiles back into rows). */
-static void copy_body(void) {
+static void copy_body_t(hsd_dtype t) {
     const int32_t base = 29, n = 20, hd = 128, R = 2;
     static const int32_t keep[] = {0, 3, 4, 9, 17, 19}; /* into 29, 30, ...: crosses a tile */
     const int32_t nk = (int32_t)(sizeof keep / sizeof keep[0]), len = base + nk;
     float *scratch = malloc(hsd_attn_scratch_floats(hd, R) * sizeof(float));
     cache c, d;
-    cache_fill_t(&c, HSD_DT_Q8_0, true, base + n, hd);
+    cache_fill_t(&c, t, true, base + n, hd);
     for (int32_t j = 0; j < nk; j++) {
-        hsd_attn_copy_at(HSD_DT_Q8_0, true, false, c.k, base + j, base + keep[j], hd);
-        hsd_attn_copy_at(HSD_DT_Q8_0, true, true, c.v, base + j, base + keep[j], hd);
+        hsd_attn_copy_at(t, true, false, c.k, base + j, base + keep[j], hd);
+        hsd_attn_copy_at(t, true, true, c.v, base + j, base + keep[j], hd);
     }
-    const size_t rb = hsd_attn_row_bytes(HSD_DT_Q8_0, hd);
+    const size_t rb = hsd_attn_row_bytes(t, hd);
     d = c; /* keys and values stored directly at their new positions */
     d.k = malloc((size_t)cache_cap(len) * rb), d.v = malloc((size_t)cache_cap(len) * rb);
     memset(d.k, 0xff, (size_t)cache_cap(len) * rb);
@@ -453,8 +520,8 @@ static void copy_body(void) {
     int32_t pos[64];
     for (int32_t j = 0; j < len; j++) {
         pos[j] = j < base ? j : base + keep[j - base];
-        hsd_attn_store_at(HSD_DT_Q8_0, true, false, d.k, j, c.kraw + (size_t)pos[j] * hd, hd);
-        hsd_attn_store_at(HSD_DT_Q8_0, true, true, d.v, j, c.vraw + (size_t)pos[j] * hd, hd);
+        hsd_attn_store_at(t, true, false, d.k, j, c.kraw + (size_t)pos[j] * hd, hd);
+        hsd_attn_store_at(t, true, true, d.v, j, c.vraw + (size_t)pos[j] * hd, hd);
     }
     float q[2 * 128], out[2 * 128], outd[2 * 128];
     for (int32_t i = 0; i < R * hd; i++) q[i] = urand();
@@ -463,17 +530,23 @@ static void copy_body(void) {
         rows[h] = (hsd_attn_row){q + h * hd, out + h * hd, 0, len - 1};
         rowsd[h] = (hsd_attn_row){q + h * hd, outd + h * hd, 0, len - 1};
     }
-    hsd_attn_kv kv = {HSD_DT_Q8_0, c.k, c.v, hd, len, NULL, true};
-    hsd_attn_kv kvd = {HSD_DT_Q8_0, d.k, d.v, hd, len, NULL, true};
+    hsd_attn_kv kv = {t, c.k, c.v, hd, len, NULL, true};
+    hsd_attn_kv kvd = {t, d.k, d.v, hd, len, NULL, true};
     hsd_attn_rows(&kv, rows, R, 0.1f, 0.0f, scratch);
     hsd_attn_rows(&kvd, rowsd, R, 0.1f, 0.0f, scratch);
-    if (memcmp(out, outd, sizeof out)) fail_msg("tiled keys and values moved by hsd_attn_copy_at differ from those stored there");
+    if (memcmp(out, outd, sizeof out))
+        fail_msg("tiled %s keys and values moved by hsd_attn_copy_at differ from those stored there", hsd_dtype_name(t));
     /* float64 over the kept positions: key and value of position j are pos[j]'s */
     for (int32_t h = 0; h < R; h++)
         check_row("tiled cache after copy_at", &c, q + h * hd, out + h * hd, pos, len, 0.1f, 0.0f);
     free(d.k), free(d.v);
     cache_free(&c);
     free(scratch);
+}
+
+static void copy_body(void) {
+    copy_body_t(HSD_DT_Q8_0);
+    copy_body_t(HSD_DT_Q4_0);
 }
 
 static void test_copy_at(void **state) {
@@ -485,6 +558,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store),
         cmocka_unit_test(test_store_q8_0),
+        cmocka_unit_test(test_store_q4_0),
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_copy_at),

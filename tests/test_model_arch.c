@@ -96,7 +96,7 @@ static void rope(double *v, int32_t hd, int32_t pos, const hsd_tf_config *c, dou
 }
 
 /* The cache types a reference or a comparison uses. */
-enum { KV_F32, KV_F16, KV_Q8_0 };
+enum { KV_F32, KV_F16, KV_Q8_0, KV_Q4_0 };
 
 /* One head's row of hd keys or values (via fp32) as llama.cpp's CPU backend stores a Q8_0
  * KV cache (ggml-cpu quantize_row_q8_0, restated from its description): per block of 32,
@@ -113,15 +113,53 @@ static void q8_0_round(double *x, int64_t hd) {
     }
 }
 
+/* The same as llama.cpp stores a q4_0 KV cache (ggml quantize_row_q4_0_ref, restated from its
+ * description): per block of 32, max = the first element of largest |x|, d = max / -8,
+ * n = min(15, trunc(x / d + 8.5)), value (n - 8) * fp16(d). */
+static void q4_0_round(double *x, int64_t hd) {
+    for (int64_t b = 0; b < hd; b += 32) {
+        const int64_t e = b + 32 < hd ? b + 32 : hd;
+        float amax = 0.0f, max = 0.0f;
+        for (int64_t i = b; i < e; i++)
+            if (fabsf((float)x[i]) > amax) amax = fabsf((float)x[i]), max = (float)x[i];
+        const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const double dr = hsd_fp16_to_fp32(hsd_fp32_to_fp16(d));
+        for (int64_t i = b; i < e; i++) {
+            const int t = (int)(int8_t)((float)x[i] * id + 8.5f);
+            x[i] = (double)((t < 15 ? t : 15) - 8) * dr;
+        }
+    }
+}
+
+/* x[0..len) in blocks of nb (a power of two) times the orthonormal Hadamard matrix of
+ * Sylvester's construction, written out: H[i][j] = (-1)^popcount(i & j) / sqrt(nb) (what
+ * llama.cpp's KV rotation multiplies by, kernels' hsd_hadamard computes it by butterflies). */
+static void hadamard_rot(double *x, int64_t len, int64_t nb) {
+    double y[256];
+    for (int64_t b0 = 0; b0 < len; b0 += nb) {
+        for (int64_t i = 0; i < nb; i++) {
+            y[i] = 0;
+            for (int64_t j = 0; j < nb; j++) y[i] += (__builtin_popcountll((unsigned long long)(i & j)) % 2 ? -1.0 : 1.0) * x[b0 + j];
+            y[i] /= sqrt((double)nb);
+        }
+        memcpy(x + b0, y, (size_t)nb * sizeof(double));
+    }
+}
+
 /* Logits [n][V] of tokens 0..n-1 from position 0, every layer written out plainly; kv:
- * keys and values exact (KV_F32), or rounded (via fp32) as an F16 or Q8_0 KV cache stores
- * them. */
-static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n,
-                           bool no_window, int kv) {
+ * keys and values exact (KV_F32), or rounded (via fp32) as an F16, Q8_0 or Q4_0 KV cache
+ * stores them; a Q8_0 or Q4_0 cache with head_dim a multiple of 64 as llama.cpp rotates it
+ * (q and k in Hadamard blocks of the largest power of two dividing head_dim, v and the
+ * attention's output in blocks of 64) unless no_rot. */
+static double *ref_forward_rot(const hsd_synth_model *m, const int32_t *tok, int32_t n,
+                               bool no_window, int kv, bool no_rot) {
     const hsd_tf_config *c = &m->cfg;
     const int64_t d = c->dim, H = c->hidden_dim, hd = c->head_dim, nh = c->n_heads,
                   nkv = c->n_kv_heads, qd = nh * hd, kvd = nkv * hd, V = c->vocab_size;
     const bool u = c->norm_unit_offset;
+    int64_t rot_k = 0;
+    if ((kv == KV_Q8_0 || kv == KV_Q4_0) && !no_rot && hd % 64 == 0)
+        for (rot_k = 64; hd % (2 * rot_k) == 0;) rot_k *= 2;
     double *x = calloc((size_t)(n * d), 8), *h = malloc((size_t)d * 8), *o = malloc((size_t)d * 8);
     double *q = malloc((size_t)(n * qd) * 8), *k = malloc((size_t)(n * kvd) * 8),
            *v = malloc((size_t)(n * kvd) * 8);
@@ -167,12 +205,18 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
                 kt[i] = hsd_fp16_to_fp32(hsd_fp32_to_fp16((float)kt[i]));
                 vt[i] = hsd_fp16_to_fp32(hsd_fp32_to_fp16((float)vt[i]));
             }
+            if (rot_k) {
+                hadamard_rot(qt, qd, rot_k), hadamard_rot(kt, kvd, rot_k);
+                hadamard_rot(vt, kvd, 64);
+            }
             for (int64_t hh = 0; kv == KV_Q8_0 && hh < nkv; hh++)
                 q8_0_round(kt + hh * hd, hd), q8_0_round(vt + hh * hd, hd);
+            for (int64_t hh = 0; kv == KV_Q4_0 && hh < nkv; hh++)
+                q4_0_round(kt + hh * hd, hd), q4_0_round(vt + hh * hd, hd);
             /* the scores against a Q8_0 cache take the query rounded by the same rule, per
              * head (kernels/attention.h; llama.cpp's flash attention converts Q to the K
              * type's dot type the same way) */
-            for (int64_t hh = 0; kv == KV_Q8_0 && hh < nh; hh++) q8_0_round(qt + hh * hd, hd);
+            for (int64_t hh = 0; (kv == KV_Q8_0 || kv == KV_Q4_0) && hh < nh; hh++) q8_0_round(qt + hh * hd, hd);
         }
         for (int32_t t = 0; t < n; t++) {
             double scale = c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)hd);
@@ -195,6 +239,7 @@ static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t
                     a[hh * hd + i] = s;
                 }
             }
+            if (rot_k) hadamard_rot(a, qd, 64); /* rotated back */
             mv(o, W(m, HSD_T_WO, l), 0, d, qd, a);
             if (c->post_norms) rms(o, o, W(m, HSD_T_ATTN_POST_NORM, l), d, c->norm_eps, u);
             for (int64_t i = 0; i < d; i++) x[t * d + i] += o[i];
@@ -274,6 +319,11 @@ static float *hsd_logits(hsd_transformer *tf, const int32_t *tok, int32_t n, int
     return lg;
 }
 
+static double *ref_forward(const hsd_synth_model *m, const int32_t *tok, int32_t n, bool no_window,
+                           int kv) {
+    return ref_forward_rot(m, tok, n, no_window, kv, false);
+}
+
 static void test_float64_reference(void **state) {
     (void)state;
     for (size_t s = 0; s < N_SHAPES; s++) {
@@ -286,42 +336,56 @@ static void test_float64_reference(void **state) {
          * cache against the references that round keys and values as they store them */
         double *ref = ref_forward(sm, tok, n, false, KV_F32),
                *ref16 = ref_forward(sm, tok, n, false, KV_F16),
-               *ref8 = ref_forward(sm, tok, n, false, KV_Q8_0);
-        hsd_transformer *tf = NULL, *tf16, *tf8;
-        hsd_model_params p32 = hsd_model_default_params(), p8 = hsd_model_default_params();
+               *ref8 = ref_forward(sm, tok, n, false, KV_Q8_0),
+               *ref4 = ref_forward(sm, tok, n, false, KV_Q4_0),
+               *ref4n = ref_forward_rot(sm, tok, n, false, KV_Q4_0, true);
+        hsd_transformer *tf = NULL, *tf16, *tf8, *tf4, *tf4n;
+        hsd_model_params p32 = hsd_model_default_params(), p8 = hsd_model_default_params(),
+                         p4 = hsd_model_default_params(), p4n = hsd_model_default_params();
         p32.kv_type = HSD_KV_F32;
         p8.kv_type = HSD_KV_Q8_0;
+        p4.kv_type = p4n.kv_type = HSD_KV_Q4_0;
+        p4n.kv_no_rotate = true;
         assert_int_equal(hsd_synth_to_transformer(sm, &p32, &tf), HSD_OK);
         assert_int_equal(hsd_synth_to_transformer(sm, NULL, &tf16), HSD_OK);
         assert_int_equal(hsd_synth_to_transformer(sm, &p8, &tf8), HSD_OK);
+        assert_int_equal(hsd_synth_to_transformer(sm, &p4, &tf4), HSD_OK);
+        assert_int_equal(hsd_synth_to_transformer(sm, &p4n, &tf4n), HSD_OK);
         static const char *how[3] = {"one chunk", "30 + 18 cached", "30 + 18 tree"};
-        static const char *kvn[3] = {"F32", "F16", "Q8_0"};
-        hsd_transformer *tfs[3] = {tf, tf16, tf8};
-        const double *refs[3] = {ref, ref16, ref8};
-        for (int kv = 0; kv < 3; kv++)
+        /* the quantised caches rotated where llama.cpp rotates them (head_dim 64 here, but
+         * tiny-qwen2's 16), and the Q4_0 one also without the rotation */
+        static const char *kvn[5] = {"F32", "F16", "Q8_0", "Q4_0", "Q4_0 no rotation"};
+        hsd_transformer *tfs[5] = {tf, tf16, tf8, tf4, tf4n};
+        const double *refs[5] = {ref, ref16, ref8, ref4, ref4n};
+        for (int kv = 0; kv < 5; kv++)
             for (int mode = 0; mode < 3; mode++) {
                 float *lg = hsd_logits(tfs[kv], tok, n, mode ? 30 : 0, mode == 2);
                 cmp_stats st = compare(lg, refs[kv], n, V);
                 printf("%-13s %-15s %-4s KV vs float64: min cosine %.9f, max rel err %.2e, argmax %d/%d\n",
                        shapes[s], how[mode], kvn[kv], st.min_cos, st.max_rel, st.agree, n);
-                assert_true(st.min_cos > 0.99999);
                 /* Q8_0: the query's quants are rounded from hsd's fp32 q and the reference's
                  * float64 q, and where the two straddle a rounding boundary one quant moves by a
                  * step (amax / 127 of its block): up to ~7e-4 of the largest logit on these
-                 * shapes (tiny-qwen3). A wrong block, scale or offset moves whole rows. */
-                assert_true(st.max_rel < (kv == 2 ? 4e-3 : 1e-3));
+                 * shapes (tiny-qwen3). Q4_0: its keys and values are rounded from them too, and
+                 * a straddled boundary moves a key or value by a whole step, amax / 8 of its
+                 * block (these 48 tokens put 1-9 elements per shape within 1e-4 of a step of a
+                 * boundary; tiny-phi3's logits move up to 5.5e-3, cosine 0.99998). A wrong
+                 * block, scale or offset moves whole rows (tests/test_attention.c holds the
+                 * kernel itself to float64 over the stored values). */
+                assert_true(st.min_cos > (kv >= 3 ? 0.9999 : 0.99999));
+                assert_true(st.max_rel < (kv >= 3 ? 1.5e-2 : kv == 2 ? 4e-3 : 1e-3));
                 /* Q8_0: that error may flip a near tie, and only a near tie: a flip is
                  * allowed where the reference's top two are closer than the row's largest
                  * difference (the tiled cache's int16 value weights add ~1e-5 of the values'
                  * scale to it: kernels/attention.h) */
-                if (kv == 2 && st.agree < n)
-                    printf("%-13s %-15s Q8_0: %d of %d argmax flips are near ties\n", shapes[s], how[mode],
-                           st.near, n - st.agree);
-                assert_int_equal(st.agree + (kv == 2 ? st.near : 0), n);
+                if (kv >= 2 && st.agree < n)
+                    printf("%-13s %-15s %s: %d of %d argmax flips are near ties\n", shapes[s], how[mode],
+                           kvn[kv], st.near, n - st.agree);
+                assert_int_equal(st.agree + (kv >= 2 ? st.near : 0), n);
                 free(lg);
             }
-        hsd_tf_free(tf16), hsd_tf_free(tf8);
-        free(ref16), free(ref8);
+        hsd_tf_free(tf16), hsd_tf_free(tf8), hsd_tf_free(tf4), hsd_tf_free(tf4n);
+        free(ref16), free(ref8), free(ref4), free(ref4n);
         if (sm->cfg.swa_window >
             0) { /* the window matters here: without it the reference differs */
             double *full = ref_forward(sm, tok, n, true, KV_F32);
@@ -456,9 +520,11 @@ static void quiet(enum ggml_log_level level, const char *text, void *ud) {
  * (F32 where the comparison measures the weights' arithmetic, since F16 keys round apart
  * where the two arithmetics differ by an ulp and flip near-ties; F16, both defaults, in the
  * cells that measure the default cache). */
+static bool cells_no_rot; /* both sides without the quantised caches' rotation */
 static hsd_model_params kv_params(int kv) {
     hsd_model_params p = hsd_model_default_params();
-    p.kv_type = kv == KV_F16 ? HSD_KV_F16 : kv == KV_Q8_0 ? HSD_KV_Q8_0 : HSD_KV_F32;
+    p.kv_no_rotate = cells_no_rot;
+    p.kv_type = kv == KV_F16 ? HSD_KV_F16 : kv == KV_Q8_0 ? HSD_KV_Q8_0 : kv == KV_Q4_0 ? HSD_KV_Q4_0 : HSD_KV_F32;
     return p;
 }
 
@@ -472,9 +538,15 @@ static float *llama_cpp_logits(const char *path, const int32_t *tok, int32_t n, 
     cp.n_ctx = 256, cp.n_batch = 256, cp.n_ubatch = 256, cp.n_threads = 2, cp.n_threads_batch = 2;
     /* F32 or F16 (llama.cpp's default) KV without flash attention; Q8_0 KV with it (a
      * quantised V cache needs it) */
-    cp.type_k = cp.type_v = kv == KV_F16 ? GGML_TYPE_F16 : kv == KV_Q8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F32;
-    cp.flash_attn_type = kv == KV_Q8_0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.type_k = cp.type_v = kv == KV_F16    ? GGML_TYPE_F16
+                            : kv == KV_Q8_0 ? GGML_TYPE_Q8_0
+                            : kv == KV_Q4_0 ? GGML_TYPE_Q4_0
+                                            : GGML_TYPE_F32;
+    cp.flash_attn_type = kv >= KV_Q8_0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    /* llama.cpp reads its switch for the rotation when it builds the cache */
+    if (cells_no_rot) setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
     struct llama_context *ctx = llama_init_from_model(model, cp);
+    unsetenv("LLAMA_ATTN_ROT_DISABLE");
     assert_non_null(ctx);
     struct llama_batch b = llama_batch_init(n, 0, 1);
     for (int32_t i = 0; i < n; i++) {
@@ -499,9 +571,10 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
     const hsd_model_params kp = kv_params(kv);
     hsd_synth_model *sm;
     assert_int_equal(hsd_synth_create(shape, written, 5, &sm), HSD_OK);
-    if (kv == KV_Q8_0 && sm->cfg.head_dim % 32) { /* ggml's Q8_0 rows are whole blocks */
-        printf("%-13s %-7s Q8_0 KV: skipped, llama.cpp takes no Q8_0 cache for head_dim %d\n",
-               shape, tname, (int)sm->cfg.head_dim);
+    static const char *kvname[4] = {"F32", "F16", "Q8_0", "Q4_0"};
+    if (kv >= KV_Q8_0 && sm->cfg.head_dim % 32) { /* ggml's Q8_0 / Q4_0 rows are whole blocks */
+        printf("%-13s %-7s %s KV: skipped, llama.cpp takes no %s cache for head_dim %d\n",
+               shape, tname, kvname[kv], kvname[kv], (int)sm->cfg.head_dim);
         hsd_synth_free(sm);
         return;
     }
@@ -530,9 +603,9 @@ static void llama_cpp_cell(const char *shape, hsd_dtype written, int ftype, cons
     double *wd = malloc((size_t)NTOK * V * sizeof *wd);
     for (size_t i = 0; i < (size_t)NTOK * V; i++) wd[i] = want[i];
     cmp_stats st = compare(got, wd, NTOK, V);
-    printf("%-13s %-7s %s KV vs llama.cpp: min cosine %.9f, argmax %d/%d (+%d near-tied), max rel "
+    printf("%-13s %-7s %s KV%s vs llama.cpp: min cosine %.9f, argmax %d/%d (+%d near-tied), max rel "
            "err %.2e\n",
-           shape, tname, kv == KV_F16 ? "F16" : kv == KV_Q8_0 ? "Q8_0" : "F32", st.min_cos, st.agree, NTOK, st.near, st.max_rel);
+           shape, tname, kvname[kv], cells_no_rot ? " (no rotation)" : "", st.min_cos, st.agree, NTOK, st.near, st.max_rel);
     assert_true(st.min_cos >= min_cos);
     /* the same argmax at >= 98% of the positions outright: hsd multiplies each quantised type
      * with the integer arithmetic llama.cpp's CPU backend uses for it (Q4_0 as its repacked
@@ -726,6 +799,15 @@ static void test_llama_cpp(void **state) {
          * attention also rounds the query to Q8_0 for its integer q.k products (and V's
          * accumulation to F16), hsd keeps both fp32: the issue's bar, 0.999 */
         llama_cpp_cell(shapes[s], HSD_DT_F32, -1, "F32", 0.999, KV_Q8_0);
+        /* both with Q4_0 caches: the same 4-bit keys and values (llama.cpp's rounding, after
+         * its Hadamard rotation of q, k and v), the query to Q8_0 on both sides; the same bar.
+         * Without hsd's rotation this cell read cosine 0.982 and argmax 54 of 64 on
+         * tiny-llama: the caches stored different values */
+        llama_cpp_cell(shapes[s], HSD_DT_F32, -1, "F32", 0.999, KV_Q4_0);
+        /* and both without the rotation (llama.cpp: LLAMA_ATTN_ROT_DISABLE=1) */
+        cells_no_rot = true;
+        llama_cpp_cell(shapes[s], HSD_DT_F32, -1, "F32", 0.999, KV_Q4_0);
+        cells_no_rot = false;
         for (size_t q = 0; q < sizeof quant / sizeof quant[0]; q++)
             llama_cpp_cell(shapes[s], HSD_DT_F32, quant[q].ftype, quant[q].name, 0.999, KV_F32);
     }

@@ -33,18 +33,19 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
     return m;
 }
 
-#define N_FIXTURES 7
+#define N_FIXTURES 8
 
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
     static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small",
-                                   "tiny-qwen2"};
+                                   "tiny-qwen2", "tiny"};
     static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16,
-                                      HSD_DT_F32,  HSD_DT_F32, HSD_DT_BF16};
+                                      HSD_DT_F32,  HSD_DT_F32, HSD_DT_BF16, HSD_DT_F32};
     static const char *labels[] = {"synth tiny f32",  "synth tiny-qwen2 f32",
                                    "synth tiny q8_0", "synth tiny-qwen2 bf16",
                                    "stories260K",     "synth small f32",
-                                   "synth tiny-qwen2 bf16, Q8_0 KV cache"};
+                                   "synth tiny-qwen2 bf16, Q8_0 KV cache",
+                                   "synth tiny f32, Q4_0 KV cache"};
     hsd_model_params pb = hsd_model_default_params(), pr = hsd_model_default_params();
     pb.n_seq = N_SEQ;
     pb.n_threads = pr.n_threads = 1;
@@ -53,6 +54,7 @@ static bool open_fixture(int which, fixture *f) {
      * other fixtures are bit-identical with the default F16 cache) */
     if (which == 5) pb.kv_type = pr.kv_type = HSD_KV_F32;
     if (which == 6) pb.kv_type = pr.kv_type = HSD_KV_Q8_0; /* a quantised cache, the same bits */
+    if (which == 7) pb.kv_type = pr.kv_type = HSD_KV_Q4_0;
     f->label = labels[which];
     if (which == 4) {
         const char *p = hsd_test_path("models/stories260K/stories260K.bin");

@@ -29,13 +29,13 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
     static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small",
-                                   "tiny-qwen2"};
+                                   "tiny-qwen2", "tiny"};
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16, HSD_DT_F32,
-                                      HSD_DT_F32, HSD_DT_BF16};
+                                      HSD_DT_F32, HSD_DT_BF16, HSD_DT_F32};
     /* "synth small f32" reaches the OpenBLAS sgemm path (n >= 32 tokens at once) */
     static const char *labels[] = {"synth tiny f32", "synth tiny-qwen2 f32", "synth tiny q8_0",
                                    "synth tiny-qwen2 bf16", "", "synth small f32",
-                                   "synth tiny-qwen2 bf16, Q8_0 KV cache"};
+                                   "synth tiny-qwen2 bf16, Q8_0 KV cache", "synth tiny f32, Q4_0 KV cache"};
     if (which == 4) {
         const char *p = hsd_test_path("models/stories260K/stories260K.bin");
         if (!hsd_test_require(p)) return false;
@@ -52,6 +52,7 @@ static bool open_fixture(int which, fixture *f) {
     hsd_model_params p = hsd_model_default_params();
     if (which == 5) p.kv_type = HSD_KV_F32;
     if (which == 6) p.kv_type = HSD_KV_Q8_0; /* the same invariances with a quantised cache */
+    if (which == 7) p.kv_type = HSD_KV_Q4_0;
     assert_int_equal(hsd_synth_to_transformer(f->synth, &p, &tf), HSD_OK);
     f->m = wrap_tf(tf);
     return true;
@@ -62,7 +63,7 @@ static void close_fixture(fixture *f) {
     hsd_synth_free(f->synth);
 }
 
-#define N_FIXTURES 7
+#define N_FIXTURES 8
 
 static double rel_err(const float *a, const float *b, size_t n) {
     double mx = 0, scale = 1e-6;
@@ -237,12 +238,12 @@ static void test_bad_kv_type(void **state) {
     assert_int_equal(hsd_synth_create("tiny", HSD_DT_F32, 3, &sm), HSD_OK);
     hsd_model_params p = hsd_model_default_params();
     hsd_transformer *tf = NULL;
-    p.kv_type = (hsd_kv_type)(HSD_KV_Q8_0 + 1);
+    p.kv_type = (hsd_kv_type)(HSD_KV_Q4_0 + 1);
     assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_ERR_INVALID_ARG);
     assert_null(tf);
-    assert_non_null(strstr(hsd_last_error(), "kv_type 4"));
-    assert_non_null(strstr(hsd_last_error(), "q8_0 (3)"));
-    p.kv_type = HSD_KV_Q8_0;
+    assert_non_null(strstr(hsd_last_error(), "kv_type 5"));
+    assert_non_null(strstr(hsd_last_error(), "q4_0 (4)"));
+    p.kv_type = HSD_KV_Q4_0;
     assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_OK);
     hsd_tf_free(tf);
     hsd_synth_free(sm);

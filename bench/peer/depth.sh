@@ -2,8 +2,8 @@
 # Decode cost at context depth: one forward of 1 new token after a cached prefix of each
 # depth (hsd bench forward --prefix 32,512,2048 / bench/peer/llama_forward.c, the same method,
 # the cache extended from one depth to the next), hsd with each KV cache type and llama.cpp
-# (v0.5.0, its defaults: F16 KV; with q8_0 in --kv also its Q8_0 K/V caches, flash attention
-# on) on the SAME GGUF, the tools alternating per model.
+# (v0.5.0, its defaults: F16 KV; with q8_0 / q4_0 in --kv also its Q8_0 / Q4_0 K/V caches,
+# flash attention on) on the SAME GGUF, the tools alternating per model.
 #
 #   bench/peer/depth.sh [--build DIR] [--base DIR] [--threads 2] [--depths 32,512,2048]
 #                       [--kv "f16 f32"] MODEL.gguf...
@@ -49,6 +49,7 @@ for model in "$@"; do
     [ -n "$base" ] && tools="$tools base"
     tools="$tools llama.cpp"
     case " $kvs " in *" q8_0 "*) tools="$tools llama.cpp-q8_0" ;; esac
+    case " $kvs " in *" q4_0 "*) tools="$tools llama.cpp-q4_0" ;; esac
     for tool in $tools; do
         load=$(cut -d' ' -f1 /proc/loadavg)
         case "$tool" in
@@ -60,7 +61,8 @@ for model in "$@"; do
               done ;;
         llama.cpp) "$driver" "$model" --threads "$threads" --n 1 --prefix "$depths" > "$out/run" 2> "$out/err" ||
                      { cat "$out/err" >&2; exit 1; } ;;
-        llama.cpp-q8_0) "$driver" "$model" --threads "$threads" --n 1 --prefix "$depths" --kv q8_0 > "$out/run" 2> "$out/err" ||
+        llama.cpp-q8_0|llama.cpp-q4_0)
+            "$driver" "$model" --threads "$threads" --n 1 --prefix "$depths" --kv "${tool#llama.cpp-}" > "$out/run" 2> "$out/err" ||
                      { cat "$out/err" >&2; exit 1; } ;;
         esac
         rows "$out/run" > "$out/rows"

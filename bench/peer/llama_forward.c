@@ -5,10 +5,11 @@
  * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
  *
  *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,512,...]] [--reps R] [--threads 2]
- *                 [--kv f16|q8_0] [--cpu-time]
+ *                 [--kv f16|q8_0|q4_0] [--cpu-time]
  *
- * --kv q8_0: llama.cpp's Q8_0 K and V caches (type_k = type_v = Q8_0; a quantised V cache
- * needs flash attention, which is then switched on); f16 (default) leaves its defaults.
+ * --kv q8_0 / q4_0: llama.cpp's Q8_0 / Q4_0 K and V caches (type_k = type_v; a quantised V
+ * cache needs flash attention, which is then switched on; its Hadamard rotation of q, k and
+ * v stays as it defaults, on); f16 (default) leaves its defaults.
  * --cpu-time: the timed decodes in process CPU time instead of wall time, as `hsd bench
  * forward --cpu-time` (with --threads 1 on a shared machine: llama.cpp's workers spin while
  * they wait for each other, so with more threads CPU time counts the waits).
@@ -73,7 +74,7 @@ int main(int argc, char **argv) {
             reps = atoi(v);
         else if (!strcmp(a, "--threads"))
             threads = atoi(v);
-        else if (!strcmp(a, "--kv") && (!strcmp(v, "f16") || !strcmp(v, "q8_0")))
+        else if (!strcmp(a, "--kv") && (!strcmp(v, "f16") || !strcmp(v, "q8_0") || !strcmp(v, "q4_0")))
             kv = v;
         else
             path = NULL, i = argc;
@@ -102,7 +103,7 @@ int main(int argc, char **argv) {
     }
     if (!path || n_n == 0 || p_n == 0 || threads < 1) {
         fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,P...]] [--reps R] "
-                        "[--threads 2] [--kv f16|q8_0] [--cpu-time]\n");
+                        "[--threads 2] [--kv f16|q8_0|q4_0] [--cpu-time]\n");
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
@@ -126,8 +127,8 @@ int main(int argc, char **argv) {
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = threads;
     cp.no_perf = true;
-    if (!strcmp(kv, "q8_0")) {
-        cp.type_k = cp.type_v = GGML_TYPE_Q8_0;
+    if (strcmp(kv, "f16")) {
+        cp.type_k = cp.type_v = !strcmp(kv, "q8_0") ? GGML_TYPE_Q8_0 : GGML_TYPE_Q4_0;
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
     }
     struct llama_context *ctx = llama_init_from_model(model, cp);
