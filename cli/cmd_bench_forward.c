@@ -68,11 +68,61 @@ static int bench_batch(hsd_model *m, const int32_t *n_list, int n_n, const int32
     return 0;
 }
 
+/* --interleave: each depth of the --prefix list cached in its own slot, then rounds of one
+ * timed forward per slot in turn, so that every depth sees the same moments of a shared host
+ * (whose memory speed can move 1.5x within minutes: depths timed one after the other then
+ * measure the host as much as the depth). Per n: each depth's median, and the median over
+ * rounds of its time / the first depth's time in the same round. */
+static int bench_interleave(hsd_model *m, const int32_t *depths, int nd, const int32_t *n_list,
+                            int n_n, int32_t reps, const int32_t *toks, float *logits, int cpu) {
+    double (*clock_ms)(void) = cpu ? cli_timer_cpu_ms : cli_timer_ms;
+    for (int s = 0; s < nd; s++)
+        if (hsd_model_seq_select(m, s) != HSD_OK || hsd_model_forward(m, toks, depths[s], NULL, NULL, 0, NULL) != HSD_OK)
+            return 1;
+    for (int k = 0; k < n_n; k++) {
+        const int32_t n = n_list[k];
+        double t = clock_ms(); /* a warm-up round, which also picks the round count */
+        for (int s = 0; s < nd; s++) {
+            hsd_model_seq_select(m, s);
+            if (hsd_model_forward(m, toks + depths[s], n, NULL, NULL, n, logits) != HSD_OK) return 1;
+            hsd_model_kv_truncate(m, depths[s]);
+        }
+        t = clock_ms() - t;
+        int R = reps > 0 ? reps : (int)(2000.0 / (t > 0.01 ? t : 0.01));
+        if (R < 5) R = 5;
+        if (R > 2000) R = 2000;
+        double *ts = malloc((size_t)R * nd * sizeof *ts), *col = malloc((size_t)R * sizeof *col);
+        if (!ts || !col) return free(ts), free(col), 1;
+        for (int i = 0; i < R; i++)
+            for (int s = 0; s < nd; s++) {
+                hsd_model_seq_select(m, s);
+                const double t0 = clock_ms();
+                hsd_model_forward(m, toks + depths[s], n, NULL, NULL, n, logits);
+                ts[(size_t)i * nd + s] = clock_ms() - t0;
+                hsd_model_kv_truncate(m, depths[s]);
+            }
+        printf("n %d: %d rounds, one forward per depth in turn\n%8s %12s %12s %12s\n", n, R, "depth",
+               "ms/forward", "ms/token", "vs first");
+        for (int s = 0; s < nd; s++) {
+            for (int i = 0; i < R; i++) col[i] = ts[(size_t)i * nd + s];
+            qsort(col, (size_t)R, sizeof *col, cmp_double);
+            const double med = col[R / 2];
+            for (int i = 0; i < R; i++) col[i] = ts[(size_t)i * nd + s] / ts[(size_t)i * nd];
+            qsort(col, (size_t)R, sizeof *col, cmp_double);
+            printf("%8d %12.4f %12.4f %11.3fx\n", depths[s], med, med / n, col[R / 2]);
+        }
+        fflush(stdout);
+        free(ts), free(col);
+    }
+    hsd_model_seq_select(m, 0);
+    return 0;
+}
+
 typedef struct fwd_opts {
     const char *model;
     hsd_opt_ints n, batch, prefix;
     int32_t reps, threads;
-    int backend, cpu, kv_type, kv_no_rotate;
+    int backend, cpu, kv_type, kv_no_rotate, interleave;
 } fwd_opts;
 
 #define O(f) offsetof(fwd_opts, f)
@@ -83,6 +133,11 @@ static const hsd_opt fwd_table[] = {
     {"prefix", 0, HSD_OPT_INTS, O(prefix), "P[,P...]",
      "cached prefix before the timed forward (32); a list: each depth in turn, the cache "
      "extended from one to the next (decode cost at a context depth)", 1, 1 << 24},
+    {"interleave", 0, HSD_OPT_FLAG, O(interleave), NULL,
+     "with a --prefix list: each depth in its own sequence slot, timed in turn round by round "
+     "(a shared host's drift hits every depth alike); medians and the per-round ratio to the "
+     "first depth",
+     0, 0},
     {"reps", 0, HSD_OPT_INT, O(reps), "R", "repetitions (default: enough for ~1 s per n)", 0, 1e9},
     HSD_OPT_ROW_THREADS(fwd_opts, threads),
     {"backend", 0, HSD_OPT_CHOICE, O(backend), "auto|cpu|cuda", "where the model runs", 0, 0},
@@ -120,6 +175,8 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
                                  o.prefix.v[i], o.prefix.v[i - 1]);
     if (o.prefix.n > 1 && o.batch.n > 0)
         return hsd_opts_fail(&hsd_spec_bench_forward, "--prefix: one depth with --batch");
+    if (o.interleave && (o.prefix.n < 2 || o.batch.n > 0))
+        return hsd_opts_fail(&hsd_spec_bench_forward, "--interleave: a --prefix list of depths, without --batch");
     int32_t prefix = o.prefix.v[o.prefix.n - 1], reps = o.reps, threads = o.threads, max_b = 1;
     int backend = o.backend, cpu = o.cpu, n_n = o.n.n, n_b = o.batch.n;
     const int32_t *n_list = o.n.v, *b_list = o.batch.v;
@@ -131,7 +188,7 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
     }
     hsd_model_params mp = hsd_cli_model_params();
     mp.n_ctx = prefix + max_n;
-    mp.n_seq = max_b;
+    mp.n_seq = o.interleave ? o.prefix.n : max_b;
     if (threads > 0) mp.n_threads = threads;
     mp.backend = (hsd_backend)backend;
     if (o.kv_type >= 0) mp.kv_type = (hsd_kv_type)o.kv_type;
@@ -174,6 +231,16 @@ int hsd_cmd_bench_forward(int argc, char **argv) {
         hsd_model_seq_select(m, 0);
         if (!logits || !toks || rc ||
             bench_batch(m, n_list, n_n, b_list, n_b, prefix, prefix + max_n, reps, toks, logits, cpu)) {
+            fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
+            rc = 1;
+        }
+        goto done;
+    }
+    if (o.interleave) {
+        printf("depths %d", o.prefix.v[0]);
+        for (int i = 1; i < o.prefix.n; i++) printf(",%d", o.prefix.v[i]);
+        printf(", each in its own slot, interleaved\n");
+        if (!logits || !toks || bench_interleave(m, o.prefix.v, o.prefix.n, n_list, n_n, reps, toks, logits, cpu)) {
             fprintf(stderr, "hsd bench forward: %s\n", hsd_cli_error("bench forward"));
             rc = 1;
         }

@@ -457,8 +457,47 @@ void hsd_add(float *x, const float *y, int32_t n) {
     for (int32_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+#ifdef HSD_X86
+/* The same butterflies, 8 lanes at a time: pairs h = 1, 2, 4 apart inside a vector (its
+ * lanes permuted so that each meets its partner p, then a + b where the lane's bit h is clear
+ * and p - x where it is set: the scalar loop's a - b with the same operands), pairs 8 or more
+ * apart between vectors. Every element gets the scalar loop's operations in its order: the
+ * same bits. block a multiple of 8, at most 1,024 (64 vectors). */
+HSD_AVX2 static void hadamard_avx2(float *x, int64_t n, int32_t block, float norm) {
+    const __m256 nv = _mm256_set1_ps(norm);
+    const int32_t V = block / 8;
+    for (int64_t b0 = 0; b0 + block <= n; b0 += block) {
+        float *y = x + b0;
+        for (int32_t v = 0; v < V; v++) {
+            __m256 r = _mm256_loadu_ps(y + 8 * v), p;
+            p = _mm256_permute_ps(r, 0xB1); /* h = 1 */
+            r = _mm256_blend_ps(_mm256_add_ps(r, p), _mm256_sub_ps(p, r), 0xAA);
+            p = _mm256_permute_ps(r, 0x4E); /* h = 2 */
+            r = _mm256_blend_ps(_mm256_add_ps(r, p), _mm256_sub_ps(p, r), 0xCC);
+            p = _mm256_permute2f128_ps(r, r, 1); /* h = 4 */
+            r = _mm256_blend_ps(_mm256_add_ps(r, p), _mm256_sub_ps(p, r), 0xF0);
+            _mm256_storeu_ps(y + 8 * v, r);
+        }
+        for (int32_t h = 1; h < V; h *= 2) /* vectors h apart: elements 8h apart */
+            for (int32_t i = 0; i < V; i += 2 * h)
+                for (int32_t j = i; j < i + h; j++) {
+                    const __m256 a = _mm256_loadu_ps(y + 8 * j), c = _mm256_loadu_ps(y + 8 * (j + h));
+                    _mm256_storeu_ps(y + 8 * j, _mm256_add_ps(a, c));
+                    _mm256_storeu_ps(y + 8 * (j + h), _mm256_sub_ps(a, c));
+                }
+        for (int32_t v = 0; v < V; v++) _mm256_storeu_ps(y + 8 * v, _mm256_mul_ps(_mm256_loadu_ps(y + 8 * v), nv));
+    }
+}
+#endif
+
 void hsd_hadamard(float *x, int64_t n, int32_t block) {
     const float norm = 1.0f / sqrtf((float)block);
+#ifdef HSD_X86
+    if (block % 8 == 0 && cpu_has_avx2()) {
+        hadamard_avx2(x, n, block, norm);
+        return;
+    }
+#endif
     for (int64_t b0 = 0; b0 + block <= n; b0 += block) {
         float *y = x + b0;
         for (int32_t h = 1; h < block; h *= 2) /* pairs h apart: (a, b) -> (a + b, a - b) */

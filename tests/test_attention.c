@@ -554,8 +554,49 @@ static void test_copy_at(void **state) {
     each_level(copy_body);
 }
 
+/* The rotation a quantised cache takes (hsd_hadamard, models/layer.c): each block of x
+ * against float64 with the matrix written out, H[i][j] = (-1)^popcount(i & j) / sqrt(b); the
+ * vector level's bits equal the scalar level's (the same butterflies); twice is the identity
+ * (to rounding). Blocks 4 (scalar only), 8..1,024. */
+static void test_hadamard(void **state) {
+    (void)state;
+    static const int32_t blocks[] = {4, 8, 16, 64, 128, 256, 1024};
+    for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+        const int32_t B = blocks[bi], n = 3 * B;
+        float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
+              *z = malloc((size_t)n * sizeof *z);
+        for (int32_t i = 0; i < n; i++) x[i] = urand() * (i % 17 == 0 ? 50.0f : 1.0f); /* outliers */
+        for (int lv = HSD_CPU_SCALAR; lv <= HSD_CPU_AVX2; lv++) {
+            if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) continue;
+            hsd_cpu_level_limit((hsd_cpu_level)lv);
+            memcpy(lv == HSD_CPU_SCALAR ? y : z, x, (size_t)n * sizeof *x);
+            hsd_hadamard(lv == HSD_CPU_SCALAR ? y : z, n, B);
+        }
+        hsd_cpu_level_limit(HSD_CPU_N_LEVELS);
+        if (hsd_cpu_level_supported(HSD_CPU_AVX2) && memcmp(y, z, (size_t)n * sizeof *y))
+            fail_msg("hadamard block %d: the AVX2 level's bits differ from the scalar level's", B);
+        for (int32_t b0 = 0; b0 < n; b0 += B) {
+            double l1 = 0;
+            for (int32_t j = 0; j < B; j++) l1 += fabs(x[b0 + j]);
+            for (int32_t i = 0; i < B; i++) {
+                double r = 0;
+                for (int32_t j = 0; j < B; j++)
+                    r += (__builtin_popcount((unsigned)(i & j)) % 2 ? -1.0 : 1.0) * x[b0 + j];
+                r /= sqrt((double)B);
+                if (!(fabs(y[b0 + i] - r) <= 1e-6 * l1 / sqrt((double)B) * log2((double)B)))
+                    fail_msg("hadamard block %d, element %d: %.9g, float64 %.9g", B, b0 + i, y[b0 + i], r);
+            }
+        }
+        hsd_hadamard(y, n, B);
+        for (int32_t i = 0; i < n; i++)
+            if (!(fabs(y[i] - x[i]) <= 1e-5 * 50.0)) fail_msg("hadamard block %d twice: element %d %.9g, was %.9g", B, i, y[i], x[i]);
+        free(x), free(y), free(z);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hadamard),
         cmocka_unit_test(test_store),
         cmocka_unit_test(test_store_q8_0),
         cmocka_unit_test(test_store_q4_0),
