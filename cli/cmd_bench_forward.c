@@ -97,8 +97,9 @@ static int bench_interleave(hsd_model *m, const int32_t *depths, int nd, const i
             for (int s = 0; s < nd; s++) {
                 hsd_model_seq_select(m, s);
                 const double t0 = clock_ms();
-                hsd_model_forward(m, toks + depths[s], n, NULL, NULL, n, logits);
+                const hsd_status st = hsd_model_forward(m, toks + depths[s], n, NULL, NULL, n, logits);
                 ts[(size_t)i * nd + s] = clock_ms() - t0;
+                if (st != HSD_OK) return free(ts), free(col), 1;
                 hsd_model_kv_truncate(m, depths[s]);
             }
         printf("n %d: %d rounds, one forward per depth in turn\n%8s %12s %12s %12s\n", n, R, "depth",

@@ -285,6 +285,10 @@ typedef struct hsd_model_params {
      * quarter; keys and values to 4 bits, so outputs move more than with Q8_0). The CUDA
      * backend keeps its own F32 cache whatever this says. The CLI: --kv-type. */
     hsd_kv_type kv_type;
+    /* Unused (0). The previous release ended at kv_type with 4 bytes of padding (sizeof 56);
+     * this fills them so that kv_no_rotate starts past 56 and the size prefix tells an older
+     * caller's struct, whose padding may hold anything, from this one. */
+    int32_t reserved_kv;
     /* Q8_0 and Q4_0 caches, head_dim a multiple of 64: queries, keys and values are rotated by
      * an orthonormal Hadamard transform before the cache and the attention's output rotated
      * back, as llama.cpp does by default since April 2026 (the same scores in exact

@@ -38,14 +38,14 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
     static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small",
-                                   "tiny-qwen2", "tiny"};
+                                   "tiny-qwen2", "small"};
     static const hsd_dtype types[] = {HSD_DT_F32,  HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16,
-                                      HSD_DT_F32,  HSD_DT_F32, HSD_DT_BF16, HSD_DT_F32};
+                                      HSD_DT_F32,  HSD_DT_F32, HSD_DT_BF16, HSD_DT_BF16};
     static const char *labels[] = {"synth tiny f32",  "synth tiny-qwen2 f32",
                                    "synth tiny q8_0", "synth tiny-qwen2 bf16",
                                    "stories260K",     "synth small f32",
                                    "synth tiny-qwen2 bf16, Q8_0 KV cache",
-                                   "synth tiny f32, Q4_0 KV cache"};
+                                   "synth small bf16, Q4_0 KV cache (rotated: head_dim 64)"};
     hsd_model_params pb = hsd_model_default_params(), pr = hsd_model_default_params();
     pb.n_seq = N_SEQ;
     pb.n_threads = pr.n_threads = 1;

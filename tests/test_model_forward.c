@@ -2,9 +2,11 @@
  * the logits of feeding the same tokens one at a time. Runs on the real stories260K model
  * and on synthetic shapes (Llama 3 rope scaling, Qwen2 biases + tied head, Q8_0, BF16). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hsd.h"
 #include "hsd_tools.h"
@@ -29,13 +31,13 @@ static hsd_model *wrap_tf(hsd_transformer *tf) {
 static bool open_fixture(int which, fixture *f) {
     memset(f, 0, sizeof *f);
     static const char *shapes[] = {"tiny", "tiny-qwen2", "tiny", "tiny-qwen2", "", "small",
-                                   "tiny-qwen2", "tiny"};
+                                   "tiny-qwen2", "small"};
     static const hsd_dtype types[] = {HSD_DT_F32, HSD_DT_F32, HSD_DT_Q8_0, HSD_DT_BF16, HSD_DT_F32,
-                                      HSD_DT_F32, HSD_DT_BF16, HSD_DT_F32};
+                                      HSD_DT_F32, HSD_DT_BF16, HSD_DT_BF16};
     /* "synth small f32" reaches the OpenBLAS sgemm path (n >= 32 tokens at once) */
     static const char *labels[] = {"synth tiny f32", "synth tiny-qwen2 f32", "synth tiny q8_0",
                                    "synth tiny-qwen2 bf16", "", "synth small f32",
-                                   "synth tiny-qwen2 bf16, Q8_0 KV cache", "synth tiny f32, Q4_0 KV cache"};
+                                   "synth tiny-qwen2 bf16, Q8_0 KV cache", "synth small bf16, Q4_0 KV cache (rotated: head_dim 64)"};
     if (which == 4) {
         const char *p = hsd_test_path("models/stories260K/stories260K.bin");
         if (!hsd_test_require(p)) return false;
@@ -249,6 +251,50 @@ static void test_bad_kv_type(void **state) {
     hsd_synth_free(sm);
 }
 
+/* A caller built against the release before kv_no_rotate (sizeof(hsd_model_params) was 56:
+ * kv_type its last field, then 4 bytes of padding) whose padding holds garbage: hsd_model_load
+ * reads its 56 bytes and keeps the default for every field past them, so a Q4_0 cache of
+ * head_dim 64 is still rotated as llama.cpp rotates it: the logits equal, bit for bit, those
+ * of this release's default, and differ from those with kv_no_rotate. */
+static float *logits_with(const char *path, const hsd_model_params *p, const int32_t *tok, int32_t n) {
+    hsd_model *m;
+    assert_int_equal(hsd_model_load(path, p, &m), HSD_OK);
+    const int32_t V = hsd_model_vocab_size(m);
+    float *lg = malloc((size_t)n * V * sizeof *lg);
+    assert_int_equal(hsd_model_forward(m, tok, n, NULL, NULL, n, lg), HSD_OK);
+    hsd_model_free(m);
+    return lg;
+}
+
+static void test_old_params_size(void **state) {
+    (void)state;
+    assert_true(sizeof(hsd_model_params) > 56);
+    assert_true(offsetof(hsd_model_params, kv_no_rotate) >= 56);
+    hsd_synth_model *sm;
+    assert_int_equal(hsd_synth_create("small", HSD_DT_F32, 3, &sm), HSD_OK);
+    char path[] = "/tmp/hsd_old_params_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(hsd_synth_write_gguf(sm, path), HSD_OK);
+    const int32_t V = sm->cfg.vocab_size, n = 40;
+    hsd_synth_free(sm);
+    int32_t tok[40];
+    for (int32_t i = 0; i < n; i++) tok[i] = (i * 37 + 11) % V;
+    hsd_model_params cur = hsd_model_default_params(), old, off;
+    cur.kv_type = HSD_KV_Q4_0;
+    off = cur, off.kv_no_rotate = true;
+    old = cur;
+    memset((char *)&old + 52, 0xff, sizeof old - 52); /* the old padding and the new tail: garbage */
+    old.kv_type = HSD_KV_Q4_0, old.size = 56;
+    float *a = logits_with(path, &cur, tok, n), *b = logits_with(path, &old, tok, n),
+          *c = logits_with(path, &off, tok, n);
+    assert_memory_equal(a, b, (size_t)n * V * sizeof *a);
+    assert_memory_not_equal(a, c, (size_t)n * V * sizeof *a);
+    free(a), free(b), free(c);
+    unlink(path);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     fixture f;
@@ -329,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_kv_keep_accepted_path),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_bad_kv_type),
+        cmocka_unit_test(test_old_params_size),
         cmocka_unit_test(test_iface_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

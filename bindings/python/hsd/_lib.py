@@ -60,7 +60,8 @@ class ModelParams(ctypes.Structure):
                 ("device_weights", ctypes.c_int), ("n_seq", ctypes.c_int32),
                 ("cpu_kernels", ctypes.c_int), ("no_pack", ctypes.c_bool),
                 ("no_blas", ctypes.c_bool), ("cuda", CudaOptions),
-                ("kv_type", ctypes.c_int), ("kv_no_rotate", ctypes.c_bool)]
+                ("kv_type", ctypes.c_int), ("reserved_kv", ctypes.c_int32),
+                ("kv_no_rotate", ctypes.c_bool)]
 
 
 # hsd_stream_fn: bool (*)(void *user, int32_t seq, const char *text, size_t len,
