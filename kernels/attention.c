@@ -491,12 +491,16 @@ HSD_AVX512_VNNI static inline __attribute__((always_inline)) void attn_dpbusd_bc
  * position j + i: per block the exact integer dot in each lane (the tile's k + 128 times the
  * query's bytes, started at -128 · sum q), then acc = fma(I, d_k · d_q, acc) over the blocks
  * in order and acc · scale: scores_q8_scalar's arithmetic, so the bits are the scalar
- * level's and depend only on the row and the key. */
+ * level's and depend only on the row and the key. q4: a Q4_0 tile, each of a block's four
+ * vectors giving two (its low nibbles: elements 4g.., its high ones: 16 + 4g..), the sums
+ * started at -8 · sum q (the query's -128 · sum q shifted: exact): the integer dots of the
+ * Q8_0 blocks q = n - 8, the other levels' arithmetic. */
 HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
-scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *tp, int32_t hd,
+scores_q8t_avx512_t(const int R, const int q4, const uint8_t *const *qq, const uint8_t *const *tp, int32_t hd,
                     int32_t j0, int32_t j1, float scale, float *const *s) {
     const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
     const __m512 sc = _mm512_set1_ps(scale);
+    const __m512i low = _mm512_set1_epi8(15);
     for (int32_t j = j0; j < j1; j += HSD_ATTN_KVTILE) {
         const uint8_t *tile = tp[j / HSD_ATTN_KVTILE];
         __m512 acc[16];
@@ -504,15 +508,24 @@ scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const 
         for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
         for (int32_t b = 0; b < nb; b++) {
             const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tile + 32 * (size_t)b)));
-            const uint8_t *kq = tile + 32 * (size_t)nb + 512 * (size_t)b;
+            const uint8_t *kq = tile + 32 * (size_t)nb + (q4 ? 256 : 512) * (size_t)b;
             __m512i k[8];
+            if (q4) {
+#pragma GCC unroll 4
+                for (int g = 0; g < 4; g++) {
+                    const __m512i x = _mm512_loadu_si512((const void *)(kq + 64 * g));
+                    k[g] = _mm512_and_si512(x, low);
+                    k[g + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+                }
+            } else {
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) k[g] = _mm512_loadu_si512((const void *)(kq + 64 * g));
+                for (int g = 0; g < 8; g++) k[g] = _mm512_loadu_si512((const void *)(kq + 64 * g));
+            }
             const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
 #pragma GCC unroll 16
             for (int r = 0; r < R; r++) {
                 const uint8_t *qr = qq[r];
-                __m512i Is = _mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane]);
+                __m512i Is = _mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane] / (q4 ? 16 : 1));
 #pragma GCC unroll 8
                 for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&Is, k[g], qr + 32 * (size_t)b + 4 * g);
                 const float dq = ((const float *)(const void *)(qr + 64 * (size_t)np))[lane];
@@ -525,7 +538,7 @@ scores_q8t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const 
 }
 HSD_AVX512_VNNI static void scores_q8t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
                                               int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
-    ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, qq, tp, hd, j0, j1, scale, s)
+    ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, 0, qq, tp, hd, j0, j1, scale, s)
 }
 #define SCORES_Q8_TILES scores_q8t_avx512
 
@@ -670,49 +683,9 @@ HSD_AVX512_VNNI static void accum_q8t_avx512(int R, float *const *out, float *co
 }
 #define ACCUM_Q8_TILES accum_q8t_avx512
 
-/* Scores against a Q4_0 key tile (kernels/attention.h): as scores_q8t_avx512_t, each of the
- * block's four vectors giving two (its low nibbles: elements 4g.., its high ones: 16 + 4g..),
- * the sums started at -8 · sum q (the query's -128 · sum q, shifted: exact). The integer dots
- * and the fp32 steps are those of the Q8_0 blocks q = n - 8, the other levels' arithmetic. */
-HSD_AVX512_VNNI static inline __attribute__((always_inline)) void
-scores_q4t_avx512_t(const int R, const uint8_t *const *qq, const uint8_t *const *tp, int32_t hd,
-                    int32_t j0, int32_t j1, float scale, float *const *s) {
-    const int32_t nb = (hd + HSD_ATTN_Q8_BLOCK - 1) / HSD_ATTN_Q8_BLOCK, np = (nb + 1) / 2;
-    const __m512 sc = _mm512_set1_ps(scale);
-    const __m512i low = _mm512_set1_epi8(15);
-    for (int32_t j = j0; j < j1; j += HSD_ATTN_KVTILE) {
-        const uint8_t *tile = tp[j / HSD_ATTN_KVTILE];
-        __m512 acc[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-        for (int32_t b = 0; b < nb; b++) {
-            const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(tile + 32 * (size_t)b)));
-            const uint8_t *kq = tile + 32 * (size_t)nb + 256 * (size_t)b;
-            __m512i k[8];
-#pragma GCC unroll 4
-            for (int g = 0; g < 4; g++) {
-                const __m512i x = _mm512_loadu_si512((const void *)(kq + 64 * g));
-                k[g] = _mm512_and_si512(x, low);
-                k[g + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
-            }
-            const size_t lane = 16 * (size_t)(b / 2) + 8 * (size_t)(b % 2);
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                const uint8_t *qr = qq[r];
-                __m512i Is = _mm512_set1_epi32(((const int32_t *)(const void *)(qr + 128 * (size_t)np))[lane] / 16);
-#pragma GCC unroll 8
-                for (int g = 0; g < 8; g++) attn_dpbusd_bcast(&Is, k[g], qr + 32 * (size_t)b + 4 * g);
-                const float dq = ((const float *)(const void *)(qr + 64 * (size_t)np))[lane];
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Is), _mm512_mul_ps(dk, _mm512_set1_ps(dq)), acc[r]);
-            }
-        }
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) _mm512_storeu_ps(s[r] + j, _mm512_mul_ps(acc[r], sc));
-    }
-}
 HSD_AVX512_VNNI static void scores_q4t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
                                               int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
-    ATTN_Q8_BY_R(scores_q4t_avx512_t, R, 16, qq, tp, hd, j0, j1, scale, s)
+    ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, 1, qq, tp, hd, j0, j1, scale, s)
 }
 #define SCORES_Q4_TILES scores_q4t_avx512
 
