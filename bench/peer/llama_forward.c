@@ -5,7 +5,7 @@
  * each (llama_memory_seq_rm), median reported. R defaults to enough for ~1 s per n.
  *
  *   llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,512,...]] [--reps R] [--threads 2]
- *                 [--kv f16|q8_0|q4_0] [--cpu-time]
+ *                 [--kv f16|q8_0|q4_0] [--interleave] [--cpu-time]
  *
  * --kv q8_0 / q4_0: llama.cpp's Q8_0 / Q4_0 K and V caches (type_k = type_v; a quantised V
  * cache needs flash attention, which is then switched on; its Hadamard rotation of q, k and
@@ -16,6 +16,10 @@
  *
  * A --prefix list measures each depth in turn (increasing), the cache extended from one to
  * the next, as `hsd bench forward --prefix` does; a "prefix P" line heads each depth's rows.
+ * --interleave (with a list) as `hsd bench forward --interleave`: each depth in its own
+ * sequence (its own KV stream, kv_unified off, so a decode reads only its sequence's cells),
+ * then rounds of one timed decode per depth in turn; per n each depth's median and the median
+ * over rounds of its time / the first depth's, in hsd's columns.
  *
  * Output columns match hsd's: n, ms/forward, ms/token, forward(n)/forward(1).
  * Built by bench/peer/run.sh against llama.cpp v0.5.0 (scripts/install_llama_cpp.sh). */
@@ -35,25 +39,75 @@ static double now_ms(void) {
     return peer_ms(clock_id);
 }
 
-/* Decodes toks[0..n) at positions pos0.. into sequence 0, logits for every row if `all`. */
-static int decode(struct llama_context *ctx, struct llama_batch *b, const llama_token *toks,
-                  int32_t n, int32_t pos0, int all) {
+/* Decodes toks[0..n) at positions pos0.. into sequence seq, logits for every row if `all`. */
+static int decode_seq(struct llama_context *ctx, struct llama_batch *b, const llama_token *toks,
+                      int32_t n, int32_t pos0, int all, int seq) {
     b->n_tokens = n;
     for (int32_t i = 0; i < n; i++) {
         b->token[i] = toks[i];
         b->pos[i] = pos0 + i;
         b->n_seq_id[i] = 1;
-        b->seq_id[i][0] = 0;
+        b->seq_id[i][0] = seq;
         b->logits[i] = (int8_t)(all || i == n - 1);
     }
     int rc = llama_decode(ctx, *b);
     llama_synchronize(ctx);
     return rc;
 }
+static int decode(struct llama_context *ctx, struct llama_batch *b, const llama_token *toks,
+                  int32_t n, int32_t pos0, int all) {
+    return decode_seq(ctx, b, toks, n, pos0, all, 0);
+}
+
+/* --interleave: depths p_list[0..p_n) in sequences 0..p_n-1, one timed decode per depth in
+ * turn per round */
+static int interleave(struct llama_context *ctx, struct llama_batch *b, const llama_token *toks,
+                      const int32_t *p_list, int p_n, const int32_t *n_list, int n_n, int32_t reps) {
+    llama_memory_t mem = llama_get_memory(ctx);
+    for (int s = 0; s < p_n; s++)
+        if (decode_seq(ctx, b, toks, p_list[s], 0, 0, s) != 0) return 1;
+    printf("depths in their own sequences, interleaved\n");
+    for (int k = 0; k < n_n; k++) {
+        const int32_t n = n_list[k];
+        double t = now_ms();
+        for (int s = 0; s < p_n; s++) {
+            if (decode_seq(ctx, b, toks + p_list[s], n, p_list[s], 1, s) != 0) return 1;
+            llama_memory_seq_rm(mem, s, p_list[s], -1);
+        }
+        t = now_ms() - t;
+        int R = reps > 0 ? reps : (int)(2000.0 / (t > 0.01 ? t : 0.01));
+        if (R < 5) R = 5;
+        if (R > 2000) R = 2000;
+        double *ts = malloc((size_t)R * p_n * sizeof *ts), *col = malloc((size_t)R * sizeof *col);
+        if (!ts || !col) return 1;
+        for (int i = 0; i < R; i++)
+            for (int s = 0; s < p_n; s++) {
+                const double t0 = now_ms();
+                const int rc = decode_seq(ctx, b, toks + p_list[s], n, p_list[s], 1, s);
+                ts[(size_t)i * p_n + s] = now_ms() - t0;
+                llama_memory_seq_rm(mem, s, p_list[s], -1);
+                if (rc != 0) return 1;
+            }
+        printf("n %d: %d rounds, one forward per depth in turn\n%8s %12s %12s %12s\n", n, R, "depth",
+               "ms/forward", "ms/token", "vs first");
+        for (int s = 0; s < p_n; s++) {
+            for (int i = 0; i < R; i++) col[i] = ts[(size_t)i * p_n + s];
+            qsort(col, (size_t)R, sizeof *col, peer_cmp_double);
+            const double med = col[R / 2];
+            for (int i = 0; i < R; i++) col[i] = ts[(size_t)i * p_n + s] / ts[(size_t)i * p_n];
+            qsort(col, (size_t)R, sizeof *col, peer_cmp_double);
+            printf("%8d %12.4f %12.4f %11.3fx\n", p_list[s], med, med / n, col[R / 2]);
+        }
+        fflush(stdout);
+        free(ts), free(col);
+    }
+    return 0;
+}
 
 int main(int argc, char **argv) {
     const char *path = NULL, *ns = "1,2,4,8,16", *ps = "32", *kv = "f16";
     int32_t prefix = 32, reps = 0, threads = 2;
+    int inter = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-') {
@@ -62,6 +116,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--cpu-time")) {
             clock_id = CLOCK_PROCESS_CPUTIME_ID;
+            continue;
+        }
+        if (!strcmp(a, "--interleave")) {
+            inter = 1;
             continue;
         }
         if (!v) break;
@@ -101,9 +159,9 @@ int main(int argc, char **argv) {
         if (!p) break;
         p++;
     }
-    if (!path || n_n == 0 || p_n == 0 || threads < 1) {
+    if (!path || n_n == 0 || p_n == 0 || threads < 1 || (inter && p_n < 2)) {
         fprintf(stderr, "usage: llama_forward MODEL.gguf [--n 1,2,4,8,16] [--prefix 32[,P...]] [--reps R] "
-                        "[--threads 2] [--kv f16|q8_0|q4_0] [--cpu-time]\n");
+                        "[--threads 2] [--kv f16|q8_0|q4_0] [--interleave] [--cpu-time]\n");
         return 2;
     }
     const char *libdir = getenv("LLAMA_LIB_DIR");
@@ -125,6 +183,11 @@ int main(int argc, char **argv) {
     cp.n_ctx = (uint32_t)(prefix + max_n + 16);
     cp.n_batch = cp.n_ubatch = (uint32_t)(prefix > max_n ? prefix : max_n);
     cp.n_seq_max = 1;
+    if (inter) { /* a stream per depth, each of the deepest's size (the context is split evenly) */
+        cp.n_seq_max = (uint32_t)p_n;
+        cp.kv_unified = false;
+        cp.n_ctx = (uint32_t)p_n * (uint32_t)((prefix + max_n + 16 + 255) / 256 * 256);
+    }
     cp.n_threads = cp.n_threads_batch = threads;
     cp.no_perf = true;
     if (strcmp(kv, "f16")) {
@@ -153,6 +216,16 @@ int main(int argc, char **argv) {
     }
     struct llama_batch b = llama_batch_init(prefix > max_n ? prefix : max_n, 0, 1);
     llama_memory_t mem = llama_get_memory(ctx);
+    if (inter) {
+        const int rc = interleave(ctx, &b, toks, p_list, p_n, n_list, n_n, reps);
+        if (rc) fprintf(stderr, "llama_forward: a decode failed\n");
+        llama_batch_free(b);
+        free(toks);
+        llama_free(ctx);
+        llama_model_free(model);
+        llama_backend_free();
+        return rc;
+    }
     for (int di = 0, have = 0; di < p_n; di++) {
         prefix = p_list[di];
         if (decode(ctx, &b, toks + have, prefix - have, have, 0) != 0) {
