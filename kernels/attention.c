@@ -536,11 +536,14 @@ scores_q8t_avx512_t(const int R, const int q4, const uint8_t *const *qq, const u
         for (int r = 0; r < R; r++) _mm512_storeu_ps(s[r] + j, _mm512_mul_ps(acc[r], sc));
     }
 }
-HSD_AVX512_VNNI static void scores_q8t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
-                                              int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+/* the tile score kernel with the cache type (q4) and the group size as constants */
+HSD_AVX512_VNNI static void scores_tiles_avx512(int q4, int R, const uint8_t *const *qq, const uint8_t *const *tp,
+                                                int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
+    if (q4) ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, 1, qq, tp, hd, j0, j1, scale, s)
     ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, 0, qq, tp, hd, j0, j1, scale, s)
 }
-#define SCORES_Q8_TILES scores_q8t_avx512
+#define SCORES_Q8_TILES(...) scores_tiles_avx512(0, __VA_ARGS__)
+#define SCORES_Q4_TILES(...) scores_tiles_avx512(1, __VA_ARGS__)
 
 /* *s += w (int16 pairs) · the pair of int16 weights at x broadcast to every lane (memory
  * operand {1to16}, as attn_dpbusd_bcast) */
@@ -674,29 +677,16 @@ accum_q8t_avx512_t(const int R, const int q4, float *const *out, float *const *p
     for (; c0 + 4 <= nc; c0 += 4) accum_q8t_chunks(R, 4, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
     for (; c0 < nc; c0++) accum_q8t_chunks(R, 1, out, (const int32_t (*)[8][16])wq, (const float (*)[8])sc, vtp, nb, c0, i0, i1);
 }
-HSD_AVX512_VNNI static void accum_q8t_avx512(int R, float *const *out, float *const *p, const uint8_t *const *vtp,
-                                             int32_t hd, int32_t j0, int32_t j1) {
-    if (R == 2)
-        accum_q8t_avx512_t(2, 0, out, p, vtp, hd, j0, j1);
-    else
-        accum_q8t_avx512_t(1, 0, out, p, vtp, hd, j0, j1);
+/* the value tile kernel with the cache type (q4) and the row count as constants */
+HSD_AVX512_VNNI static void accum_tiles_avx512(int q4, int R, float *const *out, float *const *p,
+                                               const uint8_t *const *vtp, int32_t hd, int32_t j0, int32_t j1) {
+    if (q4 && R == 2) accum_q8t_avx512_t(2, 1, out, p, vtp, hd, j0, j1);
+    else if (q4) accum_q8t_avx512_t(1, 1, out, p, vtp, hd, j0, j1);
+    else if (R == 2) accum_q8t_avx512_t(2, 0, out, p, vtp, hd, j0, j1);
+    else accum_q8t_avx512_t(1, 0, out, p, vtp, hd, j0, j1);
 }
-#define ACCUM_Q8_TILES accum_q8t_avx512
-
-HSD_AVX512_VNNI static void scores_q4t_avx512(int R, const uint8_t *const *qq, const uint8_t *const *tp,
-                                              int32_t hd, int32_t j0, int32_t j1, float scale, float *const *s) {
-    ATTN_Q8_BY_R(scores_q8t_avx512_t, R, 16, 1, qq, tp, hd, j0, j1, scale, s)
-}
-#define SCORES_Q4_TILES scores_q4t_avx512
-
-HSD_AVX512_VNNI static void accum_q4t_avx512(int R, float *const *out, float *const *p, const uint8_t *const *vtp,
-                                             int32_t hd, int32_t j0, int32_t j1) {
-    if (R == 2)
-        accum_q8t_avx512_t(2, 1, out, p, vtp, hd, j0, j1);
-    else
-        accum_q8t_avx512_t(1, 1, out, p, vtp, hd, j0, j1);
-}
-#define ACCUM_Q4_TILES accum_q4t_avx512
+#define ACCUM_Q8_TILES(...) accum_tiles_avx512(0, __VA_ARGS__)
+#define ACCUM_Q4_TILES(...) accum_tiles_avx512(1, __VA_ARGS__)
 
 #define SFX avx512
 #define ATTR HSD_AVX512
