@@ -74,11 +74,12 @@ typedef struct hsd_attn_kv {
  * capacity a multiple of 16 positions). Other levels read a tiled cache by copying the
  * block's positions back into rows.
  *
- * A Q4_0 tile: the same scales, then a lane's 16 nb bytes of qs (byte j = 16 b + i of the
- * lane: block b's qs[i]) placed as a Q8_0 tile places 16 nb quants:
- *   keys:   uint8 qs[4 nb][16][4]       bytes 4g..4g+3 of each position: one 64-byte vector
- *                                       holds elements 4g'..4g'+3 (g' = g mod 4 of its block)
- *                                       in its low nibbles and 4g'+16.. in its high ones;
+ * A Q4_0 tile: the same scales, then each lane's 16 nb bytes of qs (byte j = 16 b + i of a
+ * lane: block b's GGML qs[i], element i in its low nibble and i + 16 in its high one) where a
+ * Q8_0 tile with 16 nb quants a lane would put quant j:
+ *   keys:   uint8 qs[4 nb][16][4]       bytes 4g..4g+3 of each position: vector g' of block b
+ *                                       holds elements 4g'..4g'+3 in its low nibbles and
+ *                                       16 + 4g'.. in its high ones (g' = 0..3);
  *   values: uint8 qs[8][nb][16][2]      positions 2i, 2i + 1 interleaved per block: 32 bytes
  *                                       widened to int16 pairs give elements 32b..32b+15
  *                                       (low nibbles) and 32b+16.. (high: one shift).
