@@ -4,7 +4,7 @@
 # sampled; then SIGTERM must exit 0. Run it on a sanitizer build (HSD=build-asan/hsd, made by
 # `cmake -B build-asan -DHSD_SANITIZE=ON ...`) to check ASan/UBSan: the server's log must hold
 # no sanitizer report (leaks included, checked at exit). Bounded: stops by itself.
-#   usage: bench/serve_soak.sh [HSD]   env: DURATION (600 s), W (6 workers), OUT
+#   usage: bench/serve_soak.sh [HSD]   env: DURATION (600 s), W (6 workers), KV (--kv-type), OUT
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HSD=${1:-build/hsd}
@@ -17,7 +17,7 @@ log=$OUT/server.log
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1 \
 "$HSD" serve --target "$M/stories260K/stories260K.bin" --target-tokenizer "$M/stories260K/tok512.bin" \
     --draft "$M/babyllama-tok105/model5000.bin" --draft-tokenizer "$M/babyllama-tok105/tok105.bin" \
-    --port 0 --parallel 4 --queue 64 --timeout 120 --max-body 1024 >"$log" 2>&1 &
+    --port 0 --parallel 4 --queue 64 --timeout 120 --max-body 1024 ${KV:+--kv-type $KV} >"$log" 2>&1 &
 spid=$!
 trap 'kill -9 $spid 2>/dev/null || true' EXIT
 port=""
