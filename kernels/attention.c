@@ -77,6 +77,12 @@ static inline __attribute__((always_inline)) const uint8_t *attn_q8_quants(const
 
 /* ---- the tiled Q8_0 cache (kernels/attention.h) ------------------------------------------ */
 
+/* Whether a cache of this type and tiled flag is laid out in tiles: Q4_0 always, Q8_0 where
+ * the loader chose tiles (hsd_attn_kv_tiled), no other type. */
+static inline bool attn_in_tiles(hsd_dtype type, bool tiled) {
+    return type == HSD_DT_Q4_0 || (tiled && type == HSD_DT_Q8_0);
+}
+
 /* The tile holding position p of a key or value buffer k (rows of rb bytes). */
 static inline const uint8_t *attn_tile_of(const void *k, int32_t p, size_t rb) {
     return (const uint8_t *)k + (size_t)(p / HSD_ATTN_KVTILE) * HSD_ATTN_KVTILE * rb;
@@ -810,7 +816,7 @@ bool hsd_attn_kv_tiled(hsd_dtype type, int32_t hd) {
 void hsd_attn_store_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t p, const float *src,
                        int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
-    if (type != HSD_DT_Q4_0 && (!tiled || type != HSD_DT_Q8_0)) {
+    if (!attn_in_tiles(type, tiled)) {
         hsd_attn_store(type, (char *)buf + (size_t)p * rb, src, hd);
         return;
     }
@@ -824,7 +830,7 @@ void hsd_attn_copy_at(hsd_dtype type, bool tiled, bool value, void *buf, int32_t
                       int32_t hd) {
     const size_t rb = hsd_attn_row_bytes(type, hd);
     if (dst == src) return;
-    if (type != HSD_DT_Q4_0 && (!tiled || type != HSD_DT_Q8_0)) {
+    if (!attn_in_tiles(type, tiled)) {
         memcpy((char *)buf + (size_t)dst * rb, (const char *)buf + (size_t)src * rb, rb);
         return;
     }

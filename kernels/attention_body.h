@@ -225,7 +225,7 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     const size_t qstride = attn_q8_stride(hd);
     /* a tiled cache's keys and values of the block, copied out (rows, or gathered tiles) */
     uint8_t *kcopy = qq + (size_t)n_rows * qstride, *vcopy = kcopy + (size_t)B * cb;
-    const bool tiled = (kv->tiled && kv->type == HSD_DT_Q8_0) || q4;
+    const bool tiled = attn_in_tiles(kv->type, kv->tiled);
 #ifdef SCORES_Q8_TILES
     /* the tile kernels read the tiles; otherwise (another level, a head dimension they do not
      * take) the block's positions are copied back into rows */
