@@ -146,7 +146,7 @@ void check_matmul(void) {
 /* Qwen3's per-head q/k norm against hsd_rmsnorm on each head. */
 void check_head_norm(void) {
     const int32_t nh = 8, nkv = 2, hd = 128, n = 3, W = (nh + 2 * nkv) * hd;
-    hsd_cuda_attn_shape shape = {nh, nkv, hd, 16, 0};
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, 16, 0, HSD_DT_F32};
     float *qkv = rand_f32((size_t)n * W), *qn = rand_f32(hd), *kn = rand_f32(hd);
     float *want = malloc(sizeof(float) * n * W);
     memcpy(want, qkv, sizeof(float) * n * W);
@@ -236,7 +236,7 @@ void check_fused(void) {
           *dsn = dev_from(sn, sizeof(float) * n_ctx * half);
     int32_t *dpos = dev_from(pos, sizeof pos), *dmeta = dev_from(meta, sizeof meta);
     float *dq = dev(sizeof(float) * n * q_dim);
-    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, 0};
+    hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, 0, HSD_DT_F32};
     for (int inter = 0; inter < 2; inter++) {
         float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
               *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
@@ -323,90 +323,157 @@ void check_fused(void) {
 
 /* Attention over a cache of L rows plus n new ones, chain and tree, against the CPU path's
  * kernels (what the attention in models/layer.c does). */
-void check_attention(void) {
-    const int32_t nh = 8, nkv = 2, hd = 64, n_ctx = 128, L = 37, kv_dim = nkv * hd, q_dim = nh * hd;
-    const int32_t parents[6] = {-1, 0, 0, 1, 2, -1};
-    for (int variant = 0; variant < 4; variant++) {
-        /* chain, tree, then both under a sliding window of 20 positions */
-        const int tree = variant & 1;
-        const int32_t n = tree ? 6 : 4, window = variant >= 2 ? 20 : 0;
-        float *kc = rand_f32((size_t)n_ctx * kv_dim), *vc = rand_f32((size_t)n_ctx * kv_dim);
-        float *knew = rand_f32((size_t)n * kv_dim), *vnew = rand_f32((size_t)n * kv_dim);
-        float *q = rand_f32((size_t)n * q_dim), *want = malloc(sizeof(float) * n * q_dim);
-        float *dkc = dev_from(kc, sizeof(float) * n_ctx * kv_dim),
-              *dvc = dev_from(vc, sizeof(float) * n_ctx * kv_dim);
-        float *dkn = dev_from(knew, sizeof(float) * n * kv_dim),
-              *dvn = dev_from(vnew, sizeof(float) * n * kv_dim);
-        float *dq = dev_from(q, sizeof(float) * n * q_dim), *dout = dev(sizeof(float) * n * q_dim);
-        /* meta: kv_len, then (tree) offsets and ancestor lists as build_tree makes them */
-        int32_t meta[1 + 7 + 64] = {0}, depth[6], off[7], anc[64], o = 0;
-        meta[0] = L;
-        for (int32_t i = 0; i < n; i++) {
-            depth[i] = parents[i] < 0 ? 0 : depth[parents[i]] + 1;
-            off[i] = o;
-            int32_t d = depth[i];
-            for (int32_t k = i; k >= 0; k = parents[k]) anc[o + d--] = k;
-            o += depth[i] + 1;
+/* A cache of n floats as the device stores it (elements of t, rounded to nearest even), and
+ * the floats it then holds (what the CPU reference reads). */
+static void *kv_cache_host(const float *x, size_t n, hsd_dtype t, float *rounded) {
+    const size_t eb = hsd_cuda_kv_elem_bytes(t);
+    uint8_t *c = malloc(n * eb);
+    for (size_t i = 0; i < n; i++) {
+        if (t == HSD_DT_F16) {
+            ((uint16_t *)c)[i] = hsd_fp32_to_fp16(x[i]);
+            rounded[i] = hsd_fp16_to_fp32(((uint16_t *)c)[i]);
+        } else if (t == HSD_DT_BF16) {
+            ((uint16_t *)c)[i] = hsd_fp32_to_bf16(x[i]);
+            rounded[i] = hsd_bf16_to_fp32(((uint16_t *)c)[i]);
+        } else {
+            ((float *)c)[i] = rounded[i] = x[i];
         }
-        off[n] = o;
-        memcpy(meta + 1, off, sizeof(int32_t) * (n + 1));
-        memcpy(meta + 2 + n, anc, sizeof(int32_t) * o);
-        int32_t *dmeta = dev_from(meta, sizeof meta);
-        OK(hsd_cuda_kv_store(cu, dkc, dkn, n, kv_dim, dmeta));
-        OK(hsd_cuda_kv_store(cu, dvc, dvn, n, kv_dim, dmeta));
-        hsd_cuda_attn_shape shape = {nh, nkv, hd, n_ctx, window};
-        OK(hsd_cuda_attention(cu, dout, dq, dkc, dvc, &shape, n, dmeta, tree ? dmeta + 2 + n : NULL,
-                              tree ? dmeta + 1 : NULL));
-        /* reference */
-        memcpy(kc + (size_t)L * kv_dim, knew, sizeof(float) * n * kv_dim);
-        memcpy(vc + (size_t)L * kv_dim, vnew, sizeof(float) * n * kv_dim);
-        float *att = malloc(sizeof(float) * (n_ctx + hd)), tmp[64];
-        for (int32_t t = 0; t < n; t++)
-            for (int32_t h = 0; h < nh; h++) {
-                const float *qv = q + (size_t)t * q_dim + h * hd;
-                const float *kb = kc + (h / (nh / nkv)) * hd, *vb = vc + (h / (nh / nkv)) * hd;
-                float *ov = want + (size_t)t * q_dim + h * hd;
-                int32_t n_new = tree ? off[t + 1] - off[t] : t + 1, nv = L + n_new;
-                /* the cache rows the token sees, oldest first: the cache, then its new
-                 * predecessors or ancestors; a window keeps the last `window` of them */
-                int32_t vis[128], lo = window > 0 && nv > window ? nv - window : 0;
-                for (int32_t i = lo; i < nv; i++)
-                    vis[i - lo] = i < L ? i : L + (tree ? anc[off[t] + i - L] : i - L);
-                hsd_attn_scores(att, qv, kb, kv_dim, vis, nv - lo, hd, 1.0f / sqrtf((float)hd));
-                hsd_softmax(att, nv - lo);
-                hsd_attn_accum(ov, att, vb, kv_dim, vis, nv - lo, hd);
-                (void)tmp;
-            }
-        float *got = host_from(dout, (size_t)n * q_dim);
-        const char *names[4] = {"attention f32, chain (4 new, GQA 4:1)",
-                                "attention f32, token tree (6 new, GQA 4:1)",
-                                "attention f32, chain, sliding window 20",
-                                "attention f32, token tree, sliding window 20"};
-        report(names[variant],
-               rel_err(got, want, (size_t)n * q_dim), TOL_F32);
-        free(got);
-        /* the cache rows written by kv_store */
-        float *gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-        if (variant < 2)
-            report(tree ? "kv_store (tree)" : "kv_store (chain)",
-                   rel_err(gk, kc, (size_t)(L + n) * kv_dim), TOL_F32);
-        free(gk);
-        if (tree && variant < 2) { /* keep the path 0, 2, 4 of the tree, as the engine does after verifying */
-            int32_t keep[3] = {0, 2, 4}, nl = 1;
-            int32_t *dkeep = dev_from(keep, sizeof keep);
-            OK(hsd_cuda_kv_keep(cu, dkc, nl, n_ctx, kv_dim, L, dkeep, 3));
-            for (int j = 0; j < 3; j++)
-                memmove(kc + (size_t)(L + j) * kv_dim, kc + (size_t)(L + keep[j]) * kv_dim,
-                        sizeof(float) * kv_dim);
-            gk = host_from(dkc, (size_t)n_ctx * kv_dim);
-            report("kv_keep (tree path 0, 2, 4)", rel_err(gk, kc, (size_t)(L + 3) * kv_dim),
-                   TOL_F32);
-            free(gk);
-            hsd_cuda_free(cu, dkeep);
-        }
-        free(kc), free(vc), free(knew), free(vnew), free(q), free(want), free(att);
-        hsd_cuda_free(cu, dkc), hsd_cuda_free(cu, dvc), hsd_cuda_free(cu, dkn),
-            hsd_cuda_free(cu, dvn);
-        hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dmeta);
     }
+    return c;
+}
+
+typedef struct attn_case {
+    const char *name;
+    hsd_dtype type;
+    int32_t nh, nkv, hd, n_ctx, L, n, window;
+    bool tree;
+    int32_t work_tokens; /* the work buffer holds this many tokens' chunks (0: all n) */
+} attn_case;
+
+/* One attention call on the device (new rows stored by kv_store) against the CPU's float
+ * scores, softmax and accumulation over the rounded cache. Returns the device output (n
+ * q_dim floats) for the invariance checks. */
+static float *attn_run(const attn_case *c, uint64_t seed, bool check) {
+    const int32_t kv_dim = c->nkv * c->hd, q_dim = c->nh * c->hd, n = c->n, L = c->L;
+    hsd_rng saved = rng;
+    /* the same inputs for every run of a case, whatever its n: one stream per array */
+    float *in[5];
+    const size_t sizes[5] = {(size_t)c->n_ctx * kv_dim, (size_t)c->n_ctx * kv_dim, (size_t)n * kv_dim,
+                             (size_t)n * kv_dim, (size_t)n * q_dim};
+    for (int k = 0; k < 5; k++) hsd_rng_init(&rng, seed, (uint64_t)k), in[k] = rand_f32(sizes[k]);
+    float *kc = in[0], *vc = in[1], *knew = in[2], *vnew = in[3], *q = in[4];
+    rng = saved;
+    float *kr = malloc(sizeof(float) * c->n_ctx * kv_dim), *vr = malloc(sizeof(float) * c->n_ctx * kv_dim);
+    const size_t eb = hsd_cuda_kv_elem_bytes(c->type);
+    void *hk = kv_cache_host(kc, (size_t)c->n_ctx * kv_dim, c->type, kr);
+    void *hv = kv_cache_host(vc, (size_t)c->n_ctx * kv_dim, c->type, vr);
+    void *dkc = dev_from(hk, eb * c->n_ctx * kv_dim), *dvc = dev_from(hv, eb * c->n_ctx * kv_dim);
+    float *dkn = dev_from(knew, sizeof(float) * n * kv_dim), *dvn = dev_from(vnew, sizeof(float) * n * kv_dim);
+    float *dq = dev_from(q, sizeof(float) * n * q_dim), *dout = dev(sizeof(float) * n * q_dim);
+    /* a tree: token i's parent is (i - 1) / 2 (a binary tree), its ancestor list as
+     * build_tree makes it: root first, itself last */
+    int32_t *meta = calloc((size_t)2 + n + (size_t)n * (n + 1), sizeof(int32_t));
+    int32_t *off = meta + 1, *anc = meta + 2 + n, o = 0;
+    meta[0] = L;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t d = 0;
+        for (int32_t k = i; k > 0; k = (k - 1) / 2) d++;
+        off[i] = o;
+        for (int32_t k = i, j = d; j >= 0; k = (k - 1) / 2, j--) anc[o + j] = k;
+        o += d + 1;
+    }
+    off[n] = o;
+    int32_t *dmeta = dev_from(meta, sizeof(int32_t) * (2 + n + o));
+    OK(hsd_cuda_kv_store(cu, dkc, c->type, dkn, n, kv_dim, dmeta));
+    OK(hsd_cuda_kv_store(cu, dvc, c->type, dvn, n, kv_dim, dmeta));
+    hsd_cuda_attn_shape shape = {c->nh, c->nkv, c->hd, c->n_ctx, c->window, c->type};
+    const size_t wb = hsd_cuda_attn_work_bytes(&shape, c->work_tokens > 0 ? c->work_tokens : n);
+    void *dwork = dev(wb);
+    OK(hsd_cuda_attention(cu, dout, dq, dkc, dvc, &shape, n, dmeta, c->tree ? dmeta + 2 + n : NULL,
+                          c->tree ? dmeta + 1 : NULL, dwork, wb));
+    float *got = host_from(dout, (size_t)n * q_dim);
+    if (check) {
+        /* the new rows rounded as the device stores them, then the reference */
+        free(kv_cache_host(knew, (size_t)n * kv_dim, c->type, kr + (size_t)L * kv_dim));
+        free(kv_cache_host(vnew, (size_t)n * kv_dim, c->type, vr + (size_t)L * kv_dim));
+        float *want = malloc(sizeof(float) * n * q_dim), *att = malloc(sizeof(float) * (c->n_ctx + 16));
+        int32_t *vis = malloc(sizeof(int32_t) * (c->n_ctx + 16));
+        for (int32_t t = 0; t < n; t++)
+            for (int32_t h = 0; h < c->nh; h++) {
+                const int32_t g = h / (c->nh / c->nkv);
+                int32_t n_new = c->tree ? off[t + 1] - off[t] : t + 1, nv = L + n_new;
+                int32_t lo = c->window > 0 && nv > c->window ? nv - c->window : 0;
+                for (int32_t i = lo; i < nv; i++) vis[i - lo] = i < L ? i : L + (c->tree ? anc[off[t] + i - L] : i - L);
+                hsd_attn_scores(att, q + (size_t)t * q_dim + h * c->hd, kr + g * c->hd, kv_dim, vis, nv - lo,
+                                c->hd, 1.0f / sqrtf((float)c->hd));
+                hsd_softmax(att, nv - lo);
+                hsd_attn_accum(want + (size_t)t * q_dim + h * c->hd, att, vr + g * c->hd, kv_dim, vis, nv - lo, c->hd);
+            }
+        report(c->name, rel_err(got, want, (size_t)n * q_dim), TOL_F32);
+        free(want), free(att), free(vis);
+        /* kv_store's rounding: the stored rows read back as the reference rounded them */
+        if (c->type != HSD_DT_F32 && !c->tree && c->window == 0) {
+            float *back = malloc(sizeof(float) * n * kv_dim);
+            uint8_t *raw = malloc(eb * n * kv_dim);
+            OK(hsd_cuda_download(cu, raw, (uint8_t *)dkc + eb * (size_t)L * kv_dim, eb * n * kv_dim));
+            int same = 0;
+            for (size_t i = 0; i < (size_t)n * kv_dim; i++) {
+                uint16_t u = ((uint16_t *)raw)[i];
+                back[i] = c->type == HSD_DT_F16 ? hsd_fp16_to_fp32(u) : hsd_bf16_to_fp32(u);
+                same += back[i] == kr[(size_t)L * kv_dim + i];
+            }
+            char nm[160];
+            snprintf(nm, sizeof nm, "kv_store %s: rounded to nearest even", hsd_dtype_name(c->type));
+            report_ids(nm, same, n * kv_dim);
+            free(back), free(raw);
+        }
+    }
+    free(kc), free(vc), free(knew), free(vnew), free(q), free(kr), free(vr), free(hk), free(hv), free(meta);
+    hsd_cuda_free(cu, dkc), hsd_cuda_free(cu, dvc), hsd_cuda_free(cu, dkn), hsd_cuda_free(cu, dvn);
+    hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dout), hsd_cuda_free(cu, dmeta), hsd_cuda_free(cu, dwork);
+    return got;
+}
+
+void check_attention(void) {
+    /* small shapes first (chain, tree, both under a sliding window), then depths to 4,096
+     * with GQA 1, 4 and 8, a context whose chunks are not 128 (n_ctx 20,000: 384), and a
+     * work buffer for fewer tokens than the call has */
+    const bool sm = g_small;
+    const attn_case cases[] = {
+        {"attention f32, chain (4 new, GQA 4:1)", HSD_DT_F32, 8, 2, 64, 128, 37, 4, 0, false, 0},
+        {"attention f32, token tree (6 new, GQA 4:1)", HSD_DT_F32, 8, 2, 64, 128, 37, 6, 0, true, 0},
+        {"attention f32, chain, sliding window 20", HSD_DT_F32, 8, 2, 64, 128, 37, 4, 20, false, 0},
+        {"attention f32, token tree, sliding window 20", HSD_DT_F32, 8, 2, 64, 128, 37, 6, 20, true, 0},
+        {"attention f16, chain (4 new, GQA 4:1)", HSD_DT_F16, 8, 2, 64, 128, 37, 4, 0, false, 0},
+        {"attention bf16, token tree (6 new, GQA 4:1)", HSD_DT_BF16, 8, 2, 64, 128, 37, 6, 0, true, 0},
+        {"attention f16, head_dim 6 (2-element loads)", HSD_DT_F16, 4, 2, 6, 300, 200, 3, 0, false, 0},
+        {"attention f16, depth 4,095 + 1, GQA 1:1, hd 128", HSD_DT_F16, 8, 8, 128, 4096, sm ? 700 : 4095, 1, 0, false, 0},
+        {"attention f16, depth 4,093 + 3, GQA 4:1, hd 64", HSD_DT_F16, 32, 8, 64, 4096, sm ? 700 : 4093, 3, 0, false, 0},
+        {"attention f16, depth 4,000 + 1, GQA 8:1, hd 128", HSD_DT_F16, 64, 8, 128, 4096, sm ? 700 : 4000, 1, 0, false, 0},
+        {"attention f16, depth 3,000, tree of 7, GQA 8:1", HSD_DT_F16, 16, 2, 128, 4096, sm ? 500 : 3000, 7, 0, true, 0},
+        {"attention f16, depth 3,000, window 1,000, tree of 7", HSD_DT_F16, 16, 2, 128, 4096, sm ? 500 : 3000, 7, 1000, true, 0},
+        {"attention bf16, n_ctx 20,000 (chunks of 384), depth 12,345 + 3", HSD_DT_BF16, 8, 2, 128, 20000, sm ? 900 : 12345, 3, 0, false, 0},
+        {"attention f16, 9 tokens through a work buffer for 2", HSD_DT_F16, 8, 2, 64, 1024, 500, 9, 0, false, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) free(attn_run(&cases[i], 1000 + i, true));
+
+    /* a row's output depends only on its query and visible slots (kernels/cuda_ops.h): token
+     * 0 of a chain of 5 = the same token alone = token 0 of a tree whose node 0 is the root;
+     * and the same 5 tokens through a work buffer for 1 token at a time */
+    attn_case c = {"", HSD_DT_F16, 16, 4, 128, 4096, sm ? 600 : 2500, 5, 0, false, 0};
+    float *chain = attn_run(&c, 77, false);
+    c.work_tokens = 1;
+    float *grouped = attn_run(&c, 77, false);
+    c.work_tokens = 0, c.tree = true;
+    float *tree = attn_run(&c, 77, false);
+    c.tree = false, c.n = 1;
+    float *alone = attn_run(&c, 77, false);
+    const int32_t q_dim = 16 * 128;
+    int same = 0;
+    for (int32_t i = 0; i < 5 * q_dim; i++) same += chain[i] == grouped[i];
+    report_ids("attention f16: 5 tokens in groups of 1 = in one call (bit-identical)", same, 5 * q_dim);
+    same = 0;
+    for (int32_t i = 0; i < q_dim; i++) same += (chain[i] == alone[i]) + (tree[i] == alone[i]);
+    report_ids("attention f16: a token alone = in a chain of 5 = as a tree root (bit-identical)", same, 2 * q_dim);
+    free(chain), free(grouped), free(tree), free(alone);
 }

@@ -1,16 +1,25 @@
-/* Multi-token and tree-masked attention over the device KV cache (reference: attn_task in
- * models/layer.c with hsd_attn_scores, hsd_softmax and hsd_attn_accum). One block per
- * (new token, head). Decoding is latency-bound here (few blocks, rows scattered over the
- * cache), so the block keeps many independent loads in flight:
- *   scores: one thread per visible cache row, reading the row with VW-wide loads;
- *   softmax: block reductions over the scores kept in shared memory;
- *   values: threads split into groups, each group sums a strided share of the rows over the
- *           whole head (VW dims per thread), and the groups' partial sums are added at the end. */
+/* Multi-token and tree-masked attention over the device KV cache, split over positions
+ * (flash decoding; the reference is attn_task in models/layer.c, and kernels/cuda_ops.h has
+ * the contract). Two kernels:
+ *   chunk:   one block per (KV head, token, chunk of hsd_cuda_attn_chunk(n_ctx) visible
+ *            slots). The query heads that share the KV head go together, so each key and
+ *            value is read once for all of them (GQA). Scores: a thread per slot, reading the
+ *            key row in 16-byte pieces converted to fp32; softmax within the chunk: a warp per
+ *            query head; values: groups of threads each sum a strided share of the slots over
+ *            the whole head, then the groups' sums are added in order. Out go the chunk's max,
+ *            sum of exponentials and unnormalised output, per query head.
+ *   combine: one block per (query head, token) weighs its chunks by exp(max_s - max) in
+ *            chunk order and divides by the weighed sum.
+ * Decode at depth (one token, few heads) thus spreads over the multiprocessors, where one
+ * block per head left most of them idle, and no buffer grows with the context except the
+ * cache itself. Every step's order is fixed by the slot indices and n_ctx, never by the
+ * other tokens of the call. */
 #include <float.h>
 
 #include "kernels/cuda_internal.cuh"
 
-#define ATTN_THREADS 256
+#define ATTN_THREADS 128
+#define ATTN_HB 4 /* query heads per pass over a chunk's rows (accumulators in registers) */
 
 /* Visible slot i of token t: the cache (i < L), then the new tokens it may see, which start
  * at cache row L. */
@@ -20,149 +29,236 @@ __device__ __forceinline__ int32_t visible_slot(int32_t i, int32_t L, int32_t t,
     return L + (chain ? i - L : anc[anc_off[t] + i - L]);
 }
 
-/* Block-wide max or sum, every thread gets the result. */
-__device__ static float attn_reduce(float v, float *red, bool is_max) {
-    for (int o = 16; o > 0; o >>= 1) {
-        float u = __shfl_xor_sync(0xffffffffu, v, o);
-        v = is_max ? fmaxf(v, u) : v + u;
-    }
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    __syncthreads(); /* red may still be read from the previous reduction */
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    v = red[0];
-    for (int w = 1; w < nw; w++) v = is_max ? fmaxf(v, red[w]) : v + red[w];
-    return v;
+/* The visible slots of token t: [lo, nv) (a sliding window drops those before lo). */
+__device__ __forceinline__ void visible_range(int32_t t, int32_t L, const int32_t *anc_off,
+                                              int32_t window, int32_t *lo, int32_t *nv) {
+    *nv = L + (anc_off == NULL ? t + 1 : anc_off[t + 1] - anc_off[t]);
+    *lo = window > 0 && *nv > window ? *nv - window : 0;
 }
 
-/* VW = 4: float4 loads (head_dim % 4 == 0, rows 16-byte aligned); VW = 1 otherwise. */
-template <int VW>
-__global__ static void attention_kernel(float *out, const float *q, const float *kc,
-                                        const float *vc, int32_t n_heads, int32_t kv_mul,
-                                        int32_t hd, float scale, const int32_t *meta,
-                                        const int32_t *anc, const int32_t *anc_off,
-                                        int32_t window) {
-    extern __shared__ __align__(16) float sh[];            /* q (hd floats), then the scores */
-    __shared__ __align__(16) float part[ATTN_THREADS * 4]; /* value partial sums */
-    __shared__ float red[32];
-    hsd_pdl_trigger(); /* the o projection follows */
-    const int32_t h = blockIdx.x, t = blockIdx.y, L = meta[0];
+/* E elements of a cache row from d on, as fp32: 16-byte loads where E = 8 */
+template <typename T, int E>
+__device__ __forceinline__ void kv_load(const T *row, int32_t d, float *o) {
+    if (E == 8) {
+        hsd_kv_get8(row + d, o);
+    } else {
+#pragma unroll
+        for (int e = 0; e < E; e++) o[e] = hsd_kv_get(row + d + e);
+    }
+}
+
+/* Shared memory of a chunk block: the group's queries, the chunk's scores (then weights) per
+ * query head, the value groups' partial sums and each head's max and sum. */
+static size_t chunk_smem_floats(int32_t kv_mul, int32_t hd, int32_t C, int E) {
+    const int32_t groups = ATTN_THREADS / (hd / E);
+    return (size_t)kv_mul * hd + (size_t)kv_mul * C + (size_t)groups * ATTN_HB * hd + 2 * (size_t)kv_mul;
+}
+
+template <typename T, int E>
+__global__ static void attn_chunk_kernel(float *work, const float *q, const T *kc, const T *vc,
+                                         int32_t n_heads, int32_t kv_mul, int32_t hd, float scale,
+                                         const int32_t *meta, const int32_t *anc,
+                                         const int32_t *anc_off, int32_t window, int32_t C,
+                                         int32_t S, int32_t t0) {
+    extern __shared__ __align__(16) float sh[];
+    const int32_t kvh = blockIdx.x, tt = blockIdx.y, t = t0 + tt, s = blockIdx.z, L = meta[0];
     const bool chain = anc_off == NULL;
-    const int32_t q_dim = n_heads * hd, kv_dim = (n_heads / kv_mul) * hd;
-    const int32_t nv = L + (chain ? t + 1 : anc_off[t + 1] - anc_off[t]);
-    /* visible slot i holds position i (the cache, then the ancestors by depth): a sliding
-     * window drops the slots before lo */
-    const int32_t lo = window > 0 && nv > window ? nv - window : 0;
-    float *qs = sh, *att = sh + hd;
-    const float *qh = q + (size_t)t * q_dim + (size_t)h * hd;
-    const size_t koff = (size_t)(h / kv_mul) * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = qh[d];
+    int32_t lo, nv;
+    visible_range(t, L, anc_off, window, &lo, &nv);
+    const int32_t a = s * C > lo ? s * C : lo, b = s * C + C < nv ? s * C + C : nv;
+    if (a >= b) return; /* a chunk the token does not see: the combine skips it */
+    const int32_t cnt = b - a, q_dim = n_heads * hd, kv_dim = (n_heads / kv_mul) * hd;
+    const int32_t per_row = hd / E, G = ATTN_THREADS / per_row;
+    float *qs = sh, *ps = qs + (size_t)kv_mul * hd, *red = ps + (size_t)kv_mul * C;
+    float *ml = red + (size_t)G * ATTN_HB * hd;
+    const float *qh = q + (size_t)t * q_dim + (size_t)kvh * kv_mul * hd;
+    for (int32_t i = threadIdx.x; i < kv_mul * hd; i += blockDim.x) qs[i] = qh[i];
+    __syncthreads();
+    const size_t koff = (size_t)kvh * hd;
+
+    /* scores: a thread per slot, one FMA chain over the head dimension per query head, all
+     * lanes reading the same query element (a shared-memory broadcast) */
+    for (int32_t i = threadIdx.x; i < cnt; i += blockDim.x) {
+        const T *kr = kc + (size_t)visible_slot(a + i, L, t, chain, anc, anc_off) * kv_dim + koff;
+        for (int32_t h0 = 0; h0 < kv_mul; h0 += ATTN_HB) {
+            float acc[ATTN_HB];
+#pragma unroll
+            for (int hh = 0; hh < ATTN_HB; hh++) acc[hh] = 0.0f;
+            for (int32_t d = 0; d < hd; d += E) {
+                float k[E];
+                kv_load<T, E>(kr, d, k);
+#pragma unroll
+                for (int hh = 0; hh < ATTN_HB; hh++) {
+                    if (h0 + hh >= kv_mul) break;
+                    const float *qv = qs + (size_t)(h0 + hh) * hd + d;
+#pragma unroll
+                    for (int e = 0; e < E; e++) acc[hh] = fmaf(qv[e], k[e], acc[hh]);
+                }
+            }
+#pragma unroll
+            for (int hh = 0; hh < ATTN_HB; hh++)
+                if (h0 + hh < kv_mul) ps[(size_t)(h0 + hh) * C + i] = acc[hh] * scale;
+        }
+    }
     __syncthreads();
 
-    /* scores: thread per row; all lanes read the same q element (a shared-memory broadcast) */
-    float m = -FLT_MAX;
-    for (int32_t i = lo + threadIdx.x; i < nv; i += blockDim.x) {
-        const float *kr = kc + (size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff;
-        float s = 0.0f;
-        if (VW == 4) {
-            const float4 *k4 = (const float4 *)kr, *q4 = (const float4 *)qs;
-#pragma unroll 8
-            for (int d = 0; d < hd / 4; d++) {
-                float4 a = __ldg(k4 + d), b = q4[d];
-                s += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
-            }
-        } else {
-            for (int d = 0; d < hd; d++) s += __ldg(kr + d) * qs[d];
+    /* softmax within the chunk: a warp per query head (lane sums in slot order, then a
+     * butterfly: a fixed order) */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int32_t h = warp; h < kv_mul; h += nw) {
+        float *p = ps + (size_t)h * C, m = -FLT_MAX, sum = 0.0f;
+        for (int32_t i = lane; i < cnt; i += 32) m = fmaxf(m, p[i]);
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        for (int32_t i = lane; i < cnt; i += 32) {
+            const float e = expf(p[i] - m);
+            p[i] = e;
+            sum += e;
         }
-        att[i] = s * scale;
-        m = fmaxf(m, s * scale);
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) ml[2 * h] = m, ml[2 * h + 1] = sum;
     }
-    m = attn_reduce(m, red, true);
-    float sum = 0.0f;
-    for (int32_t i = lo + threadIdx.x; i < nv; i += blockDim.x) {
-        float e = expf(att[i] - m);
-        att[i] = e;
-        sum += e;
+    __syncthreads();
+
+    /* values: group g takes slots g, g + G, ...; its thread d4 E dims of the head */
+    const int32_t g = threadIdx.x / per_row, d0 = (threadIdx.x % per_row) * E;
+    const size_t wstride = (size_t)hd + 2;
+    for (int32_t h0 = 0; h0 < kv_mul; h0 += ATTN_HB) {
+        const int32_t nh = kv_mul - h0 < ATTN_HB ? kv_mul - h0 : ATTN_HB;
+        if (g < G) {
+            float acc[ATTN_HB][E];
+#pragma unroll
+            for (int hh = 0; hh < ATTN_HB; hh++)
+#pragma unroll
+                for (int e = 0; e < E; e++) acc[hh][e] = 0.0f;
+            for (int32_t i = g; i < cnt; i += G) {
+                const T *vr = vc + (size_t)visible_slot(a + i, L, t, chain, anc, anc_off) * kv_dim + koff;
+                float v[E];
+                kv_load<T, E>(vr, d0, v);
+#pragma unroll
+                for (int hh = 0; hh < ATTN_HB; hh++) {
+                    if (hh >= nh) break;
+                    const float w = ps[(size_t)(h0 + hh) * C + i];
+#pragma unroll
+                    for (int e = 0; e < E; e++) acc[hh][e] = fmaf(w, v[e], acc[hh][e]);
+                }
+            }
+#pragma unroll
+            for (int hh = 0; hh < ATTN_HB; hh++)
+#pragma unroll
+                for (int e = 0; e < E; e++) red[((size_t)g * ATTN_HB + hh) * hd + d0 + e] = acc[hh][e];
+        }
+        __syncthreads();
+        for (int32_t idx = threadIdx.x; idx < nh * hd; idx += blockDim.x) {
+            const int32_t hh = idx / hd, d = idx % hd, h = kvh * kv_mul + h0 + hh;
+            float o = 0.0f;
+            for (int32_t k = 0; k < G; k++) o += red[((size_t)k * ATTN_HB + hh) * hd + d];
+            float *w = work + ((size_t)tt * n_heads + h) * S * wstride + (size_t)s * wstride;
+            w[2 + d] = o;
+            if (d == 0) w[0] = ml[2 * (h0 + hh)], w[1] = ml[2 * (h0 + hh) + 1];
+        }
+        __syncthreads();
     }
-    sum = attn_reduce(sum, red, false); /* its barriers also publish att[] */
+}
+
+/* out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s over the token's chunks, in order */
+__global__ static void attn_combine_kernel(float *out, const float *work, int32_t n_heads,
+                                           int32_t hd, const int32_t *meta,
+                                           const int32_t *anc_off, int32_t window, int32_t C,
+                                           int32_t S, int32_t t0) {
+    hsd_pdl_trigger(); /* the o projection follows */
+    const int32_t h = blockIdx.x, tt = blockIdx.y, t = t0 + tt;
+    int32_t lo, nv;
+    visible_range(t, meta[0], anc_off, window, &lo, &nv);
+    const int32_t s0 = lo / C, s1 = (nv - 1) / C;
+    const size_t wstride = (size_t)hd + 2;
+    const float *w = work + ((size_t)tt * n_heads + h) * S * wstride;
+    float M = -FLT_MAX, sum = 0.0f;
+    for (int32_t s = s0; s <= s1; s++) M = fmaxf(M, w[s * wstride]);
+    for (int32_t s = s0; s <= s1; s++) sum += expf(w[s * wstride] - M) * w[s * wstride + 1];
     const float inv = 1.0f / sum;
+    float *o = out + (size_t)t * n_heads * hd + (size_t)h * hd;
+    for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int32_t s = s0; s <= s1; s++) acc += expf(w[s * wstride] - M) * w[s * wstride + 2 + d];
+        o[d] = acc * inv;
+    }
+}
 
-    /* values: group g takes rows g, g + G, ...; thread d4 of the group VW dims of the head */
-    const int per_row = hd / VW, G = blockDim.x / per_row;
-    const int g = threadIdx.x / per_row, d4 = threadIdx.x % per_row;
-    float acc[VW];
-#pragma unroll
-    for (int j = 0; j < VW; j++) acc[j] = 0.0f;
-    if (g < G) {
-#pragma unroll 4
-        for (int32_t i = lo + g; i < nv; i += G) {
-            const float *vr =
-                vc + (size_t)visible_slot(i, L, t, chain, anc, anc_off) * kv_dim + koff;
-            float a = att[i];
-            if (VW == 4) {
-                float4 v = __ldg((const float4 *)vr + d4);
-                acc[0] += a * v.x;
-                acc[1] += a * v.y;
-                acc[2] += a * v.z;
-                acc[3] += a * v.w;
-            } else {
-                acc[0] += a * __ldg(vr + d4);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < VW; j++) part[g * hd + d4 * VW + j] = acc[j];
-    }
-    __syncthreads();
-    float *oh = out + (size_t)t * q_dim + (size_t)h * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float o = 0.0f;
-        for (int k = 0; k < G; k++) o += part[k * hd + d];
-        oh[d] = o * inv;
-    }
+template <typename T, int E>
+static cudaError_t chunk_prepare(int bytes) {
+    return cudaFuncSetAttribute(attn_chunk_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
 cudaError_t hsd_cuda_attn_prepare(int bytes) {
-    cudaError_t e = cudaFuncSetAttribute(attention_kernel<4>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(attention_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 bytes);
+    cudaError_t e = chunk_prepare<float, 8>(bytes);
+    if (e == cudaSuccess) e = chunk_prepare<float, 2>(bytes);
+    if (e == cudaSuccess) e = chunk_prepare<__half, 8>(bytes);
+    if (e == cudaSuccess) e = chunk_prepare<__half, 2>(bytes);
+    if (e == cudaSuccess) e = chunk_prepare<__nv_bfloat16, 8>(bytes);
+    if (e == cudaSuccess) e = chunk_prepare<__nv_bfloat16, 2>(bytes);
     return e;
 }
 
+template <typename T, int E>
+static void launch_chunks(hsd_cuda *cu, dim3 grid, size_t smem, float *work, const float *q,
+                          const void *kc, const void *vc, int32_t n_heads, int32_t kv_mul,
+                          int32_t hd, float scale, const int32_t *meta, const int32_t *anc,
+                          const int32_t *anc_off, int32_t window, int32_t C, int32_t S,
+                          int32_t t0) {
+    attn_chunk_kernel<T, E><<<grid, ATTN_THREADS, smem, cu->stream>>>(
+        work, q, (const T *)kc, (const T *)vc, n_heads, kv_mul, hd, scale, meta, anc, anc_off,
+        window, C, S, t0);
+}
+
 extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q,
-                                         const float *d_kcache, const float *d_vcache,
+                                         const void *d_kcache, const void *d_vcache,
                                          const hsd_cuda_attn_shape *shape, int32_t n,
                                          const int32_t *d_meta, const int32_t *d_anc,
-                                         const int32_t *d_anc_off) {
+                                         const int32_t *d_anc_off, void *d_work,
+                                         size_t work_bytes) {
     hsd_status s = hsd_cuda_check_attention(shape, n, d_out, d_q, d_kcache, d_vcache, d_meta,
                                             d_anc_off == NULL, d_anc);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "attention");
-    const int32_t hd = shape->head_dim;
-    const bool vec = hd % 4 == 0;
-    /* a group of threads must cover one row of the head */
-    if ((vec && hd / 4 > ATTN_THREADS) || (!vec && hd > ATTN_THREADS))
+    const size_t per_tok = hsd_cuda_attn_work_bytes(shape, 1);
+    if (!d_work || work_bytes < per_tok)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "cuda attention: a work buffer of %zu bytes (at least %zu: one token's "
+                         "chunks, hsd_cuda_attn_work_bytes)",
+                         d_work ? work_bytes : 0, per_tok);
+    const int32_t hd = shape->head_dim, kv_mul = shape->n_heads / shape->n_kv_heads;
+    const int E = hd % 8 == 0 ? 8 : 2;
+    if (hd / E > ATTN_THREADS)
         return hsd_error(HSD_ERR_UNSUPPORTED, "cuda attention: head_dim %d is too large", hd);
-    /* scores for every cache row plus the new ones: sized for the full context so a captured
-     * graph does not depend on kv_len */
-    size_t smem = (size_t)(hd + shape->n_ctx + n) * sizeof(float);
+    const int32_t C = hsd_cuda_attn_chunk(shape->n_ctx), S = (shape->n_ctx + C - 1) / C;
+    const size_t smem = chunk_smem_floats(kv_mul, hd, C, E) * sizeof(float);
     if (smem > (size_t)cu->max_smem)
         return hsd_error(HSD_ERR_UNSUPPORTED,
-                         "cuda attention: a context of %d tokens needs %zu bytes of shared "
-                         "memory, the device has %d per block",
-                         shape->n_ctx, smem, cu->max_smem);
-    dim3 grid(shape->n_heads, n);
-    float scale = 1.0f / sqrtf((float)hd);
-    int kv_mul = shape->n_heads / shape->n_kv_heads;
-    if (vec)
-        attention_kernel<4><<<grid, ATTN_THREADS, smem, cu->stream>>>(
-            d_out, d_q, d_kcache, d_vcache, shape->n_heads, kv_mul, hd, scale, d_meta, d_anc,
-            d_anc_off, shape->window);
-    else
-        attention_kernel<1><<<grid, ATTN_THREADS, smem, cu->stream>>>(
-            d_out, d_q, d_kcache, d_vcache, shape->n_heads, kv_mul, hd, scale, d_meta, d_anc,
-            d_anc_off, shape->window);
-    HSD_CU_LAUNCHED("attention");
+                         "cuda attention: chunks of %d positions for %d query heads per KV head "
+                         "need %zu bytes of shared memory, the device has %d per block (context %d)",
+                         C, kv_mul, smem, cu->max_smem, shape->n_ctx);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int32_t TB = work_bytes / per_tok < (size_t)n ? (int32_t)(work_bytes / per_tok) : n;
+    for (int32_t t0 = 0; t0 < n; t0 += TB) {
+        const int32_t nt = n - t0 < TB ? n - t0 : TB;
+        const dim3 grid(shape->n_kv_heads, nt, S);
+#define HSD_ATTN_LAUNCH(T)                                                                         \
+    (E == 8 ? launch_chunks<T, 8> : launch_chunks<T, 2>)(cu, grid, smem, (float *)d_work, d_q,      \
+                                                         d_kcache, d_vcache, shape->n_heads,       \
+                                                         kv_mul, hd, scale, d_meta, d_anc,         \
+                                                         d_anc_off, shape->window, C, S, t0)
+        if (shape->kv_type == HSD_DT_F16)
+            HSD_ATTN_LAUNCH(__half);
+        else if (shape->kv_type == HSD_DT_BF16)
+            HSD_ATTN_LAUNCH(__nv_bfloat16);
+        else
+            HSD_ATTN_LAUNCH(float);
+#undef HSD_ATTN_LAUNCH
+        HSD_CU_LAUNCHED("attention chunks");
+        attn_combine_kernel<<<dim3(shape->n_heads, nt), ATTN_THREADS, 0, cu->stream>>>(
+            d_out, (const float *)d_work, shape->n_heads, hd, d_meta, d_anc_off, shape->window,
+            C, S, t0);
+        HSD_CU_LAUNCHED("attention combine");
+    }
     return HSD_OK;
 }

@@ -48,11 +48,38 @@ hsd_status hsd_cuda_check_matmul(const hsd_mat *w, const void *d_out, int32_t ld
     return HSD_OK;
 }
 
+size_t hsd_cuda_kv_elem_bytes(hsd_dtype kv_type) {
+    return kv_type == HSD_DT_F32 ? 4 : kv_type == HSD_DT_F16 || kv_type == HSD_DT_BF16 ? 2 : 0;
+}
+
+/* At least 128 slots a chunk (a block's threads take one each), and at most 64 chunks a
+ * token: enough blocks to fill a device at depth 2,048 (16 chunks x 8 KV heads), few empty
+ * ones when the context is long. A function of n_ctx alone, so a row's chunks are the same
+ * whatever it is batched with. */
+#define HSD_CUDA_ATTN_MIN_CHUNK 128
+#define HSD_CUDA_ATTN_MAX_CHUNKS 64
+int32_t hsd_cuda_attn_chunk(int32_t n_ctx) {
+    int64_t c = ((int64_t)n_ctx + HSD_CUDA_ATTN_MAX_CHUNKS - 1) / HSD_CUDA_ATTN_MAX_CHUNKS;
+    c = (c + HSD_CUDA_ATTN_MIN_CHUNK - 1) / HSD_CUDA_ATTN_MIN_CHUNK * HSD_CUDA_ATTN_MIN_CHUNK;
+    return (int32_t)(c > HSD_CUDA_ATTN_MIN_CHUNK ? c : HSD_CUDA_ATTN_MIN_CHUNK);
+}
+
+/* per token and query head, per chunk: the running max, the sum and head_dim output floats */
+size_t hsd_cuda_attn_work_bytes(const hsd_cuda_attn_shape *s, int32_t n) {
+    if (!s || n <= 0 || s->n_ctx <= 0 || s->n_heads <= 0 || s->head_dim <= 0) return 0;
+    const int32_t C = hsd_cuda_attn_chunk(s->n_ctx), S = (s->n_ctx + C - 1) / C;
+    return (size_t)n * s->n_heads * S * (s->head_dim + 2) * sizeof(float);
+}
+
 hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, const void *d_out,
                                     const void *d_q, const void *d_k, const void *d_v,
                                     const void *d_meta, bool chain, const void *d_anc) {
     if (!s || !d_out || !d_q || !d_k || !d_v || !d_meta)
         return hsd_error(HSD_ERR_INVALID_ARG, "cuda attention: NULL argument");
+    if (!hsd_cuda_kv_elem_bytes(s->kv_type))
+        return hsd_error(HSD_ERR_UNSUPPORTED,
+                         "cuda attention: a %s KV cache is not supported on the device (F32, F16, BF16)",
+                         hsd_dtype_name(s->kv_type));
     if (s->n_heads <= 0 || s->n_kv_heads <= 0 || s->n_heads % s->n_kv_heads || s->head_dim <= 0 ||
         s->n_ctx <= 0)
         return hsd_error(HSD_ERR_INVALID_ARG,

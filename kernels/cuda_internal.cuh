@@ -63,6 +63,39 @@ __device__ __forceinline__ void hsd_pdl_wait(void) {
 #endif
 }
 
+/* KV cache elements (float, __half, __nv_bfloat16): stored rounded to nearest even (as
+ * hsd_attn_store on the CPU), read as fp32. */
+__device__ __forceinline__ void hsd_kv_put(float *p, float x) { *p = x; }
+__device__ __forceinline__ void hsd_kv_put(__half *p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void hsd_kv_put(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ float hsd_kv_get(const float *p) { return __ldg(p); }
+__device__ __forceinline__ float hsd_kv_get(const __half *p) { return __half2float(__ldg(p)); }
+__device__ __forceinline__ float hsd_kv_get(const __nv_bfloat16 *p) { return __bfloat162float(__ldg(p)); }
+/* Eight consecutive elements from a 16-byte aligned address (the row of a head whose
+ * dimension is a multiple of 8), as fp32. */
+__device__ __forceinline__ void hsd_kv_get8(const float *p, float *o) {
+    const float4 a = __ldg((const float4 *)p), b = __ldg((const float4 *)p + 1);
+    o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w, o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;
+}
+__device__ __forceinline__ void hsd_kv_get8(const __half *p, float *o) {
+    const uint4 u = __ldg((const uint4 *)p);
+    const __half2 *h = (const __half2 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __half22float2(h[i]);
+        o[2 * i] = f.x, o[2 * i + 1] = f.y;
+    }
+}
+__device__ __forceinline__ void hsd_kv_get8(const __nv_bfloat16 *p, float *o) {
+    const uint4 u = __ldg((const uint4 *)p);
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        o[2 * i] = f.x, o[2 * i + 1] = f.y;
+    }
+}
+
 extern "C" const char *hsd_cublas_status_str(cublasStatus_t s);
 /* Let the kernels that size shared memory at run time use up to `bytes` of it. */
 cudaError_t hsd_cuda_head_prepare(int bytes);

@@ -244,13 +244,14 @@ extern "C" hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
 }
 
 /* After the fused q/k/v projection (rows [q | k | v] of width q_dim + 2 kv_dim): bias, rope of
- * q and k at each token's position, rotated q out, k and v into the cache at kv_len + t. One
- * thread per q pair, k pair or v element: the work of add_bias, rope and kv_store in one
- * launch. */
+ * q and k at each token's position, rotated q out, k and v into the cache (elements of T,
+ * rounded to nearest even) at kv_len + t. One thread per q pair, k pair or v element: the
+ * work of add_bias, rope and kv_store in one launch. */
+template <typename T>
 __global__ static void qkv_post_kernel(const float *qkv, int32_t n_heads, int32_t n_kv, int32_t hd,
                                        const float *bias, const int32_t *pos, const float *cos_t,
                                        const float *sin_t, bool interleaved, float *q_out,
-                                       float *kc, float *vc, const int32_t *meta) {
+                                       T *kc, T *vc, const int32_t *meta) {
     const int32_t half = hd / 2, q_dim = n_heads * hd, kv_dim = n_kv * hd;
     const int32_t width = q_dim + 2 * kv_dim;
     const int32_t per_tok = n_heads * half + n_kv * half + kv_dim;
@@ -260,7 +261,7 @@ __global__ static void qkv_post_kernel(const float *qkv, int32_t n_heads, int32_
     const size_t cache_row = ((size_t)meta[0] + t) * kv_dim;
     if (u >= n_heads * half + n_kv * half) { /* v: copied (with bias) */
         int32_t j = u - n_heads * half - n_kv * half, c = q_dim + kv_dim + j;
-        vc[cache_row + j] = row[c] + (bias ? bias[c] : 0.0f);
+        hsd_kv_put(vc + cache_row + j, row[c] + (bias ? bias[c] : 0.0f));
         return;
     }
     const bool is_q = u < n_heads * half;
@@ -271,16 +272,22 @@ __global__ static void qkv_post_kernel(const float *qkv, int32_t n_heads, int32_
     if (bias) v0 += bias[base + a], v1 += bias[base + b];
     const float c = cos_t[(size_t)pos[t] * half + i], sn = sin_t[(size_t)pos[t] * half + i];
     float r0 = v0 * c - v1 * sn, r1 = v0 * sn + v1 * c;
-    float *dst = is_q ? q_out + (size_t)t * q_dim + h * hd : kc + cache_row + h * hd;
-    dst[a] = r0;
-    dst[b] = r1;
+    if (is_q) {
+        float *dst = q_out + (size_t)t * q_dim + h * hd;
+        dst[a] = r0;
+        dst[b] = r1;
+    } else {
+        T *dst = kc + cache_row + h * hd;
+        hsd_kv_put(dst + a, r0);
+        hsd_kv_put(dst + b, r1);
+    }
 }
 
 extern "C" hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
                                         const hsd_cuda_attn_shape *shape, const float *d_bias,
                                         const int32_t *d_pos, const float *d_cos,
                                         const float *d_sin, bool interleaved, float *d_q,
-                                        float *d_kcache, float *d_vcache, const int32_t *d_meta) {
+                                        void *d_kcache, void *d_vcache, const int32_t *d_meta) {
     hsd_status s =
         hsd_cuda_check_attention(shape, n, d_q, d_qkv, d_kcache, d_vcache, d_meta, true, NULL);
     if (s != HSD_OK) return s;
@@ -293,9 +300,14 @@ extern "C" hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_
     int32_t per_tok =
         (shape->n_heads + shape->n_kv_heads) * half + shape->n_kv_heads * shape->head_dim;
     dim3 grid(hsd_blocks(per_tok, 256), n);
-    qkv_post_kernel<<<grid, 256, 0, cu->stream>>>(d_qkv, shape->n_heads, shape->n_kv_heads,
-                                                  shape->head_dim, d_bias, d_pos, d_cos, d_sin,
-                                                  interleaved, d_q, d_kcache, d_vcache, d_meta);
+#define HSD_QKV_POST(T)                                                                                qkv_post_kernel<T><<<grid, 256, 0, cu->stream>>>(d_qkv, shape->n_heads, shape->n_kv_heads,                                                          shape->head_dim, d_bias, d_pos, d_cos, d_sin,                                                      interleaved, d_q, (T *)d_kcache,                                                                   (T *)d_vcache, d_meta)
+    if (shape->kv_type == HSD_DT_F16)
+        HSD_QKV_POST(__half);
+    else if (shape->kv_type == HSD_DT_BF16)
+        HSD_QKV_POST(__nv_bfloat16);
+    else
+        HSD_QKV_POST(float);
+#undef HSD_QKV_POST
     HSD_CU_LAUNCHED("qkv_post");
     return HSD_OK;
 }
@@ -326,49 +338,67 @@ extern "C" hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const 
 
 /* New k/v rows go to the cache at kv_len = meta[0], read on the device so the same captured
  * graph serves every decode step. */
-__global__ static void kv_store_kernel(float *cache, const float *rows, int32_t kv_dim,
+template <typename T>
+__global__ static void kv_store_kernel(T *cache, const float *rows, int32_t kv_dim,
                                        const int32_t *meta) {
     int32_t t = blockIdx.x;
-    float *dst = cache + ((size_t)meta[0] + t) * kv_dim;
-    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) dst[i] = rows[(size_t)t * kv_dim + i];
+    T *dst = cache + ((size_t)meta[0] + t) * kv_dim;
+    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) hsd_kv_put(dst + i, rows[(size_t)t * kv_dim + i]);
 }
 
-extern "C" hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows,
-                                        int32_t n, int32_t kv_dim, const int32_t *d_meta) {
+extern "C" hsd_status hsd_cuda_kv_store(hsd_cuda *cu, void *d_cache, hsd_dtype kv_type,
+                                        const float *d_rows, int32_t n, int32_t kv_dim,
+                                        const int32_t *d_meta) {
     hsd_status s = hsd_cuda_check_rows("kv_store", d_rows, n, kv_dim);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "kv_store");
     if (!d_cache || !d_meta)
         return hsd_error(HSD_ERR_INVALID_ARG, "cuda kv_store: NULL cache or meta");
-    kv_store_kernel<<<n, 256, 0, cu->stream>>>(d_cache, d_rows, kv_dim, d_meta);
+    if (!hsd_cuda_kv_elem_bytes(kv_type))
+        return hsd_error(HSD_ERR_UNSUPPORTED, "cuda kv_store: a %s cache is not supported on the device",
+                         hsd_dtype_name(kv_type));
+    if (kv_type == HSD_DT_F16)
+        kv_store_kernel<<<n, 256, 0, cu->stream>>>((__half *)d_cache, d_rows, kv_dim, d_meta);
+    else if (kv_type == HSD_DT_BF16)
+        kv_store_kernel<<<n, 256, 0, cu->stream>>>((__nv_bfloat16 *)d_cache, d_rows, kv_dim, d_meta);
+    else
+        kv_store_kernel<<<n, 256, 0, cu->stream>>>((float *)d_cache, d_rows, kv_dim, d_meta);
     HSD_CU_LAUNCHED("kv_store");
     return HSD_OK;
 }
 
 /* hsd_tf_kv_keep: one block per layer walks the kept rows in order, since a row's source can
- * be another kept row's destination (keep = {1, 2}: row 1 is read, then overwritten). */
-__global__ static void kv_keep_kernel(float *cache, int32_t n_ctx, int32_t kv_dim, int32_t base,
+ * be another kept row's destination (keep = {1, 2}: row 1 is read, then overwritten). Rows
+ * are copied as 32-bit words (a row of an even kv_dim of 2-byte elements is a whole number of
+ * them) or bytes. */
+template <typename W>
+__global__ static void kv_keep_kernel(W *cache, int32_t n_ctx, size_t row_words, int32_t base,
                                       const int32_t *keep, int32_t n_keep) {
-    float *layer = cache + (size_t)blockIdx.x * n_ctx * kv_dim;
+    W *layer = cache + (size_t)blockIdx.x * n_ctx * row_words;
     for (int32_t j = 0; j < n_keep; j++) {
         if (keep[j] != j) {
-            const float *src = layer + (size_t)(base + keep[j]) * kv_dim;
-            float *dst = layer + (size_t)(base + j) * kv_dim;
-            for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) dst[i] = src[i];
+            const W *src = layer + (size_t)(base + keep[j]) * row_words;
+            W *dst = layer + (size_t)(base + j) * row_words;
+            for (size_t i = threadIdx.x; i < row_words; i += blockDim.x) dst[i] = src[i];
         }
         __syncthreads();
     }
 }
 
-extern "C" hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers,
-                                       int32_t n_ctx, int32_t kv_dim, int32_t base,
+extern "C" hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers,
+                                       int32_t n_ctx, size_t row_bytes, int32_t base,
                                        const int32_t *d_keep, int32_t n_keep) {
-    hsd_status s = hsd_cuda_check_rows("kv_keep", d_cache, n_layers, kv_dim);
+    hsd_status s = hsd_cuda_check_rows("kv_keep", d_cache, n_layers, (int64_t)row_bytes);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "kv_keep");
     if (n_keep <= 0) return HSD_OK;
     if (!d_keep) return hsd_error(HSD_ERR_INVALID_ARG, "cuda kv_keep: NULL keep list");
-    kv_keep_kernel<<<n_layers, 256, 0, cu->stream>>>(d_cache, n_ctx, kv_dim, base, d_keep, n_keep);
+    if (row_bytes % 4 == 0)
+        kv_keep_kernel<<<n_layers, 256, 0, cu->stream>>>((uint32_t *)d_cache, n_ctx, row_bytes / 4,
+                                                         base, d_keep, n_keep);
+    else
+        kv_keep_kernel<<<n_layers, 256, 0, cu->stream>>>((uint8_t *)d_cache, n_ctx, row_bytes, base,
+                                                         d_keep, n_keep);
     HSD_CU_LAUNCHED("kv_keep");
     return HSD_OK;
 }

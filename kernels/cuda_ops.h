@@ -118,18 +118,26 @@ hsd_status hsd_cuda_matmul_add(hsd_cuda *cu, float *d_out, int32_t ld_out, const
 hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu, int32_t n,
                                    int32_t hidden);
 
-/* Shapes of the attention over a KV cache: cache rows are kv_dim floats ([n_ctx][kv_dim]
- * per layer), queries q_dim floats, output q_dim floats. */
+/* Shapes of the attention over a KV cache: cache rows are kv_dim elements of kv_type
+ * ([n_ctx][kv_dim] per layer), queries q_dim floats, output q_dim floats. */
 typedef struct hsd_cuda_attn_shape {
     int32_t n_heads, n_kv_heads, head_dim, n_ctx;
     /* sliding window (Phi-3, Mistral v0.1): a token at position p sees the keys at positions
      * p - window + 1 .. p only; 0 = every earlier position */
     int32_t window;
+    /* the cache's element type: HSD_DT_F32 (0, so a zeroed shape keeps the old meaning),
+     * HSD_DT_F16 or HSD_DT_BF16; values are rounded to it to nearest even when stored, as
+     * hsd_attn_store does on the CPU */
+    hsd_dtype kv_type;
 } hsd_cuda_attn_shape;
-/* Writes n new k (or v) rows into the cache at d_meta[0] (= kv_len, read on the device so a
- * captured graph stays valid as the cache grows). */
-hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
-                             int32_t kv_dim, const int32_t *d_meta);
+/* Bytes of one element of a device cache of this type (0 for a type the device cache does
+ * not take). */
+size_t hsd_cuda_kv_elem_bytes(hsd_dtype kv_type);
+/* Writes n new k (or v) rows of kv_dim floats into the cache (elements of kv_type) at
+ * d_meta[0] (= kv_len, read on the device so a captured graph stays valid as the cache
+ * grows). */
+hsd_status hsd_cuda_kv_store(hsd_cuda *cu, void *d_cache, hsd_dtype kv_type, const float *d_rows,
+                             int32_t n, int32_t kv_dim, const int32_t *d_meta);
 /* Qwen3's per-head RMSNorm of q and k, in place on fused q/k/v rows (q_dim + 2*kv_dim floats,
  * n of them): every q head (head_dim floats) by d_qnorm, every k head by d_knorm, as
  * hsd_rmsnorm does each head; v is left alone. Runs before hsd_cuda_qkv_post (no bias). */
@@ -143,20 +151,34 @@ hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
 hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
                              const hsd_cuda_attn_shape *shape, const float *d_bias,
                              const int32_t *d_pos, const float *d_cos, const float *d_sin,
-                             bool interleaved, float *d_q, float *d_kcache, float *d_vcache,
+                             bool interleaved, float *d_q, void *d_kcache, void *d_vcache,
                              const int32_t *d_meta);
 /* Attention of n new tokens over the cache (kv_len = d_meta[0], new tokens already stored
  * after it). chain: token t sees the cache and new tokens 0..t. Otherwise token t sees the
  * cache and the new tokens d_anc[d_anc_off[t] .. d_anc_off[t+1]) (its ancestors and itself,
- * as the CPU path's build_tree lists them). */
-hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const float *d_kcache,
-                              const float *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
+ * as the CPU path's build_tree lists them).
+ *
+ * Split over positions (flash decoding): a token's visible slots go in chunks of
+ * hsd_cuda_attn_chunk(n_ctx) (slot i holds position i: the cache, then the new tokens it
+ * sees), one block per (KV head, token, chunk) reading each key and value once for all the
+ * query heads that share the KV head; each chunk's max, sum and unnormalised output go to
+ * d_work, and a second kernel combines a token's chunks in order. So decode at depth keeps
+ * the device's multiprocessors busy, the context is not bounded by shared memory, and a
+ * row's result depends only on its query and visible slots (the chunk boundaries are fixed
+ * by n_ctx): bit-identical alone, in any batch and as a tree path. d_work holds at least
+ * hsd_cuda_attn_work_bytes(shape, 1) bytes; with less than n tokens' worth, the tokens go
+ * through in groups that fit. */
+int32_t hsd_cuda_attn_chunk(int32_t n_ctx);
+size_t hsd_cuda_attn_work_bytes(const hsd_cuda_attn_shape *shape, int32_t n);
+hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const void *d_kcache,
+                              const void *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
                               const int32_t *d_meta, const int32_t *d_anc,
-                              const int32_t *d_anc_off);
+                              const int32_t *d_anc_off, void *d_work, size_t work_bytes);
 /* Moves cache rows base+keep[j] to base+j for j < n_keep in every one of n_layers layers
- * (layer stride n_ctx*kv_dim floats); keep increasing (hsd_model_kv_keep's contract). */
-hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers, int32_t n_ctx,
-                            int32_t kv_dim, int32_t base, const int32_t *d_keep, int32_t n_keep);
+ * (rows of row_bytes, layer stride n_ctx rows); keep increasing (hsd_model_kv_keep's
+ * contract). */
+hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers, int32_t n_ctx,
+                            size_t row_bytes, int32_t base, const int32_t *d_keep, int32_t n_keep);
 
 /* ---- LM heads ---------------------------------------------------------------------- */
 

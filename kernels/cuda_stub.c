@@ -154,32 +154,32 @@ hsd_status hsd_cuda_silu_mul_split(hsd_cuda *cu, float *d_out, const float *d_gu
 hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
                              const hsd_cuda_attn_shape *shape, const float *d_bias,
                              const int32_t *d_pos, const float *d_cos, const float *d_sin,
-                             bool interleaved, float *d_q, float *d_kcache, float *d_vcache,
+                             bool interleaved, float *d_q, void *d_kcache, void *d_vcache,
                              const int32_t *d_meta) {
     (void)cu, (void)d_bias, (void)d_pos, (void)d_cos, (void)d_sin, (void)interleaved;
     hsd_status s =
         hsd_cuda_check_attention(shape, n, d_q, d_qkv, d_kcache, d_vcache, d_meta, true, NULL);
     return s != HSD_OK ? s : NO_CUDA("qkv_post");
 }
-hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
-                             int32_t kv_dim, const int32_t *d_meta) {
-    (void)cu, (void)d_cache, (void)d_meta;
+hsd_status hsd_cuda_kv_store(hsd_cuda *cu, void *d_cache, hsd_dtype kv_type, const float *d_rows,
+                             int32_t n, int32_t kv_dim, const int32_t *d_meta) {
+    (void)cu, (void)d_cache, (void)kv_type, (void)d_meta;
     hsd_status s = hsd_cuda_check_rows("kv_store", d_rows, n, kv_dim);
     return s != HSD_OK ? s : NO_CUDA("kv_store");
 }
-hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const float *d_kcache,
-                              const float *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
+hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const void *d_kcache,
+                              const void *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
                               const int32_t *d_meta, const int32_t *d_anc,
-                              const int32_t *d_anc_off) {
-    (void)cu;
+                              const int32_t *d_anc_off, void *d_work, size_t work_bytes) {
+    (void)cu, (void)d_work, (void)work_bytes;
     hsd_status s = hsd_cuda_check_attention(shape, n, d_out, d_q, d_kcache, d_vcache, d_meta,
                                             d_anc_off == NULL, d_anc);
     return s != HSD_OK ? s : NO_CUDA("attention");
 }
-hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers, int32_t n_ctx,
-                            int32_t kv_dim, int32_t base, const int32_t *d_keep, int32_t n_keep) {
+hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers, int32_t n_ctx,
+                            size_t row_bytes, int32_t base, const int32_t *d_keep, int32_t n_keep) {
     (void)cu, (void)n_ctx, (void)base, (void)d_keep, (void)n_keep;
-    hsd_status s = hsd_cuda_check_rows("kv_keep", d_cache, n_layers, kv_dim);
+    hsd_status s = hsd_cuda_check_rows("kv_keep", d_cache, n_layers, (int64_t)row_bytes);
     return s != HSD_OK ? s : NO_CUDA("kv_keep");
 }
 hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,

@@ -38,6 +38,9 @@ typedef struct cm_layer {
 /* Forwards of up to CM_GRAPH_MAX_N tokens are replayed from graphs (their inputs then sit at
  * fixed offsets of the per-step buffer, and every kernel reads its counts from it). */
 #define CM_GRAPH_MAX_N 16
+/* tokens whose attention partials the work buffer holds at once (a longer forward's tokens
+ * go through in groups of this many) */
+#define CM_ATTN_TOKENS 64
 #define CM_GRAPHS 8
 typedef struct cm_graph {
     hsd_cuda_graph *g;
@@ -56,7 +59,15 @@ typedef struct cuda_model {
     bool tied;
     float *out_norm;
     cm_layer *layers;
-    float *kc, *vc;             /* [slot][layer][n_ctx][kv_dim] */
+    /* [slot][layer][n_ctx][kv_dim] elements of kv_type (F16 by default, as on the CPU; BF16
+     * or F32 as asked; the CPU's quantised caches are F16 here) */
+    uint8_t *kc, *vc;
+    hsd_dtype kv_type;
+    size_t kv_row_bytes;
+    /* the attention's per-chunk partial results (hsd_cuda_attention), for CM_ATTN_TOKENS
+     * tokens at a time: allocated once, so that captured graphs keep its address */
+    void *attn_work;
+    size_t attn_work_bytes;
     float *rope_cos, *rope_sin; /* [n_ctx][head_dim/2] */
 
     /* scratch, grown to the largest n (tokens) and n_rows seen */
@@ -123,6 +134,7 @@ static void cm_free(void *ctx) {
     hsd_cuda_free(m->cu, m->out_norm);
     hsd_cuda_free(m->cu, m->kc);
     hsd_cuda_free(m->cu, m->vc);
+    hsd_cuda_free(m->cu, m->attn_work);
     hsd_cuda_free(m->cu, m->rope_cos);
     hsd_cuda_free(m->cu, m->rope_sin);
     hsd_cuda_free(m->cu, m->d_meta);
@@ -281,8 +293,8 @@ typedef struct cm_seg {
 } cm_seg;
 
 /* The slot's cache of layer l. */
-static float *cm_cache(const cuda_model *m, float *base, int32_t slot, int32_t l) {
-    return base + ((size_t)slot * m->cfg.n_layers + (size_t)l) * m->n_ctx * m->kv_dim;
+static uint8_t *cm_cache(const cuda_model *m, uint8_t *base, int32_t slot, int32_t l) {
+    return base + ((size_t)slot * m->cfg.n_layers + (size_t)l) * m->n_ctx * m->kv_row_bytes;
 }
 
 /* Enqueues the whole forward (the part a graph can capture): reads only device memory. The
@@ -294,7 +306,7 @@ static hsd_status cm_enqueue(cuda_model *m, const cm_seg *segs, int32_t n_segs, 
     hsd_cuda *cu = m->cu;
     const int32_t dim = c->dim, hid = c->hidden_dim, qkv_w = m->q_dim + 2 * m->kv_dim;
     const int32_t *tok = m->d_meta, *pos = tok + n, *rows = pos + n;
-    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0};
+    hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0, m->kv_type};
 
     TRY(hsd_cuda_embed(cu, m->x, &m->tok_emb, tok, n));
     for (int32_t l = 0; l < c->n_layers; l++) {
@@ -309,13 +321,13 @@ static hsd_status cm_enqueue(cuda_model *m, const cm_seg *segs, int32_t n_segs, 
             const int32_t *meta = m->d_meta + g->meta;
             const int32_t *anc_off = g->chain ? NULL : meta + 1,
                           *anc = g->chain ? NULL : meta + 1 + g->n + 1;
-            float *kc = cm_cache(m, m->kc, g->slot, l), *vc = cm_cache(m, m->vc, g->slot, l);
+            uint8_t *kc = cm_cache(m, m->kc, g->slot, l), *vc = cm_cache(m, m->vc, g->slot, l);
             float *q = m->q + (size_t)g->start * m->q_dim;
             TRY(hsd_cuda_qkv_post(cu, m->qkv + (size_t)g->start * qkv_w, g->n, &shape, L->bqkv,
                                   pos + g->start, m->rope_cos, m->rope_sin, c->rope_interleaved, q,
                                   kc, vc, meta));
             TRY(hsd_cuda_attention(cu, m->ao + (size_t)g->start * m->q_dim, q, kc, vc, &shape,
-                                   g->n, meta, anc, anc_off));
+                                   g->n, meta, anc, anc_off, m->attn_work, m->attn_work_bytes));
         }
         TRY(hsd_cuda_matmul_add(cu, m->x, dim, m->ao, n, &L->wo, m->xh));
         TRY(hsd_cuda_rmsnorm(cu, m->xb, m->x, L->ffn_norm, NULL, n, dim, c->norm_eps));
@@ -478,9 +490,9 @@ static hsd_status cm_keep(void *ctx, int32_t base, const int32_t *keep, int32_t 
         memcpy(m->h_meta, keep, (size_t)n_keep * sizeof *keep);
         TRY(hsd_cuda_upload(m->cu, m->d_meta, m->h_meta, (size_t)n_keep * sizeof *keep));
         TRY(hsd_cuda_kv_keep(m->cu, cm_cache(m, m->kc, m->cur, 0), m->cfg.n_layers, m->n_ctx,
-                             m->kv_dim, base, m->d_meta, n_keep));
+                             m->kv_row_bytes, base, m->d_meta, n_keep));
         TRY(hsd_cuda_kv_keep(m->cu, cm_cache(m, m->vc, m->cur, 0), m->cfg.n_layers, m->n_ctx,
-                             m->kv_dim, base, m->d_meta, n_keep));
+                             m->kv_row_bytes, base, m->d_meta, n_keep));
         TRY(hsd_cuda_sync(m->cu)); /* h_meta is reused by the next call */
     }
     m->kv_lens[m->cur] = base + n_keep;
@@ -566,9 +578,12 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     size_t rope = (size_t)m->n_ctx * (c->head_dim / 2);
     TRY(upload_f32(m, cs, rope, &m->rope_cos));
     TRY(upload_f32(m, sn, rope, &m->rope_sin));
-    size_t kv = (size_t)m->n_seq * c->n_layers * m->n_ctx * m->kv_dim * sizeof(float);
+    size_t kv = (size_t)m->n_seq * c->n_layers * m->n_ctx * m->kv_row_bytes;
     TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->kc));
     TRY(hsd_cuda_alloc(m->cu, kv, (void **)&m->vc));
+    const hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0, m->kv_type};
+    m->attn_work_bytes = hsd_cuda_attn_work_bytes(&shape, m->n_ctx < CM_ATTN_TOKENS ? m->n_ctx : CM_ATTN_TOKENS);
+    TRY(hsd_cuda_alloc(m->cu, m->attn_work_bytes, &m->attn_work));
     return hsd_cuda_sync(m->cu);
 }
 
@@ -605,6 +620,13 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
     m->kv_dim = c->n_kv_heads * c->head_dim;
     m->max_cols = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
     if (m->q_dim > m->max_cols) m->max_cols = m->q_dim;
+    /* the cache type asked for; the quantised ones have no device kernels: F16 there */
+    const hsd_kv_type kvt = params ? params->kv_type : HSD_KV_F16;
+    m->kv_type = kvt == HSD_KV_F32 ? HSD_DT_F32 : kvt == HSD_KV_BF16 ? HSD_DT_BF16 : HSD_DT_F16;
+    if (kvt == HSD_KV_Q8_0 || kvt == HSD_KV_Q4_0)
+        hsd_log(HSD_LOG_INFO, "cuda: a %s KV cache runs on the CPU only; the device keeps an F16 cache",
+                kvt == HSD_KV_Q8_0 ? "q8_0" : "q4_0");
+    m->kv_row_bytes = (size_t)m->kv_dim * hsd_cuda_kv_elem_bytes(m->kv_type);
     /* the switches are params (the CLI maps HSD_CUDA_*): library code reads no environment */
     const hsd_cuda_options co = params ? params->cuda : (hsd_cuda_options){0};
     m->graphs_on = !co.no_graphs;
@@ -619,8 +641,9 @@ hsd_status hsd_cuda_model_create(const hsd_transformer *tf, const hsd_model_para
         return s;
     }
     if (desc)
-        snprintf(desc, desc_cap, "%s [cuda: %s, %s weights on device]", hsd_tf_desc(tf),
-                 hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type));
+        snprintf(desc, desc_cap, "%s [cuda: %s, %s weights and %s KV on device]", hsd_tf_desc(tf),
+                 hsd_cuda_device_desc(cu), hsd_dtype_name(m->layers[0].wqkv.type),
+                 hsd_dtype_name(m->kv_type));
     memset(iface, 0, sizeof *iface);
     iface->ctx = m;
     iface->vocab_size = cm_vocab;

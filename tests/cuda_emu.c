@@ -211,12 +211,26 @@ hsd_status hsd_cuda_head_norm(hsd_cuda *cu, float *d_qkv, int32_t n,
         }
     return HSD_OK;
 }
+/* a cache element of the shape's type at element index i, as fp32; and stored rounded as
+ * the device does (to nearest even) */
+static float emu_kv_get(const void *c, hsd_dtype t, size_t i) {
+    if (t == HSD_DT_F16) return hsd_fp16_to_fp32(((const uint16_t *)c)[i]);
+    if (t == HSD_DT_BF16) return hsd_bf16_to_fp32(((const uint16_t *)c)[i]);
+    return ((const float *)c)[i];
+}
+static void emu_kv_put(void *c, hsd_dtype t, size_t i, float x) {
+    if (t == HSD_DT_F16) ((uint16_t *)c)[i] = hsd_fp32_to_fp16(x);
+    else if (t == HSD_DT_BF16) ((uint16_t *)c)[i] = hsd_fp32_to_bf16(x);
+    else ((float *)c)[i] = x;
+}
 hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
                              const hsd_cuda_attn_shape *shape, const float *d_bias,
                              const int32_t *d_pos, const float *d_cos, const float *d_sin,
-                             bool interleaved, float *d_q, float *d_kcache, float *d_vcache,
+                             bool interleaved, float *d_q, void *d_kcache, void *d_vcache,
                              const int32_t *d_meta) {
     (void)cu;
+    hsd_status st = hsd_cuda_check_attention(shape, n, d_q, d_qkv, d_kcache, d_vcache, d_meta, true, NULL);
+    if (st != HSD_OK) return st;
     const int32_t hd = shape->head_dim, half = hd / 2, q_dim = shape->n_heads * hd;
     const int32_t kv_dim = shape->n_kv_heads * hd, W = q_dim + 2 * kv_dim;
     float *row = malloc(sizeof(float) * W);
@@ -228,29 +242,40 @@ hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
         hsd_rope(row + q_dim, shape->n_kv_heads, hd, c, s, interleaved);
         size_t at = ((size_t)d_meta[0] + t) * kv_dim;
         memcpy(d_q + (size_t)t * q_dim, row, sizeof(float) * q_dim);
-        memcpy(d_kcache + at, row + q_dim, sizeof(float) * kv_dim);
-        memcpy(d_vcache + at, row + q_dim + kv_dim, sizeof(float) * kv_dim);
+        for (int32_t j = 0; j < kv_dim; j++) {
+            emu_kv_put(d_kcache, shape->kv_type, at + j, row[q_dim + j]);
+            emu_kv_put(d_vcache, shape->kv_type, at + j, row[q_dim + kv_dim + j]);
+        }
     }
     free(row);
     return HSD_OK;
 }
-hsd_status hsd_cuda_kv_store(hsd_cuda *cu, float *d_cache, const float *d_rows, int32_t n,
-                             int32_t kv_dim, const int32_t *d_meta) {
+hsd_status hsd_cuda_kv_store(hsd_cuda *cu, void *d_cache, hsd_dtype kv_type, const float *d_rows,
+                             int32_t n, int32_t kv_dim, const int32_t *d_meta) {
     (void)cu;
-    memcpy(d_cache + (size_t)d_meta[0] * kv_dim, d_rows, sizeof(float) * n * kv_dim);
+    if (!hsd_cuda_kv_elem_bytes(kv_type)) return UNEMULATED("this cache type");
+    for (size_t i = 0; i < (size_t)n * kv_dim; i++)
+        emu_kv_put(d_cache, kv_type, (size_t)d_meta[0] * kv_dim + i, d_rows[i]);
     return HSD_OK;
 }
-hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const float *d_kcache,
-                              const float *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
+/* The contract's arithmetic in its simplest form (scores, softmax and values over the
+ * visible slots at once); the chunked order of the device differs only in rounding. The
+ * work buffer is checked as the device checks it, and otherwise unused. */
+hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const void *d_kcache,
+                              const void *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
                               const int32_t *d_meta, const int32_t *d_anc,
-                              const int32_t *d_anc_off) {
+                              const int32_t *d_anc_off, void *d_work, size_t work_bytes) {
     (void)cu;
     hsd_status st = hsd_cuda_check_attention(shape, n, d_out, d_q, d_kcache, d_vcache, d_meta,
                                              d_anc_off == NULL, d_anc);
     if (st != HSD_OK) return st;
+    if (!d_work || work_bytes < hsd_cuda_attn_work_bytes(shape, 1))
+        return hsd_error(HSD_ERR_INVALID_ARG, "host device attention: work buffer of %zu bytes, need %zu",
+                         work_bytes, hsd_cuda_attn_work_bytes(shape, 1));
     const int32_t hd = shape->head_dim, L = d_meta[0], kv_mul = shape->n_heads / shape->n_kv_heads;
     const int32_t q_dim = shape->n_heads * hd, kv_dim = shape->n_kv_heads * hd;
-    float *att = malloc(sizeof(float) * (L + n));
+    const hsd_dtype kt = shape->kv_type;
+    float *att = malloc(sizeof(float) * (L + n)), *kr = malloc(sizeof(float) * hd);
     for (int32_t t = 0; t < n; t++)
         for (int32_t h = 0; h < shape->n_heads; h++) {
             int32_t n_new = d_anc_off ? d_anc_off[t + 1] - d_anc_off[t] : t + 1, nv = L + n_new;
@@ -260,8 +285,8 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
             size_t koff = (size_t)(h / kv_mul) * hd;
             for (int32_t i = lo; i < nv; i++) {
                 int32_t slot = i < L ? i : L + (d_anc_off ? d_anc[d_anc_off[t] + i - L] : i - L);
-                att[i - lo] =
-                    hsd_dot_f32(q, d_kcache + (size_t)slot * kv_dim + koff, hd) / sqrtf((float)hd);
+                for (int32_t d = 0; d < hd; d++) kr[d] = emu_kv_get(d_kcache, kt, (size_t)slot * kv_dim + koff + d);
+                att[i - lo] = hsd_dot_f32(q, kr, hd) / sqrtf((float)hd);
             }
             hsd_softmax(att, nv - lo);
             float *o = d_out + (size_t)t * q_dim + (size_t)h * hd;
@@ -269,20 +294,20 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
             for (int32_t i = lo; i < nv; i++) {
                 int32_t slot = i < L ? i : L + (d_anc_off ? d_anc[d_anc_off[t] + i - L] : i - L);
                 for (int32_t d = 0; d < hd; d++)
-                    o[d] += att[i - lo] * d_vcache[(size_t)slot * kv_dim + koff + d];
+                    o[d] += att[i - lo] * emu_kv_get(d_vcache, kt, (size_t)slot * kv_dim + koff + d);
             }
         }
-    free(att);
+    free(att), free(kr);
     return HSD_OK;
 }
-hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, float *d_cache, int32_t n_layers, int32_t n_ctx,
-                            int32_t kv_dim, int32_t base, const int32_t *d_keep, int32_t n_keep) {
+hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers, int32_t n_ctx,
+                            size_t row_bytes, int32_t base, const int32_t *d_keep, int32_t n_keep) {
     (void)cu;
+    uint8_t *c = d_cache;
     for (int32_t l = 0; l < n_layers; l++)
         for (int32_t j = 0; j < n_keep; j++)
-            memmove(d_cache + ((size_t)l * n_ctx + base + j) * kv_dim,
-                    d_cache + ((size_t)l * n_ctx + base + d_keep[j]) * kv_dim,
-                    sizeof(float) * kv_dim);
+            memmove(c + ((size_t)l * n_ctx + base + j) * row_bytes,
+                    c + ((size_t)l * n_ctx + base + d_keep[j]) * row_bytes, row_bytes);
     return HSD_OK;
 }
 hsd_status hsd_cuda_indexed_head(hsd_cuda *cu, float *d_out, const hsd_mat *U, const float *d_h,

@@ -228,15 +228,32 @@ static void test_kernel_argument_checks(void **state) {
     assert_non_null(strstr(hsd_last_error(), "half-precision scratch"));
     assert_int_equal(hsd_cuda_matmul(NULL, fake, 1000, fake, 0, &U, fake), HSD_ERR_INVALID_ARG);
 
-    hsd_cuda_attn_shape bad = {6, 4, 64, 128, 0}, ok = {8, 4, 64, 128, 0};
-    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &bad, 1, ifake, NULL, NULL),
+    hsd_cuda_attn_shape bad = {6, 4, 64, 128, 0, HSD_DT_F16}, ok = {8, 4, 64, 128, 0, HSD_DT_F16};
+    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &bad, 1, ifake, NULL, NULL, fake, 1 << 20),
                      HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "6 heads, 4 kv heads"));
-    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &ok, 129, ifake, NULL, NULL),
+    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &ok, 129, ifake, NULL, NULL, fake, 1 << 20),
                      HSD_ERR_INVALID_ARG);
-    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &ok, 2, ifake, NULL, ifake),
+    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &ok, 2, ifake, NULL, ifake, fake, 1 << 20),
                      HSD_ERR_INVALID_ARG);
     assert_non_null(strstr(hsd_last_error(), "ancestor lists"));
+    /* a cache type the device has no kernels for is named */
+    hsd_cuda_attn_shape kq8 = ok;
+    kq8.kv_type = HSD_DT_Q8_0;
+    assert_int_equal(hsd_cuda_attention(NULL, fake, fake, fake, fake, &kq8, 1, ifake, NULL, NULL, fake, 1 << 20),
+                     HSD_ERR_UNSUPPORTED);
+    assert_non_null(strstr(hsd_last_error(), "Q8_0 KV cache"));
+    /* the chunks (kernels/cuda_ops.h): at least 128 positions, at most 64 a token, and the
+     * work buffer holds one token's worth: per query head and chunk, max, sum and head_dim
+     * outputs */
+    assert_int_equal(hsd_cuda_attn_chunk(1), 128);
+    assert_int_equal(hsd_cuda_attn_chunk(8192), 128);
+    assert_int_equal(hsd_cuda_attn_chunk(8193), 256);
+    assert_int_equal(hsd_cuda_attn_chunk(131072), 2048);
+    assert_int_equal(hsd_cuda_attn_work_bytes(&ok, 3), (size_t)3 * 8 * 1 * (64 + 2) * sizeof(float));
+    hsd_cuda_attn_shape deep = ok;
+    deep.n_ctx = 131072;
+    assert_int_equal(hsd_cuda_attn_work_bytes(&deep, 1), (size_t)8 * 64 * (64 + 2) * sizeof(float));
 
     assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f),
                      HSD_ERR_INVALID_ARG);

@@ -28,7 +28,7 @@
 /* ---- tests ------------------------------------------------------------------------- */
 
 typedef struct log_capture {
-    int n_graph_warn, n_notice;
+    int n_graph_warn, n_notice, n_kv_notice;
 } log_capture;
 
 /* The fallback notice names its reason: no device (CUDA's own words), a build without CUDA,
@@ -44,6 +44,7 @@ static void on_log(hsd_log_level level, const char *msg, void *user) {
     log_capture *c = user;
     if (level == HSD_LOG_WARN && strstr(msg, "graph capture failed")) c->n_graph_warn++;
     if (is_fallback_notice(msg)) c->n_notice++;
+    if (strstr(msg, "KV cache runs on the CPU only; the device keeps an F16 cache")) c->n_kv_notice++;
 }
 
 static double max_rel(const float *a, const float *b, size_t n) {
@@ -57,13 +58,14 @@ static double max_rel(const float *a, const float *b, size_t n) {
 }
 
 /* The CPU transformer and the CUDA model over the same synth weights, step by step. */
-static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, double tol) {
+static void compare_shape_kv(const char *shape, hsd_dtype dt, hsd_ftype dev_w, hsd_kv_type kv,
+                             double tol) {
     hsd_synth_model *sm;
     assert_int_equal(hsd_synth_create(shape, dt, 11, &sm), HSD_OK);
     hsd_model_params p = hsd_model_default_params();
     p.n_ctx = 40;
     p.device_weights = dev_w;
-    p.kv_type = HSD_KV_F32; /* the device's cache is F32: compare like with like */
+    p.kv_type = kv; /* the same cache type on both sides */
     hsd_transformer *tf;
     assert_int_equal(hsd_synth_to_transformer(sm, &p, &tf), HSD_OK);
     hsd_model_iface c, g;
@@ -72,6 +74,8 @@ static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, doub
     int live_before = hsd_emu_live_allocs;
     assert_int_equal(hsd_cuda_model_create(tf, &p, &g, desc, sizeof desc), HSD_OK);
     assert_non_null(strstr(desc, "cuda: host emulation"));
+    const char *kv_desc = kv == HSD_KV_F32 ? "F32 KV on device" : kv == HSD_KV_BF16 ? "BF16 KV on device" : "F16 KV on device";
+    assert_non_null(strstr(desc, kv_desc));
     assert_int_equal(g.vocab_size(g.ctx), c.vocab_size(c.ctx));
     assert_int_equal(g.n_ctx(g.ctx), 40);
     int32_t V = c.vocab_size(c.ctx), toks[16];
@@ -132,6 +136,10 @@ static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, doub
     hsd_synth_free(sm);
 }
 
+static void compare_shape(const char *shape, hsd_dtype dt, hsd_ftype dev_w, double tol) {
+    compare_shape_kv(shape, dt, dev_w, HSD_KV_F32, tol);
+}
+
 static void test_llama_f32(void **state) {
     (void)state;
     compare_shape("tiny", HSD_DT_F32, HSD_FTYPE_AUTO, 1e-4);
@@ -164,6 +172,17 @@ static void test_q8_0_to_bf16(void **state) {
     compare_shape("tiny", HSD_DT_Q8_0, HSD_FTYPE_AUTO, 3e-2);
 }
 
+/* F16 and BF16 caches (F16 is the default on both sides): the device stores k and v rounded
+ * as the CPU does, so only the attention's summation order differs */
+static void test_f16_cache(void **state) {
+    (void)state;
+    compare_shape_kv("tiny", HSD_DT_F32, HSD_FTYPE_AUTO, HSD_KV_F16, 1e-4);
+}
+static void test_bf16_cache(void **state) {
+    (void)state;
+    compare_shape_kv("tiny-qwen3", HSD_DT_F32, HSD_FTYPE_AUTO, HSD_KV_BF16, 1e-4);
+}
+
 /* hsd_model_load with backend CUDA puts a real checkpoint on the "device": no fallback
  * notice, the description says cuda, and greedy decoding gives the reference ids. */
 static void test_model_load_on_device(void **state) {
@@ -184,8 +203,9 @@ static void test_model_load_on_device(void **state) {
     hsd_model *m;
     assert_int_equal(hsd_model_load(path, &p, &m), HSD_OK);
     assert_int_equal(hsd_model_backend(m), HSD_BACKEND_CUDA);
-    assert_non_null(strstr(hsd_model_desc(m), "[cuda: host emulation, F32 weights on device]"));
+    assert_non_null(strstr(hsd_model_desc(m), "[cuda: host emulation, F32 weights and F16 KV on device]"));
     assert_int_equal(cap.n_notice, 0);
+    assert_int_equal(cap.n_kv_notice, 0);
     float logits[512];
     int32_t tok = 1;
     for (size_t i = 0; i < n_ref; i++) {
@@ -196,6 +216,13 @@ static void test_model_load_on_device(void **state) {
         assert_int_equal(best, (int32_t)json_integer_value(json_array_get(arr, i)));
         tok = best;
     }
+    hsd_model_free(m);
+    /* a quantised cache has no device kernels: F16 there, and a notice says so */
+    p.kv_type = HSD_KV_Q4_0;
+    assert_int_equal(hsd_model_load(path, &p, &m), HSD_OK);
+    assert_int_equal(hsd_model_backend(m), HSD_BACKEND_CUDA);
+    assert_non_null(strstr(hsd_model_desc(m), "F16 KV on device"));
+    assert_int_equal(cap.n_kv_notice, 1);
     hsd_log_set(NULL, NULL);
     hsd_model_free(m);
     json_decref(root);
@@ -209,6 +236,8 @@ int main(void) {
         cmocka_unit_test(test_phi3_f32_fused),
         cmocka_unit_test(test_llama_bf16),
         cmocka_unit_test(test_q8_0_to_bf16),
+        cmocka_unit_test(test_f16_cache),
+        cmocka_unit_test(test_bf16_cache),
         cmocka_unit_test(test_model_load_on_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
