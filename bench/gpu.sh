@@ -230,6 +230,28 @@ for pi in (1, 2):
 sys.exit(0 if ok else 1)
 PYEOF
     cat "$inf"
+
+    # 6. decode at depth on the device: the inflated target (llama-3.2-1b shape, GQA 4, head_dim
+    #    64), each depth in its own sequence slot, timed in turn (hsd bench forward --interleave);
+    #    the F16 cache (default) and F32, and the previous build's binary (hsd_old, packed by
+    #    gpu_pack.sh from HSD_GPU_OLD when given) on the same file
+    dep="$OUT/depth.md"
+    : > "$dep"
+    log "decode at depth on the device"
+    run_depth() { # label binary depths [extra args]
+        local label=$1 bin=$2 depths=$3; shift 3
+        timeout 120 "$bin" bench forward --model "$TGT" --backend cuda --n 1 --prefix "$depths" --interleave "$@" \
+            > "$OUT/depth_$label.txt" 2>&1 || { status=1; tail -3 "$OUT/depth_$label.txt" >&2; }
+        awk -v l="$label" '/^ *[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x/ { printf "| %s | %s | %s | %s |\n", l, $1, $2, $4 }' \
+            "$OUT/depth_$label.txt" >> "$dep"
+    }
+    echo "| build, cache | depth | ms/token (median) | vs depth 32 (median of per-round ratios) |" >> "$dep"
+    echo "|---|---|---|---|" >> "$dep"
+    run_depth new_f16 "$BUILD/hsd" 32,512,2048,8192
+    run_depth new_f32 "$BUILD/hsd" 32,512,2048,8192 --kv-type f32
+    [ -x "$BUILD/hsd_old" ] && run_depth old_f32 "$BUILD/hsd_old" 32,512,2048,8192
+    run_depth new_f16_16k "$BUILD/hsd" 32,2048,16384
+    cat "$dep"
 else
     echo "Inflated pair: **skipped** (no shared data, or HSD_GPU_NO_INFLATED=1)." > "$inf"
 fi
@@ -257,6 +279,10 @@ fi
     echo "Sequence slots on the device:"
     echo
     cat "$OUT/batch.md" 2>/dev/null
+    echo
+    echo "Decode at depth on the device (inflated llama-3.2-1b-shaped target, bf16 weights):"
+    echo
+    cat "$OUT/depth.md" 2>/dev/null
     echo
     echo "Inflated pair (make demo's files: babyllama at the llama-3.2-1b shape, bf16; drafters stories260K as is (S) and at the smollm-135m shape (B)), -k 6, ${N_INFLATED:-128} tokens:"
     echo

@@ -420,6 +420,62 @@ static void bench_head(double bw) {
         hsd_cuda_free(cu, didx);
 }
 
+/* Decode attention alone at depth: one token over one layer's cache (hsd_cuda_attention, the
+ * chunk and combine kernels), F32 and F16 caches, llama-3.2-1b (32/8 heads of 64) and
+ * qwen3-0.6b (16/8 of 128) shapes; the K and V bytes it reads over the time, against the copy
+ * bandwidth. */
+static void bench_attention(double bw) {
+    static const struct {
+        const char *name;
+        int32_t nh, nkv, hd;
+    } shp[2] = {{"llama-3.2-1b", 32, 8, 64}, {"qwen3-0.6b", 16, 8, 128}};
+    const int32_t depths[4] = {512, 2048, 8192, 32768};
+    const hsd_dtype types[2] = {HSD_DT_F32, HSD_DT_F16};
+    printf("\n== decode attention at depth (one token, one layer) ==\n");
+    mdf("\n| decode attention, one token, one layer | cache | depth | time | K+V GB/s | of copy BW |\n|---|---|---|---|---|---|\n");
+    for (int si = 0; si < 2; si++)
+        for (int di = 0; di < 4; di++)
+            for (int ti = 0; ti < 2; ti++) {
+                const int32_t D = g_small ? depths[di] / 16 : depths[di], kv_dim = shp[si].nkv * shp[si].hd;
+                const int32_t n_ctx = D + 1;
+                const size_t eb = hsd_cuda_kv_elem_bytes(types[ti]), cb = (size_t)n_ctx * kv_dim * eb;
+                void *kc = dev(cb), *vc = dev(cb);
+                /* random finite values: F32 noise, or its F16 rounding */
+                float *h = rand_f32((size_t)n_ctx * kv_dim);
+                void *hc = malloc(cb);
+                for (size_t i = 0; i < (size_t)n_ctx * kv_dim; i++)
+                    if (types[ti] == HSD_DT_F16) ((uint16_t *)hc)[i] = hsd_fp32_to_fp16(h[i]);
+                    else ((float *)hc)[i] = h[i];
+                OK(hsd_cuda_upload(cu, kc, hc, cb));
+                OK(hsd_cuda_upload(cu, vc, hc, cb));
+                free(h), free(hc);
+                float *q = rand_f32((size_t)shp[si].nh * shp[si].hd);
+                float *dq = dev_from(q, sizeof(float) * shp[si].nh * shp[si].hd);
+                float *dout = dev(sizeof(float) * shp[si].nh * shp[si].hd);
+                int32_t meta[1] = {D};
+                int32_t *dmeta = dev_from(meta, sizeof meta);
+                hsd_cuda_attn_shape sh = {shp[si].nh, shp[si].nkv, shp[si].hd, n_ctx, 0, types[ti]};
+                const size_t wb = hsd_cuda_attn_work_bytes(&sh, 1);
+                void *dw = dev(wb);
+                OK(hsd_cuda_attention(cu, dout, dq, kc, vc, &sh, 1, dmeta, NULL, NULL, dw, wb));
+                float t[21];
+                for (int r = 0; r < 21; r++) {
+                    OK(hsd_cuda_timer_start(cu));
+                    OK(hsd_cuda_attention(cu, dout, dq, kc, vc, &sh, 1, dmeta, NULL, NULL, dw, wb));
+                    OK(hsd_cuda_timer_stop(cu, &t[r]));
+                }
+                qsort(t, 21, sizeof *t, cmp_f);
+                const double bytes = 2.0 * (D + 1) * kv_dim * eb, gbs = bytes / (t[10] * 1e-3) / 1e9;
+                printf("  %-13s %s depth %6d: %8.4f ms  %6.0f GB/s (%2.0f%% of copy)\n", shp[si].name,
+                       hsd_dtype_name(types[ti]), D, t[10], gbs, 100 * gbs / bw);
+                mdf("| %s | %s | %d | %.4f ms | %.0f | %.0f%% |\n", shp[si].name, hsd_dtype_name(types[ti]), D,
+                    t[10], gbs, 100 * gbs / bw);
+                free(q);
+                hsd_cuda_free(cu, kc), hsd_cuda_free(cu, vc), hsd_cuda_free(cu, dq), hsd_cuda_free(cu, dout);
+                hsd_cuda_free(cu, dmeta), hsd_cuda_free(cu, dw);
+            }
+}
+
 int main(int argc, char **argv) {
     const char *md_path = NULL;
     uint64_t seed = (uint64_t)time(NULL);
@@ -484,6 +540,7 @@ int main(int argc, char **argv) {
     if (do_1b) bench_shapes(bw);
     if (do_1b) bench_1b(bw);
     if (do_head) bench_head(bw);
+    if (do_1b) bench_attention(bw);
 done:
     if (md) fclose(md);
     hsd_cuda_close(cu);

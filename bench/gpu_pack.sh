@@ -16,6 +16,9 @@ cmake --build "$BUILD" -j "$(nproc)" --target hsd_cli hsd_gpu_bench hsd_ar_compa
     { echo "gpu_pack: build failed, or $BUILD was not configured with the CUDA backend" >&2; exit 2; }
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/shared/models
 for b in "${bins[@]}"; do cp "$BUILD/$b" .gpu/bin/; done
+# a previous build's CLI beside it (HSD_GPU_OLD=path/to/hsd): bench/gpu.sh times both on the
+# device, same file, same run
+[ -n "${HSD_GPU_OLD:-}" ] && cp "$HSD_GPU_OLD" .gpu/bin/hsd_old
 # every library the binaries load, except the C runtime and the driver's own
 for lib in $(ldd "${bins[@]/#/$BUILD/}" | awk '/=> \// { print $3 }' | sort -u); do
     case "$(basename "$lib")" in
