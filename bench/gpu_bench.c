@@ -457,6 +457,7 @@ static void bench_attention(double bw) {
                 hsd_cuda_attn_shape sh = {shp[si].nh, shp[si].nkv, shp[si].hd, n_ctx, 0, types[ti]};
                 const size_t wb = hsd_cuda_attn_work_bytes(&sh, 1);
                 void *dw = dev(wb);
+                OK(hsd_cuda_attn_work_init(cu, dw, wb));
                 OK(hsd_cuda_attention(cu, dout, dq, kc, vc, &sh, 1, dmeta, NULL, NULL, dw, wb));
                 float t[21];
                 for (int r = 0; r < 21; r++) {

@@ -389,6 +389,7 @@ static float *attn_run(const attn_case *c, uint64_t seed, bool check) {
     hsd_cuda_attn_shape shape = {c->nh, c->nkv, c->hd, c->n_ctx, c->window, c->type};
     const size_t wb = hsd_cuda_attn_work_bytes(&shape, c->work_tokens > 0 ? c->work_tokens : n);
     void *dwork = dev(wb);
+    OK(hsd_cuda_attn_work_init(cu, dwork, wb));
     OK(hsd_cuda_attention(cu, dout, dq, dkc, dvc, &shape, n, dmeta, c->tree ? dmeta + 2 + n : NULL,
                           c->tree ? dmeta + 1 : NULL, dwork, wb));
     float *got = host_from(dout, (size_t)n * q_dim);

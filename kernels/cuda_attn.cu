@@ -8,8 +8,10 @@
  *            query head; values: groups of threads each sum a strided share of the slots over
  *            the whole head, then the groups' sums are added in order. Out go the chunk's max,
  *            sum of exponentials and unnormalised output, per query head.
- *   combine: one block per (query head, token) weighs its chunks by exp(max_s - max) in
- *            chunk order and divides by the weighed sum.
+ *   combine: the last of a token's chunk blocks to finish (a counter per token and KV head,
+ *            which it resets) weighs the chunks by exp(max_s - max) in chunk order and divides
+ *            by the weighed sum, for the query heads of its KV head: no second launch, whose
+ *            gap cost about as much as the work at short depths.
  * Decode at depth (one token, few heads) thus spreads over the multiprocessors, where one
  * block per head left most of them idle, and no buffer grows with the context except the
  * cache itself. Every step's order is fixed by the slot indices and n_ctx, never by the
@@ -54,13 +56,37 @@ static size_t chunk_smem_floats(int32_t kv_mul, int32_t hd, int32_t C, int E) {
     return (size_t)kv_mul * hd + (size_t)kv_mul * C + (size_t)groups * ATTN_HB * hd + 2 * (size_t)kv_mul;
 }
 
+/* out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s over chunks s0..s1 of token tt's
+ * partials, for the kv_mul query heads from h0, the block's threads over (head, dimension);
+ * read from L2 (__ldcg): other blocks wrote most of them */
+__device__ static void attn_combine(float *out, const float *work, int32_t n_heads, int32_t hd,
+                                    int32_t h0, int32_t kv_mul, int32_t tt, int32_t t, int32_t s0,
+                                    int32_t s1, int32_t S) {
+    const size_t wstride = (size_t)hd + 2;
+    for (int32_t idx = threadIdx.x; idx < kv_mul * hd; idx += blockDim.x) {
+        const int32_t h = h0 + idx / hd, d = idx % hd;
+        const float *w = work + ((size_t)tt * n_heads + h) * S * wstride;
+        float M = -FLT_MAX, sum = 0.0f, acc = 0.0f;
+        for (int32_t s = s0; s <= s1; s++) M = fmaxf(M, __ldcg(w + s * wstride));
+        for (int32_t s = s0; s <= s1; s++) {
+            const float e = expf(__ldcg(w + s * wstride) - M);
+            sum += e * __ldcg(w + s * wstride + 1);
+            acc += e * __ldcg(w + s * wstride + 2 + d);
+        }
+        out[(size_t)t * n_heads * hd + (size_t)h * hd + d] = acc * (1.0f / sum);
+    }
+}
+
 template <typename T, int E>
-__global__ static void attn_chunk_kernel(float *work, const float *q, const T *kc, const T *vc,
+__global__ static void attn_chunk_kernel(float *out, float *work, int32_t *counters, const float *q,
+                                         const T *kc, const T *vc,
                                          int32_t n_heads, int32_t kv_mul, int32_t hd, float scale,
                                          const int32_t *meta, const int32_t *anc,
                                          const int32_t *anc_off, int32_t window, int32_t C,
                                          int32_t S, int32_t t0) {
     extern __shared__ __align__(16) float sh[];
+    __shared__ int is_last;
+    hsd_pdl_trigger(); /* the o projection follows */
     const int32_t kvh = blockIdx.x, tt = blockIdx.y, t = t0 + tt, s = blockIdx.z, L = meta[0];
     const bool chain = anc_off == NULL;
     int32_t lo, nv;
@@ -84,6 +110,7 @@ __global__ static void attn_chunk_kernel(float *work, const float *q, const T *k
             float acc[ATTN_HB];
 #pragma unroll
             for (int hh = 0; hh < ATTN_HB; hh++) acc[hh] = 0.0f;
+#pragma unroll 4
             for (int32_t d = 0; d < hd; d += E) {
                 float k[E];
                 kv_load<T, E>(kr, d, k);
@@ -130,7 +157,25 @@ __global__ static void attn_chunk_kernel(float *work, const float *q, const T *k
             for (int hh = 0; hh < ATTN_HB; hh++)
 #pragma unroll
                 for (int e = 0; e < E; e++) acc[hh][e] = 0.0f;
-            for (int32_t i = g; i < cnt; i += G) {
+            /* four rows' loads in flight at a time (a row's latency, not its bytes, is
+             * what a short chunk waits on); the terms are added in slot order either way */
+            int32_t i = g;
+            for (; i + 3 * G < cnt; i += 4 * G) {
+                float v[4][E];
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    kv_load<T, E>(vc + (size_t)visible_slot(a + i + u * G, L, t, chain, anc, anc_off) * kv_dim + koff, d0, v[u]);
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+#pragma unroll
+                    for (int hh = 0; hh < ATTN_HB; hh++) {
+                        if (hh >= nh) break;
+                        const float w = ps[(size_t)(h0 + hh) * C + i + u * G];
+#pragma unroll
+                        for (int e = 0; e < E; e++) acc[hh][e] = fmaf(w, v[u][e], acc[hh][e]);
+                    }
+            }
+            for (; i < cnt; i += G) {
                 const T *vr = vc + (size_t)visible_slot(a + i, L, t, chain, anc, anc_off) * kv_dim + koff;
                 float v[E];
                 kv_load<T, E>(vr, d0, v);
@@ -158,30 +203,25 @@ __global__ static void attn_chunk_kernel(float *work, const float *q, const T *k
         }
         __syncthreads();
     }
-}
 
-/* out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s over the token's chunks, in order */
-__global__ static void attn_combine_kernel(float *out, const float *work, int32_t n_heads,
-                                           int32_t hd, const int32_t *meta,
-                                           const int32_t *anc_off, int32_t window, int32_t C,
-                                           int32_t S, int32_t t0) {
-    hsd_pdl_trigger(); /* the o projection follows */
-    const int32_t h = blockIdx.x, tt = blockIdx.y, t = t0 + tt;
-    int32_t lo, nv;
-    visible_range(t, meta[0], anc_off, window, &lo, &nv);
+    /* the token's last chunk block to finish combines them: each thread's partials made
+     * visible device-wide, then one arrival per block; a token with one chunk needs no count */
     const int32_t s0 = lo / C, s1 = (nv - 1) / C;
-    const size_t wstride = (size_t)hd + 2;
-    const float *w = work + ((size_t)tt * n_heads + h) * S * wstride;
-    float M = -FLT_MAX, sum = 0.0f;
-    for (int32_t s = s0; s <= s1; s++) M = fmaxf(M, w[s * wstride]);
-    for (int32_t s = s0; s <= s1; s++) sum += expf(w[s * wstride] - M) * w[s * wstride + 1];
-    const float inv = 1.0f / sum;
-    float *o = out + (size_t)t * n_heads * hd + (size_t)h * hd;
-    for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int32_t s = s0; s <= s1; s++) acc += expf(w[s * wstride] - M) * w[s * wstride + 2 + d];
-        o[d] = acc * inv;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (s0 == s1) {
+            is_last = 1;
+        } else {
+            int32_t *c = counters + (size_t)tt * (n_heads / kv_mul) + kvh;
+            is_last = atomicAdd(c, 1) == s1 - s0;
+            if (is_last) *c = 0; /* every other block of this call has arrived: ready for the next */
+        }
     }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    attn_combine(out, work, n_heads, hd, kvh * kv_mul, kv_mul, tt, t, s0, s1, S);
 }
 
 template <typename T, int E>
@@ -200,14 +240,22 @@ cudaError_t hsd_cuda_attn_prepare(int bytes) {
 }
 
 template <typename T, int E>
-static void launch_chunks(hsd_cuda *cu, dim3 grid, size_t smem, float *work, const float *q,
+static void launch_chunks(hsd_cuda *cu, dim3 grid, size_t smem, float *out, float *work,
+                          int32_t *counters, const float *q,
                           const void *kc, const void *vc, int32_t n_heads, int32_t kv_mul,
                           int32_t hd, float scale, const int32_t *meta, const int32_t *anc,
                           const int32_t *anc_off, int32_t window, int32_t C, int32_t S,
                           int32_t t0) {
     attn_chunk_kernel<T, E><<<grid, ATTN_THREADS, smem, cu->stream>>>(
-        work, q, (const T *)kc, (const T *)vc, n_heads, kv_mul, hd, scale, meta, anc, anc_off,
+        out, work, counters, q, (const T *)kc, (const T *)vc, n_heads, kv_mul, hd, scale, meta, anc, anc_off,
         window, C, S, t0);
+}
+
+extern "C" hsd_status hsd_cuda_attn_work_init(hsd_cuda *cu, void *d_work, size_t work_bytes) {
+    HSD_CU_NEED(cu, "attn_work_init");
+    if (!d_work) return hsd_error(HSD_ERR_INVALID_ARG, "cuda attn_work_init: NULL buffer");
+    HSD_CU(cudaMemsetAsync(d_work, 0, work_bytes, cu->stream));
+    return HSD_OK;
 }
 
 extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q,
@@ -238,12 +286,16 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
                          "need %zu bytes of shared memory, the device has %d per block (context %d)",
                          C, kv_mul, smem, cu->max_smem, shape->n_ctx);
     const float scale = 1.0f / sqrtf((float)hd);
-    const int32_t TB = work_bytes / per_tok < (size_t)n ? (int32_t)(work_bytes / per_tok) : n;
+    /* the tokens a group may hold: the counters for that many first, then their partials */
+    int32_t TB = hsd_cuda_attn_work_tokens(shape, work_bytes);
+    if (TB > n) TB = n;
+    int32_t *counters = (int32_t *)d_work;
+    float *partials = (float *)((uint8_t *)d_work + hsd_cuda_attn_counter_bytes(shape, hsd_cuda_attn_work_tokens(shape, work_bytes)));
     for (int32_t t0 = 0; t0 < n; t0 += TB) {
         const int32_t nt = n - t0 < TB ? n - t0 : TB;
         const dim3 grid(shape->n_kv_heads, nt, S);
 #define HSD_ATTN_LAUNCH(T)                                                                         \
-    (E == 8 ? launch_chunks<T, 8> : launch_chunks<T, 2>)(cu, grid, smem, (float *)d_work, d_q,      \
+    (E == 8 ? launch_chunks<T, 8> : launch_chunks<T, 2>)(cu, grid, smem, d_out, partials, counters, d_q, \
                                                          d_kcache, d_vcache, shape->n_heads,       \
                                                          kv_mul, hd, scale, d_meta, d_anc,         \
                                                          d_anc_off, shape->window, C, S, t0)
@@ -254,11 +306,7 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
         else
             HSD_ATTN_LAUNCH(float);
 #undef HSD_ATTN_LAUNCH
-        HSD_CU_LAUNCHED("attention chunks");
-        attn_combine_kernel<<<dim3(shape->n_heads, nt), ATTN_THREADS, 0, cu->stream>>>(
-            d_out, (const float *)d_work, shape->n_heads, hd, d_meta, d_anc_off, shape->window,
-            C, S, t0);
-        HSD_CU_LAUNCHED("attention combine");
+        HSD_CU_LAUNCHED("attention");
     }
     return HSD_OK;
 }

@@ -3,6 +3,8 @@
  * on a machine without one). */
 #include "kernels/cuda_ops.h"
 
+#include <stdint.h>
+
 #include "lib/base/error.h"
 
 hsd_status hsd_cuda_check_mat(const char *what, const hsd_mat *w) {
@@ -64,11 +66,24 @@ int32_t hsd_cuda_attn_chunk(int32_t n_ctx) {
     return (int32_t)(c > HSD_CUDA_ATTN_MIN_CHUNK ? c : HSD_CUDA_ATTN_MIN_CHUNK);
 }
 
-/* per token and query head, per chunk: the running max, the sum and head_dim output floats */
+/* per token: a counter per KV head (the region rounded up to 256 bytes), then per query head
+ * and chunk the running max, the sum and head_dim output floats */
+size_t hsd_cuda_attn_counter_bytes(const hsd_cuda_attn_shape *s, int32_t n) {
+    if (!s || n <= 0 || s->n_kv_heads <= 0) return 0;
+    return ((size_t)n * s->n_kv_heads * sizeof(int32_t) + 255) / 256 * 256;
+}
 size_t hsd_cuda_attn_work_bytes(const hsd_cuda_attn_shape *s, int32_t n) {
-    if (!s || n <= 0 || s->n_ctx <= 0 || s->n_heads <= 0 || s->head_dim <= 0) return 0;
+    if (!s || n <= 0 || s->n_ctx <= 0 || s->n_heads <= 0 || s->n_kv_heads <= 0 || s->head_dim <= 0) return 0;
     const int32_t C = hsd_cuda_attn_chunk(s->n_ctx), S = (s->n_ctx + C - 1) / C;
-    return (size_t)n * s->n_heads * S * (s->head_dim + 2) * sizeof(float);
+    return hsd_cuda_attn_counter_bytes(s, n) + (size_t)n * s->n_heads * S * (s->head_dim + 2) * sizeof(float);
+}
+int32_t hsd_cuda_attn_work_tokens(const hsd_cuda_attn_shape *s, size_t work_bytes) {
+    const size_t one = hsd_cuda_attn_work_bytes(s, 1);
+    if (!one || work_bytes < one) return 0;
+    int64_t t = (int64_t)(work_bytes / (one - hsd_cuda_attn_counter_bytes(s, 1) + s->n_kv_heads * sizeof(int32_t)));
+    if (t > INT32_MAX) t = INT32_MAX;
+    while (t > 1 && hsd_cuda_attn_work_bytes(s, (int32_t)t) > work_bytes) t--;
+    return t < 1 ? 1 : (int32_t)t;
 }
 
 hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, const void *d_out,

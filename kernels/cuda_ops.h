@@ -165,11 +165,16 @@ hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
  * d_work, and a second kernel combines a token's chunks in order. So decode at depth keeps
  * the device's multiprocessors busy, the context is not bounded by shared memory, and a
  * row's result depends only on its query and visible slots (the chunk boundaries are fixed
- * by n_ctx): bit-identical alone, in any batch and as a tree path. d_work holds at least
- * hsd_cuda_attn_work_bytes(shape, 1) bytes; with less than n tokens' worth, the tokens go
- * through in groups that fit. */
+ * by n_ctx): bit-identical alone, in any batch and as a tree path. The last of a token's
+ * chunk blocks to finish combines them (a counter per token and KV head in d_work, reset by
+ * that block). d_work holds at least hsd_cuda_attn_work_bytes(shape, 1) bytes and was zeroed
+ * once by hsd_cuda_attn_work_init; with less than n tokens' worth, the tokens go through in
+ * groups that fit (hsd_cuda_attn_work_tokens). */
 int32_t hsd_cuda_attn_chunk(int32_t n_ctx);
 size_t hsd_cuda_attn_work_bytes(const hsd_cuda_attn_shape *shape, int32_t n);
+size_t hsd_cuda_attn_counter_bytes(const hsd_cuda_attn_shape *shape, int32_t n);
+int32_t hsd_cuda_attn_work_tokens(const hsd_cuda_attn_shape *shape, size_t work_bytes);
+hsd_status hsd_cuda_attn_work_init(hsd_cuda *cu, void *d_work, size_t work_bytes);
 hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, const void *d_kcache,
                               const void *d_vcache, const hsd_cuda_attn_shape *shape, int32_t n,
                               const int32_t *d_meta, const int32_t *d_anc,

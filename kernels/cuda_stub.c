@@ -176,6 +176,12 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
                                             d_anc_off == NULL, d_anc);
     return s != HSD_OK ? s : NO_CUDA("attention");
 }
+hsd_status hsd_cuda_attn_work_init(hsd_cuda *cu, void *d_work, size_t work_bytes) {
+    (void)work_bytes;
+    if (!cu || !d_work)
+        return hsd_error(HSD_ERR_INVALID_ARG, "cuda attn_work_init: NULL %s", cu ? "buffer" : "device handle");
+    return NO_CUDA("attn_work_init");
+}
 hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers, int32_t n_ctx,
                             size_t row_bytes, int32_t base, const int32_t *d_keep, int32_t n_keep) {
     (void)cu, (void)n_ctx, (void)base, (void)d_keep, (void)n_keep;

@@ -584,6 +584,7 @@ static hsd_status cm_upload_all(cuda_model *m, const hsd_transformer *tf,
     const hsd_cuda_attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, m->n_ctx, 0, m->kv_type};
     m->attn_work_bytes = hsd_cuda_attn_work_bytes(&shape, m->n_ctx < CM_ATTN_TOKENS ? m->n_ctx : CM_ATTN_TOKENS);
     TRY(hsd_cuda_alloc(m->cu, m->attn_work_bytes, &m->attn_work));
+    TRY(hsd_cuda_attn_work_init(m->cu, m->attn_work, m->attn_work_bytes));
     return hsd_cuda_sync(m->cu);
 }
 

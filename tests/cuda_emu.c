@@ -300,6 +300,11 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
     free(att), free(kr);
     return HSD_OK;
 }
+hsd_status hsd_cuda_attn_work_init(hsd_cuda *cu, void *d_work, size_t work_bytes) {
+    (void)cu;
+    memset(d_work, 0, work_bytes);
+    return HSD_OK;
+}
 hsd_status hsd_cuda_kv_keep(hsd_cuda *cu, void *d_cache, int32_t n_layers, int32_t n_ctx,
                             size_t row_bytes, int32_t base, const int32_t *d_keep, int32_t n_keep) {
     (void)cu;

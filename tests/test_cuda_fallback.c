@@ -250,10 +250,19 @@ static void test_kernel_argument_checks(void **state) {
     assert_int_equal(hsd_cuda_attn_chunk(8192), 128);
     assert_int_equal(hsd_cuda_attn_chunk(8193), 256);
     assert_int_equal(hsd_cuda_attn_chunk(131072), 2048);
-    assert_int_equal(hsd_cuda_attn_work_bytes(&ok, 3), (size_t)3 * 8 * 1 * (64 + 2) * sizeof(float));
+    /* 3 tokens x 4 KV heads of counters (a 256-byte region), then 3 x 8 heads x 1 chunk */
+    assert_int_equal(hsd_cuda_attn_work_bytes(&ok, 3), 256 + (size_t)3 * 8 * 1 * (64 + 2) * sizeof(float));
     hsd_cuda_attn_shape deep = ok;
     deep.n_ctx = 131072;
-    assert_int_equal(hsd_cuda_attn_work_bytes(&deep, 1), (size_t)8 * 64 * (64 + 2) * sizeof(float));
+    assert_int_equal(hsd_cuda_attn_work_bytes(&deep, 1), 256 + (size_t)8 * 64 * (64 + 2) * sizeof(float));
+    /* the tokens a buffer holds: every size from one token's to 70 tokens' */
+    for (int32_t t = 1; t <= 70; t++) {
+        size_t b = hsd_cuda_attn_work_bytes(&deep, t);
+        assert_int_equal(hsd_cuda_attn_work_tokens(&deep, b), t);
+        assert_int_equal(hsd_cuda_attn_work_tokens(&deep, b - 1), t - 1);
+    }
+    assert_int_equal(hsd_cuda_attn_work_tokens(&deep, 100), 0);
+    assert_int_equal(hsd_cuda_attn_work_init(NULL, fake, 64), HSD_ERR_INVALID_ARG);
 
     assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f),
                      HSD_ERR_INVALID_ARG);
