@@ -94,6 +94,9 @@ __global__ static void attn_chunk_kernel(float *out, float *work, int32_t *count
     const int32_t a = s * C > lo ? s * C : lo, b = s * C + C < nv ? s * C + C : nv;
     if (a >= b) return; /* a chunk the token does not see: the combine skips it */
     const int32_t cnt = b - a, q_dim = n_heads * hd, kv_dim = (n_heads / kv_mul) * hd;
+    /* the token's chunks; with one, this block writes the output itself */
+    const int32_t s0 = lo / C, s1 = (nv - 1) / C;
+    const bool one = s0 == s1;
     const int32_t per_row = hd / E, G = ATTN_THREADS / per_row;
     float *qs = sh, *ps = qs + (size_t)kv_mul * hd, *red = ps + (size_t)kv_mul * C;
     float *ml = red + (size_t)G * ATTN_HB * hd;
@@ -197,26 +200,26 @@ __global__ static void attn_chunk_kernel(float *out, float *work, int32_t *count
             const int32_t hh = idx / hd, d = idx % hd, h = kvh * kv_mul + h0 + hh;
             float o = 0.0f;
             for (int32_t k = 0; k < G; k++) o += red[((size_t)k * ATTN_HB + hh) * hd + d];
+            if (one) { /* the combine of one chunk: weight expf(0) = 1, so o * (1 / l) exactly */
+                out[(size_t)t * q_dim + (size_t)h * hd + d] = o * (1.0f / ml[2 * (h0 + hh) + 1]);
+                continue;
+            }
             float *w = work + ((size_t)tt * n_heads + h) * S * wstride + (size_t)s * wstride;
             w[2 + d] = o;
             if (d == 0) w[0] = ml[2 * (h0 + hh)], w[1] = ml[2 * (h0 + hh) + 1];
         }
         __syncthreads();
     }
+    if (one) return;
 
     /* the token's last chunk block to finish combines them: each thread's partials made
-     * visible device-wide, then one arrival per block; a token with one chunk needs no count */
-    const int32_t s0 = lo / C, s1 = (nv - 1) / C;
+     * visible device-wide, then one arrival per block */
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (s0 == s1) {
-            is_last = 1;
-        } else {
-            int32_t *c = counters + (size_t)tt * (n_heads / kv_mul) + kvh;
-            is_last = atomicAdd(c, 1) == s1 - s0;
-            if (is_last) *c = 0; /* every other block of this call has arrived: ready for the next */
-        }
+        int32_t *c = counters + (size_t)tt * (n_heads / kv_mul) + kvh;
+        is_last = atomicAdd(c, 1) == s1 - s0;
+        if (is_last) *c = 0; /* every other block of this call has arrived: ready for the next */
     }
     __syncthreads();
     if (!is_last) return;
