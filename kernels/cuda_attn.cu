@@ -1,6 +1,6 @@
 /* Multi-token and tree-masked attention over the device KV cache, split over positions
  * (flash decoding; the reference is attn_task in models/layer.c, and kernels/cuda_ops.h has
- * the contract). Two kernels:
+ * the contract). One kernel, in two steps:
  *   chunk:   one block per (KV head, token, chunk of hsd_cuda_attn_chunk(n_ctx) visible
  *            slots). The query heads that share the KV head go together, so each key and
  *            value is read once for all of them (GQA). Scores: a thread per slot, reading the
@@ -10,8 +10,10 @@
  *            sum of exponentials and unnormalised output, per query head.
  *   combine: the last of a token's chunk blocks to finish (a counter per token and KV head,
  *            which it resets) weighs the chunks by exp(max_s - max) in chunk order and divides
- *            by the weighed sum, for the query heads of its KV head: no second launch, whose
- *            gap cost about as much as the work at short depths.
+ *            by the weighed sum, for the query heads of its KV head, so there is no second
+ *            launch; a token with one chunk has its block write the output directly, the same
+ *            arithmetic with weight 1. (A separate combine kernel measured the same on an
+ *            H200: bench/notes/gpu_h200_session21.md.)
  * Decode at depth (one token, few heads) thus spreads over the multiprocessors, where one
  * block per head left most of them idle, and no buffer grows with the context except the
  * cache itself. Every step's order is fixed by the slot indices and n_ctx, never by the
