@@ -162,7 +162,7 @@ hsd_status hsd_cuda_qkv_post(hsd_cuda *cu, const float *d_qkv, int32_t n,
  * hsd_cuda_attn_chunk(n_ctx) (slot i holds position i: the cache, then the new tokens it
  * sees), one block per (KV head, token, chunk) reading each key and value once for all the
  * query heads that share the KV head; each chunk's max, sum and unnormalised output go to
- * d_work, and a second kernel combines a token's chunks in order. So decode at depth keeps
+ * d_work, and the token's chunks are then combined in order. So decode at depth keeps
  * the device's multiprocessors busy, the context is not bounded by shared memory, and a
  * row's result depends only on its query and visible slots (the chunk boundaries are fixed
  * by n_ctx): bit-identical alone, in any batch and as a tree path. The last of a token's
