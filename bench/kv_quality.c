@@ -39,7 +39,7 @@ static int argmax(const float *x, int32_t n) {
 
 static hsd_model *load(const char *path, hsd_kv_type kv, bool no_rot, int32_t ctx) {
     hsd_model_params p = hsd_model_default_params();
-    /* the CPU backend: the CUDA one keeps its own F32 cache whatever kv_type says */
+    /* the CPU backend: the CUDA one has no Q8_0 / Q4_0 kernels and keeps F16 for them */
     p.kv_type = kv, p.kv_no_rotate = no_rot, p.n_ctx = ctx, p.backend = HSD_BACKEND_CPU;
     hsd_model *m = NULL;
     if (hsd_model_load(path, &p, &m) != HSD_OK) fprintf(stderr, "kv_quality: %s\n", hsd_last_error());

@@ -278,12 +278,13 @@ typedef struct hsd_model_params {
     /* CUDA only: comparisons against the tuned defaults (all zero). The library reads no
      * environment; the CLI maps HSD_CUDA_* onto these (docs/CLI.md). */
     hsd_cuda_options cuda;
-    /* Element type of the CPU KV cache: F16 (default, as llama.cpp's), BF16, F32 (exact
+    /* Element type of the KV cache: F16 (default, as llama.cpp's), BF16, F32 (exact
      * keys and values, twice the memory and the attention's reads), Q8_0 (llama.cpp's
      * q8_0 cache: per 32 elements an fp16 scale and 32 int8, about half F16's memory and
      * reads) or Q4_0 (llama.cpp's q4_0 cache: an fp16 scale and 32 4-bit quants, about a
      * quarter; keys and values to 4 bits, so outputs move more than with Q8_0). The CUDA
-     * backend keeps its own F32 cache whatever this says. The CLI: --kv-type. */
+     * backend keeps F16, BF16 or F32 on the device as asked, and F16 for Q8_0 and Q4_0
+     * (no device kernels), with a log notice. The CLI: --kv-type. */
     hsd_kv_type kv_type;
     /* Unused (0). The previous release ended at kv_type with 4 bytes of padding (sizeof 56);
      * this fills them so that kv_no_rotate starts past 56 and the size prefix tells an older
