@@ -273,12 +273,7 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
                                             d_anc_off == NULL, d_anc);
     if (s != HSD_OK) return s;
     HSD_CU_NEED(cu, "attention");
-    const size_t per_tok = hsd_cuda_attn_work_bytes(shape, 1);
-    if (!d_work || work_bytes < per_tok)
-        return hsd_error(HSD_ERR_INVALID_ARG,
-                         "cuda attention: a work buffer of %zu bytes (at least %zu: one token's "
-                         "chunks, hsd_cuda_attn_work_bytes)",
-                         d_work ? work_bytes : 0, per_tok);
+    if ((s = hsd_cuda_check_attn_work(shape, d_work, work_bytes)) != HSD_OK) return s;
     const int32_t hd = shape->head_dim, kv_mul = shape->n_heads / shape->n_kv_heads;
     const int E = hd % 8 == 0 ? 8 : 2;
     if (hd / E > ATTN_THREADS)
@@ -292,10 +287,9 @@ extern "C" hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float
                          C, kv_mul, smem, cu->max_smem, shape->n_ctx);
     const float scale = 1.0f / sqrtf((float)hd);
     /* the tokens a group may hold: the counters for that many first, then their partials */
-    int32_t TB = hsd_cuda_attn_work_tokens(shape, work_bytes);
-    if (TB > n) TB = n;
+    const int32_t cap = hsd_cuda_attn_work_tokens(shape, work_bytes), TB = cap < n ? cap : n;
     int32_t *counters = (int32_t *)d_work;
-    float *partials = (float *)((uint8_t *)d_work + hsd_cuda_attn_counter_bytes(shape, hsd_cuda_attn_work_tokens(shape, work_bytes)));
+    float *partials = (float *)((uint8_t *)d_work + hsd_cuda_attn_counter_bytes(shape, cap));
     for (int32_t t0 = 0; t0 < n; t0 += TB) {
         const int32_t nt = n - t0 < TB ? n - t0 : TB;
         const dim3 grid(shape->n_kv_heads, nt, S);

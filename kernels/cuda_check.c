@@ -108,6 +108,16 @@ hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, con
     return HSD_OK;
 }
 
+hsd_status hsd_cuda_check_attn_work(const hsd_cuda_attn_shape *s, const void *d_work, size_t work_bytes) {
+    const size_t one = hsd_cuda_attn_work_bytes(s, 1);
+    if (!d_work || work_bytes < one)
+        return hsd_error(HSD_ERR_INVALID_ARG,
+                         "cuda attention: a work buffer of %zu bytes (at least %zu: one token's "
+                         "chunks, hsd_cuda_attn_work_bytes)",
+                         d_work ? work_bytes : 0, one);
+    return HSD_OK;
+}
+
 hsd_status hsd_cuda_check_rows(const char *what, const void *d_ptr, int64_t n_rows, int64_t cols) {
     if (!d_ptr) return hsd_error(HSD_ERR_INVALID_ARG, "cuda %s: NULL pointer", what);
     if (n_rows <= 0 || cols <= 0)

@@ -226,6 +226,8 @@ hsd_status hsd_cuda_check_matmul(const hsd_mat *w, const void *d_out, int32_t ld
 hsd_status hsd_cuda_check_attention(const hsd_cuda_attn_shape *s, int32_t n, const void *d_out,
                                     const void *d_q, const void *d_k, const void *d_v,
                                     const void *d_meta, bool chain, const void *d_anc);
+/* The attention's work buffer: present and at least one token's chunks. */
+hsd_status hsd_cuda_check_attn_work(const hsd_cuda_attn_shape *s, const void *d_work, size_t work_bytes);
 hsd_status hsd_cuda_check_topk(const void *d_idx, const void *d_x, int32_t V, int32_t k);
 hsd_status hsd_cuda_check_rows(const char *what, const void *d_ptr, int64_t n_rows, int64_t cols);
 

@@ -269,9 +269,7 @@ hsd_status hsd_cuda_attention(hsd_cuda *cu, float *d_out, const float *d_q, cons
     hsd_status st = hsd_cuda_check_attention(shape, n, d_out, d_q, d_kcache, d_vcache, d_meta,
                                              d_anc_off == NULL, d_anc);
     if (st != HSD_OK) return st;
-    if (!d_work || work_bytes < hsd_cuda_attn_work_bytes(shape, 1))
-        return hsd_error(HSD_ERR_INVALID_ARG, "host device attention: work buffer of %zu bytes, need %zu",
-                         work_bytes, hsd_cuda_attn_work_bytes(shape, 1));
+    if ((st = hsd_cuda_check_attn_work(shape, d_work, work_bytes)) != HSD_OK) return st;
     const int32_t hd = shape->head_dim, L = d_meta[0], kv_mul = shape->n_heads / shape->n_kv_heads;
     const int32_t q_dim = shape->n_heads * hd, kv_dim = shape->n_kv_heads * hd;
     const hsd_dtype kt = shape->kv_type;

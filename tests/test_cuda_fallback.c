@@ -262,6 +262,11 @@ static void test_kernel_argument_checks(void **state) {
         assert_int_equal(hsd_cuda_attn_work_tokens(&deep, b - 1), t - 1);
     }
     assert_int_equal(hsd_cuda_attn_work_tokens(&deep, 100), 0);
+    /* a missing or short work buffer is named with the size it needs */
+    assert_int_equal(hsd_cuda_check_attn_work(&deep, fake, hsd_cuda_attn_work_bytes(&deep, 1) - 1), HSD_ERR_INVALID_ARG);
+    assert_non_null(strstr(hsd_last_error(), "work buffer"));
+    assert_int_equal(hsd_cuda_check_attn_work(&deep, NULL, 1 << 20), HSD_ERR_INVALID_ARG);
+    assert_int_equal(hsd_cuda_check_attn_work(&deep, fake, hsd_cuda_attn_work_bytes(&deep, 1)), HSD_OK);
     assert_int_equal(hsd_cuda_attn_work_init(NULL, fake, 64), HSD_ERR_INVALID_ARG);
 
     assert_int_equal(hsd_cuda_rmsnorm(NULL, fake, fake, fake, NULL, 0, 64, 1e-5f),
