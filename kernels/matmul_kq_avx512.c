@@ -68,10 +68,14 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
-            if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
+            /* the weights' prefetch: a quarter block at once, or on AMD from 2 tokens Q4_K's
+             * lines spread over its sub-blocks (spread_pf, below) */
+            const int spread = mul && !five && T > 1;
+            if (pf && !spread) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
             if (pft && c == 0) hsd_kq_prefetch(tail, pft, 5);
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
+                if (pf && spread) hsd_kq_prefetch(wp + (size_t)c * (W / 4) + (size_t)hs * (W / 8), pf, 4);
                 __m512i w[8];
                 UNROLL for (int v = 0; v < 8; v++)
                     w[v] = _mm512_and_si512(hs ? _mm512_srli_epi16(ld(wq + 64 * v), 4) : ld(wq + 64 * v), low);
@@ -146,11 +150,13 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
-            if (pf) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
+            const int spread = mul && T > 1; /* as in tile45 */
+            if (pf && !spread) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
             if (pft && h == 0) hsd_kq_prefetch(tail, pft, 5);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;
+                    if (pf && spread) hsd_kq_prefetch(wp + (size_t)h * 1536 + 192 * (4 * hi + kk), pf, 3);
                     __m512i w[4];
                     UNROLL for (int i = 0; i < 4; i++) w[i] = hsd_kq6_quants(ql, qh, hi, kk, i);
                     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * k));

@@ -13,8 +13,13 @@
 
 /* The k-quant kernels' weight prefetch, both levels: `lines` cache lines from `dist` bytes past
  * p into L2, issued a quarter (Q4_K/Q5_K, AMX Q6_K) or a half (AVX-512 Q6_K) of a block at a
- * time between the block's steps (groups of a packed copy follow each other). The distance
- * depends on the vendor (hsd_kqp_rows picks it by hsd_kqp_tuning_amd, matmul_kq.h):
+ * time between the block's steps (groups of a packed copy follow each other). On AMD, from 2
+ * tokens, the AVX-512 Q4_K and Q6_K tiles spread them instead over the block's sub-blocks (4
+ * and 3 lines each): with a sub-block's arithmetic between them the stream keeps up where a
+ * burst of 8 or 24 lines stalled (Zen 4, one thread from memory: Q6_K 8 tokens -8%, 16 -7%,
+ * Q4_K 16 tokens -5%, bench/notes/kquant_packed.md session 22; one token stays a burst, Intel
+ * unchanged: not measured there). The distance depends on the vendor (hsd_kqp_rows picks it
+ * by hsd_kqp_tuning_amd, matmul_kq.h):
  * - Intel, measured on a Sapphire Rapids VM (bench/notes/kquant_packed.md): 12 KB ahead into
  *   L1, the Q8_0 kernel's first setting, made forward(1) of the Q4_K_M 1B file 7% and
  *   forward(8) 6-9% slower than 4 KB into L2 (session 15); the AMX kernels' burst of a whole
