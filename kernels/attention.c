@@ -5,6 +5,7 @@
 #include "kernels/attention.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/cpu_features.h"
@@ -32,6 +33,28 @@ size_t hsd_attn_row_bytes(hsd_dtype type, int32_t hd) {
  * 192 bytes a pair, so every part stays 64-byte aligned. */
 static size_t attn_q8_stride(int32_t hd) {
     return (size_t)(hd + 2 * HSD_ATTN_Q8_BLOCK - 1) / (2 * HSD_ATTN_Q8_BLOCK) * 192;
+}
+
+/* The float caches' prefetch on AMD (kernels/attention_body.h): ATTN_PF_AHEAD blocks ahead
+ * (16 KB of keys and 16 KB of values at the qwen3 shape's 256-byte rows), hint T1 (L2).
+ * Measured on Zen 4 (one thread, F16, depth 2,048, every layer's cache from memory, min of 5
+ * interleaved rounds; bench/notes/attention.md session 22): qwen3-0.6b shape 22.1 ms with
+ * the block bursts, 14.5 with this, 16.1 with T2, 17.5 three blocks ahead, 25.6 two blocks
+ * ahead into L1; the 1B shape 7.2 against 6.3. */
+#define ATTN_PF_AHEAD 4
+#define ATTN_PF_LOC 2
+
+static atomic_int attn_spread = -1;
+
+void hsd_attn_prefetch_set(int spread) {
+    atomic_store_explicit(&attn_spread, spread < 0 ? -1 : spread > 0, memory_order_relaxed);
+}
+
+/* The spread prefetch where it was measured (AMD), unless a test forced either form: Intel
+ * keeps the block bursts that sessions 12-16 measured there. */
+static bool attn_spread_on(void) {
+    const int s = atomic_load_explicit(&attn_spread, memory_order_relaxed);
+    return s < 0 ? hsd_cpu_features_get()->amd : s > 0;
 }
 
 size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows) {

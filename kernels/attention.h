@@ -116,6 +116,11 @@ size_t hsd_attn_scratch_floats(int32_t hd, int32_t n_rows);
 void hsd_attn_rows(const hsd_attn_kv *kv, const hsd_attn_row *rows, int32_t n_rows, float scale,
                    float softcap, float *scratch);
 
+/* A test hook: 1 forces the float caches' prefetch spread over the score and value loops (the
+ * AMD form, kernels/attention.c), 0 the block-start bursts, -1 (the default) picks by the
+ * CPU's vendor. Prefetches only: a row's output is the same bits either way. */
+void hsd_attn_prefetch_set(int spread);
+
 /* Stores n fp32 values as the cache type (round to nearest even; Q8_0 and Q4_0: the n values
  * are one row, quantised per block of 32 as llama.cpp does, laid out as above). */
 void hsd_attn_store(hsd_dtype type, void *dst, const float *src, int32_t n);

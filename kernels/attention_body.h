@@ -39,10 +39,13 @@ ATTR static float CAT(exp_one, SFX)(float x) {
 ATTR static inline __attribute__((always_inline)) void
 CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
                    const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1, float scale,
-                   float *const *s) {
+                   float *const *s, uintptr_t pf, size_t rb) {
     const VT sc = VSET1(scale);
     const int P = W / R;
     for (int32_t j = j0; j < j1; j += P) {
+        if (pf)
+            for (int p = 0; p < P; p++)
+                for (size_t o = 0; o < rb; o += 64) __builtin_prefetch((const void *)(pf + (size_t)(j + p) * rb + o), 0, ATTN_PF_LOC);
         VT a[W];
 #pragma GCC unroll 16
         for (int32_t i = 0; i < W; i++) a[i] = VZERO;
@@ -66,7 +69,7 @@ CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
 /* scores_t with the type and the group size as constants (R a power of two dividing W) */
 #define SCORES_R(t, R)                                                                        \
     case R:                                                                                   \
-        CAT(scores_t, SFX)(t, R, q, kp, hd, j0, j1, scale, s);                                \
+        CAT(scores_t, SFX)(t, R, q, kp, hd, j0, j1, scale, s, pf, rb);                        \
         return
 #if W >= 16
 #define SCORES_TYPE(t) switch (R) { SCORES_R(t, 1); SCORES_R(t, 2); SCORES_R(t, 4); SCORES_R(t, 8); SCORES_R(t, 16); }
@@ -89,7 +92,7 @@ CAT(scores_t, SFX)(const hsd_dtype t, const int R, const float *const *q,
  * no Q8_0 copy of these loops is built. */
 ATTR static void CAT(scores, SFX)(hsd_dtype t, int R, const float *const *q,
                                   const uint8_t *const *kp, int32_t hd, int32_t j0, int32_t j1,
-                                  float scale, float *const *s) {
+                                  float scale, float *const *s, uintptr_t pf, size_t rb) {
     switch (t) {
     case HSD_DT_F16: SCORES_TYPE(HSD_DT_F16); break;
     case HSD_DT_BF16: SCORES_TYPE(HSD_DT_BF16); break;
@@ -141,16 +144,22 @@ CAT(accum_pos, SFX)(const hsd_dtype t, const int R, const int S, VT (*a)[8], flo
  * row's own range in the block, never on what else shares the call. */
 ATTR static inline __attribute__((always_inline)) void
 CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *const *p,
-                  const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
+                  const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1, uintptr_t pf, size_t rb) {
     const int32_t nv = hd / W;
     int32_t v0 = 0;
+    /* the stream ahead: once per position, with the first pass over the dimension */
+#define ACC_PF(j) \
+    do { if (pf && v0 == 0) for (size_t o_ = 0; o_ < rb; o_ += 64) __builtin_prefetch((const void *)(pf + (size_t)(j) * rb + o_), 0, ATTN_PF_LOC); } while (0)
     for (; v0 + 8 <= nv; v0 += 8) {
         VT a[2][8];
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
             for (int u = 0; u < 8; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W);
-        for (int32_t j = j0; j < j1; j++) CAT(accum_pos, SFX)(t, R, 8, a, p, vp[j], hd, j, v0);
+        for (int32_t j = j0; j < j1; j++) {
+            ACC_PF(j);
+            CAT(accum_pos, SFX)(t, R, 8, a, p, vp[j], hd, j, v0);
+        }
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
@@ -164,6 +173,8 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
             for (int u = 0; u < 4; u++) a[r][u] = VLOAD(out[r] + (v0 + u) * W), b[r][u] = VZERO;
         int32_t j = j0;
         for (; j + 1 < j1; j += 2) {
+            ACC_PF(j);
+            ACC_PF(j + 1);
             VT va[4], vb[4];
             CAT(vload, SFX)(t, 4, va, vp[j], hd, v0);
             CAT(vload, SFX)(t, 4, vb, vp[j + 1], hd, v0);
@@ -177,7 +188,10 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
                 }
             }
         }
-        if (j < j1) CAT(accum_pos, SFX)(t, R, 4, a, p, vp[j], hd, j, v0);
+        if (j < j1) {
+            ACC_PF(j);
+            CAT(accum_pos, SFX)(t, R, 4, a, p, vp[j], hd, j, v0);
+        }
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -189,6 +203,7 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++) a[r] = VLOAD(out[r] + v0 * W);
         for (int32_t j = j0; j < j1; j++) {
+            ACC_PF(j);
             const VT v = KLOAD(t, vp[j], hd, v0 * W);
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) a[r] = VFMA(VSET1(p[r][j]), v, a[r]);
@@ -198,11 +213,13 @@ CAT(accum_t, SFX)(const hsd_dtype t, const int R, float *const *out, float *cons
     }
 }
 
+#undef ACC_PF
 #define ACCUM_TYPE(t)                                                                         \
-    if (R == 2) CAT(accum_t, SFX)(t, 2, out, p, vp, hd, j0, j1);                              \
-    else CAT(accum_t, SFX)(t, 1, out, p, vp, hd, j0, j1)
+    if (R == 2) CAT(accum_t, SFX)(t, 2, out, p, vp, hd, j0, j1, pf, rb);                      \
+    else CAT(accum_t, SFX)(t, 1, out, p, vp, hd, j0, j1, pf, rb)
 ATTR static void CAT(accum, SFX)(hsd_dtype t, int R, float *const *out, float *const *p,
-                                 const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1) {
+                                 const uint8_t *const *vp, int32_t hd, int32_t j0, int32_t j1,
+                                 uintptr_t pf, size_t rb) {
     HSD_ATTN_BY_TYPE(t, ACCUM_TYPE)
 }
 #undef ACCUM_TYPE
@@ -246,6 +263,14 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     }
     const uint8_t *kb = kv->k, *vb = kv->v;
     const uint8_t *kp[HSD_ATTN_BLOCK], *vp[HSD_ATTN_BLOCK];
+    /* The float caches on AMD (attn_spread_on, kernels/attention.c): the cache rows
+     * ATTN_PF_AHEAD blocks ahead are asked for one position at a time inside the score and
+     * value loops, into L2, so that the requests go out between the arithmetic; only the
+     * call's first blocks go out in one burst. Elsewhere every block's rows are asked for in
+     * one burst at its start. */
+    const bool spread = !tiled && rt != HSD_DT_Q8_0 && attn_spread_on();
+    const int32_t first_b = lo / B * B;
+    const uintptr_t ahead = (size_t)ATTN_PF_AHEAD * B * rb; /* bytes */
     for (int32_t b0 = lo / B * B; b0 <= hi; b0 += B) {
         const int32_t bs = b0 > lo ? b0 : lo, be = b0 + B <= hi + 1 ? b0 + B : hi + 1;
         /* the block's cache rows, read in place (converted to fp32 in registers) by every row
@@ -271,6 +296,16 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 continue;
             }
             vp[j] = vb + phys * rb;
+            if (spread && b0 > first_b) {
+                kp[j] = kb + phys * rb;
+                continue;
+            }
+            if (spread) /* the blocks up to where the loops' stream starts (addresses formed as
+                         * integers: past the cache's end a prefetch is only a no-op) */
+                for (int32_t a = 1; a < ATTN_PF_AHEAD; a++)
+                    for (size_t o = 0; o < rb; o += 64)
+                        __builtin_prefetch((const void *)((uintptr_t)vp[j] + (size_t)a * B * rb + o), 0, 3),
+                        __builtin_prefetch((const void *)((uintptr_t)kb + (phys + (size_t)a * B) * rb + o), 0, 3);
             for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(vp[j] + o, 0, 3);
             __builtin_prefetch(vp[j] + rb - 1, 0, 3);
             kp[j] = kb + phys * rb;
@@ -313,7 +348,8 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 if (rt == HSD_DT_Q8_0)
                     CAT(scores_q8, SFX)(R, qr, kp, hd, g0, g1, scale, sr);
                 else
-                    CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr);
+                    CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr,
+                                     spread && g == 0 && r == 0 && b0 + ATTN_PF_AHEAD * B <= hi ? (uintptr_t)kb + (size_t)b0 * rb + ahead : 0, rb);
                 r += R;
             }
             for (int32_t r = g; r < ge; r++) {
@@ -357,7 +393,8 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                     ACCUM_Q8_TILES(R, o, pr, vtp, hd, j0, j1);
                 else
 #endif
-                    CAT(accum, SFX)(rt, R, o, pr, vp, hd, j0, j1);
+                    CAT(accum, SFX)(rt, R, o, pr, vp, hd, j0, j1,
+                                    spread && g == 0 && r == 0 && b0 + ATTN_PF_AHEAD * B <= hi ? (uintptr_t)vb + (size_t)b0 * rb + ahead : 0, rb);
             }
         }
     }

@@ -387,6 +387,92 @@ static void tree_body(void) {
     free(scratch);
 }
 
+/* The float caches' two prefetch forms (kernels/attention.c: spread over the loops on AMD,
+ * block bursts elsewhere) on any CPU: the spread form against float64, and bit for bit
+ * against the bursts, for chains (several tokens, windows: the stream ahead starts and stops
+ * at block edges) and a tree (its stream ahead runs past the prefix into the tree rows). */
+static void prefetch_body(void) {
+    static const int32_t depths[] = {1, 31, 33, 129, 160, 1000, 3000};
+    static const int32_t hds[] = {64, 128, 80, 40};
+    static const int32_t ratios[] = {1, 4, 8};
+    for (size_t ti = 0; ti < 3; ti++) /* F32, F16, BF16 */
+        for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+            for (size_t di = 0; di < sizeof depths / sizeof depths[0]; di++) {
+                const int32_t depth = depths[di], hd = hds[hi], T = depth < 3 ? depth : 3;
+                cache c;
+                cache_fill_t(&c, types[ti], false, depth, hd);
+                int32_t *pos = malloc((size_t)depth * sizeof(int32_t));
+                for (int32_t j = 0; j < depth; j++) pos[j] = j;
+                for (size_t ri = 0; ri < sizeof ratios / sizeof ratios[0]; ri++) {
+                    const int32_t R = ratios[ri], nr = R * T;
+                    const int32_t window = ri == 1 && depth > 64 ? depth / 2 + 7 : 0;
+                    const float scale = 1.0f / sqrtf((float)hd);
+                    float *q = malloc((size_t)nr * hd * sizeof(float));
+                    float *o1 = malloc((size_t)nr * hd * sizeof(float)), *o0 = malloc((size_t)nr * hd * sizeof(float));
+                    float *scratch = malloc(hsd_attn_scratch_floats(hd, nr) * sizeof(float));
+                    for (int32_t i = 0; i < nr * hd; i++) q[i] = urand();
+                    hsd_attn_row rows[32];
+                    hsd_attn_kv kv = {types[ti], c.k, c.v, hd, depth, NULL, false};
+                    for (int form = 1; form >= 0; form--) {
+                        for (int32_t t = 0; t < T; t++)
+                            for (int32_t h = 0; h < R; h++) {
+                                const int32_t last = depth - T + t;
+                                const int32_t first = window && last - window + 1 > 0 ? last - window + 1 : 0;
+                                rows[t * R + h] = (hsd_attn_row){q + (size_t)(t * R + h) * hd,
+                                                                 (form ? o1 : o0) + (size_t)(t * R + h) * hd, first, last};
+                            }
+                        hsd_attn_prefetch_set(form);
+                        hsd_attn_rows(&kv, rows, nr, scale, 0.0f, scratch);
+                    }
+                    hsd_attn_prefetch_set(-1);
+                    for (int32_t r = 0; r < nr; r++) {
+                        char what[112];
+                        snprintf(what, sizeof what, "prefetch spread, depth %d, ratio %d, row %d%s",
+                                 depth, R, r, window ? ", window" : "");
+                        const int32_t last = depth - T + r / R;
+                        const int32_t first = window && last - window + 1 > 0 ? last - window + 1 : 0;
+                        check_row(what, &c, q + (size_t)r * hd, o1 + (size_t)r * hd, pos + first, last - first + 1, scale, 0.0f);
+                    }
+                    if (memcmp(o1, o0, (size_t)nr * hd * sizeof(float)))
+                        fail_msg("%s cache, hd %d, depth %d, ratio %d, level %s: the spread prefetch "
+                                 "changed the output bits", hsd_dtype_name(types[ti]), hd, depth, R,
+                                 hsd_cpu_level_name(hsd_cpu_level_active()));
+                    free(q), free(o1), free(o0), free(scratch);
+                }
+                free(pos);
+                cache_free(&c);
+            }
+    /* a tree: 500 prefix positions, then a path of 40 tree rows whose ancestors skip about */
+    const int32_t L = 500, n = 60, hd = 64, R = 4;
+    cache c;
+    cache_fill_t(&c, HSD_DT_F16, false, L + n, hd);
+    int32_t anc[40], pos[L + 40];
+    for (int32_t i = 0; i < 40; i++) anc[i] = (i * 37) % n;
+    for (int32_t j = 0; j < L; j++) pos[j] = j;
+    for (int32_t j = 0; j < 40; j++) pos[L + j] = L + anc[j];
+    float q[4 * 64], o1[4 * 64], o0[4 * 64];
+    float *scratch = malloc(hsd_attn_scratch_floats(hd, R) * sizeof(float));
+    for (int32_t k = 0; k < R * hd; k++) q[k] = urand();
+    hsd_attn_kv kv = {HSD_DT_F16, c.k, c.v, hd, L, anc, false};
+    for (int form = 1; form >= 0; form--) {
+        hsd_attn_row rows[4];
+        for (int32_t h = 0; h < R; h++) rows[h] = (hsd_attn_row){q + h * hd, (form ? o1 : o0) + h * hd, 0, L + 39};
+        hsd_attn_prefetch_set(form);
+        hsd_attn_rows(&kv, rows, R, 0.125f, 0.0f, scratch);
+    }
+    hsd_attn_prefetch_set(-1);
+    for (int32_t h = 0; h < R; h++)
+        check_row("prefetch spread, tree", &c, q + h * hd, o1 + h * hd, pos, L + 40, 0.125f, 0.0f);
+    if (memcmp(o1, o0, sizeof o1)) fail_msg("tree: the spread prefetch changed the output bits");
+    free(scratch);
+    cache_free(&c);
+}
+
+static void test_prefetch_forms(void **state) {
+    (void)state;
+    each_level(prefetch_body);
+}
+
 static void test_chain(void **state) {
     (void)state;
     each_level(chain_body);
@@ -602,6 +688,7 @@ int main(void) {
         cmocka_unit_test(test_store_q4_0),
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_prefetch_forms),
         cmocka_unit_test(test_copy_at),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
