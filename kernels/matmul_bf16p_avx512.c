@@ -6,6 +6,7 @@
  * targets baseline x86-64; these functions carry their own target attribute and run only when
  * the CPU has AVX-512 BF16. */
 #include "kernels/matmul_bf16p.h"
+#include "kernels/matmul_kq.h"
 
 #include <string.h>
 
@@ -115,7 +116,7 @@ TGT void hsd_bf16p_pack_group(const uint8_t *const *rows, int32_t count, int32_t
 /* One tile: G groups from grp (gb bytes apart) × T tokens whose pairs start at xp (n per
  * pair); lane j of group g, token t goes to dst[t·dld + 16g + j]. */
 TGT static INL void tile(const uint8_t *grp, size_t gb, int32_t P, const uint32_t *xp, size_t n,
-                         float *dst, int32_t dld, const int G, const int T) {
+                         float *dst, int32_t dld, const int G, const int T, const int l2) {
     __m512 acc[BFP_G][BFP_T];
     UNROLL for (int g = 0; g < G; g++)
         UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
@@ -125,7 +126,10 @@ TGT static INL void tile(const uint8_t *grp, size_t gb, int32_t P, const uint32_
             UNROLL for (int g = 0; g < G; g++)
                 /* may point past the buffer near its end: formed as an integer, and a
                  * prefetch never faults */
-                _mm_prefetch((const char *)((uintptr_t)wp + g * gb + 64 * BFP_PF(T)), _MM_HINT_T0);
+                /* into L2 on AMD: on Zen 4 the L1 hint left the 8- and 16-token tiles 15%
+                 * slower (one thread from memory, bench/notes/verification_kernels.md) */
+                l2 ? _mm_prefetch((const char *)((uintptr_t)wp + g * gb + 64 * BFP_PF(T)), _MM_HINT_T2)
+                   : _mm_prefetch((const char *)((uintptr_t)wp + g * gb + 64 * BFP_PF(T)), _MM_HINT_T0);
         __m512i w[BFP_G];
         UNROLL for (int g = 0; g < G; g++) w[g] = _mm512_load_si512((const void *)(wp + g * gb));
         UNROLL for (int t = 0; t < T; t++) {
@@ -144,18 +148,28 @@ typedef void (*tile_fn)(const uint8_t *, size_t, int32_t, const uint32_t *, size
 #define DEF(G, T)                                                                                  \
     TGT static void tile_##G##_##T(const uint8_t *grp, size_t gb, int32_t P, const uint32_t *xp,   \
                                    size_t n, float *dst, int32_t dld) {                            \
-        tile(grp, gb, P, xp, n, dst, dld, G, T);                                                   \
+        tile(grp, gb, P, xp, n, dst, dld, G, T, 0);                                                \
+    }                                                                                              \
+    TGT static void tile_##G##_##T##_l2(const uint8_t *grp, size_t gb, int32_t P,                 \
+                                        const uint32_t *xp, size_t n, float *dst, int32_t dld) {   \
+        tile(grp, gb, P, xp, n, dst, dld, G, T, 1);                                                \
     }
 /* G·T <= 16: four groups up to 4 tokens, two up to 8, one up to 16 */
 DEF(4, 1)
 DEF(4, 2)
 DEF(4, 3) DEF(4, 4) DEF(2, 5) DEF(2, 6) DEF(2, 7) DEF(2, 8) DEF(1, 1) DEF(1, 2) DEF(1, 3) DEF(1, 4)
     DEF(1, 5) DEF(1, 6) DEF(1, 7) DEF(1, 8) DEF(1, 9) DEF(1, 10) DEF(1, 11) DEF(1, 12) DEF(1, 13)
-        DEF(1, 14) DEF(1, 15) DEF(1, 16) static const tile_fn wide[BFP_T] = {
-            tile_4_1, tile_4_2, tile_4_3, tile_4_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8};
-static const tile_fn one[BFP_T] = {tile_1_1,  tile_1_2,  tile_1_3,  tile_1_4,  tile_1_5,  tile_1_6,
-                                   tile_1_7,  tile_1_8,  tile_1_9,  tile_1_10, tile_1_11, tile_1_12,
-                                   tile_1_13, tile_1_14, tile_1_15, tile_1_16};
+        DEF(1, 14) DEF(1, 15) DEF(1, 16)
+/* [l2]: the prefetch hint, L1 (Intel) or L2 (AMD) */
+static const tile_fn wide[2][BFP_T] = {
+    {tile_4_1, tile_4_2, tile_4_3, tile_4_4, tile_2_5, tile_2_6, tile_2_7, tile_2_8},
+    {tile_4_1_l2, tile_4_2_l2, tile_4_3_l2, tile_4_4_l2, tile_2_5_l2, tile_2_6_l2, tile_2_7_l2, tile_2_8_l2}};
+static const tile_fn one[2][BFP_T] = {
+    {tile_1_1, tile_1_2, tile_1_3, tile_1_4, tile_1_5, tile_1_6, tile_1_7, tile_1_8, tile_1_9,
+     tile_1_10, tile_1_11, tile_1_12, tile_1_13, tile_1_14, tile_1_15, tile_1_16},
+    {tile_1_1_l2, tile_1_2_l2, tile_1_3_l2, tile_1_4_l2, tile_1_5_l2, tile_1_6_l2, tile_1_7_l2,
+     tile_1_8_l2, tile_1_9_l2, tile_1_10_l2, tile_1_11_l2, tile_1_12_l2, tile_1_13_l2,
+     tile_1_14_l2, tile_1_15_l2, tile_1_16_l2}};
 
 static int groups_per_tile(int32_t T) {
     return T <= 4 ? 4 : T <= 8 ? 2 : 1;
@@ -163,25 +177,25 @@ static int groups_per_tile(int32_t T) {
 
 /* k whole groups at grp (gb apart) × every token: rows out[.. + 16g + lane]. */
 static void run_groups(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, int32_t k, float *out,
-                       int32_t ld) {
+                       int32_t ld, int l2) {
     const int32_t P = (a->cols + 1) / 2;
     const size_t n = (size_t)a->n;
     for (int32_t t0 = 0; t0 < a->n; t0 += BFP_T) {
         int32_t T = a->n - t0 < BFP_T ? a->n - t0 : BFP_T, G = groups_per_tile(T), g = 0;
         float *o = out + (size_t)t0 * ld;
         for (; G > 1 && g + G <= k; g += G)
-            wide[T - 1](grp + (size_t)g * gb, gb, P, a->xp + t0, n, o + 16 * g, ld);
-        for (; g < k; g++) one[T - 1](grp + (size_t)g * gb, gb, P, a->xp + t0, n, o + 16 * g, ld);
+            wide[l2][T - 1](grp + (size_t)g * gb, gb, P, a->xp + t0, n, o + 16 * g, ld);
+        for (; g < k; g++) one[l2][T - 1](grp + (size_t)g * gb, gb, P, a->xp + t0, n, o + 16 * g, ld);
     }
 }
 
 /* One group cut to lanes lo..hi: rows out[.. + lane − lo]. */
 static void run_part(const hsd_mm_acts *a, const uint8_t *grp, size_t gb, int32_t lo, int32_t hi,
-                     float *out, int32_t ld) {
+                     float *out, int32_t ld, int l2) {
     float part[BFP_T * HSD_MM_PACK_ROWS];
     for (int32_t t0 = 0; t0 < a->n; t0 += BFP_T) {
         int32_t T = a->n - t0 < BFP_T ? a->n - t0 : BFP_T;
-        one[T - 1](grp, gb, (a->cols + 1) / 2, a->xp + t0, (size_t)a->n, part, HSD_MM_PACK_ROWS);
+        one[l2][T - 1](grp, gb, (a->cols + 1) / 2, a->xp + t0, (size_t)a->n, part, HSD_MM_PACK_ROWS);
         for (int32_t t = 0; t < T; t++)
             memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_MM_PACK_ROWS + lo,
                    (size_t)(hi - lo) * sizeof *part);
@@ -193,14 +207,15 @@ void hsd_bf16p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed 
                     uint8_t *scratch) {
     const int32_t R = HSD_MM_PACK_ROWS;
     const size_t gb = hsd_bf16p_group_bytes(a->cols);
+    const int l2 = hsd_kqp_tuning_amd(); /* the per-vendor tuning (matmul_kq.h) */
     if (pk && !ids) {
         hsd_mm_span sp[3];
         for (int i = 0, n = hsd_mm_group_spans(r0, count, sp); i < n; i++) {
             const uint8_t *grp = pk->data + (size_t)sp[i].g * gb;
             if (sp[i].lo == 0 && sp[i].hi == R)
-                run_groups(a, grp, gb, sp[i].n_groups, out + sp[i].out_off, ld);
+                run_groups(a, grp, gb, sp[i].n_groups, out + sp[i].out_off, ld, l2);
             else
-                run_part(a, grp, gb, sp[i].lo, sp[i].hi, out + sp[i].out_off, ld);
+                run_part(a, grp, gb, sp[i].lo, sp[i].hi, out + sp[i].out_off, ld, l2);
         }
         return;
     }
@@ -211,9 +226,9 @@ void hsd_bf16p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed 
         hsd_mm_group_rows(w, ids, r0 + k, c, rows);
         hsd_bf16p_pack_group(rows, c, a->cols, scratch);
         if (c == R)
-            run_groups(a, scratch, gb, 1, out + k, ld);
+            run_groups(a, scratch, gb, 1, out + k, ld, l2);
         else
-            run_part(a, scratch, gb, 0, c, out + k, ld);
+            run_part(a, scratch, gb, 0, c, out + k, ld, l2);
     }
 }
 
