@@ -36,7 +36,7 @@ static size_t attn_q8_stride(int32_t hd) {
 }
 
 /* The float caches' prefetch on AMD (kernels/attention_body.h): ATTN_PF_AHEAD blocks ahead
- * (16 KB of keys and 16 KB of values at the qwen3 shape's 256-byte rows), hint T1 (L2).
+ * (32 KB ahead in the keys and in the values at the qwen3 shape's 256-byte rows), hint T1 (L2).
  * Measured on Zen 4 (one thread, F16, depth 2,048, every layer's cache from memory, min of 5
  * interleaved rounds; bench/notes/attention.md session 22): qwen3-0.6b shape 22.1 ms with
  * the block bursts, 14.5 with this, 16.1 with T2, 17.5 three blocks ahead, 25.6 two blocks

@@ -69,7 +69,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
             /* the weights' prefetch: a quarter block at once, or on AMD from 2 tokens Q4_K's
-             * lines spread over its sub-blocks (spread_pf, below) */
+             * lines spread over its sub-blocks, 4 before each (matmul_kq_unpack.h) */
             const int spread = mul && !five && T > 1;
             if (pf && !spread) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
             if (pft && c == 0) hsd_kq_prefetch(tail, pft, 5);

@@ -242,10 +242,14 @@ static void check_shape(hsd_mm_isa isa, hsd_dtype t, int32_t rows, int32_t cols)
     /* Q8_0 and BF16 packed at load time (kernels/matmul_pack.h; a no-op where AVX-512 does not run):
      * the same bits as above, so the float64 check holds for it too */
     assert_int_equal(hsd_mm_pack(&a.m), HSD_OK);
-    for (int32_t n = 1; n <= NALL; n = n == NMAX ? NALL : n + 1) {
-        assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
-        assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
+    for (int amd = 0; amd < 2; amd++) { /* both vendors' tunings (BF16: the prefetch hint) */
+        hsd_kqp_tuning_set(amd);
+        for (int32_t n = 1; n <= NALL; n = n == NMAX ? NALL : n + 1) {
+            assert_int_equal(hsd_mm_run_isa(&ws, isa, out, rows, x, n, &a.m, NULL, 0), HSD_OK);
+            assert_memory_equal(out, one, (size_t)n * rows * sizeof *out);
+        }
     }
+    hsd_kqp_tuning_set(-1);
     hsd_mm_unpack(&a.m);
     /* row subsets (ids) give the same bits as the same rows of the full product */
     int32_t ids[8]; /* runs and jumps, repeats when rows < 8 */
