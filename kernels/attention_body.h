@@ -296,22 +296,22 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 continue;
             }
             vp[j] = vb + phys * rb;
-            if (spread && b0 > first_b) {
-                kp[j] = kb + phys * rb;
-                continue;
-            }
+            kp[j] = kb + phys * rb;
+            if (spread && b0 > first_b) continue;
             if (spread) /* the blocks up to where the loops' stream starts (addresses formed as
                          * integers: past the cache's end a prefetch is only a no-op) */
                 for (int32_t a = 1; a < ATTN_PF_AHEAD; a++)
                     for (size_t o = 0; o < rb; o += 64)
                         __builtin_prefetch((const void *)((uintptr_t)vp[j] + (size_t)a * B * rb + o), 0, 3),
-                        __builtin_prefetch((const void *)((uintptr_t)kb + (phys + (size_t)a * B) * rb + o), 0, 3);
+                        __builtin_prefetch((const void *)((uintptr_t)kp[j] + (size_t)a * B * rb + o), 0, 3);
             for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(vp[j] + o, 0, 3);
             __builtin_prefetch(vp[j] + rb - 1, 0, 3);
-            kp[j] = kb + phys * rb;
             for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(kp[j] + o, 0, 3);
             __builtin_prefetch(kp[j] + rb - 1, 0, 3);
         }
+        /* the loops' stream ahead, where this block has one (the call's first rows ask) */
+        const uintptr_t kpf = spread && b0 + ATTN_PF_AHEAD * B <= hi ? (uintptr_t)kb + (size_t)b0 * rb + ahead : 0;
+        const uintptr_t vpf = kpf ? (uintptr_t)vb + (size_t)b0 * rb + ahead : 0;
 #ifdef SCORES_Q8_TILES
         if (fast)
             for (int32_t u = 0; u < B / HSD_ATTN_KVTILE; u++) {
@@ -348,8 +348,7 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                 if (rt == HSD_DT_Q8_0)
                     CAT(scores_q8, SFX)(R, qr, kp, hd, g0, g1, scale, sr);
                 else
-                    CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr,
-                                     spread && g == 0 && r == 0 && b0 + ATTN_PF_AHEAD * B <= hi ? (uintptr_t)kb + (size_t)b0 * rb + ahead : 0, rb);
+                    CAT(scores, SFX)(kv->type, R, q, kp, hd, g0, g1, scale, sr, r == 0 ? kpf : 0, rb);
                 r += R;
             }
             for (int32_t r = g; r < ge; r++) {
@@ -393,8 +392,7 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
                     ACCUM_Q8_TILES(R, o, pr, vtp, hd, j0, j1);
                 else
 #endif
-                    CAT(accum, SFX)(rt, R, o, pr, vp, hd, j0, j1,
-                                    spread && g == 0 && r == 0 && b0 + ATTN_PF_AHEAD * B <= hi ? (uintptr_t)vb + (size_t)b0 * rb + ahead : 0, rb);
+                    CAT(accum, SFX)(rt, R, o, pr, vp, hd, j0, j1, r == 0 ? vpf : 0, rb);
             }
         }
     }
