@@ -360,7 +360,6 @@ TGT void hsd_amx_kq_prepare(hsd_mm_acts *a, void *buf) {
 TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                            int T, int nch, int last, int pf, float *dst, int32_t dld, int five) {
     const size_t W = five ? 2560 : 2048;
-    const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16),
                   seven = _mm512_set1_epi32(7);
     uint8_t stage[8][1024] __attribute__((aligned(64))); /* B tiles: [2c] q·l, [2c+1] q·h */
@@ -369,12 +368,13 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
     const int nt = T * (nch - 1) + last; /* the tokens kept: the last chunk has `last` */
     for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
-        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 320;
+        const uint8_t *wp = grp + (size_t)b * (W + HSD_KQP_TAIL), *tail = wp + W;
         /* the scaled weights of this block, once for every chunk of tokens */
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
             const uint8_t *wq = wp + 512 * c;
             if (pf) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8); /* a quarter block */
+            if (pf && c == 0) hsd_kq_prefetch(tail, pf, 5); /* and the block's tail */
             __m512i ml[2], mh[2];
             UNROLL for (int hs = 0; hs < 2; hs++) {
                 const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(tail + 16 * (2 * c + hs))));
@@ -472,7 +472,6 @@ TGT void hsd_amx_kq45_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
 TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                           int T, int nch, int last, int pf, float *dst, int32_t dld) {
     const size_t W = 3072;
-    const uint8_t *tail0 = grp + (size_t)nb * W;
     const __m512i three = _mm512_set1_epi32(3), seven = _mm512_set1_epi32(7),
                   /* byte 0 of each dword to bytes 0 and 2 (a word's low byte), and to all four
                    * (vpshufb indexes within 128-bit lanes: dword m of a lane starts at 4m) */
@@ -484,10 +483,11 @@ TGT void hsd_amx_kq6_tile(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
     const int nt = T * (nch - 1) + last;
     for (int t = 0; t < nt; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
-        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
+        const uint8_t *wp = grp + (size_t)b * (W + HSD_KQP_TAIL), *tail = wp + W;
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) { /* 64 columns: sub-blocks 4j..4j+3 */
             if (pf) hsd_kq_prefetch(wp + (size_t)j * (W / 4), pf, 12); /* a quarter block */
+            if (pf && j == 0) hsd_kq_prefetch(tail, pf, 5); /* and the block's tail */
             const int h = j >> 1, hi = j & 1;
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             UNROLL for (int kk = 0; kk < 4; kk++) {

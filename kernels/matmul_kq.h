@@ -8,8 +8,11 @@
  * to each of the 16 rows, and a group's weights are unpacked once per 32 (Q6_K: 16) columns
  * for up to 16 tokens held in registers.
  *
- * Layout of a group (nb = cols/256 super-blocks), all weight planes first, then the small
- * per-block data ("tail"), so that every weight vector is 64-byte aligned:
+ * Layout of a group (nb = cols/256 super-blocks): block after block, each its weight planes
+ * and then its small per-block data ("tail", HSD_KQP_TAIL bytes, so that every weight vector
+ * stays 64-byte aligned). Interleaved, a product reads one stream; with all the planes first
+ * and the tails after them it read two, 16-25 KB apart, and on Zen 4 a thread streamed 10-13%
+ * slower at one token, 9-15% at 8 (bench/notes/kquant_packed.md, session 23):
  *   Q4_K  per block 2048 B: dword D (0..31) of the 16 rows' qs[128] (vector D, lane j =
  *         qs[4D..4D+3] of row j): its low nibbles are sub-block 2(D/8) columns 4(D%8).., its
  *         high nibbles sub-block 2(D/8)+1 at the same columns.
@@ -17,7 +20,8 @@
  *         fifth bit of sub-block s at that column).
  *   Q6_K  per block 3072 B: dword D (0..31) of ql[128], then dword E (0..15) of qh[64].
  *   tail  Q4_K/Q5_K 320 B: scales u8 [8][16 rows], mins u8 [4][16 rows][2] (pairs 2p, 2p+1),
- *         d fp16 [16], dmin fp16 [16]; Q6_K 288 B: scales i8 [16][16 rows], d fp16 [16].
+ *         d fp16 [16], dmin fp16 [16]; Q6_K 288 B: scales i8 [16][16 rows], d fp16 [16], then
+ *         32 zero bytes (Q6_K's 3072 + 288 is not a multiple of 64).
  * The 6-bit scales and mins are stored unpacked (one byte each): 2.8% more bytes than the
  * GGUF blocks for Q4_K, against decoding them per lane in the inner loop. Lanes of missing
  * rows are zero (zero scales: they add 0).
@@ -45,6 +49,8 @@
 #include "kernels/matmul_pack.h"
 #include "kernels/quant.h"
 
+/* Bytes of a block's tail (Q6_K's padded), after its weight planes. */
+#define HSD_KQP_TAIL 320
 /* Bytes of one group of `cols` columns (a multiple of 256) of type t, a multiple of 64. */
 size_t hsd_kqp_group_bytes(hsd_dtype t, int32_t cols);
 /* Packs `count` (<= 16) rows given by pointers to their GGUF blocks (nb super-blocks each)

@@ -48,21 +48,20 @@ TGT static INL __m512i ld(const uint8_t *p) {
 
 /* clang-format off */
 /* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
- * token t goes to dst[t·dld + j]. pf: the weights' prefetch distance (bytes, 0 none); pft:
- * the tails' (run_group). mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the
+ * token t goes to dst[t·dld + j]. pf: the prefetch distance of the weights and
+ * the tails (bytes, 0 none; run_group). mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the
  * same exact int32 values, so the same bits): AMD's form. */
 TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                           int pf, int pft, float *dst, int32_t dld, const int T, const int five,
+                           int pf, float *dst, int32_t dld, const int T, const int five,
                            const int mul) {
     const size_t W = five ? 2560 : 2048;
-    const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
     const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS(HSD_DT_Q4_K);
     const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(16);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
-        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 320;
+        const uint8_t *wp = grp + (size_t)b * (W + HSD_KQP_TAIL), *tail = wp + W;
         __m512i isum[KQ_T];
         UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 1
@@ -72,7 +71,7 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
              * lines spread over its sub-blocks, 4 before each (matmul_kq_unpack.h) */
             const int spread = mul && !five && T > 1;
             if (pf && !spread) hsd_kq_prefetch(wp + (size_t)c * (W / 4), pf, five ? 10 : 8);
-            if (pft && c == 0) hsd_kq_prefetch(tail, pft, 5);
+            if (pf && c == 0) hsd_kq_prefetch(tail, pf, 5); /* the tail's 5 lines (run_group) */
             UNROLL for (int hs = 0; hs < 2; hs++) { /* sub-block 2c + hs */
                 const int s = 2 * c + hs;
                 if (pf && spread) hsd_kq_prefetch(wp + (size_t)c * (W / 4) + (size_t)hs * (W / 8), pf, 4);
@@ -136,15 +135,14 @@ TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a,
  * are ql dword 16h + 4kk + i (low or high nibbles) and the 2-bit field 2·hi + kk/2 of qh dword
  * 8h + 4(kk % 2) + i. */
 TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
-                          int pf, int pft, float *dst, int32_t dld, const int T, const int mul) {
+                          int pf, float *dst, int32_t dld, const int T, const int mul) {
     const size_t W = 3072;
-    const uint8_t *tail0 = grp + (size_t)nb * W;
     const hsd_q8k *xk = a->xk + (size_t)t0 * nb;
     const int32_t *xe = a->xke + (size_t)t0 * nb * HSD_KQP_EXTRAS(HSD_DT_Q6_K);
     float accb[KQ_T * 16] __attribute__((aligned(64)));
     UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(accb + 16 * t, _mm512_setzero_ps());
     for (int32_t b = 0; b < nb; b++) {
-        const uint8_t *wp = grp + (size_t)b * W, *tail = tail0 + (size_t)b * 288;
+        const uint8_t *wp = grp + (size_t)b * (W + HSD_KQP_TAIL), *tail = wp + W;
         __m512i isum[KQ_T];
         UNROLL for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 1
@@ -152,7 +150,7 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
             const uint8_t *ql = wp + 1024 * h, *qh = wp + 2048 + 512 * h;
             const int spread = mul && T > 1; /* as in tile45 */
             if (pf && !spread) hsd_kq_prefetch(wp + (size_t)h * 1536, pf, 24);
-            if (pft && h == 0) hsd_kq_prefetch(tail, pft, 5);
+            if (pf && h == 0) hsd_kq_prefetch(tail, pf, 5);
             UNROLL for (int hi = 0; hi < 2; hi++) {
                 UNROLL for (int kk = 0; kk < 4; kk++) {
                     const int k = 8 * h + 4 * hi + kk;
@@ -201,28 +199,28 @@ TGT static INL void tile6(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, 
 }
 /* clang-format on */
 
-typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, int, float *,
+typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, float *,
                         int32_t);
 #define DEF(T)                                                                                     \
     TGT static void q4_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
-                            int pf, int pft, float *dst, int32_t dld) {                            \
-        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 0, 0);                                          \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 0);                                               \
     }                                                                                              \
     TGT static void q4m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,        \
-                            int pf, int pft, float *dst, int32_t dld) {                            \
-        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 0, 1);                                          \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 0, 1);                                               \
     }                                                                                              \
     TGT static void q5_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
-                            int pf, int pft, float *dst, int32_t dld) {                            \
-        tile45(g, nb, a, t0, pf, pft, dst, dld, T, 1, 0);                                          \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile45(g, nb, a, t0, pf, dst, dld, T, 1, 0);                                               \
     }                                                                                              \
     TGT static void q6_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,         \
-                            int pf, int pft, float *dst, int32_t dld) {                            \
-        tile6(g, nb, a, t0, pf, pft, dst, dld, T, 0);                                              \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile6(g, nb, a, t0, pf, dst, dld, T, 0);                                                   \
     }                                                                                              \
     TGT static void q6m_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a, int32_t t0,        \
-                            int pf, int pft, float *dst, int32_t dld) {                            \
-        tile6(g, nb, a, t0, pf, pft, dst, dld, T, 1);                                              \
+                            int pf, float *dst, int32_t dld) {                                     \
+        tile6(g, nb, a, t0, pf, dst, dld, T, 1);                                                   \
     }
 DEF(1)
 DEF(2)
@@ -291,7 +289,7 @@ TGT void hsd_kqp_quantize(const float *x, int64_t cols, hsd_q8k *out) {
 
 /* The state of one hsd_kqp_rows call: AMX tiles configured for cfgT token rows (0: not yet),
  * and the per-vendor choices (hsd_kqp_tuning_amd): the prefetch distance, and amd: Q4_K /
- * Q6_K tiles scaled by vpmulld and the tails prefetched (run_group). */
+ * Q6_K tiles scaled by vpmulld. */
 typedef struct kq_amx {
     int on, cfgT;
     hsd_amx_cfg prev;
@@ -304,14 +302,13 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
                       int32_t lo, int32_t hi, float *out, int32_t ld, kq_amx *amx) {
     const tile_fn *tf = tiles[type == HSD_DT_Q4_K ? amx->amd : type == HSD_DT_Q5_K ? 2 : 3 + amx->amd];
     if (pf) pf = amx->pf_bytes;
-    /* AMD: each block's tail (scales, mins, d) prefetched too, in its own stream at the same
-     * lead in time: the weights' prefetch, relative to them, never reaches the tails at the
-     * group's end (on Zen 4, one thread from memory, n = 1: Q6_K 5-10% faster with it in two
-     * interleaved runs, Q4_K / Q5_K even; prefetching every second or fourth line only, for
-     * the hardware to fill in, took 1.5-2x as long: session 17) */
-    const int tail_b = type == HSD_DT_Q6_K ? 288 : 320,
-              w_b = type == HSD_DT_Q6_K ? 3072 : type == HSD_DT_Q5_K ? 2560 : 2048;
-    const int pft = pf && amx->amd ? pf * tail_b / w_b : 0;
+    /* each block's tail (scales, mins, d) follows its weights in the stream (matmul_kq.h), and
+     * its 5 lines are asked for at the weights' distance: the weights' requests, a block's
+     * planes at a time, leave them out. (With the tails in a stream of their own after the
+     * group, only AMD prefetched them: there, one thread from memory, n = 1, Q6_K 5-10% faster
+     * for it, session 17; on Intel the tails took the hardware prefetcher's stream. Interleaved,
+     * both vendors ask for them, so that no line of the one stream is left to the hardware;
+     * measured on Zen 4 only, session 23.) */
     const int32_t nb = a->cols / HSD_QK_K;
     const bool whole = lo == 0 && hi == HSD_MM_PACK_ROWS;
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
@@ -338,7 +335,7 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
             else
                 hsd_amx_kq45_tile(grp, nb, a, t0, T, nch, last, pf, d, dl, type == HSD_DT_Q5_K);
         } else {
-            tf[T - 1](grp, nb, a, t0, pf, pft, whole ? out + (size_t)t0 * ld : part,
+            tf[T - 1](grp, nb, a, t0, pf, whole ? out + (size_t)t0 * ld : part,
                       whole ? ld : HSD_MM_PACK_ROWS);
         }
         if (!whole)

@@ -9,13 +9,13 @@
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_kq.h"
 
-enum { Q4_W = 2048, Q5_W = 2560, Q6_W = 3072, Q45_TAIL = 320, Q6_TAIL = 288 };
+enum { Q4_W = 2048, Q5_W = 2560, Q6_W = 3072 };
 
 static size_t block_bytes(hsd_dtype t) { /* weight plane + tail per super-block of a group */
     switch (t) {
-    case HSD_DT_Q4_K: return Q4_W + Q45_TAIL;
-    case HSD_DT_Q5_K: return Q5_W + Q45_TAIL;
-    default: return Q6_W + Q6_TAIL;
+    case HSD_DT_Q4_K: return Q4_W + HSD_KQP_TAIL;
+    case HSD_DT_Q5_K: return Q5_W + HSD_KQP_TAIL;
+    default: return Q6_W + HSD_KQP_TAIL;
     }
 }
 
@@ -38,13 +38,12 @@ void hsd_kqp_pack_group_ref(hsd_dtype t, const uint8_t *const *rows, int32_t cou
     const size_t W = t == HSD_DT_Q4_K ? Q4_W : t == HSD_DT_Q5_K ? Q5_W : Q6_W;
     const size_t bb = hsd_dtype_block_bytes(t);
     memset(dst, 0, hsd_kqp_group_bytes(t, nb * HSD_QK_K));
-    uint8_t *tail0 = dst + (size_t)nb * W;
     for (int32_t j = 0; j < count; j++) {
         for (int32_t b = 0; b < nb; b++) {
             const uint8_t *g = rows[j] + (size_t)b * bb;
-            uint8_t *wp = dst + (size_t)b * W;
+            uint8_t *wp = dst + (size_t)b * block_bytes(t);
             if (t == HSD_DT_Q6_K) {
-                uint8_t *tail = tail0 + (size_t)b * Q6_TAIL;
+                uint8_t *tail = wp + W;
                 for (int D = 0; D < 32; D++) memcpy(wp + 64 * D + 4 * j, g + 4 * D, 4);
                 for (int E = 0; E < 16; E++) memcpy(wp + 2048 + 64 * E + 4 * j, g + 128 + 4 * E, 4);
                 for (int k = 0; k < 16; k++) tail[16 * k + j] = g[192 + k];
@@ -52,7 +51,7 @@ void hsd_kqp_pack_group_ref(hsd_dtype t, const uint8_t *const *rows, int32_t cou
                 continue;
             }
             const int five = t == HSD_DT_Q5_K;
-            uint8_t *tail = tail0 + (size_t)b * Q45_TAIL;
+            uint8_t *tail = wp + W;
             const uint8_t *qs = g + (five ? 48 : 16);
             for (int D = 0; D < 32; D++) memcpy(wp + 64 * D + 4 * j, qs + 4 * D, 4);
             if (five)

@@ -20,7 +20,7 @@
 #define INL HSD_MM_INLINE
 #define UNROLL HSD_MM_UNROLL
 
-enum { Q4_W = 2048, Q5_W = 2560, Q6_W = 3072, Q45_TAIL = 320, Q6_TAIL = 288 };
+enum { Q4_W = 2048, Q5_W = 2560, Q6_W = 3072 };
 
 /* The index vectors of the transpose: round b swaps bit b of the vector index with bit b of
  * the lane index (the same scheme as hsd_bf16p_pack_group). */
@@ -84,12 +84,11 @@ TGT void hsd_kqp_pack_group_avx512(hsd_dtype t, const uint8_t *const *rows, int3
                   mc0 = _mm512_set1_epi8((char)0xc0);
     const size_t bb = hsd_dtype_block_bytes(t);
     const size_t W = t == HSD_DT_Q4_K ? Q4_W : t == HSD_DT_Q5_K ? Q5_W : Q6_W;
-    const size_t TL = t == HSD_DT_Q6_K ? Q6_TAIL : Q45_TAIL;
-    uint8_t *tail0 = dst + (size_t)nb * W;
+    const size_t TL = HSD_KQP_TAIL;
     __m512i v[16];
     for (int32_t b = 0; b < nb; b++) {
         const size_t g = (size_t)b * bb;
-        uint8_t *wp = dst + (size_t)b * W, *tail = tail0 + (size_t)b * TL;
+        uint8_t *wp = dst + (size_t)b * (W + TL), *tail = wp + W;
         if (t == HSD_DT_Q6_K) { /* ql[128] qh[64] scales[16] d */
             for (int h = 0; h < 3; h++) { /* ql dwords 0..15, 16..31, then qh dwords 0..15 */
                 load_tr(v, rows, count, g + 64 * (size_t)h, ~(__mmask32)0, &ti);
@@ -99,8 +98,9 @@ TGT void hsd_kqp_pack_group_avx512(hsd_dtype t, const uint8_t *const *rows, int3
             load_tr(v, rows, count, g + 192, 0x1ff, &ti); /* 16 scale bytes, then d */
             UNROLL for (int k = 0; k < 4; k++)
                 _mm512_storeu_si512(tail + 64 * k, bytes_by_position(v[k], bshuf, dperm));
-            _mm256_storeu_si256((__m256i *)(void *)(tail + 256),
-                                _mm512_castsi512_si256(_mm512_permutexvar_epi16(weo, v[4])));
+            /* d, then the tail's 32 bytes of padding as zeros (the portable packer's bytes) */
+            _mm512_storeu_si512(tail + 256, _mm512_zextsi256_si512(_mm512_castsi512_si256(
+                                                _mm512_permutexvar_epi16(weo, v[4]))));
             continue;
         }
         /* Q4_K: d dmin scales[12] qs[128]; Q5_K: d dmin scales[12] qh[32] qs[128] */
