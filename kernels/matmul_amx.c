@@ -193,16 +193,16 @@ TGT static INL void q8_tile(const uint8_t *grp, size_t gb, int32_t nb, const hsd
     const int8_t *xq = (const int8_t *)a->xq + (size_t)t0 * 32;
     const float *xd = a->xd + t0;
     const int32_t *xc = a->xc + t0;
-    const size_t sco = (size_t)nb * HSD_Q8P_BLOCK_BYTES;
     for (int32_t b = 0; b < nb; b++, xq += 32 * n, xd += n, xc += n) {
-        const uint8_t *wb = grp + (size_t)b * HSD_Q8P_BLOCK_BYTES;
-        if (pf) {
-            int32_t ahead = b + AMXQ_PF_BLOCKS;
+        const uint8_t *wb = hsd_q8p_weights(grp, HSD_DT_Q8_0, b);
+        if (pf) { /* block b + AMXQ_PF_BLOCKS of each group (or of the G groups after these),
+                   * and at a pair's first block its scales' line (matmul_q8.h) */
+            const int32_t ahead = b + AMXQ_PF_BLOCKS, ab = ahead < nb ? ahead : ahead - nb;
             UNROLL for (int g = 0; g < G; g++) {
-                uintptr_t p = (uintptr_t)grp + g * gb +
-                              (ahead < nb ? (size_t)ahead * HSD_Q8P_BLOCK_BYTES
-                                          : gb * G + (size_t)(ahead - nb) * HSD_Q8P_BLOCK_BYTES);
+                const uint8_t *gp = grp + (ahead < nb ? (size_t)g : (size_t)(G + g)) * gb;
+                const uintptr_t p = (uintptr_t)hsd_q8p_weights(gp, HSD_DT_Q8_0, ab);
                 UNROLL for (int k = 0; k < 8; k++) _mm_prefetch((const char *)(p + 64 * k), _MM_HINT_T0);
+                if (!(ab & 1)) _mm_prefetch((const char *)hsd_q8p_scales(gp, HSD_DT_Q8_0, ab), _MM_HINT_T0);
             }
         }
         _tile_loadd(4, xq, 32);
@@ -229,8 +229,8 @@ TGT static INL void q8_tile(const uint8_t *grp, size_t gb, int32_t nb, const hsd
         if (G > 2) _tile_stored(2, ib[2], 64);
         if (G > 3) _tile_stored(3, ib[3], 64);
         UNROLL for (int g = 0; g < G; g++) {
-            const uint16_t *sc = (const uint16_t *)(const void *)(grp + g * gb + sco);
-            const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(sc + 16 * (size_t)b)));
+            const uint16_t *sc = hsd_q8p_scales(grp + g * gb, HSD_DT_Q8_0, b);
+            const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)sc));
             UNROLL for (int t = 0; t < T; t++) {
                 __m512i s = _mm512_add_epi32(_mm512_load_si512((const void *)(ib[g] + 16 * t)), _mm512_set1_epi32(xc[t]));
                 acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(xd[t])), acc[g][t]);

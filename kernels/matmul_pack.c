@@ -12,9 +12,7 @@
 #include "lib/base/error.h"
 
 size_t hsd_q8p_group_bytes(hsd_dtype t, int32_t cols) {
-    size_t nb = (size_t)cols / 32;
-    size_t b = nb * (hsd_q8p_block_bytes(t) + HSD_Q8P_SCALE_BYTES * (hsd_q8p_has_min(t) ? 2 : 1));
-    return (b + 63) & ~(size_t)63;
+    return ((size_t)cols / 32 + 1) / 2 * hsd_q8p_pair_bytes(t); /* whole pairs (matmul_q8.h) */
 }
 
 #define HUGE_ALIGN ((size_t)2 << 20)

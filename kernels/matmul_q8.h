@@ -1,8 +1,14 @@
 /* Products of the 32-column block types, Q8_0, Q5_0, Q4_0, Q5_1 and Q4_1, on AVX-512 VNNI
  * with row-interleaved weights (kernels-internal).
  *
- * Layout ("q8p"): rows go in groups of 16. A group holds, for each 32-column block b, the
- * block's weights as 8 vectors of u8 (vector k, lane j: weights 4k..4k+3 of row j), stored
+ * Layout ("q8p"): rows go in groups of 16. A group holds its 32-column blocks in pairs
+ * (blocks 2p and 2p + 1; an odd count's last pair has a zero second block): the two blocks'
+ * weights, then their 16 rows' fp16 scales (2 × 32 bytes, one cache line), then for Q4_1 /
+ * Q5_1 their fp16 minima (the same shape), so that a product reads one stream and every
+ * weight vector stays 64-byte aligned. (With all the blocks' weights first and the scales
+ * after them, a thread read two streams; on Zen 4 one thread from memory took 5-13% longer at
+ * 8 and 16 tokens, bench/notes/kquant_packed.md session 23.) Each block's weights are 8
+ * vectors of u8 (vector k, lane j: weights 4k..4k+3 of row j), stored
  *   Q8_0: as they are used, q + 128 (8 × 64 bytes);
  *   Q4_0: as the file's nibbles, 4 × 64 bytes: vector k (k < 4) lane j holds bytes 4k..4k+3
  *         of row j's 16 quant bytes, whose low nibbles are weights 4k.. and high nibbles
@@ -10,9 +16,8 @@
  *   Q5_0: the Q4_0 nibbles, then one 64-byte vector of the fifth bits, lane j a 32-bit word
  *         whose bit 8b + k is the fifth bit of weight 4k + b of row j: shifted by 4 − k
  *         (left, right for k > 4), its bit 4 in byte b is what weight vector k needs;
- *   Q4_1, Q5_1: as Q4_0, Q5_0;
- * and then, after all blocks, the 16 rows' fp16 block scales (nb × 16 × 2 bytes), and for
- * Q4_1 / Q5_1 their fp16 block minima (the same shape). The u8 weights are q + o (o = 128, 8,
+ *   Q4_1, Q5_1: as Q4_0, Q5_0.
+ * The u8 weights are q + o (o = 128, 8,
  * 16 for Q8_0, Q4_0, Q5_0: the type's offset; 0 for the _1 types), so one vpdpbusd of weight
  * vector k
  * with 4 activation bytes broadcast to every lane adds 4 products to each of 16 rows, and a
@@ -61,6 +66,21 @@ static inline int hsd_q8p_has_min(hsd_dtype t) {
  * fifth bits). */
 static inline size_t hsd_q8p_block_bytes(hsd_dtype t) {
     return t == HSD_DT_Q8_0 ? HSD_Q8P_BLOCK_BYTES : hsd_q32_form_of(t).five ? 320 : 256;
+}
+/* Bytes of a pair of blocks of a group of type t: weights, scales (and minima), a multiple
+ * of 64. */
+static inline size_t hsd_q8p_pair_bytes(hsd_dtype t) {
+    return 2 * hsd_q8p_block_bytes(t) + 2 * HSD_Q8P_SCALE_BYTES * (hsd_q8p_has_min(t) ? 2 : 1);
+}
+/* Block b's weights in the group at g (the layout above). */
+static inline const uint8_t *hsd_q8p_weights(const uint8_t *g, hsd_dtype t, int32_t b) {
+    return g + (size_t)(b >> 1) * hsd_q8p_pair_bytes(t) + (size_t)(b & 1) * hsd_q8p_block_bytes(t);
+}
+/* Block b's 16 fp16 scales; its minima (Q4_1, Q5_1) follow at + 2 × 16. */
+static inline const uint16_t *hsd_q8p_scales(const uint8_t *g, hsd_dtype t, int32_t b) {
+    return (const uint16_t *)(const void *)(g + (size_t)(b >> 1) * hsd_q8p_pair_bytes(t) +
+                                            2 * hsd_q8p_block_bytes(t)) +
+           (size_t)(b & 1) * HSD_Q8P_ROWS;
 }
 /* The offset o of the stored u8 weights (q + o): the activations' start value is −o·Σx. */
 static inline int32_t hsd_q8p_offset(hsd_dtype t) {

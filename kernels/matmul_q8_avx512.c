@@ -101,7 +101,6 @@ TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t
         idx_hi[st] = _mm512_loadu_si512(hi);
     }
     const __m512i u128 = _mm512_set1_epi8((char)0x80);
-    uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * HSD_Q8P_BLOCK_BYTES);
     for (int32_t b = 0; b < nb; b++) {
         const size_t off = (size_t)b * HSD_Q8_0_BYTES;
         __m512i v[8]; /* fully unrolled below, or v lives on the stack (3x slower) */
@@ -124,16 +123,20 @@ TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t
                 v[p | vb] = _mm512_permutex2var_epi32(x, idx_hi[st], y);
             }
         }
-        uint8_t *wb = dst + (size_t)b * HSD_Q8P_BLOCK_BYTES;
+        uint8_t *wb = (uint8_t *)hsd_q8p_weights(dst, HSD_DT_Q8_0, b);
         UNROLL for (int r = 0; r < 8; r++) _mm512_store_si512((void *)(wb + 64 * brev3[r]), v[r]);
+        uint16_t *sc = (uint16_t *)hsd_q8p_scales(dst, HSD_DT_Q8_0, b);
         UNROLL for (int32_t j = 0; j < HSD_Q8P_ROWS; j++) {
             uint16_t h = 0;
             if (j < count) memcpy(&h, rows[j] + off, 2);
-            sc[(size_t)b * HSD_Q8P_ROWS + j] = h;
+            sc[j] = h;
         }
     }
-    size_t used = (size_t)nb * (512 + HSD_Q8P_SCALE_BYTES);
-    memset(dst + used, 0, hsd_q8p_group_bytes(HSD_DT_Q8_0, nb * 32) - used);
+    if (nb & 1) { /* the last pair's second block: zero weights (as the offset) and scales */
+        uint8_t *wb = (uint8_t *)hsd_q8p_weights(dst, HSD_DT_Q8_0, nb);
+        UNROLL for (int r = 0; r < 8; r++) _mm512_store_si512((void *)(wb + 64 * r), u128);
+        memset((void *)hsd_q8p_scales(dst, HSD_DT_Q8_0, nb), 0, HSD_Q8P_SCALE_BYTES);
+    }
 }
 
 /* Q4_0 / Q5_0 / Q4_1 / Q5_1 groups: plain copies of the nibble bytes (4 per lane and vector),
@@ -141,16 +144,15 @@ TGT static void pack_group_q8(const uint8_t *const *rows, int32_t count, int32_t
  * bytes, the scales, and the minima of the _1 types. */
 static void pack_group_nibbles(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                                uint8_t *dst) {
-    const size_t bb = hsd_q8p_block_bytes(t);
     const hsd_q32_form f = hsd_q32_form_of(t); /* the file's block layout (kernels/quant.h) */
     memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
-    uint16_t *sc = (uint16_t *)(void *)(dst + (size_t)nb * bb), *mn = sc + (size_t)nb * HSD_Q8P_ROWS;
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < count; j++) {
             const uint8_t *blk = rows[j] + (size_t)b * f.bytes;
-            uint8_t *wb = dst + (size_t)b * bb;
-            memcpy(sc + (size_t)b * HSD_Q8P_ROWS + j, blk, 2);
-            if (f.mins) memcpy(mn + (size_t)b * HSD_Q8P_ROWS + j, blk + 2, 2);
+            uint8_t *wb = (uint8_t *)hsd_q8p_weights(dst, t, b);
+            uint16_t *sc = (uint16_t *)hsd_q8p_scales(dst, t, b);
+            memcpy(sc + j, blk, 2);
+            if (f.mins) memcpy(sc + 2 * HSD_Q8P_ROWS + j, blk + 2, 2);
             for (int k = 0; k < 4; k++) memcpy(wb + 64 * k + 4 * j, blk + f.qs + 4 * k, 4);
             if (!f.five) continue;
             uint32_t qh, r = 0;
@@ -207,11 +209,11 @@ TGT static INL void block_weights(const hsd_dtype t, const uint8_t *wb, __m512i 
 TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, size_t gb,
                          const hsd_mm_acts *a, int32_t t0, int pf, float *dst, int32_t dld,
                          const int T) {
-    const size_t bb = hsd_q8p_block_bytes(ty);
+    /* a pair's lines (matmul_q8.h), asked for half at each of its blocks */
+    const int pl = (int)(hsd_q8p_pair_bytes(ty) / 64), ph = pl / 2;
+    (void)gb;
     __m512 acc[Q8P_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-    const uint16_t *sc = (const uint16_t *)(const void *)(grp + (size_t)nb * bb),
-                   *mn = sc + (size_t)nb * HSD_Q8P_ROWS; /* minima: Q4_1, Q5_1 */
     const int mins = hsd_q8p_has_min(ty);
     const float *xs = a->xs + t0;
     const size_t n = (size_t)a->n;
@@ -219,14 +221,15 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
     const float *xd = a->xd + t0;
     const int32_t *xc = a->xc + t0;
     for (int32_t b = 0; b < nb; b++, xq += 32 * n, xd += n, xc += n, xs += n) {
-        const uint8_t *wb = grp + (size_t)b * bb;
-        if (pf) { /* the weight stream Q8P_PF_BYTES ahead, past the scales into the next group */
-            size_t ahead = (size_t)b * bb + Q8P_PF_BYTES, wend = (size_t)nb * bb;
-            uintptr_t p = (uintptr_t)grp + (ahead < wend ? ahead : gb + (ahead - wend));
-            UNROLL for (size_t k = 0; k < bb / 64; k++) _mm_prefetch((const char *)(p + 64 * k), Q8P_PF_HINT);
+        const uint8_t *wb = hsd_q8p_weights(grp, ty, b);
+        const uint16_t *sc = hsd_q8p_scales(grp, ty, b);
+        if (pf) { /* the stream Q8P_PF_BYTES ahead, into the next group (the pack's follow) */
+            const uintptr_t p = (uintptr_t)hsd_q8p_weights(grp, ty, b & ~1) + Q8P_PF_BYTES;
+            for (int k = (b & 1) ? ph : 0; k < ((b & 1) ? pl : ph); k++)
+                _mm_prefetch((const char *)(p + 64 * (size_t)k), Q8P_PF_HINT);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(sc + 16 * (size_t)b)));
-        const __m512 mw = mins ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(mn + 16 * (size_t)b)))
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)sc));
+        const __m512 mw = mins ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)(sc + 2 * HSD_Q8P_ROWS)))
                                : _mm512_setzero_ps();
         __m512i w[8];
         block_weights(ty, wb, w);

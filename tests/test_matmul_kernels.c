@@ -880,45 +880,49 @@ static void guarded_make(guarded *g, int32_t count, size_t rb) {
     }
 }
 
-/* The Q8_0 group as matmul_q8.h states it: per block 8 vectors (vector k, lane j: bytes
- * 4k..4k+3 of row j's quants, + 128), then the rows' fp16 scales [nb][16]; missing rows: zero
- * weights (128) and scales; zeros to the end of the group. */
+/* The Q8_0 group as matmul_q8.h states it: blocks in pairs of 1088 bytes, the two blocks'
+ * 8 vectors each (vector k, lane j: bytes 4k..4k+3 of row j's quants, + 128), then their
+ * rows' fp16 scales [2][16]; missing rows, and an odd count's last block: zero weights (128)
+ * and scales. */
 static void q8p_layout(const uint8_t *const *rows, int32_t count, int32_t nb, uint8_t *dst) {
     memset(dst, 0, hsd_q8p_group_bytes(HSD_DT_Q8_0, nb * 32));
-    for (int32_t b = 0; b < nb; b++)
+    for (int32_t b = 0; b < (nb + 1) / 2 * 2; b++) {
+        const size_t w = (size_t)(b / 2) * 1088 + (size_t)(b % 2) * 512,
+                     s = (size_t)(b / 2) * 1088 + 1024 + (size_t)(b % 2) * 32;
         for (int32_t j = 0; j < 16; j++) {
-            const uint8_t *blk = j < count ? rows[j] + (size_t)b * HSD_Q8_0_BYTES : NULL;
+            const uint8_t *blk = j < count && b < nb ? rows[j] + (size_t)b * HSD_Q8_0_BYTES : NULL;
             for (int e = 0; e < 32; e++)
-                dst[(size_t)b * 512 + 64 * (e / 4) + 4 * j + e % 4] =
-                    (uint8_t)((blk ? blk[2 + e] : 0) ^ 0x80);
-            for (int h = 0; h < 2; h++)
-                dst[(size_t)nb * 512 + 32 * (size_t)b + 2 * j + h] = blk ? blk[h] : 0;
+                dst[w + 64 * (e / 4) + 4 * j + e % 4] = (uint8_t)((blk ? blk[2 + e] : 0) ^ 0x80);
+            for (int h = 0; h < 2; h++) dst[s + 2 * j + h] = blk ? blk[h] : 0;
         }
+    }
 }
 
-/* The Q4_0 / Q5_0 / Q4_1 / Q5_1 group as matmul_q8.h states it: per block, nibble vectors
- * k < 4 (lane j: quant bytes 4k..4k+3 of row j), for the 5-bit types then one vector whose
- * lane j has bit 8b + k set to the fifth bit of weight 4k + b (qh bit 4k + b); after all
- * blocks the fp16 scales [nb][16], then (_1 types) the fp16 minima [nb][16]; missing rows and
- * the rest of the group zero. */
+/* The Q4_0 / Q5_0 / Q4_1 / Q5_1 group as matmul_q8.h states it: blocks in pairs, the two
+ * blocks' weights (bb bytes each), then their fp16 scales [2][16], then (_1 types) their fp16
+ * minima [2][16]. A block's weights: nibble vectors k < 4 (lane j: quant bytes 4k..4k+3 of
+ * row j), for the 5-bit types then one vector whose lane j has bit 8b + k set to the fifth
+ * bit of weight 4k + b (qh bit 4k + b). Missing rows and an odd count's last block zero. */
 static void nibble_layout(hsd_dtype t, const uint8_t *const *rows, int32_t count, int32_t nb,
                           uint8_t *dst) {
     const int five = t == HSD_DT_Q5_0 || t == HSD_DT_Q5_1, mins = t == HSD_DT_Q4_1 || t == HSD_DT_Q5_1;
     const size_t bb = five ? 320 : 256, src = hsd_dtype_row_bytes(t, 32), qh = mins ? 4 : 2,
                  qs = qh + (five ? 4 : 0);
+    const size_t pair = 2 * bb + (mins ? 128 : 64);
     memset(dst, 0, hsd_q8p_group_bytes(t, nb * 32));
     for (int32_t b = 0; b < nb; b++)
         for (int32_t j = 0; j < count; j++) {
             const uint8_t *blk = rows[j] + (size_t)b * src;
-            for (int i = 0; i < 16; i++)
-                dst[(size_t)b * bb + 64 * (i / 4) + 4 * j + i % 4] = blk[qs + i];
+            const size_t w = (size_t)(b / 2) * pair + (size_t)(b % 2) * bb,
+                         s = (size_t)(b / 2) * pair + 2 * bb + (size_t)(b % 2) * 32;
+            for (int i = 0; i < 16; i++) dst[w + 64 * (i / 4) + 4 * j + i % 4] = blk[qs + i];
             for (int e = 0; five && e < 32; e++) {
                 int bit = (blk[qh + e / 8] >> (e % 8)) & 1, k = e / 4, by = e % 4;
-                dst[(size_t)b * bb + 256 + 4 * j + by] |= (uint8_t)(bit << k);
+                dst[w + 256 + 4 * j + by] |= (uint8_t)(bit << k);
             }
             for (int h = 0; h < 2; h++) {
-                dst[(size_t)nb * bb + 32 * (size_t)b + 2 * j + h] = blk[h];
-                if (mins) dst[(size_t)nb * (bb + 32) + 32 * (size_t)b + 2 * j + h] = blk[2 + h];
+                dst[s + 2 * j + h] = blk[h];
+                if (mins) dst[s + 64 + 2 * j + h] = blk[2 + h];
             }
         }
 }
