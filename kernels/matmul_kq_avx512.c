@@ -314,6 +314,13 @@ static void run_group(const hsd_mm_acts *a, hsd_dtype type, const uint8_t *grp, 
     float part[KQ_T * HSD_MM_PACK_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n;) {
         int32_t T = a->n - t0 < KQ_T ? a->n - t0 : KQ_T, nch = 1, last = T;
+        /* AMD: tiles of at most 8 tokens from 11 on (halves below 16): a 16-token tile keeps 16
+         * int32 sums beside the weight vectors and spills, and two 8-token passes over the
+         * group (its second from L1/L2) cost less. Zen 4, one thread from memory: Q4_K n = 13
+         * / 16 -7% / -7%, Q6_K -8% / -16%; n <= 10 no gain (session 23). The same bits: every
+         * token's lanes are their own sequence whatever the tile. Intel keeps 16 (not
+         * measured there; AMX takes the long tiles) */
+        if (amx->amd && !amx->on && T > 10) T = last = T < KQ_T ? (T + 1) / 2 : KQ_T / 2;
         if (amx->on && whole && T == KQ_T) {
             /* whole chunks of 16 tokens share the scaled weights, and so does a shorter tail
              * after them, padded: on the AVX-512 kernel its tokens would cost their whole
