@@ -48,9 +48,9 @@ TGT static INL __m512i ld(const uint8_t *p) {
 
 /* clang-format off */
 /* Q4_K (five 0) / Q5_K (five 1): the group at grp (nb blocks) × tokens t0..t0+T; lane j of
- * token t goes to dst[t·dld + j]. pf: the prefetch distance of the weights and
- * the tails (bytes, 0 none; run_group). mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's (the
- * same exact int32 values, so the same bits): AMD's form. */
+ * token t goes to dst[t·dld + j]. pf: the prefetch distance of the weights and the tails
+ * (bytes, 0 none; run_group). mul: Q4_K's sub-block sums scaled by vpmulld + add, as Q5_K's
+ * (the same exact int32 values, so the same bits): AMD's form. */
 TGT static INL void tile45(const uint8_t *grp, int32_t nb, const hsd_mm_acts *a, int32_t t0,
                            int pf, float *dst, int32_t dld, const int T, const int five,
                            const int mul) {

@@ -211,7 +211,7 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
                          const int T) {
     /* a pair's lines (matmul_q8.h), asked for half at each of its blocks */
     const int pl = (int)(hsd_q8p_pair_bytes(ty) / 64), ph = pl / 2;
-    (void)gb;
+    (void)gb; /* the stream runs on into the next group by itself */
     __m512 acc[Q8P_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     const int mins = hsd_q8p_has_min(ty);
