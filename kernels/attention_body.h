@@ -271,7 +271,7 @@ ATTR static void CAT(attn_rows, SFX)(const hsd_attn_kv *kv, const hsd_attn_row *
     const bool spread = !tiled && rt != HSD_DT_Q8_0 && attn_spread_on();
     const int32_t first_b = lo / B * B;
     const uintptr_t ahead = (size_t)ATTN_PF_AHEAD * B * rb; /* bytes */
-    for (int32_t b0 = lo / B * B; b0 <= hi; b0 += B) {
+    for (int32_t b0 = first_b; b0 <= hi; b0 += B) {
         const int32_t bs = b0 > lo ? b0 : lo, be = b0 + B <= hi + 1 ? b0 + B : hi + 1;
         /* the block's cache rows, read in place (converted to fp32 in registers) by every row
          * of the call; keys outside the block's range read as the zero row. Every line of

@@ -203,15 +203,14 @@ TGT static INL void block_weights(const hsd_dtype t, const uint8_t *wb, __m512i 
     }
 }
 
-/* One tile: the group at grp (nb blocks of type t, group_bytes gb) × tokens t0..t0+T; lane j
- * of token t goes to dst[t·dld + j]. pf: prefetch the stream ahead (the pack, whose groups
- * follow each other). */
-TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, size_t gb,
+/* One tile: the group at grp (nb blocks of type t) × tokens t0..t0+T; lane j of token t goes
+ * to dst[t·dld + j]. pf: prefetch the stream ahead (the pack, whose groups follow each other:
+ * the stream runs on into the next group by itself). */
+TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb,
                          const hsd_mm_acts *a, int32_t t0, int pf, float *dst, int32_t dld,
                          const int T) {
     /* a pair's lines (matmul_q8.h), asked for half at each of its blocks */
     const int pl = (int)(hsd_q8p_pair_bytes(ty) / 64), ph = pl / 2;
-    (void)gb; /* the stream runs on into the next group by itself */
     __m512 acc[Q8P_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     const int mins = hsd_q8p_has_min(ty);
@@ -245,14 +244,13 @@ TGT static INL void tile(const hsd_dtype ty, const uint8_t *grp, int32_t nb, siz
 }
 /* clang-format on */
 
-typedef void (*tile_fn)(const uint8_t *, int32_t, size_t, const hsd_mm_acts *, int32_t, int,
-                        float *, int32_t);
+typedef void (*tile_fn)(const uint8_t *, int32_t, const hsd_mm_acts *, int32_t, int, float *,
+                        int32_t);
 /* clang-format off */
 #define DEF(q, ty, T)                                                                          \
-    TGT static void tile_##q##_##T(const uint8_t *g, int32_t nb, size_t gb,                    \
-                                   const hsd_mm_acts *a, int32_t t0, int pf, float *dst,       \
-                                   int32_t dld) {                                              \
-        tile(ty, g, nb, gb, a, t0, pf, dst, dld, T);                                           \
+    TGT static void tile_##q##_##T(const uint8_t *g, int32_t nb, const hsd_mm_acts *a,         \
+                                   int32_t t0, int pf, float *dst, int32_t dld) {              \
+        tile(ty, g, nb, a, t0, pf, dst, dld, T);                                               \
     }
 #define DEFS(q, ty)                                                                            \
     DEF(q, ty, 1) DEF(q, ty, 2) DEF(q, ty, 3) DEF(q, ty, 4) DEF(q, ty, 5) DEF(q, ty, 6)        \
@@ -278,17 +276,17 @@ static const tile_fn *type_tiles(hsd_dtype t) {
 }
 
 /* Every token of one group; lanes lo..hi of it are rows out[.. + lane − lo]. */
-static void run_group(const tile_fn *tiles, const hsd_mm_acts *a, const uint8_t *grp, size_t gb,
+static void run_group(const tile_fn *tiles, const hsd_mm_acts *a, const uint8_t *grp,
                       int pf, int32_t lo, int32_t hi, float *out, int32_t ld) {
     const int32_t nb = a->cols / 32;
     float part[Q8P_T * HSD_Q8P_ROWS]; /* a group cut by the row range */
     for (int32_t t0 = 0; t0 < a->n; t0 += Q8P_T) {
         int32_t T = a->n - t0 < Q8P_T ? a->n - t0 : Q8P_T;
         if (lo == 0 && hi == HSD_Q8P_ROWS) {
-            tiles[T - 1](grp, nb, gb, a, t0, pf, out + (size_t)t0 * ld, ld);
+            tiles[T - 1](grp, nb, a, t0, pf, out + (size_t)t0 * ld, ld);
             continue;
         }
-        tiles[T - 1](grp, nb, gb, a, t0, pf, part, HSD_Q8P_ROWS);
+        tiles[T - 1](grp, nb, a, t0, pf, part, HSD_Q8P_ROWS);
         for (int32_t t = 0; t < T; t++)
             memcpy(out + (size_t)(t0 + t) * ld, part + (size_t)t * HSD_Q8P_ROWS + lo,
                    (size_t)(hi - lo) * sizeof *part);
@@ -305,7 +303,7 @@ void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
             int32_t first = g * HSD_Q8P_ROWS; /* matrix row of lane 0 */
             int32_t lo = r0 > first ? r0 - first : 0;
             int32_t hi = r0 + count - first < HSD_Q8P_ROWS ? r0 + count - first : HSD_Q8P_ROWS;
-            run_group(tl, a, pk->data + (size_t)g * gb, gb, g + 1 < g1, lo, hi,
+            run_group(tl, a, pk->data + (size_t)g * gb, g + 1 < g1, lo, hi,
                       out + (first + lo - r0), ld);
         }
         return;
@@ -316,7 +314,7 @@ void hsd_q8p_rows(const hsd_mm_acts *a, const hsd_mat *w, const hsd_mm_packed *p
         int32_t c = count - k < HSD_Q8P_ROWS ? count - k : HSD_Q8P_ROWS;
         hsd_mm_group_rows(w, ids, r0 + k, c, rows);
         hsd_q8p_pack_group(w->type, rows, c, a->cols / 32, scratch);
-        run_group(tl, a, scratch, gb, 0, 0, c, out + k, ld);
+        run_group(tl, a, scratch, 0, 0, c, out + k, ld);
     }
 }
 
