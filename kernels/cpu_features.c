@@ -34,6 +34,12 @@ static bool amx_request(void) {
 }
 #endif
 
+#ifdef HSD_AMX_EMU
+#define HSD_AMX_EMULATED 1
+#else
+#define HSD_AMX_EMULATED 0
+#endif
+
 static void describe(hsd_cpu_features *f) {
     const struct {
         bool on;
@@ -43,7 +49,7 @@ static void describe(hsd_cpu_features *f) {
              {f->avx512_bf16, "avx512_bf16"}, {f->avx512_vnni, "avx512_vnni"},
              {f->amx_tile, "amx_tile"}, {f->amx_bf16, "amx_bf16"},
              {f->amx_int8, "amx_int8"}, {f->amx_granted, "amx_granted"},
-             {f->amd, "amd"}};
+             {HSD_AMX_EMULATED && f->amx_tile, "(amx_emulated)"}, {f->amd, "amd"}};
     size_t len = 0;
     f->desc[0] = 0;
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
@@ -88,6 +94,11 @@ static void probe_x86(hsd_cpu_features *f) {
     (void)b1, (void)c1, (void)d1;
     f->avx512_bf16 = f->avx512 && (a1 >> 5 & 1);
     if (f->amx_tile && f->amx_bf16 && f->amx_int8) f->amx_granted = amx_request();
+#ifdef HSD_AMX_EMU
+    /* test builds only (kernels/matmul_amx_emu.h): AMX in C wherever the AVX-512 level runs */
+    if (f->avx512 && f->avx512_vnni && f->avx512_bf16)
+        f->amx_tile = f->amx_bf16 = f->amx_int8 = f->amx_granted = true;
+#endif
     if (f->avx2 && f->fma && f->f16c) f->best = HSD_CPU_AVX2;
     if (f->best == HSD_CPU_AVX2 && f->avx512 && f->avx512_bf16 && f->avx512_vnni)
         f->best = HSD_CPU_AVX512;

@@ -13,6 +13,16 @@
 #include "kernels/matmul_kq_unpack.h"
 #include "kernels/matmul_q8.h"
 
+#ifdef HSD_AMX_EMU /* test builds: the tile instructions in C (why: matmul_amx_emu.h) */
+#include "kernels/matmul_amx_emu.h"
+#else
+/* asm with the whole struct as its operand: GCC 12 drops the stores to rows and colsb before
+ * _tile_loadconfig (it sees the builtin read only the first bytes), and ldtilecfg then faults
+ * on a configuration without rows */
+#define HSD_AMX_LDTILECFG(p) __asm__ volatile("ldtilecfg %0" : : "m"(*(p)))
+#define HSD_AMX_STTILECFG(p) __asm__ volatile("sttilecfg %0" : "=m"(*(p)))
+#endif
+
 #define TGT                                                                                        \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,fma,f16c,"   \
                           "amx-tile,amx-bf16,amx-int8")))
@@ -30,10 +40,7 @@ TGT static void configure(int T, int a_colsb, int b_rows) {
     for (int i = 0; i < 4; i++) c.rows[i] = (uint8_t)T, c.colsb[i] = 64;
     c.rows[4] = (uint8_t)T, c.colsb[4] = (uint16_t)a_colsb;
     for (int i = 5; i < 8; i++) c.rows[i] = (uint8_t)b_rows, c.colsb[i] = 64;
-    /* asm with the whole struct as its operand: GCC 12 drops the stores to rows and colsb
-     * before _tile_loadconfig (it sees the builtin read only the first bytes), and ldtilecfg
-     * then faults on a configuration without rows */
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+    HSD_AMX_LDTILECFG(&c);
 }
 
 /* The calling thread's tile configuration before a product, put back after it: another
@@ -41,11 +48,11 @@ TGT static void configure(int T, int a_colsb, int b_rows) {
  * configured the tiles once and rely on it — releasing them under it made its next tile
  * instruction fault (SIGILL in test_model_arch_llama_cpp). Unconfigured (palette 0): release. */
 TGT static void save_cfg(hsd_amx_cfg *prev) {
-    __asm__ volatile("sttilecfg %0" : "=m"(*prev));
+    HSD_AMX_STTILECFG(prev);
 }
 TGT static void restore_cfg(const hsd_amx_cfg *prev) {
     if (prev->palette)
-        __asm__ volatile("ldtilecfg %0" : : "m"(*prev));
+        HSD_AMX_LDTILECFG(prev);
     else
         _tile_release();
 }
