@@ -1117,7 +1117,12 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
     /* Q4_K: the Q4_K_M mix of hsd inflate --dtype q4_k_m (Q4_K and Q6_K products), at the
      * llama-3.2-1b width (its widths are multiples of 256), 5 layers, 2 prompts */
     static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K};
-    for (int lv = HSD_CPU_AVX2; lv < HSD_CPU_N_LEVELS; lv++) {
+#ifdef HSD_TEST_AMX_EMU /* the levels below AMX run in test_matmul_kernels */
+    const int lv0 = HSD_CPU_AMX;
+#else
+    const int lv0 = HSD_CPU_AVX2;
+#endif
+    for (int lv = lv0; lv < HSD_CPU_N_LEVELS; lv++) {
         if (!hsd_cpu_level_supported((hsd_cpu_level)lv)) {
             fprintf(stderr, "level %s: not on this CPU, skipped\n",
                     hsd_cpu_level_name((hsd_cpu_level)lv));
@@ -1179,6 +1184,15 @@ static void test_greedy_sd_equals_ar_per_level(void **state) {
 }
 
 int main(void) {
+#ifdef HSD_TEST_AMX_EMU
+    /* test_matmul_kernels_amx_emu: AMX in C needs the AVX-512 level under it; without it this
+     * binary would only repeat test_matmul_kernels (ctest reports exit 77 as skipped) */
+    if (!hsd_cpu_level_supported(HSD_CPU_AMX)) {
+        fprintf(stderr, "no AVX-512 BF16/VNNI on this CPU (%s): the emulated AMX level cannot run, "
+                        "skipped\n", hsd_cpu_features_get()->desc);
+        return 77;
+    }
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_vs_float64),
         cmocka_unit_test(test_threads_invariant),
