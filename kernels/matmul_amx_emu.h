@@ -7,7 +7,8 @@
  * without AMX could compile the AMX kernels but never run them, so a layout change could ship
  * untested until a session drew a Sapphire Rapids. With this header every tile instruction
  * runs as its Intel SDM pseudocode says (tile shapes from the loaded configuration, rows and
- * columns past the shape zeroed on load and on every product, int32 sums wrapping), and an
+ * columns past the shape zeroed on load and on every product, int32 sums wrapping, bf16
+ * denormals read and written as zero), and an
  * operation the hardware refuses (#UD: tiles not configured, a shape the product cannot take,
  * one tile as two operands) traps as the hardware would, with SIGILL. The test then runs the
  * whole AMX path — addressing, tile configuration kept and restored, bit-identity with the
@@ -131,8 +132,17 @@ static float amx_emu_bf16(const uint8_t *p) {
     memcpy(&f, &u, 4);
     return f;
 }
+/* A result the hardware flushes: tdpbf16ps writes denormals as zero (of the same sign). */
+static float amx_emu_ftz(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
 /* tdpbf16ps: per pair k, C[m][n] += A[m][2k]·B[k][2n], then += A[m][2k+1]·B[k][2n+1], each a
- * rounded multiply and a rounded add (ISO C: GCC contracts nothing into an fma). */
+ * rounded multiply and a rounded add (ISO C: GCC contracts nothing into an fma), denormal
+ * results flushed. */
 static void amx_emu_dpbf16(int c, int a, int b) {
     amx_emu_shapes(c, a, b);
     const hsd_amx_cfg *g = &amx_emu.cfg;
@@ -150,9 +160,9 @@ static void amx_emu_dpbf16(int c, int a, int b) {
                         x1 = amx_emu_bf16(amx_emu.t[a][m] + 4 * k + 2);
             for (int n = 0; n < 16; n++) {
                 const float p0 = x0 * bt[k][0][n];
-                acc[n] += p0;
+                acc[n] = amx_emu_ftz(acc[n] + p0);
                 const float p1 = x1 * bt[k][1][n];
-                acc[n] += p1;
+                acc[n] = amx_emu_ftz(acc[n] + p1);
             }
         }
         memcpy(crow, acc, 4 * (size_t)N);
