@@ -14,6 +14,7 @@
 #include "hsd_tools.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_bf16p.h"
 #include "kernels/matmul_kq.h"
 #include "kernels/matmul_q8.h"
@@ -540,6 +541,66 @@ static void *make_kquant(hsd_dtype t, int32_t rows, int32_t cols) {
         }
     }
     return d;
+}
+
+/* The AMX products leave the calling thread's tile state as they found it: another library in
+ * the process (llama.cpp's AMX kernels) configures a thread's tiles once and relies on that,
+ * and a product that released them under it made its next tile instruction fault (SIGILL in
+ * test_model_arch_llama_cpp). Each AMX family (BF16, Q8_0, the k-quant tiles at 16 tokens),
+ * after a foreign configuration (T = 5) and from the released state: sttilecfg after the
+ * product reads what it read before. Skipped (printed) where the CPU has no AMX. */
+static void test_amx_tile_state_restored(void **state) {
+    (void)state;
+    if (!hsd_mm_isa_available(HSD_MM_AMX)) {
+        fprintf(stderr, "AMX not on this CPU (%s): skipped\n", hsd_cpu_features_get()->desc);
+        skip();
+    }
+#ifdef HSD_MM_HAVE_AVX512
+    hsd_rng_init(&rng, 41, 1);
+    const int32_t R = 48, C = 512, N = 16;
+    float *x = malloc((size_t)N * C * sizeof *x), *out = malloc((size_t)N * R * sizeof *out);
+    for (int i = 0; i < N * C; i++) x[i] = nz();
+    static const hsd_dtype types[] = {HSD_DT_BF16, HSD_DT_Q8_0, HSD_DT_Q4_K, HSD_DT_Q6_K};
+    hsd_mm_ws ws = {0};
+    for (int ty = 0; ty < 4; ty++) {
+        const hsd_dtype t = types[ty];
+        mat a = {0};
+        hsd_mat m;
+        void *kq = NULL;
+        if (t == HSD_DT_Q4_K || t == HSD_DT_Q6_K) {
+            kq = make_kquant(t, R, C);
+            m = (hsd_mat){t, R, C, kq, NULL};
+        } else {
+            a = make_mat(t, R, C);
+            m = a.m;
+        }
+        /* k-quants: Intel's tuning too, where 16 tokens run on the AMX tiles (AMD's keeps
+         * them on AVX-512 at this width; both must leave the state alone) */
+        for (int run = 0; run < (kq ? 4 : 2); run++) {
+            const int foreign = run & 1;
+            if (kq) hsd_kqp_tuning_set(run >> 1);
+            hsd_amx_cfg before, after;
+            if (foreign) hsd_amx_tiles_set(5); /* as another library would have left them */
+            hsd_amx_tiles_save(&before);
+            assert_int_equal(before.palette, foreign ? 1 : 0);
+            assert_int_equal(hsd_mm_run_isa(&ws, HSD_MM_AMX, out, R, x, N, &m, NULL, 0), HSD_OK);
+            hsd_amx_tiles_save(&after);
+            if (memcmp(&before, &after, sizeof before))
+                fail_msg("amx %s: tile configuration %s the product (palette %d rows[0] %d)",
+                         hsd_dtype_name(t), foreign ? "changed by" : "left configured by",
+                         after.palette, after.rows[0]);
+            memset(&before, 0, sizeof before);
+            hsd_amx_tiles_restore(&before); /* released: the state the next round starts from */
+        }
+        hsd_kqp_tuning_set(-1);
+        fprintf(stderr, "amx %-5s x %d tokens: tile state kept (foreign configuration and none)\n",
+                hsd_dtype_name(t), N);
+        if (kq) free(kq);
+        else free_mat(&a);
+    }
+    hsd_mm_ws_free(&ws);
+    free(x), free(out);
+#endif
 }
 
 /* The packed k-quant products (kernels/matmul_kq.h) on every level that runs them (AVX-512 and
@@ -1200,6 +1261,7 @@ int main(void) {
         cmocka_unit_test(test_fused_products),
         cmocka_unit_test(test_models_batch_invariant),
         cmocka_unit_test(test_amx_q8_matches_avx512),
+        cmocka_unit_test(test_amx_tile_state_restored),
         cmocka_unit_test(test_kquant_packed_vs_reference),
         cmocka_unit_test(test_kquant_many_tokens_vs_reference),
         cmocka_unit_test(test_kquant_extremes),
