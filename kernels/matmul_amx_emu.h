@@ -123,22 +123,21 @@ static void amx_emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
     }
     for (int m = M; m < 16; m++) memset(amx_emu.t[c][m], 0, 64);
 }
-static float amx_emu_bf16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    uint32_t u = (uint32_t)h << 16;
-    if ((u & 0x7f800000u) == 0) u &= 0x80000000u; /* denormal inputs read as zero */
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-/* A result the hardware flushes: tdpbf16ps writes denormals as zero (of the same sign). */
+/* tdpbf16ps reads and writes denormals as zero (of the same sign). */
 static float amx_emu_ftz(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
     memcpy(&f, &u, 4);
     return f;
+}
+static float amx_emu_bf16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return amx_emu_ftz(f);
 }
 /* tdpbf16ps: per pair k, C[m][n] += A[m][2k]·B[k][2n], then += A[m][2k+1]·B[k][2n+1], each a
  * rounded multiply and a rounded add (ISO C: GCC contracts nothing into an fma), denormal
